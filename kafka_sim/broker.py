@@ -1,0 +1,317 @@
+"""One broker process: configuration, lifecycle and the cluster view it answers from."""
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+
+from kafka_sim import properties, quota_plugin_config
+from kafka_sim.listeners import ConfigError, advertised_endpoints, controller_listener_names, parse_endpoints
+from kafka_sim.state import ClusterState, now_ms
+from kafka_sim.storage import LogDir, PartitionLog
+
+LOG = logging.getLogger("kafka_sim.broker")
+ROLES = ("broker", "controller")
+
+
+def _int(props, key, default):
+    value = props.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"Invalid value {value} for configuration {key}: Not a number of type INT") from None
+
+
+def validate_quota_callback(props):
+    """Kafka instantiates ``client.quota.callback.class`` at startup; a plugin that rejects its config stops the broker."""
+    callback = props.get("client.quota.callback.class", "").strip()
+    if not callback:
+        return None
+    if callback != quota_plugin_config.STATIC_QUOTA_CALLBACK:
+        raise ConfigError(f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} cannot be found")
+    try:
+        return quota_plugin_config.load(props)
+    except quota_plugin_config.PluginConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+class BrokerConfig:
+    """The Kafka keys a broker reads at startup, validated the way Kafka fails its startup."""
+
+    def __init__(self, props):
+        self.props = props
+        if "node.id" not in props:
+            raise ConfigError("Missing required configuration \"node.id\" which has no default value.")
+        self.node_id = _int(props, "node.id", None)
+        roles = [role.strip() for role in props.get("process.roles", "").split(",") if role.strip()]
+        if not roles or any(role not in ROLES for role in roles) or len(set(roles)) != len(roles):
+            raise ConfigError(f"Invalid value {props.get('process.roles', '')} for configuration process.roles: "
+                              "must be a non-empty list of broker and/or controller")
+        self.roles = roles
+        self.is_broker = "broker" in roles
+        self.listeners = parse_endpoints(props, "listeners")
+        if not self.listeners:
+            raise ConfigError("Missing required configuration \"listeners\": a KRaft node needs at least one listener")
+        controllers = controller_listener_names(props)
+        if "controller" in roles and not controllers & {endpoint.name for endpoint in self.listeners}:
+            raise ConfigError("controller.listener.names must name one of the listeners on a controller node")
+        self.advertised = advertised_endpoints(props, self.listeners) if self.is_broker else []
+        if self.is_broker and not self.advertised:
+            raise ConfigError("A broker needs a listener that is not a controller listener")
+        log_dirs = props.get("log.dirs") or props.get("log.dir")
+        if self.is_broker and not log_dirs:
+            raise ConfigError("Missing required configuration \"log.dirs\"")
+        self.log_dirs = [path.strip() for path in (log_dirs or "").split(",") if path.strip()]
+        self.metadata_dir = props.get("metadata.log.dir") or (self.log_dirs[0] if self.log_dirs else None)
+        if not self.metadata_dir:
+            raise ConfigError("Missing required configuration \"metadata.log.dir\"")
+        self.rack = props.get("broker.rack") or None
+        self.session_timeout_ms = _int(props, "broker.session.timeout.ms", 9000)
+        self.heartbeat_ms = _int(props, "broker.heartbeat.interval.ms", 2000)
+        self.max_request_bytes = _int(props, "socket.request.max.bytes", 104857600)
+        self.message_max_bytes = _int(props, "message.max.bytes", 1048588)
+        self.super_users = {user.strip() for user in props.get("super.users", "").split(";") if user.strip()}
+        self.authorizer = props.get("authorizer.class.name", "").strip()
+        mechanisms = props.get("sasl.enabled.mechanisms", "GSSAPI")
+        self.sasl_mechanisms = [mechanism.strip().upper() for mechanism in mechanisms.split(",") if mechanism.strip()]
+        self.quota_plugin = validate_quota_callback(props) if self.is_broker else None
+
+
+class Broker:
+    """State and views shared by every connection of this broker process."""
+
+    def __init__(self, config):
+        self.config = config
+        self.node_id = config.node_id
+        self.props = config.props
+        self.state = ClusterState(config.metadata_dir)
+        self.log_dirs = [LogDir(path) for path in config.log_dirs] if config.is_broker else []
+        self.started_ms = now_ms()
+        self.incarnation = str(uuid.uuid4())
+        self._logs = {}
+        self._logs_lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    # -- cluster view -------------------------------------------------------------------------------------------
+    def nodes(self):
+        return self.state.registrations(self.config.session_timeout_ms)
+
+    def live_brokers(self, nodes=None):
+        nodes = self.nodes() if nodes is None else nodes
+        return {node_id: node for node_id, node in nodes.items() if node["alive"] and "broker" in node["roles"]}
+
+    def catch_up_ms(self):
+        return self.state.read()["settings"].get("replica_catch_up_ms", 0)
+
+    def partition_view(self, partition, live, catch_up_ms, now):
+        """Leader, ISR and offline replicas, computed like a KRaft controller would keep them.
+
+        A replica on a broker that restarted rejoins the ISR only after the catch-up time, unless no in-sync
+        copy is left (then the surviving replicas are the data, as after an unclean restart of a sole replica)."""
+        replicas = partition["replicas"]
+        alive = [r for r in replicas if r in live]
+        in_sync = [r for r in alive
+                   if partition["created_ms"] >= live[r]["started_ms"] or live[r]["started_ms"] + catch_up_ms <= now]
+        if not in_sync:
+            in_sync = alive
+        leader = in_sync[0] if in_sync else -1
+        isr = in_sync if in_sync else [partition.get("leader", replicas[0]) if partition.get("leader", -1) != -1 else replicas[0]]
+        offline = [r for r in replicas if r not in live]
+        return leader, isr, offline
+
+    def topics_view(self, names=None):
+        """{topic: (topic record, [(partition index, leader, leader epoch, isr, offline)])}, updating leader epochs."""
+        state = self.state.read()
+        live = self.live_brokers()
+        catch_up_ms = state["settings"].get("replica_catch_up_ms", 0)
+        now = now_ms()
+        result = {}
+        stale = []
+        for name, topic in state["topics"].items():
+            if names is not None and name not in names:
+                continue
+            parts = []
+            for index, partition in enumerate(topic["partitions"]):
+                leader, isr, offline = self.partition_view(partition, live, catch_up_ms, now)
+                if leader != partition.get("leader", -1):
+                    stale.append((name, index, leader))
+                parts.append([index, leader, partition.get("leader_epoch", 0), isr, offline])
+            result[name] = (topic, parts)
+        if stale:
+            epochs = self.state.update(lambda s: _record_leaders(s, stale))
+            for name, index, _ in stale:
+                result[name][1][index][2] = epochs[(name, index)]
+        return result
+
+    def leader_of(self, topic, index):
+        view = self.topics_view({topic}).get(topic)
+        if view is None or index >= len(view[1]):
+            return None
+        return view[1][index]
+
+    # -- logs ---------------------------------------------------------------------------------------------------
+    def log_dir_for(self, path):
+        for log_dir in self.log_dirs:
+            if log_dir.path == os.path.abspath(path):
+                return log_dir
+        return None
+
+    def offline_by_fault(self):
+        return set(self.state.faults(self.node_id).get("offline_log_dirs", []))
+
+    def partition_log(self, topic_record, topic, index, node_id=None):
+        """The log of ``topic``-``index`` held by ``node_id`` (default: this broker), or None if it has no replica."""
+        node_id = self.node_id if node_id is None else node_id
+        directory = topic_record["partitions"][index]["dirs"].get(str(node_id))
+        if directory is None:
+            return None
+        key = (node_id, topic, index, directory)
+        with self._logs_lock:
+            log = self._logs.get(key)
+            if log is None:
+                log = self._logs[key] = PartitionLog(os.path.join(directory, f"{topic}-{index}"))
+            return log
+
+    def ensure_replicas(self):
+        """Create this broker's partition directories and copy what its followers missed from the leader's log."""
+        if not self.log_dirs:
+            return
+        try:
+            view = self.topics_view()
+        except FileNotFoundError:
+            return
+        offline = self.offline_by_fault()
+        for name, (topic, parts) in view.items():
+            for index, leader, _, _, _ in parts:
+                log = self.partition_log(topic, name, index)
+                if log is None:
+                    continue
+                log_dir = self.log_dir_for(os.path.dirname(log.directory))
+                if log_dir is None or not log_dir.online(offline):
+                    continue
+                try:
+                    log.create()
+                    if leader not in (-1, self.node_id):
+                        leader_log = self.partition_log(topic, name, index, leader)
+                        if leader_log is not None:
+                            log.copy_tail_from(leader_log)
+                except OSError as exc:
+                    LOG.error("Error while maintaining replica %s-%d in dir %s: %s", name, index, log_dir.path, exc)
+                    log_dir.failed = True
+
+    # -- authorization --------------------------------------------------------------------------------------------
+    def may_alter_cluster(self, principal):
+        """With an authorizer only super users may alter client quotas and configs (no ACLs are modelled)."""
+        return not self.config.authorizer or principal in self.config.super_users
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+    def registration(self):
+        return {
+            "node_id": self.node_id,
+            "roles": self.config.roles,
+            "rack": self.config.rack,
+            "endpoints": [endpoint.as_dict() for endpoint in self.config.advertised],
+            "log_dirs": [log_dir.path for log_dir in self.log_dirs],
+            "started_ms": self.started_ms,
+            "incarnation": self.incarnation,
+            "pid": os.getpid(),
+        }
+
+    def heartbeat_loop(self):
+        interval = max(self.config.heartbeat_ms, 50) / 1000.0
+        while not self.stopping.wait(interval):
+            self.state.heartbeat(self.node_id)
+            try:
+                self.ensure_replicas()
+            except Exception:  # pylint: disable=broad-except  # the heartbeat must outlive a bad replica
+                LOG.exception("replica maintenance failed")
+
+
+def _record_leaders(state, changes):
+    epochs = {}
+    for name, index, leader in changes:
+        partition = state["topics"][name]["partitions"][index]
+        if partition.get("leader", -1) != leader:
+            partition["leader"] = leader
+            partition["leader_epoch"] = partition.get("leader_epoch", 0) + 1
+        epochs[(name, index)] = partition["leader_epoch"]
+    return epochs
+
+
+
+def _write_meta_properties(broker, cluster_id):
+    for log_dir in broker.log_dirs:
+        path = os.path.join(log_dir.path, "meta.properties")
+        if not os.path.exists(path):
+            properties.write_atomic(path, properties.render({
+                "version": "1", "cluster.id": cluster_id, "node.id": str(broker.node_id), "directory.id": str(uuid.uuid4()),
+            }), mode=0o644)
+
+
+def run(config_path):
+    """Start a broker from its properties file; return the process exit status."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    # Imported here so a config error is reported before the protocol codec loads.
+    try:
+        config = BrokerConfig(properties.load(config_path))
+    except (ConfigError, OSError) as exc:
+        LOG.error("Exiting Kafka due to fatal exception during startup: %s", exc)
+        return 1
+    from kafka_sim.server import SocketServer  # pylint: disable=import-outside-toplevel
+    broker = Broker(config)
+    cluster_id = broker.state.format()
+    nodes = broker.nodes()
+    other = nodes.get(broker.node_id)
+    if other and other["alive"] and other["pid"] != os.getpid() and _pid_alive(other["pid"]):
+        LOG.error("Exiting Kafka: node.id %s is already registered by a live process (pid %s)", broker.node_id, other["pid"])
+        return 1
+    _write_meta_properties(broker, cluster_id)
+    try:
+        server = SocketServer(broker)
+    except (OSError, ConfigError, ValueError) as exc:
+        LOG.error("Exiting Kafka due to fatal exception during startup: %s", exc)
+        return 1
+    broker.ensure_replicas()
+    broker.state.register(broker.registration())
+    threading.Thread(target=broker.heartbeat_loop, name="heartbeat", daemon=True).start()
+
+    def shutdown(signum, _frame):
+        LOG.info("Received signal %s, starting controlled shutdown", signum)
+        broker.stopping.set()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    server.start()
+    LOG.info("[KafkaRaftServer nodeId=%s] Kafka Server started (cluster %s, roles %s)", broker.node_id, cluster_id, ",".join(config.roles))
+    while not broker.stopping.wait(0.5):
+        pass
+    broker.state.deregister(broker.node_id)  # controlled shutdown: leave the cluster before closing sockets
+    server.stop()
+    LOG.info("[KafkaRaftServer nodeId=%s] shut down completed", broker.node_id)
+    return 0
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_for(condition, timeout, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    return condition()

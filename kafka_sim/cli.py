@@ -1,0 +1,111 @@
+"""Command line of the test cluster: ``python -m kafka_sim COMMAND --dir DIR ...``."""
+
+import argparse
+import json
+import signal
+import sys
+
+from kafka_sim.cluster import Cluster, ClusterError, add_scram_user
+from kafka_sim.state import DEFAULT_CATCH_UP_MS
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="python -m kafka_sim", description="A local Kafka 4.x test cluster.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name, help_text, broker=False):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("--dir", required=True, help="the cluster's directory (holds cluster.json)")
+        if broker:
+            sub.add_argument("--broker", required=True, type=int, help="node id of the broker")
+        return sub
+
+    up = command("up", "create and start a cluster")
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--base-port", type=int, default=19092)
+    up.add_argument("--tls", action="store_true", help="SSL listener with a generated CA (PEM)")
+    up.add_argument("--client-auth", choices=("required", "requested", "none"), default="required")
+    up.add_argument("--scram", action="store_true", help="SASL SCRAM-SHA-256/512 listener, user 'admin' as super user")
+    up.add_argument("--volume-size", help="mount each log dir as its own filesystem of this size (e.g. 64M)")
+    up.add_argument("--log-dirs-per-broker", type=int, default=1)
+    up.add_argument("--catch-up-ms", type=int, default=DEFAULT_CATCH_UP_MS,
+                    help="how long a restarted broker's replicas stay out of the ISR")
+    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties line for every broker")
+    up.add_argument("--timeout", type=float, default=60.0)
+    command("down", "stop every broker and unmount the volumes")
+    command("status", "show each broker's process and cluster membership")
+    for name, text in (("start", "start a stopped broker"), ("stop", "stop a broker (controlled shutdown)"),
+                       ("restart", "stop then start a broker"), ("kill", "kill a broker (SIGKILL, no controlled shutdown)"),
+                       ("pause", "freeze a broker (SIGSTOP)"), ("resume", "unfreeze a paused broker (SIGCONT)")):
+        command(name, text, broker=True)
+    offline = command("offline-log-dir", "take a log dir away from a running broker", broker=True)
+    offline.add_argument("--log-dir", help="default: the broker's first log dir")
+    latency = command("latency", "delay every response of a broker", broker=True)
+    latency.add_argument("--ms", type=int, required=True)
+    user = command("add-scram-user", "add SCRAM credentials (like kafka-storage format --add-scram)")
+    user.add_argument("--user", required=True)
+    user.add_argument("--password", required=True)
+    user.add_argument("--mechanism", default="SCRAM-SHA-512", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"))
+    broker = commands.add_parser("broker", help="run one broker in the foreground from its properties file")
+    broker.add_argument("--config", required=True)
+    return parser
+
+
+def _extra(pairs):
+    extra = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ClusterError(f"--set {pair!r} is not KEY=VALUE")
+        extra[key] = value
+    return extra
+
+
+def _run(args):
+    if args.command == "broker":
+        from kafka_sim.broker import run  # pylint: disable=import-outside-toplevel
+        return run(args.config)
+    cluster = Cluster(args.dir)
+    if args.command == "up":
+        cluster.create(args.brokers, args.base_port, args.tls, args.scram, args.volume_size, args.log_dirs_per_broker,
+                       args.client_auth, args.catch_up_ms, _extra(args.set))
+        cluster.up(args.timeout)
+        print(f"cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
+              f"({cluster.info['security_protocol']}), details in {cluster.path}")
+        return 0
+    if cluster.info is None:
+        raise ClusterError(f"--dir {args.dir}: no cluster.json there; run 'up' first")
+    if args.command == "down":
+        cluster.down()
+    elif args.command == "status":
+        print(json.dumps(cluster.status(), indent=2))
+    elif args.command == "start":
+        cluster.start(args.broker)
+    elif args.command == "stop":
+        cluster.stop(args.broker)
+    elif args.command == "restart":
+        cluster.stop(args.broker)
+        cluster.start(args.broker)
+    elif args.command == "kill":
+        cluster.kill(args.broker)
+    elif args.command == "pause":
+        cluster.signal(args.broker, signal.SIGSTOP)
+    elif args.command == "resume":
+        cluster.signal(args.broker, signal.SIGCONT)
+    elif args.command == "offline-log-dir":
+        cluster.offline_log_dir(args.broker, args.log_dir)
+    elif args.command == "latency":
+        cluster.broker(args.broker)
+        cluster.state.set_fault(args.broker, "latency_ms", args.ms or None)
+    elif args.command == "add-scram-user":
+        add_scram_user(cluster.info["metadata_dir"], args.user, args.password, args.mechanism)
+    return 0
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

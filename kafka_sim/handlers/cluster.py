@@ -1,0 +1,134 @@
+"""ApiVersions, Metadata, DescribeCluster and FindCoordinator."""
+
+import uuid
+
+from kafka_sim import errors, topics, wire
+
+
+def api_versions(_broker, _connection, request):
+    keys = [{"api_key": api.key, "min_version": api.advertised_min, "max_version": api.max_version}
+            for api in sorted(wire.APIS.values(), key=lambda api: api.key)]
+    response = {"error_code": errors.NONE, "api_keys": keys, "throttle_time_ms": 0}
+    if request.version >= 3:
+        response["supported_features"] = [{"name": "metadata.version", "min_version": 7, "max_version": 27}]
+        response["finalized_features_epoch"] = 1
+        response["finalized_features"] = [{"name": "metadata.version", "max_version_level": 27, "min_version_level": 27}]
+    return response
+
+
+def _endpoint_for(node, listener):
+    for endpoint in node["endpoints"]:
+        if endpoint["name"] == listener:
+            return endpoint
+    return None
+
+
+def brokers_on_listener(nodes, listener):
+    """(node, endpoint) of every live broker that has the listener the client is connected to."""
+    result = []
+    for node_id in sorted(nodes):
+        node = nodes[node_id]
+        endpoint = _endpoint_for(node, listener)
+        if endpoint is not None:
+            result.append((node, endpoint))
+    return result
+
+
+def controller_id(live):
+    # KRaft brokers cannot name the active controller to clients; they answer with a live broker id.
+    return min(live) if live else -1
+
+
+def _topic_entry(name, topic, parts, error=errors.NONE):
+    partitions = []
+    for index, leader, epoch, isr, offline in parts:
+        partitions.append({
+            "error_code": errors.LEADER_NOT_AVAILABLE if leader == -1 else errors.NONE,
+            "partition_index": index, "leader_id": leader, "leader_epoch": epoch,
+            "replica_nodes": topic["partitions"][index]["replicas"], "isr_nodes": isr, "offline_replicas": offline,
+        })
+    return {"error_code": error, "name": name, "topic_id": uuid.UUID(topic["id"]), "is_internal": False, "partitions": partitions}
+
+
+def _error_topic(error, name=None, topic_id=None):
+    return {"error_code": error, "name": name, "topic_id": topic_id or uuid.UUID(int=0), "is_internal": False, "partitions": []}
+
+
+def metadata(broker, connection, request):
+    body = request.body
+    live = broker.live_brokers()
+    view = broker.topics_view()
+    requested = body.topics
+    if request.version == 0 and requested == []:
+        requested = None   # v0 has no null: an empty list means every topic
+    entries = []
+    if requested is None:
+        entries = [_topic_entry(name, *view[name]) for name in sorted(view)]
+    else:
+        by_id = {topic["id"]: name for name, (topic, _) in view.items()}
+        allow_auto = body.allow_auto_topic_creation if request.version >= 4 else True
+        for item in requested:
+            name = item.name
+            if name is None and request.version >= 10 and item.topic_id is not None and item.topic_id.int != 0:
+                name = by_id.get(str(item.topic_id))
+                if name is None:
+                    entries.append(_error_topic(errors.UNKNOWN_TOPIC_ID, None, item.topic_id))
+                    continue
+            if name in view:
+                entries.append(_topic_entry(name, *view[name]))
+                continue
+            invalid = topics.invalid_name(name or "")
+            if invalid:
+                entries.append(_error_topic(errors.INVALID_TOPIC_EXCEPTION, name))
+            elif allow_auto and topics.auto_create_enabled(broker):
+                error, _ = topics.create(broker, name, -1, -1, None, {}, validate_only=False)
+                entries.append(_error_topic(errors.LEADER_NOT_AVAILABLE if error in (errors.NONE, errors.TOPIC_ALREADY_EXISTS)
+                                            else errors.UNKNOWN_TOPIC_OR_PARTITION, name))
+            else:
+                entries.append(_error_topic(errors.UNKNOWN_TOPIC_OR_PARTITION, name))
+    listener = connection.endpoint.name
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": node["node_id"], "host": endpoint["host"], "port": endpoint["port"], "rack": node["rack"]}
+                    for node, endpoint in brokers_on_listener(live, listener)],
+        "cluster_id": broker.state.read()["cluster_id"],
+        "controller_id": controller_id(live),
+        "topics": entries,
+        "error_code": errors.NONE,
+    }
+
+
+def describe_cluster(broker, connection, request):
+    body = request.body
+    endpoint_type = body.endpoint_type if request.version >= 1 else 1
+    response = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": endpoint_type,
+                "cluster_id": broker.state.read()["cluster_id"], "controller_id": -1, "brokers": []}
+    if endpoint_type != 1:
+        response["error_code"] = 114  # MISMATCHED_ENDPOINT_TYPE: brokers answer only for the broker endpoint type
+        response["error_message"] = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+        return response
+    nodes = broker.nodes()
+    include_fenced = request.version >= 2 and body.include_fenced_brokers
+    shown = {node_id: node for node_id, node in nodes.items()
+             if "broker" in node["roles"] and (node["alive"] or include_fenced)}
+    live = broker.live_brokers(nodes)
+    response["controller_id"] = controller_id(live)
+    for node, endpoint in brokers_on_listener(shown, connection.endpoint.name):
+        entry = {"broker_id": node["node_id"], "host": endpoint["host"], "port": endpoint["port"], "rack": node["rack"]}
+        if request.version >= 2:
+            entry["is_fenced"] = not node["alive"]
+        response["brokers"].append(entry)
+    return response
+
+
+def find_coordinator(broker, _connection, request):
+    # The test cluster has no group or transaction coordinator: consumers use manual assignment.
+    message = "The coordinator is not available."
+    if request.version <= 3:
+        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": message,
+                "node_id": -1, "host": "", "port": -1}
+    del broker
+    return {"throttle_time_ms": 0, "coordinators": [
+        {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": message}
+        for key in request.body.coordinator_keys]}
+

@@ -1,0 +1,24 @@
+"""DescribeClientQuotas and AlterClientQuotas over the cluster's shared quota store."""
+
+from kafka_sim import client_quotas, errors
+
+
+def describe_client_quotas(broker, _connection, request):
+    components = [(c.entity_type, c.match_type, c.match) for c in request.body.components]
+    code, message, entries = client_quotas.describe(broker.state.read()["client_quotas"], components, request.body.strict)
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None if entries is None else [
+        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+         "values": [{"key": k, "value": v} for k, v in sorted(values.items())]} for entity, values in entries]}
+
+
+def alter_client_quotas(broker, connection, request):
+    entries = [{"entity": [(e.entity_type, e.entity_name) for e in entry.entity],
+                "ops": [(op.key, op.value, op.remove) for op in entry.ops]} for entry in request.body.entries]
+    if not broker.may_alter_cluster(connection.principal):
+        results = [(errors.CLUSTER_AUTHORIZATION_FAILED, None)] * len(entries)
+    else:
+        results = broker.state.update(lambda s: client_quotas.alter(s["client_quotas"], entries, bool(request.body.validate_only)))
+    return {"throttle_time_ms": 0, "entries": [
+        {"error_code": code, "error_message": message,
+         "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
+        for (code, message), entry in zip(results, request.body.entries)]}

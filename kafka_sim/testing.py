@@ -1,0 +1,81 @@
+"""pytest fixtures for suites that need a running test cluster.
+
+``kafka_cluster``: one 3-broker PLAINTEXT cluster for the whole session.
+``kafka_cluster_factory``: fresh clusters with options, stopped at the end of the test.
+"""
+
+import os
+import random
+import shutil
+import socket
+import tempfile
+
+import pytest
+
+from kafka_sim.cluster import Cluster
+
+
+def free_port_block(count, attempts=200):
+    """A base port such that ``count`` consecutive loopback ports are free right now."""
+    for _ in range(attempts):
+        base = random.randint(20000, 60000 - count)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", port))
+                sockets.append(sock)
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise RuntimeError(f"no block of {count} free ports found")
+
+
+class ClusterFactory:
+    def __init__(self, root):
+        self.root = root
+        self.clusters = []
+
+    def __call__(self, brokers=3, **options):
+        directory = tempfile.mkdtemp(prefix="cluster-", dir=self.root)
+        cluster = Cluster(directory)
+        options.setdefault("base_port", free_port_block(brokers))
+        timeout = options.pop("timeout", 60.0)
+        cluster.create(brokers, **options)
+        self.clusters.append(cluster)
+        cluster.up(timeout)
+        return cluster
+
+    def close(self):
+        for cluster in self.clusters:
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_root():
+    root = tempfile.mkdtemp(prefix="kafka-sim-")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root)
+    cluster = factory(3)
+    yield cluster
+    factory.close()
+
+
+@pytest.fixture
+def kafka_cluster_factory(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root)
+    yield factory
+    factory.close()
+
+
+def running_as_root():
+    return os.geteuid() == 0

@@ -161,6 +161,12 @@ class Broker:
                 return log_dir
         return None
 
+    def fail_log_dir(self, log_dir, reason):
+        """Kafka's LogDirFailureChannel: an I/O error takes the whole log dir offline until the broker restarts."""
+        if log_dir is not None and not log_dir.failed:
+            log_dir.failed = True
+            LOG.error("Error while writing to log dir %s, marking it offline: %s", log_dir.path, reason)
+
     def offline_by_fault(self):
         return set(self.state.faults(self.node_id).get("offline_log_dirs", []))
 
@@ -201,8 +207,7 @@ class Broker:
                         if leader_log is not None:
                             log.copy_tail_from(leader_log)
                 except OSError as exc:
-                    LOG.error("Error while maintaining replica %s-%d in dir %s: %s", name, index, log_dir.path, exc)
-                    log_dir.failed = True
+                    self.fail_log_dir(log_dir, f"replica {name}-{index}: {exc}")
 
     # -- authorization --------------------------------------------------------------------------------------------
     def may_alter_cluster(self, principal):

@@ -19,6 +19,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse
 
 
@@ -38,7 +39,8 @@ class Api:
         return self.request.flexible_version_q(version)
 
 
-# Ranges from Kafka 4.x (see the project's Kafka facts). Produce is advertised from v0 because
+# Ranges from Kafka 4.x (see the project's Kafka facts). InitProducerId (4.0's range) is there because
+# idempotent producers, the default of current clients, cannot produce without it. Produce is advertised from v0 because
 # librdkafka refuses to produce compressed batches otherwise (KAFKA-18659), yet v0-v2 are refused.
 APIS = {api.key: api for api in (
     Api("Produce", ProduceRequest, ProduceResponse, 3, 13, advertised_min=0),
@@ -52,6 +54,7 @@ APIS = {api.key: api for api in (
     Api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
     Api("DescribeLogDirs", DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 5),
     Api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
+    Api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 5),
     Api("IncrementalAlterConfigs", IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
     Api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1),
     Api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1),

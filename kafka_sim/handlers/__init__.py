@@ -17,6 +17,7 @@ _HANDLERS = {
     "Produce": data.produce,
     "Fetch": data.fetch,
     "ListOffsets": data.list_offsets,
+    "InitProducerId": data.init_producer_id,
 }
 
 

@@ -24,8 +24,8 @@ def describe_log_dirs(broker, _connection, request):
         try:
             total, usable = log_dir.sizes()
             present = log_dir.partitions()
-        except OSError:
-            log_dir.failed = True
+        except OSError as exc:
+            broker.fail_log_dir(log_dir, exc)
             results.append({"error_code": errors.KAFKA_STORAGE_ERROR, "log_dir": log_dir.path, "topics": [],
                             "total_bytes": -1, "usable_bytes": -1})
             continue

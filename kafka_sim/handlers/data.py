@@ -31,6 +31,11 @@ def _local_log(broker, name, entry, index):
     log_dir = broker.log_dir_for(topic["partitions"][index]["dirs"][str(broker.node_id)])
     if log is None or log_dir is None or not log_dir.online(broker.offline_by_fault()):
         return None, errors.KAFKA_STORAGE_ERROR
+    try:
+        log.create()  # a partition created a moment ago may not have its directory yet
+    except OSError as exc:
+        broker.fail_log_dir(log_dir, exc)
+        return None, errors.KAFKA_STORAGE_ERROR
     return log, errors.NONE
 
 
@@ -68,7 +73,7 @@ def _produce_partition(broker, name, entry, index, payload, acks):
     try:
         base = log.append_batches(batches, parts[index][2], records.assign_offsets)
     except StorageFailure as exc:
-        broker.log_dir_for(topic["partitions"][index]["dirs"][str(broker.node_id)]).failed = True
+        broker.fail_log_dir(broker.log_dir_for(topic["partitions"][index]["dirs"][str(broker.node_id)]), exc)
         result["error_code"], result["error_message"] = errors.KAFKA_STORAGE_ERROR, str(exc)
         return result
     for follower in isr:
@@ -199,3 +204,17 @@ def list_offsets(broker, _connection, request):
         topics_out.append({"name": topic_req.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics_out}
 
+
+
+# -- InitProducerId -----------------------------------------------------------------------------------------------
+def init_producer_id(broker, _connection, request):
+    """Producer ids for idempotent producers, unique across the cluster. Transactions are not modelled: a
+    transactional id finds no coordinator. Sequence numbers are accepted as sent (no duplicate detection)."""
+    if request.body.transactional_id is not None:
+        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+
+    def allocate(state):
+        state["next_producer_id"] = state.get("next_producer_id", 1000) + 1
+        return state["next_producer_id"] - 1
+
+    return {"throttle_time_ms": 0, "error_code": errors.NONE, "producer_id": broker.state.update(allocate), "producer_epoch": 0}

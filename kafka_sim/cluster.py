@@ -134,7 +134,7 @@ class Cluster:
                            "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"})
             client["tls"] = self.info["tls"]
         super_users = []
-        if tls and client_auth == "required":
+        if tls and client_auth == "required" and not scram:
             super_users.append(_principal_of(self.info["tls"]["cert"]))
         if scram:
             password = secrets.token_urlsafe(18)

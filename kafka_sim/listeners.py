@@ -90,12 +90,3 @@ def advertised_endpoints(props, listeners):
         result.append(Endpoint(endpoint.name, host, endpoint.port, endpoint.protocol))
     return result
 
-
-def listener_props(props, listener_name):
-    """Settings for one listener: ``listener.name.<name>.<key>`` overrides ``<key>`` (Kafka's per-listener config)."""
-    prefix = f"listener.name.{listener_name.lower()}."
-    merged = dict(props)
-    for key, value in props.items():
-        if key.startswith(prefix):
-            merged[key[len(prefix):]] = value
-    return merged

@@ -242,17 +242,17 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
         if match["authzid"] and match["authzid"] != username:
             # Kafka's one SaslAuthenticationException: its message reaches the client as is.
             raise AuthenticationError("Authentication failed: Client requested an authorization id that is different from username")
-        salt, iterations, stored_key, server_key = self._decode_credential(credential)
-        nonce = match["nonce"] + _server_nonce()
+        exchange = self._decode_credential(credential)
+        exchange["authorization_id"] = authorization_id
+        exchange["nonce"] = match["nonce"] + _server_nonce()
         # ScramMessages.ClientFirstMessage.clientFirstMessageBare(): rebuilt from the parsed fields.
-        bare = ",".join([f"n={match['saslname']}", f"r={match['nonce']}"] + [f"{name}={value}" for name, value in extensions.items()])
-        server_first = f"r={nonce},s={_b64(salt)},i={iterations}"
-        self._exchange = {"nonce": nonce, "bare": bare, "server_first": server_first, "stored_key": stored_key, "server_key": server_key,
-                          "authorization_id": authorization_id}
+        exchange["bare"] = ",".join([f"n={match['saslname']}", f"r={match['nonce']}"] + [f"{name}={value}" for name, value in extensions.items()])
+        exchange["server_first"] = f"r={exchange['nonce']},s={_b64(exchange['salt'])},i={exchange['iterations']}"
+        self._exchange = exchange
         self.extensions = extensions
         self.token_authenticated = token_auth
         self._state = "RECEIVE_CLIENT_FINAL_MESSAGE"
-        return server_first.encode("utf-8")
+        return exchange["server_first"].encode("utf-8")
 
     def _find_credential(self, username, token_auth):
         try:
@@ -282,7 +282,7 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
             raise self._failure(f"Authentication failed: Credentials could not be obtained ({exc!r})") from exc
         if iterations < MIN_ITERATIONS:
             raise self._failure(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism.replace('-', '_')}")
-        return salt, iterations, stored_key, server_key
+        return {"salt": salt, "iterations": iterations, "stored_key": stored_key, "server_key": server_key}
 
     def _client_final(self, message):
         match = _CLIENT_FINAL.fullmatch(message)

@@ -7,7 +7,6 @@ import threading
 import time
 
 from kafka_sim import handlers, security, wire
-from kafka_sim.listeners import listener_props
 
 LOG = logging.getLogger("kafka_sim.server")
 _PRE_AUTH_APIS = {wire.API_VERSIONS_KEY, 17, 36}   # ApiVersions, SaslHandshake, SaslAuthenticate
@@ -41,7 +40,7 @@ class SocketServer:
         for endpoint in broker.config.listeners:
             context = None
             if endpoint.uses_tls:
-                context = security.server_ssl_context(listener_props(broker.props, endpoint.name))
+                context = security.server_ssl_context(broker.props, listener=endpoint.name, security_protocol=endpoint.protocol)
             sock = socket.socket(socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:

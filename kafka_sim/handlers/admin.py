@@ -56,7 +56,7 @@ def _offset_lag(broker, topic, name, index, leader):
 
 # -- DescribeConfigs ----------------------------------------------------------------------------------------------
 def _entry(name, value, source, *, topic, read_only=False, synonyms=None):
-    sensitive = kc.is_sensitive(name) if not topic else kc.TOPIC_CONFIGS.get(name, None) is None and kc.is_sensitive(name)
+    sensitive = kc.is_sensitive(name, topic=topic)
     return {"name": name, "value": None if sensitive else value, "read_only": read_only, "config_source": source,
             "is_sensitive": sensitive, "synonyms": synonyms or [], "config_type": kc.type_code(name, topic=topic), "documentation": None}
 
@@ -80,7 +80,8 @@ def _broker_entries(broker, include_synonyms):
         value, source = present[0]
         synonyms = []
         if include_synonyms:
-            synonyms = [{"name": name, "value": None if kc.is_sensitive(name) else v, "source": s} for v, s in present]
+            synonyms = [{"name": name, "value": None if kc.is_sensitive(name) else kc.normalize_value(name, v), "source": s}
+                        for v, s in present]
         entries.append(_entry(name, value, source, topic=False, read_only=kc.is_read_only(name), synonyms=synonyms))
     return entries
 
@@ -147,8 +148,10 @@ def describe_configs(broker, _connection, request):
 
 
 # -- IncrementalAlterConfigs --------------------------------------------------------------------------------------
-def _apply_ops(current, ops, is_list, validate):
-    """New config dict after SET/DELETE/APPEND/SUBTRACT, or (error code, message)."""
+def _apply_ops(current, ops, is_list, validate, invalid_code):
+    """New config dict after SET/DELETE/APPEND/SUBTRACT, or (error code, message).
+
+    A rejected value is INVALID_CONFIG for topics but INVALID_REQUEST for dynamic broker configs, as in Kafka."""
     updated = dict(current)
     for op in ops:
         name, value, operation = op.name, op.value, op.config_operation
@@ -156,9 +159,11 @@ def _apply_ops(current, ops, is_list, validate):
             verb = "append" if operation == APPEND else "subtract"
             return errors.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}"
         if operation == SET:
+            if value is None:
+                return errors.INVALID_REQUEST, f"Null value not supported for : {name}"
             problem = validate(name, value)
             if problem:
-                return errors.INVALID_CONFIG, problem
+                return invalid_code, problem
             updated[name] = value
         elif operation == DELETE:
             updated.pop(name, None)
@@ -169,7 +174,7 @@ def _apply_ops(current, ops, is_list, validate):
             updated[name] = ",".join(items)
             problem = validate(name, updated[name])
             if problem:
-                return errors.INVALID_CONFIG, problem
+                return invalid_code, problem
         else:
             return errors.INVALID_REQUEST, f"Unknown config operation {operation}"
     return updated
@@ -186,7 +191,8 @@ def _alter_resource(broker, resource, principal, validate_only):
         if record is None:
             return errors.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         result = _apply_ops(record.get("configs", {}), resource.configs,
-                            lambda n: getattr(kc.TOPIC_CONFIGS.get(n), "type", "") == "LIST", kc.validate_topic_config)
+                            lambda n: getattr(kc.TOPIC_CONFIGS.get(n), "type", "") == "LIST", kc.validate_topic_config,
+                            errors.INVALID_CONFIG)
         if isinstance(result, tuple):
             return result
         if not validate_only:
@@ -200,7 +206,7 @@ def _alter_resource(broker, resource, principal, validate_only):
             return errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {scope}"
         current = broker.state.read()["configs"]["broker"].get(scope, {})
         result = _apply_ops(current, resource.configs, lambda n: getattr(kc.BROKER_CONFIGS.get(n), "type", "") == "LIST",
-                            lambda n, v: kc.validate_dynamic_broker_update(n, v, per_broker=scope != ""))
+                            lambda n, v: kc.validate_dynamic_broker_update(n, v, per_broker=scope != ""), errors.INVALID_REQUEST)
         if isinstance(result, tuple):
             return result
         if not validate_only:

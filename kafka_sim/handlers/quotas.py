@@ -19,6 +19,5 @@ def alter_client_quotas(broker, connection, request):
     else:
         results = broker.state.update(lambda s: client_quotas.alter(s["client_quotas"], entries, bool(request.body.validate_only)))
     return {"throttle_time_ms": 0, "entries": [
-        {"error_code": code, "error_message": message,
-         "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
-        for (code, message), entry in zip(results, request.body.entries)]}
+        {"error_code": code, "error_message": message, "entity": [{"entity_type": t, "entity_name": n} for t, n in entity]}
+        for entity, code, message in client_quotas.alter_response(entries, results)]}

@@ -1,0 +1,44 @@
+# Developer and CI entry points for the headroom.kafka collection.
+#
+#   make venv     create/update the project virtualenv (.venv) from requirements.txt
+#   make sanity   ansible-test sanity for the collection
+#   make pytest   pytest suite (tests/)
+#   make test     sanity, then pytest
+#   make demo     run the demo (scripts/demo.sh)
+#   make clean    remove build artefacts and test output
+
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.requirements.stamp
+
+SHELL := /bin/bash
+
+# Tools installed in the venv (ansible-test, molecule, ansible-playbook, ...)
+# must be found on PATH by the recipes and the scripts they run.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: venv sanity pytest test demo clean
+
+venv: $(STAMP)
+
+# Re-install only when requirements.txt changed (or the venv is missing).
+$(STAMP): requirements.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements.txt
+	@touch $@
+
+sanity: venv
+	scripts/ansible-test-sanity.sh
+
+pytest: venv
+	$(VENV)/bin/python -m pytest tests
+
+test: venv
+	$(MAKE) --no-print-directory sanity
+	$(MAKE) --no-print-directory pytest
+
+demo: venv
+	scripts/demo.sh
+
+clean:
+	rm -rf build tests/output

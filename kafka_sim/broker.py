@@ -144,7 +144,7 @@ class Broker:
             result[name] = (topic, parts)
         if stale:
             epochs = self.state.update(lambda s: _record_leaders(s, stale))
-            for name, index, _ in stale:
+            for name, index, _ignored in stale:
                 result[name][1][index][2] = epochs[(name, index)]
         return result
 
@@ -193,7 +193,7 @@ class Broker:
             return
         offline = self.offline_by_fault()
         for name, (topic, parts) in view.items():
-            for index, leader, _, _, _ in parts:
+            for index, leader, _ignored, _ignored, _ignored in parts:
                 log = self.partition_log(topic, name, index)
                 if log is None:
                     continue
@@ -246,7 +246,6 @@ def _record_leaders(state, changes):
             partition["leader_epoch"] = partition.get("leader_epoch", 0) + 1
         epochs[(name, index)] = partition["leader_epoch"]
     return epochs
-
 
 
 def _write_meta_properties(broker, cluster_id):

@@ -192,7 +192,7 @@ def _is_ipv4_literal(text):
 
 
 def _is_ipv6_literal(text, resolve_host):
-    address, _, zone = text.partition("%")
+    address, _ignored, zone = text.partition("%")
     if zone and not zone.isdigit():
         # A named zone is valid only if the machine has that interface.
         return resolve_host is not None and bool(resolve_host(text)) and _is_ipv6_literal(address, None)

@@ -89,4 +89,3 @@ def advertised_endpoints(props, listeners):
                               "advertised.listeners: advertised.listeners cannot use the nonroutable meta-address 0.0.0.0")
         result.append(Endpoint(endpoint.name, host, endpoint.port, endpoint.protocol))
     return result
-

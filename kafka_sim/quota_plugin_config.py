@@ -193,7 +193,7 @@ def _java_double_to_string(value: float) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
-    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
+    _ignored, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
     digits = "".join(str(d) for d in digit_tuple).lstrip("0")
     while len(digits) > 1 and digits.endswith("0"):
         digits = digits[:-1]
@@ -421,7 +421,7 @@ def plugin_enabled(props: Mapping[str, str]) -> bool:
 
 def validate(props: Mapping[str, str], version: str = DEFAULT_PLUGIN_VERSION) -> list:
     """Every reason the plugin would refuse ``props`` (empty: the broker starts), in the order it checks them."""
-    return [reason for _, reason in _check(props, version)[1]]
+    return [reason for _ignored, reason in _check(props, version)[1]]
 
 
 def load(props: Mapping[str, str], version: str = DEFAULT_PLUGIN_VERSION) -> PluginConfig:

@@ -33,7 +33,7 @@ class Batch:
     def __init__(self, data):
         self.data = data
         (self.last_offset_delta,) = _LAST_OFFSET_DELTA.unpack_from(data, 23)
-        _, self.max_timestamp = _TIMESTAMPS.unpack_from(data, 27)
+        _ignored, self.max_timestamp = _TIMESTAMPS.unpack_from(data, 27)
         (self.count,) = _COUNT.unpack_from(data, 57)
 
     @property
@@ -53,7 +53,7 @@ def split_batches(buffer):
     while pos < len(view):
         if len(view) - pos < HEADER_SIZE:
             raise InvalidBatch(2, "Record batch is truncated")  # CORRUPT_MESSAGE
-        _, length, _, magic = _BATCH_HEAD.unpack_from(view, pos)
+        _ignored, length, _ignored, magic = _BATCH_HEAD.unpack_from(view, pos)
         end = pos + _LOG_OVERHEAD + length
         if length < HEADER_SIZE - _LOG_OVERHEAD or end > len(view):
             raise InvalidBatch(2, f"Record batch size {length} is invalid")

@@ -415,7 +415,7 @@ def _pkcs12_kdf(password, salt, iterations, purpose, size):
     out = b""
     while len(out) < size:
         digest = diversifier + bytes(state)
-        for _ in range(iterations):
+        for _ignored in range(iterations):
             digest = hashlib.sha1(digest).digest()
         out += digest
         addend = int.from_bytes(stretch(digest), "big") + 1
@@ -757,7 +757,7 @@ _ESCAPEES = ',=+<>#;"\\'
 
 
 def _ava_rfc2253(name_der, ava):
-    _, _, start, end = ava
+    _ignored, _ignored, start, end = ava
     children = _der_children(name_der, start, end)
     if len(children) != 2 or children[0][0] != 0x06:
         raise ValueError("malformed AttributeTypeAndValue")

@@ -60,7 +60,7 @@ class SocketServer:
 
     def stop(self):
         self._closing.set()
-        for sock, _, _, _ in self.sockets:
+        for sock, _ignored, _ignored, _ignored in self.sockets:
             try:
                 sock.close()
             except OSError:

@@ -167,7 +167,7 @@ class PartitionLog:
         """(offset, timestamp) of the first batch holding a record at or after ``timestamp``; None if there is none."""
         with self.lock:
             self._refresh()
-            for base, _, _, _, max_ts in self.index:
+            for base, _ignored, _ignored, _ignored, max_ts in self.index:
                 if max_ts >= timestamp:
                     return base, max_ts
         return None
@@ -176,7 +176,7 @@ class PartitionLog:
         with self.lock:
             self._refresh()
             best = None
-            for base, _, _, _, max_ts in self.index:
+            for base, _ignored, _ignored, _ignored, max_ts in self.index:
                 if best is None or max_ts > best[1]:
                     best = (base, max_ts)
             return best

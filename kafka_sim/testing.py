@@ -17,7 +17,7 @@ from kafka_sim.cluster import Cluster
 
 def free_port_block(count, attempts=200):
     """A base port such that ``count`` consecutive loopback ports are free right now."""
-    for _ in range(attempts):
+    for _ignored in range(attempts):
         base = random.randint(20000, 60000 - count)
         sockets = []
         try:

@@ -75,7 +75,7 @@ def sasl_authenticate(_broker, connection, request):
 
 def sasl_raw_token(_broker, connection, token):
     """After SaslHandshake v0 the client sends bare SASL tokens, answered as bare size-prefixed frames."""
-    code, _, reply = _authenticate(connection, token)
+    code, _ignored, reply = _authenticate(connection, token)
     if code != errors.NONE:
         return False
     if connection.sasl.complete:

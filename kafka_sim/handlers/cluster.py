@@ -65,7 +65,7 @@ def metadata(broker, connection, request):
     if requested is None:
         entries = [_topic_entry(name, *view[name]) for name in sorted(view)]
     else:
-        by_id = {topic["id"]: name for name, (topic, _) in view.items()}
+        by_id = {topic["id"]: name for name, (topic, _ignored) in view.items()}
         allow_auto = body.allow_auto_topic_creation if request.version >= 4 else True
         for item in requested:
             name = item.name
@@ -81,7 +81,7 @@ def metadata(broker, connection, request):
             if invalid:
                 entries.append(_error_topic(errors.INVALID_TOPIC_EXCEPTION, name))
             elif allow_auto and topics.auto_create_enabled(broker):
-                error, _ = topics.create(broker, name, -1, -1, None, {}, validate_only=False)
+                error, _ignored = topics.create(broker, name, -1, -1, None, {}, validate_only=False)
                 entries.append(_error_topic(errors.LEADER_NOT_AVAILABLE if error in (errors.NONE, errors.TOPIC_ALREADY_EXISTS)
                                             else errors.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:
@@ -131,4 +131,3 @@ def find_coordinator(broker, _connection, request):
     return {"throttle_time_ms": 0, "coordinators": [
         {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": message}
         for key in request.body.coordinator_keys]}
-

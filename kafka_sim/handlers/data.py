@@ -205,7 +205,6 @@ def list_offsets(broker, _connection, request):
     return {"throttle_time_ms": 0, "topics": topics_out}
 
 
-
 # -- InitProducerId -----------------------------------------------------------------------------------------------
 def init_producer_id(broker, _connection, request):
     """Producer ids for idempotent producers, unique across the cluster. Transactions are not modelled: a

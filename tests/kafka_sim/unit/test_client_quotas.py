@@ -340,12 +340,12 @@ def test_alter_response_order_is_kafkas_hashmap_order():
     entries = [entry(spec) for spec in specs]
     response = cq.alter_response(entries, cq.alter({}, entries, True))
     # as printed by java.util.HashMap<ClientQuotaEntity, ApiError> on OpenJDK 17
-    assert [parts for parts, _, _ in response] == [
+    assert [parts for parts, _ignored, _ignored in response] == [
         [("ip", "1.2.3.4")], [("user", "alice")], [("ip", None)], [("client-id", "app"), ("user", "alice")], [("client-id", "app")],
         [("user", None)], [("client-id", None)], [("client-id", "app"), ("user", "bob")], [("client-id", None), ("user", None)],
         [("user", "carol")],
     ]
-    assert {code for _, code, _ in response} == {cq.NONE}
+    assert {code for _ignored, code, _ignored in response} == {cq.NONE}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -396,7 +396,7 @@ def test_describe_matches(components, strict, keys):
     before = copy.deepcopy(DESCRIBE_STORE)
     code, message, entries = cq.describe(DESCRIBE_STORE, components, strict)
     assert (code, message) == (cq.NONE, None)
-    assert [cq.entity_key(dict(parts)) for parts, _ in entries] == keys
+    assert [cq.entity_key(dict(parts)) for parts, _ignored in entries] == keys
     for parts, values in entries:
         assert values == DESCRIBE_STORE[cq.entity_key(dict(parts))]
     assert DESCRIBE_STORE == before
@@ -435,7 +435,7 @@ def test_describe_entity_parts_and_values_in_java_order():
     """Entity parts and values come in Java's HashMap order."""
     quotas = {"client-id=app|user=alice": {"producer_byte_rate": 1.0, "consumer_byte_rate": 2.0, "request_percentage": 3.0,
                                            "controller_mutation_rate": 4.0}}
-    _, _, entries = cq.describe(quotas, [], False)
+    _ignored, _ignored, entries = cq.describe(quotas, [], False)
     assert entries == [([("client-id", "app"), ("user", "alice")], quotas["client-id=app|user=alice"])]
     assert list(entries[0][1]) == ["request_percentage", "producer_byte_rate", "consumer_byte_rate", "controller_mutation_rate"]
 

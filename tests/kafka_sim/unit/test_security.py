@@ -301,7 +301,7 @@ def _serve_once(context):
 
     def run():
         try:
-            conn, _ = listener.accept()
+            conn, _ignored = listener.accept()
         except OSError as exc:
             result["error"] = exc
             return
@@ -390,20 +390,20 @@ def test_required_client_auth_refuses_an_untrusted_certificate(pki):
 @pytest.mark.parametrize("client_auth, expected", [("requested", "User:ANONYMOUS"), ("none", "User:ANONYMOUS"), (None, "User:ANONYMOUS")])
 def test_optional_client_auth_without_certificate_is_anonymous(pki, client_auth, expected):
     props = _broker_props(pki) if client_auth is None else _broker_props(pki, ssl_client_auth=client_auth)
-    with _serve_once(security.server_ssl_context(props)) as (port, _):
+    with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
         assert _connect(port, _client_context(pki)) == expected
 
 
 def test_requested_client_auth_with_certificate(pki):
     context = security.server_ssl_context(_broker_props(pki, ssl_client_auth="requested"))
     assert context.verify_mode == ssl.CERT_OPTIONAL
-    with _serve_once(context) as (port, _):
+    with _serve_once(context) as (port, _ignored):
         assert _connect(port, _client_context(pki, pki["admin"])) == "User:CN=admin,O=headroom"
 
 
 def test_encrypted_key_with_password(pki):
     props = _broker_props(pki, ssl_keystore_location=pki["locked"]["pem"], ssl_key_password="s3cret pw", ssl_client_auth="required")
-    with _serve_once(security.server_ssl_context(props)) as (port, _):
+    with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
         assert _connect(port, _client_context(pki, pki["admin"])) == "User:CN=admin,O=headroom"
 
 
@@ -427,7 +427,7 @@ def test_inline_pem_configs(pki):
     props = {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.client.auth": "required", "ssl.key.password": "s3cret pw",
              # Kafka's PEM parser also takes a block on one line, as a value squeezed into one properties line may be.
              "ssl.keystore.key": " ".join(key.split()), "ssl.keystore.certificate.chain": chain, "ssl.truststore.certificates": ca}
-    with _serve_once(security.server_ssl_context(props)) as (port, _):
+    with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
         assert _connect(port, _client_context(pki, pki["admin"])) == "User:CN=admin,O=headroom"
 
 
@@ -500,7 +500,7 @@ def test_enabled_protocols(pki):
         assert _connect(port, _client_context(pki)) == "User:ANONYMOUS"
     assert result["version"] == "TLSv1.2"
     context = security.server_ssl_context(_broker_props(pki, ssl_enabled_protocols="TLSv1.3"))
-    with _serve_once(context) as (port, _):
+    with _serve_once(context) as (port, _ignored):
         assert _connect(port, _client_context(pki, maximum_version=ssl.TLSVersion.TLSv1_2)) is None
     default = security.server_ssl_context(_broker_props(pki))
     assert (default.minimum_version, default.maximum_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
@@ -522,7 +522,7 @@ def test_listener_prefix_and_sasl_ssl_client_auth(pki):
 def test_truststore_certificates_are_anchors(pki, tmp_path):
     """Java trusts a trust store's certificates as they are: trusting only the client's own certificate works too."""
     props = _broker_props(pki, ssl_client_auth="required", ssl_truststore_location=pki["admin"]["cert"])
-    with _serve_once(security.server_ssl_context(props)) as (port, _):
+    with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
         assert _connect(port, _client_context(pki, pki["admin"])) == "User:CN=admin,O=headroom"
     empty = tmp_path / "empty.pem"
     empty.write_text("nothing here\n")
@@ -602,10 +602,10 @@ def test_names_and_encrypted_keys_as_java_reads_them(pki, tmp_path):
     source = tmp_path / "KafkaCheck.java"
     source.write_text(_JAVA_CHECK)
     args = []
-    for index, (name, _) in enumerate(NAME_CASES):
+    for index, (name, _ignored) in enumerate(NAME_CASES):
         path = tmp_path / f"name{index}.der"
         path.write_bytes(name.public_bytes())
         args += ["name", str(path)]
     args += ["key", f"{pki['locked']['key']}|s3cret pw"]
     output = subprocess.run(["java", str(source)] + args, capture_output=True, timeout=300, check=True).stdout.decode("utf-8")
-    assert output.split("\n")[:-1] == [expected for _, expected in NAME_CASES] + ["RSA"]
+    assert output.split("\n")[:-1] == [expected for _ignored, expected in NAME_CASES] + ["RSA"]

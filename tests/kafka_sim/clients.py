@@ -1,0 +1,88 @@
+"""Client settings for a test cluster, for both client libraries, and a raw protocol client.
+
+The raw client sends one request at an exact API version over a plain or TLS socket, which neither
+library exposes; conformance tests use it for version handling and for APIs a library lacks.
+"""
+
+import socket
+import ssl
+import struct
+
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+
+from kafka_sim import wire
+
+
+def confluent_config(cluster, **extra):
+    info = cluster.info
+    config = {"bootstrap.servers": info["bootstrap_servers"], "security.protocol": info["security_protocol"]}
+    if "tls" in info:
+        config.update({"ssl.ca.location": info["tls"]["ca"], "ssl.certificate.location": info["tls"]["cert"],
+                       "ssl.key.location": info["tls"]["key"]})
+    if "sasl" in info:
+        config.update({"sasl.mechanism": info["sasl"]["mechanism"], "sasl.username": info["sasl"]["username"],
+                       "sasl.password": info["sasl"]["password"]})
+    config.update(extra)
+    return config
+
+
+def kafka_python_config(cluster, **extra):
+    info = cluster.info
+    config = {"bootstrap_servers": info["bootstrap_servers"], "security_protocol": info["security_protocol"]}
+    if "tls" in info:
+        config.update({"ssl_cafile": info["tls"]["ca"], "ssl_certfile": info["tls"]["cert"], "ssl_keyfile": info["tls"]["key"]})
+    if "sasl" in info:
+        config.update({"sasl_mechanism": info["sasl"]["mechanism"], "sasl_plain_username": info["sasl"]["username"],
+                       "sasl_plain_password": info["sasl"]["password"]})
+    config.update(extra)
+    return config
+
+
+class RawClient:
+    """One connection to one broker; ``request`` sends a kafka-python request object at an exact version."""
+
+    def __init__(self, host, port, tls=None, timeout=10.0):
+        sock = socket.create_connection((host, port), timeout=timeout)
+        if tls:
+            context = ssl.create_default_context(cafile=tls["ca"])
+            context.load_cert_chain(tls["cert"], tls["key"])
+            sock = context.wrap_socket(sock, server_hostname=host)
+        self.sock = sock
+        self.correlation_id = 0
+
+    @classmethod
+    def to_broker(cls, cluster, node_id=None, **kwargs):
+        entry = cluster.info["brokers"][0] if node_id is None else cluster.broker(node_id)
+        return cls(entry["host"], entry["port"], tls=cluster.info.get("tls"), **kwargs)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send_frame(self, payload):
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+    def read_frame(self):
+        """The next response frame, or None when the broker closed the connection."""
+        try:
+            return wire.read_frame(self.sock, 1 << 30)
+        except (ConnectionError, OSError):
+            return None
+
+    def request(self, message, version):
+        """Send ``message`` (a kafka-python request built with ``version=``) and decode the response; None if the broker closed."""
+        self.correlation_id += 1
+        message.with_header(correlation_id=self.correlation_id, client_id="conformance")
+        self.send_frame(bytes(message.encode(version=version, header=True)))
+        frame = self.read_frame()
+        if frame is None:
+            return None
+        response_class = wire.APIS[message.API_KEY].response if message.API_KEY in wire.APIS else None
+        if response_class is ApiVersionsResponse or message.API_KEY == wire.API_VERSIONS_KEY:
+            return ApiVersionsResponse.decode(frame, version=version, header=True)
+        return response_class.decode(frame, version=version, header=True)

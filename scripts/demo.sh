@@ -13,6 +13,7 @@ rm -rf "$DEMO_DIR"
 trap '"$PY" -m kafka_sim down --dir "$DEMO_DIR" >/dev/null 2>&1 || true' EXIT
 "$PY" -m kafka_sim up --dir "$DEMO_DIR" --brokers 3 --log-dirs-per-broker 2 "${volume[@]}"
 echo
+"$PY" scripts/demo_produce.py "$DEMO_DIR/cluster.json"
 "$PY" scripts/demo_log_dirs.py "$DEMO_DIR/cluster.json"
 echo
 echo "Look at: the table above (one row per broker and log dir). Each broker's server.properties and log are under $DEMO_DIR/."

@@ -1,0 +1,290 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one place that talks to Kafka.
+
+kafka-python carries what librdkafka lacks (DescribeLogDirs with KIP-827 sizes, client quotas, DescribeCluster);
+confluent-kafka produces, consumes and manages topics. Every failure leaves here as a KafkaAdapterError whose
+message names the broker or bootstrap servers involved and never contains a secret.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+try:
+    import kafka.errors as kafka_errors
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+    from kafka.protocol.admin.cluster import DescribeLogDirsRequest
+    HAS_KAFKA_PYTHON = True
+    KAFKA_PYTHON_IMPORT_ERROR = None
+except ImportError:
+    HAS_KAFKA_PYTHON = False
+    KAFKA_PYTHON_IMPORT_ERROR = traceback.format_exc()
+
+try:
+    import confluent_kafka
+    from confluent_kafka.admin import AdminClient, NewTopic
+    HAS_CONFLUENT_KAFKA = True
+    CONFLUENT_KAFKA_IMPORT_ERROR = None
+except ImportError:
+    HAS_CONFLUENT_KAFKA = False
+    CONFLUENT_KAFKA_IMPORT_ERROR = traceback.format_exc()
+
+DESCRIBE_LOG_DIRS_KEY = 35
+KIP_827_VERSION = 4           # DescribeLogDirs v4 added TotalBytes and UsableBytes (Kafka 3.3)
+MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
+
+
+class KafkaAdapterError(Exception):
+    """A failure talking to Kafka; ``broker`` names the broker (or bootstrap servers) involved."""
+
+    def __init__(self, message, broker=None, error=None):
+        super(KafkaAdapterError, self).__init__(message)
+        self.broker = broker
+        self.error = error
+
+
+def kafka_error_name(code):
+    """Kafka's name for an error code (``KAFKA_STORAGE_ERROR``), None for 0."""
+    if not code:
+        return None
+    name = getattr(kafka_errors.for_code(code), "message", None) if HAS_KAFKA_PYTHON else None
+    return name if name and name != "UNKNOWN" else "UNKNOWN_ERROR_{0}".format(code)
+
+
+class KafkaAdapter:
+    """A connection to one cluster, built from the collection's common connection options."""
+
+    def __init__(self, bootstrap_servers, security_protocol="PLAINTEXT", ssl_cafile=None, ssl_certfile=None, ssl_keyfile=None,
+                 ssl_password=None, ssl_check_hostname=True, sasl_mechanism=None, sasl_username=None, sasl_password=None,
+                 request_timeout=30, client_id="headroom-kafka"):
+        if isinstance(bootstrap_servers, str):
+            bootstrap_servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
+        self.bootstrap_servers = list(bootstrap_servers)
+        self.security_protocol = security_protocol
+        self.request_timeout_ms = int(request_timeout * 1000)
+        self._kafka_python_config = {
+            "bootstrap_servers": self.bootstrap_servers, "client_id": client_id, "security_protocol": security_protocol,
+            "request_timeout_ms": self.request_timeout_ms, "bootstrap_timeout_ms": self.request_timeout_ms,
+            "ssl_cafile": ssl_cafile, "ssl_certfile": ssl_certfile, "ssl_keyfile": ssl_keyfile, "ssl_password": ssl_password,
+            "ssl_check_hostname": ssl_check_hostname,
+        }
+        if sasl_mechanism:
+            self._kafka_python_config.update({"sasl_mechanism": sasl_mechanism, "sasl_plain_username": sasl_username,
+                                              "sasl_plain_password": sasl_password})
+        self._confluent_config = {"bootstrap.servers": ",".join(self.bootstrap_servers), "security.protocol": security_protocol,
+                                  "client.id": client_id, "socket.timeout.ms": self.request_timeout_ms}
+        for key, value in (("ssl.ca.location", ssl_cafile), ("ssl.certificate.location", ssl_certfile),
+                           ("ssl.key.location", ssl_keyfile), ("ssl.key.password", ssl_password)):
+            if value:
+                self._confluent_config[key] = value
+        if security_protocol in ("SSL", "SASL_SSL"):
+            self._confluent_config["ssl.endpoint.identification.algorithm"] = "https" if ssl_check_hostname else "none"
+        if sasl_mechanism:
+            self._confluent_config.update({"sasl.mechanism": sasl_mechanism, "sasl.username": sasl_username, "sasl.password": sasl_password})
+        self._admin = None
+
+    @classmethod
+    def from_module_params(cls, params):
+        return cls(params["bootstrap_servers"], security_protocol=params.get("security_protocol") or "PLAINTEXT",
+                   ssl_cafile=params.get("ssl_cafile"), ssl_certfile=params.get("ssl_certfile"), ssl_keyfile=params.get("ssl_keyfile"),
+                   ssl_password=params.get("ssl_password"), ssl_check_hostname=params.get("ssl_check_hostname", True),
+                   sasl_mechanism=params.get("sasl_mechanism"), sasl_username=params.get("sasl_username"),
+                   sasl_password=params.get("sasl_password"), request_timeout=params.get("request_timeout") or 30)
+
+    # -- connection -----------------------------------------------------------------------------------------------
+    @property
+    def where(self):
+        return "bootstrap servers {0} ({1})".format(",".join(self.bootstrap_servers), self.security_protocol)
+
+    def admin(self):
+        if self._admin is None:
+            if not HAS_KAFKA_PYTHON:
+                raise KafkaAdapterError("the kafka-python library (3.x) is required on the host running this module")
+            try:
+                self._admin = KafkaAdminClient(**self._kafka_python_config)
+            except Exception as exc:  # pylint: disable=broad-except  # every connection/TLS/auth failure becomes one message
+                raise KafkaAdapterError("cannot connect to {0}: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
+        return self._admin
+
+    def close(self):
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:  # pylint: disable=broad-except  # closing must never hide the real result
+                pass
+            self._admin = None
+
+    def _run(self, coroutine, *args):
+        admin = self.admin()
+        try:
+            return admin._manager.run(coroutine, *args)  # pylint: disable=protected-access
+        except KafkaAdapterError:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            raise KafkaAdapterError("request to {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
+
+    # -- cluster and log dirs -------------------------------------------------------------------------------------
+    def describe_cluster(self):
+        """{cluster_id, controller_id, brokers: [{id, host, port, rack}]} with only active (unfenced) brokers."""
+        try:
+            metadata = self.admin().describe_cluster()
+        except KafkaAdapterError:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            raise KafkaAdapterError("DescribeCluster via {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
+        brokers = [{"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
+                   for b in metadata["brokers"] if not b.get("is_fenced")]
+        return {"cluster_id": metadata.get("cluster_id"), "controller_id": metadata.get("controller_id"),
+                "brokers": sorted(brokers, key=lambda b: b["id"])}
+
+    def describe_log_dirs(self, broker_ids, timeout_ms=None):
+        """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""
+        manager = self.admin()._manager  # pylint: disable=protected-access
+        timeout_ms = timeout_ms or self.request_timeout_ms
+
+        async def gather():
+            futures = [(node, manager.send(DescribeLogDirsRequest(topics=None), node_id=node)) for node in broker_ids]
+            answers = {}
+            for node, future in futures:
+                try:
+                    answers[node] = await manager.wait_for(future, timeout_ms)
+                except Exception as exc:  # pylint: disable=broad-except  # one broker's failure must not hide the others
+                    answers[node] = exc
+            return answers
+
+        answers = self._run(gather)
+        results = {}
+        for node, answer in answers.items():
+            if isinstance(answer, Exception):
+                results[node] = KafkaAdapterError("broker {0} did not answer DescribeLogDirs: {1}".format(node, _describe(answer)),
+                                                  broker=node, error=answer)
+                continue
+            version = getattr(answer, "version", None)
+            if version is not None and version < KIP_827_VERSION:
+                results[node] = KafkaAdapterError(
+                    "broker {0} answers DescribeLogDirs only up to v{1}; total and usable bytes need v4 (KIP-827, Kafka 3.3 or later)".format(
+                        node, version), broker=node)
+                continue
+            if getattr(answer, "error_code", 0):
+                results[node] = KafkaAdapterError("broker {0} refused DescribeLogDirs: {1}".format(node, kafka_error_name(answer.error_code)),
+                                                  broker=node)
+                continue
+            results[node] = [{
+                "log_dir": result.log_dir,
+                "error": kafka_error_name(result.error_code),
+                "total_bytes": result.total_bytes,
+                "usable_bytes": result.usable_bytes,
+                "partitions": sum(len(topic.partitions) for topic in result.topics),
+                "partition_bytes": sum(p.partition_size for topic in result.topics for p in topic.partitions),
+            } for result in answer.results]
+        return results
+
+    # -- client quotas --------------------------------------------------------------------------------------------
+    def describe_client_quotas(self, components=None, strict=False):
+        """[(entity {type: name|None}, {key: float})] for the filter (components: [(entity_type, match_type, match)])."""
+        component = DescribeClientQuotasRequest.ComponentData
+        request = DescribeClientQuotasRequest(
+            components=[component(entity_type=t, match_type=m, match=n) for t, m, n in (components or [])], strict=strict)
+        response = self._send(request)
+        if response.error_code:
+            raise KafkaAdapterError("DescribeClientQuotas via {0} failed: {1}: {2}".format(
+                self.where, kafka_error_name(response.error_code), response.error_message), broker=self.where)
+        return [({part.entity_type: part.entity_name for part in entry.entity}, {v.key: v.value for v in entry.values})
+                for entry in (response.entries or [])]
+
+    def alter_client_quotas(self, entries, validate_only):
+        """entries: [(entity {type: name|None}, [(key, value, remove)])]; returns [(entity, error name or None, message)]."""
+        entry = AlterClientQuotasRequest.EntryData
+        request = AlterClientQuotasRequest(entries=[entry(
+            entity=[entry.EntityData(entity_type=t, entity_name=n) for t, n in sorted(entity.items())],
+            ops=[entry.OpData(key=k, value=0.0 if v is None else float(v), remove=bool(r)) for k, v, r in ops],
+        ) for entity, ops in entries], validate_only=validate_only)
+        response = self._send(request)
+        return [({part.entity_type: part.entity_name for part in entry.entity}, kafka_error_name(entry.error_code), entry.error_message)
+                for entry in response.entries]
+
+    def _send(self, request):
+        manager = self.admin()._manager  # pylint: disable=protected-access
+
+        async def send():
+            return await manager.wait_for(manager.send(request), self.request_timeout_ms)
+
+        return self._run(send)
+
+    # -- topics, produce, consume (confluent-kafka) -----------------------------------------------------------------
+    def _confluent(self):
+        if not HAS_CONFLUENT_KAFKA:
+            raise KafkaAdapterError("the confluent-kafka library is required on the host running this module")
+        return dict(self._confluent_config)
+
+    def ensure_topic(self, name, partitions=1, replication_factor=-1, configs=None):
+        """Create the topic if it does not exist; True when it was created."""
+        admin = AdminClient(self._confluent())
+        metadata = admin.list_topics(timeout=self.request_timeout_ms / 1000.0)
+        if name in metadata.topics and not metadata.topics[name].error:
+            return False
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})],
+                                      operation_timeout=self.request_timeout_ms / 1000.0)
+        try:
+            futures[name].result()
+        except confluent_kafka.KafkaException as exc:
+            if exc.args[0].code() != confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+                raise KafkaAdapterError("cannot create topic {0} via {1}: {2}".format(name, self.where, exc.args[0].str()), broker=self.where)
+            return False
+        return True
+
+    def produce(self, topic, records):
+        """Produce (key, value) byte pairs; returns the list of per-record error strings (empty when all were acknowledged)."""
+        failures = []
+
+        def delivered(err, _msg):
+            if err is not None:
+                failures.append(err.str())
+
+        producer = confluent_kafka.Producer(dict(self._confluent(), **{"acks": "all", "enable.idempotence": False}))
+        for key, value in records:
+            producer.produce(topic, key=key, value=value, on_delivery=delivered)
+        remaining = producer.flush(self.request_timeout_ms / 1000.0)
+        if remaining:
+            failures.extend(["not acknowledged within the request timeout"] * remaining)
+        return failures
+
+    def read_all(self, topic):
+        """Every record of a topic from the beginning to the end offsets seen at start: [(key, value, timestamp_ms)]."""
+        consumer = confluent_kafka.Consumer(dict(self._confluent(), **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
+        try:
+            metadata = consumer.list_topics(topic, timeout=self.request_timeout_ms / 1000.0)
+            if topic not in metadata.topics or metadata.topics[topic].error:
+                return []
+            partitions = [confluent_kafka.TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
+            ends = {}
+            for tp in partitions:
+                ends[tp.partition] = consumer.get_watermark_offsets(tp, timeout=self.request_timeout_ms / 1000.0)[1]
+            pending = dict((p, end) for p, end in ends.items() if end > 0)
+            consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in pending])
+            records = []
+            while pending:
+                message = consumer.poll(self.request_timeout_ms / 1000.0)
+                if message is None:
+                    raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
+                if message.error():
+                    continue
+                records.append((message.key(), message.value(), message.timestamp()[1]))
+                if message.offset() + 1 >= pending.get(message.partition(), 0):
+                    pending.pop(message.partition(), None)
+            return records
+        finally:
+            consumer.close()
+
+
+def _describe(exc):
+    """An exception as a short sentence without secrets (kafka-python messages carry no credentials)."""
+    text = str(exc) or exc.__class__.__name__
+    if text and exc.__class__.__name__ not in text:
+        text = "{0}: {1}".format(exc.__class__.__name__, text)
+    return text

@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Declarative client quotas: validate a desired spec and diff it against what Kafka holds, with no I/O.
+
+Entities are dicts of Kafka entity types (``user``, ``client-id``, ``ip``) to a name, with None for the default
+entity. Users write ``client_id`` and the string ``<default>``; ``entity_from_spec`` and ``entity_to_spec`` convert.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DEFAULT_NAME = "<default>"
+SPEC_TYPES = {"user": "user", "client_id": "client-id", "ip": "ip"}
+KAFKA_TYPES = dict((kafka, spec) for spec, kafka in SPEC_TYPES.items())
+# How Kafka types each key (QuotaConfig): byte rates are longs, connection_creation_rate an int, the rest doubles.
+USER_CLIENT_KEYS = {"producer_byte_rate": "long", "consumer_byte_rate": "long", "request_percentage": "double", "controller_mutation_rate": "double"}
+IP_KEYS = {"connection_creation_rate": "int"}
+ALL_KEYS = tuple(list(USER_CLIENT_KEYS) + list(IP_KEYS))
+_LIMITS = {"long": 2.0 ** 63, "int": 2147483647.0}
+
+
+class QuotaSpecError(ValueError):
+    """A spec Kafka would refuse, caught before contacting Kafka; the message names the field, value and what is allowed."""
+
+
+def entity_from_spec(entity, where="entity"):
+    if not isinstance(entity, dict) or not entity:
+        raise QuotaSpecError("{0} must be a non-empty dict with keys user, client_id and/or ip (got {1!r})".format(where, entity))
+    unknown = sorted(set(entity) - set(SPEC_TYPES))
+    if unknown:
+        raise QuotaSpecError("{0} has unknown key(s) {1}; allowed: user, client_id, ip".format(where, ", ".join(unknown)))
+    if "ip" in entity and len(entity) > 1:
+        raise QuotaSpecError("{0}: ip cannot be combined with user or client_id (Kafka refuses such entities); got {1!r}".format(where, entity))
+    result = {}
+    for key, name in entity.items():
+        if not isinstance(name, str) or name == "":
+            raise QuotaSpecError("{0}.{1} must be a non-empty string, or {2} for the default entity (got {3!r})".format(where, key, DEFAULT_NAME, name))
+        result[SPEC_TYPES[key]] = None if name == DEFAULT_NAME else name
+    return result
+
+
+def entity_to_spec(entity):
+    return dict((KAFKA_TYPES[kind], DEFAULT_NAME if name is None else name) for kind, name in sorted(entity.items()))
+
+
+def entity_key(entity):
+    """A stable, hashable identity for an entity (Kafka types, default as None)."""
+    return tuple(sorted(entity.items(), key=lambda item: item[0]))
+
+
+def describe_entity(entity):
+    """How errors and diffs name an entity, e.g. ``user=alice,client_id=<default>``."""
+    return ",".join("{0}={1}".format(k, v) for k, v in sorted(entity_to_spec(entity).items()))
+
+
+def allowed_keys(entity):
+    return IP_KEYS if "ip" in entity else USER_CLIENT_KEYS
+
+
+def validate_value(where, key, value, kind):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise QuotaSpecError("{0}.{1} must be a number (got {2!r})".format(where, key, value))
+    if not value > 0:
+        raise QuotaSpecError("{0}.{1} must be greater than 0 (got {2}); remove the key to remove the quota".format(where, key, value))
+    if kind in _LIMITS:
+        if float(value) != int(value):
+            raise QuotaSpecError("{0}.{1} must be a whole number: Kafka stores it as an {2} (got {3})".format(where, key, kind, value))
+        if float(value) > _LIMITS[kind]:
+            raise QuotaSpecError("{0}.{1} is too large for Kafka's {2} (got {3}, at most {4:.0f})".format(where, key, kind, value, _LIMITS[kind]))
+    return float(value)
+
+
+def desired_state(quotas):
+    """Validate the module's ``quotas`` list; return {entity_key: (entity, values)} with values as Kafka stores them."""
+    desired = {}
+    for index, item in enumerate(quotas or []):
+        where = "quotas[{0}]".format(index)
+        if not isinstance(item, dict):
+            raise QuotaSpecError("{0} must be a dict with an entity (got {1!r})".format(where, item))
+        entity = entity_from_spec(item.get("entity"), where + ".entity")
+        state = item.get("state") or "present"
+        if state not in ("present", "absent"):
+            raise QuotaSpecError("{0}.state must be present or absent (got {1!r})".format(where, state))
+        keys = allowed_keys(entity)
+        values = {}
+        for key in ALL_KEYS:
+            value = item.get(key)
+            if value is None:
+                continue
+            if key not in keys:
+                raise QuotaSpecError("{0}.{1} is not valid for {2} entities; allowed: {3}".format(
+                    where, key, "ip" if "ip" in entity else "user/client_id", ", ".join(keys)))
+            if state == "absent":
+                raise QuotaSpecError("{0}.{1} cannot be given with state absent, which removes every quota of the entity".format(where, key))
+            values[key] = validate_value(where, key, value, keys[key])
+        unknown = sorted(set(item) - set(ALL_KEYS) - set(("entity", "state")))
+        if unknown:
+            raise QuotaSpecError("{0} has unknown key(s) {1}; allowed: entity, state, {2}".format(where, ", ".join(unknown), ", ".join(ALL_KEYS)))
+        key = entity_key(entity)
+        if key in desired:
+            raise QuotaSpecError("{0}.entity {1} is listed twice".format(where, describe_entity(entity)))
+        desired[key] = (entity, values)
+    return desired
+
+
+def plan_changes(current, desired, exclusive=False):
+    """Changes that make Kafka hold ``desired``: [{entity, before, after, ops}], ops as (key, value, remove).
+
+    ``current`` is {entity_key: (entity, values)} as described by Kafka. Values compare as the doubles Kafka stores.
+    With ``exclusive``, entities Kafka holds but the spec does not list lose all their quotas."""
+    targets = dict(desired)
+    if exclusive:
+        for key, (entity, _values) in current.items():
+            targets.setdefault(key, (entity, {}))
+    changes = []
+    for key in sorted(targets, key=lambda k: [(t, n is None, n or "") for t, n in k]):
+        entity, after = targets[key]
+        before = dict(current.get(key, (entity, {}))[1])
+        if _same(before, after):
+            continue
+        ops = [(k, after[k], False) for k in sorted(after) if float(before.get(k, -1.0)) != after[k]]
+        ops += [(k, None, True) for k in sorted(before) if k not in after]
+        changes.append({"entity": entity, "before": before, "after": dict(after), "ops": ops})
+    return changes
+
+
+def _same(before, after):
+    return set(before) == set(after) and all(float(before[k]) == float(after[k]) for k in after)
+
+
+def for_output(values):
+    """Kafka returns doubles; show whole numbers as integers (as kafka-configs.sh does for byte rates)."""
+    return dict((k, int(v) if float(v).is_integer() and k not in ("request_percentage", "controller_mutation_rate") else v)
+                for k, v in sorted(values.items()))

@@ -1,0 +1,143 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: log_dirs_info
+short_description: Free space of every log dir in a Kafka cluster
+version_added: 0.1.0
+description:
+  - Lists the active brokers of the cluster and asks every one of them, in parallel, to describe its log dirs
+    (DescribeLogDirs with the total and usable bytes of KIP-827, Kafka 3.3 and later).
+  - Returns one row per broker and log dir with total, usable and used bytes and the available ratio, the figures
+    the Strimzi quota plugin compares with its per-volume limits.
+  - Brokers that are active but do not answer are listed in RV(missing_brokers) and RV(complete) is false; the
+    module still succeeds so that a play can decide what incomplete data means.
+author:
+  - headroom.kafka contributors
+extends_documentation_fragment:
+  - headroom.kafka.connection
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: The module changes nothing.
+options:
+  fail_on_missing:
+    description: Fail when an active broker does not answer, instead of returning RV(complete=false).
+    type: bool
+    default: false
+notes:
+  - Fails with a clear message when a broker only speaks DescribeLogDirs below v4 (Kafka older than 3.3).
+  - Controller-only KRaft nodes are not brokers and are not described (as with the quota plugin itself).
+seealso:
+  - module: headroom.kafka.volume_limits
+  - module: headroom.kafka.usage_snapshot
+"""
+
+EXAMPLES = r"""
+- name: Read every log dir of the cluster
+  headroom.kafka.log_dirs_info:
+    bootstrap_servers: [kafka-1:9093, kafka-2:9093]
+    security_protocol: SSL
+    ssl_cafile: /etc/kafka/tls/ca.crt
+    ssl_certfile: /etc/kafka/tls/admin.crt
+    ssl_keyfile: /etc/kafka/tls/admin.key
+  register: cluster_disks
+
+- name: Show the fullest log dir
+  ansible.builtin.debug:
+    msg: "{{ cluster_disks.log_dirs | rejectattr('available_ratio', 'none') | sort(attribute='available_ratio') | first }}"
+
+- name: Connection options set once for the whole play
+  module_defaults:
+    group/headroom.kafka.kafka:
+      bootstrap_servers: "{{ groups['kafka'] | map('regex_replace', '$', ':9092') | list }}"
+  block:
+    - name: Log dirs
+      headroom.kafka.log_dirs_info:
+        fail_on_missing: true
+"""
+
+RETURN = r"""
+cluster_id:
+  description: The cluster's id.
+  returned: always
+  type: str
+  sample: q1Sh-9_ISia_zwGINzRvyQ
+brokers:
+  description: The active (unfenced) brokers.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"id": 1, "host": "kafka-1", "port": 9093, "rack": null}]
+log_dirs:
+  description: One entry per broker and log dir, ordered by broker id and path. Unknown sizes are null.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    broker_id: {description: Broker id., type: int}
+    log_dir: {description: Absolute path of the log dir on the broker., type: str}
+    total_bytes: {description: Capacity of the log dir's filesystem, null when unknown., type: int}
+    usable_bytes: {description: Bytes the broker may still write (statvfs f_bavail), null when unknown., type: int}
+    used_bytes: {description: total_bytes - usable_bytes, null when unknown., type: int}
+    available_ratio: {description: usable_bytes / total_bytes (0.0 for zero capacity), null when unknown., type: float}
+    error: {description: Kafka's error name for the log dir (for example KAFKA_STORAGE_ERROR), or null., type: str}
+missing_brokers:
+  description: Ids of active brokers that did not answer.
+  returned: always
+  type: list
+  elements: int
+complete:
+  description: Whether every active broker answered.
+  returned: always
+  type: bool
+snapshot_at:
+  description: When the cluster was read, ISO 8601 in UTC.
+  returned: always
+  type: str
+  sample: "2026-11-22T04:07:09.123Z"
+failures:
+  description: Why each missing broker is missing.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, log_dirs
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=connection.argument_spec(fail_on_missing=dict(type="bool", default=False)),
+        required_together=connection.CONNECTION_REQUIRED_TOGETHER,
+        required_if=connection.CONNECTION_REQUIRED_IF,
+        supports_check_mode=True,
+    )
+    adapter = connection.connect(module)
+    try:
+        view = log_dirs.collect(adapter)
+    except KafkaAdapterError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        adapter.close()
+    if module.params["fail_on_missing"] and not view["complete"]:
+        module.fail_json(msg="brokers {0} did not describe their log dirs: {1}".format(
+            ", ".join(str(b) for b in view["missing_brokers"]), "; ".join(view["failures"])), **view)
+    module.exit_json(changed=False, **view)
+
+
+if __name__ == "__main__":
+    main()

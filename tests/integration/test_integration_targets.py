@@ -1,0 +1,82 @@
+"""Run every integration target (tests/integration/targets/NAME/tasks/main.yml) against a fresh test cluster.
+
+A target may carry ``cluster.yml`` with the cluster's options (brokers, tls, scram, volume_size,
+log_dirs_per_broker, catch_up_ms, extra_properties). The play gets the cluster's connection options as
+``module_defaults`` for the collection's action group, and these variables:
+
+* ``kafka_cluster``: the cluster's cluster.json (bootstrap servers, brokers, TLS files, SASL credentials).
+* ``kafka_connection``: the connection options as the modules take them.
+* ``kafka_sim``: a command prefix that drives the test cluster (``{{ kafka_sim }} stop --broker 2``).
+* ``output_dir``: a scratch directory for the target.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TARGETS = os.path.join(HERE, "targets")
+COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
+
+
+def _targets():
+    return sorted(name for name in os.listdir(TARGETS) if os.path.isfile(os.path.join(TARGETS, name, "tasks", "main.yml")))
+
+
+def connection_options(info):
+    options = {"bootstrap_servers": info["bootstrap_servers"].split(","), "security_protocol": info["security_protocol"]}
+    if "tls" in info:
+        options.update(ssl_cafile=info["tls"]["ca"], ssl_certfile=info["tls"]["cert"], ssl_keyfile=info["tls"]["key"])
+    if "sasl" in info:
+        options.update(sasl_mechanism=info["sasl"]["mechanism"], sasl_username=info["sasl"]["username"],
+                       sasl_password=info["sasl"]["password"])
+    return options
+
+
+def run_target(name, cluster, output_dir):
+    driver = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "kafka_sim"))
+    variables = {
+        "kafka_cluster": cluster.info,
+        "kafka_connection": connection_options(cluster.info),
+        "kafka_sim": driver,
+        "kafka_sim_dir": cluster.directory,
+        "output_dir": output_dir,
+        "ansible_python_interpreter": sys.executable,
+    }
+    vars_file = os.path.join(output_dir, "vars.json")
+    with open(vars_file, "w", encoding="utf-8") as handle:
+        json.dump(variables, handle)
+    playbook = os.path.join(output_dir, "play.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        yaml.safe_dump([{
+            "name": f"integration target {name}", "hosts": "localhost", "gather_facts": False, "vars_files": [vars_file],
+            "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
+            "roles": [{"role": name}],
+        }], handle)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_ROLES_PATH=TARGETS, ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("ANSIBLE_CONFIG", None)
+    playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    return subprocess.run([playbook_bin, "-i", "localhost,", "-c", "local", playbook], env=env, cwd=output_dir,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.parametrize("name", _targets())
+def test_target(name, kafka_cluster_factory, tmp_path):
+    options = {"brokers": 3, "volume_size": "16M"}
+    settings = os.path.join(TARGETS, name, "cluster.yml")
+    if os.path.exists(settings):
+        with open(settings, encoding="utf-8") as handle:
+            options.update(yaml.safe_load(handle) or {})
+    if os.geteuid() != 0:
+        options.pop("volume_size", None)
+    cluster = kafka_cluster_factory(**options)
+    result = run_target(name, cluster, str(tmp_path))
+    assert result.returncode == 0, f"target {name} failed:\n{result.stdout[-20000:]}\n{result.stderr[-5000:]}"

@@ -1,0 +1,110 @@
+"""log_dirs_info on 5 and on 50 brokers: the 50-broker run may take at most 2x the 5-broker one.
+
+Measures, in one run and against test clusters started here:
+* the module's work (connect, DescribeCluster, DescribeLogDirs to every broker in parallel) called in-process,
+  median of several runs, each with a fresh connection as every task run has;
+* the whole Ansible task (``ansible-playbook`` running headroom.kafka.log_dirs_info), median of a few runs;
+* a sequential baseline (one DescribeLogDirs after the other, as kafka-python's own describe_log_dirs does) on 50.
+Run from the repository root: ``.venv/bin/python bench/log_dirs_info_bench.py [--runs N]``.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
+sys.path[:0] = [ROOT, COLLECTIONS]
+
+from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_sim.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _ensure_collection_link():
+    namespace = os.path.join(COLLECTIONS, "ansible_collections", "headroom")
+    os.makedirs(namespace, exist_ok=True)
+    link = os.path.join(namespace, "kafka")
+    if not os.path.islink(link):
+        os.symlink(ROOT, link)
+
+
+def _collect_once(bootstrap):
+    from ansible_collections.headroom.kafka.plugins.module_utils import log_dirs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter  # pylint: disable=import-outside-toplevel
+    adapter = KafkaAdapter(bootstrap)
+    started = time.perf_counter()
+    try:
+        view = log_dirs.collect(adapter)
+    finally:
+        adapter.close()
+    assert view["complete"], view["failures"]
+    return time.perf_counter() - started, len(view["log_dirs"])
+
+
+def _sequential_once(bootstrap):
+    from kafka.admin import KafkaAdminClient  # pylint: disable=import-outside-toplevel
+    started = time.perf_counter()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        brokers = [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
+        admin.describe_log_dirs(brokers=brokers)
+    finally:
+        admin.close()
+    return time.perf_counter() - started
+
+
+def _task_once(bootstrap, workdir):
+    playbook = os.path.join(workdir, "play.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        json.dump([{"hosts": "localhost", "gather_facts": False,
+                    "tasks": [{"headroom.kafka.log_dirs_info": {"bootstrap_servers": bootstrap.split(",")[:3], "fail_on_missing": True}}]}], handle)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+               "-e", "ansible_python_interpreter=" + sys.executable, playbook]
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def _measure(brokers, runs, task_runs, workdir):
+    directory = tempfile.mkdtemp(prefix="bench-cluster-", dir=workdir)
+    cluster = Cluster(directory)
+    cluster.create(brokers, base_port=free_port_block(brokers))
+    try:
+        cluster.up(120)
+        bootstrap = cluster.info["bootstrap_servers"]
+        _collect_once(bootstrap)  # warm the imports
+        collect = [_collect_once(bootstrap)[0] for _ignored in range(runs)]
+        task = [_task_once(bootstrap, workdir) for _ignored in range(task_runs)]
+        sequential = [_sequential_once(bootstrap) for _ignored in range(max(runs // 2, 1))]
+        return {"brokers": brokers, "collect_s": statistics.median(collect), "task_s": statistics.median(task),
+                "sequential_s": statistics.median(sequential)}
+    finally:
+        cluster.down()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--task-runs", type=int, default=3)
+    args = parser.parse_args()
+    _ensure_collection_link()
+    workdir = tempfile.mkdtemp(prefix="bench-log-dirs-")
+    small = _measure(5, args.runs, args.task_runs, workdir)
+    large = _measure(50, args.runs, args.task_runs, workdir)
+    print(f"cores: {os.cpu_count()}")
+    print(f"{'brokers':>8} {'module work (s)':>16} {'ansible task (s)':>17} {'sequential baseline (s)':>24}")
+    for row in (small, large):
+        print(f"{row['brokers']:>8} {row['collect_s']:>16.3f} {row['task_s']:>17.3f} {row['sequential_s']:>24.3f}")
+    print(f"50/5 ratio, module work: {large['collect_s'] / small['collect_s']:.2f} (target <= 2.0)")
+    print(f"50/5 ratio, ansible task: {large['task_s'] / small['task_s']:.2f} (target <= 2.0)")
+    print(f"50 brokers, parallel vs sequential: {large['sequential_s'] / large['collect_s']:.2f}x faster")
+
+
+if __name__ == "__main__":
+    main()

@@ -5,6 +5,7 @@
 #   make pytest   pytest suite (tests/)
 #   make test     sanity, then pytest
 #   make demo     run the demo (scripts/demo.sh)
+#   make bench    run the benchmarks (figures, not pass/fail)
 #   make clean    remove build artefacts and test output
 
 PYTHON ?= python3
@@ -17,7 +18,7 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv sanity pytest test demo clean
+.PHONY: venv sanity pytest test demo bench clean
 
 venv: $(STAMP)
 
@@ -39,6 +40,10 @@ test: venv
 
 demo: venv
 	scripts/demo.sh
+
+bench: venv
+	$(VENV)/bin/python bench/cluster_bench.py $(BENCH_ARGS)
+	$(VENV)/bin/python bench/log_dirs_info_bench.py
 
 clean:
 	rm -rf build tests/output

@@ -15,10 +15,26 @@ import pytest
 from kafka_sim.cluster import Cluster
 
 
+def port_range(count):
+    """Where to look for broker ports: below the kernel's ephemeral range if there is room, so that no outgoing
+    connection takes a port between the check and the broker's bind."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as handle:
+            low, high = (int(value) for value in handle.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    if low - 10000 >= count:
+        return 10000, low - count
+    if high + count < 65535:
+        return high + 1, 65535 - count
+    return 20000, 60000 - count
+
+
 def free_port_block(count, attempts=200):
     """A base port such that ``count`` consecutive loopback ports are free right now."""
+    first, last = port_range(count)
     for _ignored in range(attempts):
-        base = random.randint(20000, 60000 - count)
+        base = random.randint(first, last)
         sockets = []
         try:
             for port in range(base, base + count):

@@ -18,7 +18,7 @@ try:
     import kafka.errors as kafka_errors
     from kafka.admin import KafkaAdminClient
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
-    from kafka.protocol.admin.cluster import DescribeLogDirsRequest
+    from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
     HAS_KAFKA_PYTHON = True
     KAFKA_PYTHON_IMPORT_ERROR = None
 except ImportError:
@@ -102,13 +102,23 @@ class KafkaAdapter:
         return "bootstrap servers {0} ({1})".format(",".join(self.bootstrap_servers), self.security_protocol)
 
     def admin(self):
+        """The kafka-python admin client, bootstrapped from the first bootstrap server that answers in time.
+
+        Servers are tried one at a time, each with the request timeout, so one frozen broker in the list cannot use
+        up the whole connection budget; the error names every server and why it failed."""
         if self._admin is None:
             if not HAS_KAFKA_PYTHON:
                 raise KafkaAdapterError("the kafka-python library (3.x) is required on the host running this module")
-            try:
-                self._admin = KafkaAdminClient(**self._kafka_python_config)
-            except Exception as exc:  # pylint: disable=broad-except  # every connection/TLS/auth failure becomes one message
-                raise KafkaAdapterError("cannot connect to {0}: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
+            failures = []
+            for server in self.bootstrap_servers:
+                config = dict(self._kafka_python_config, bootstrap_servers=[server])
+                try:
+                    self._admin = KafkaAdminClient(**config)
+                    break
+                except Exception as exc:  # pylint: disable=broad-except  # every connection/TLS/auth failure becomes one message
+                    failures.append("{0}: {1}".format(server, _describe(exc)))
+            if self._admin is None:
+                raise KafkaAdapterError("cannot connect to {0}: {1}".format(self.where, "; ".join(failures)), broker=self.where)
         return self._admin
 
     def close(self):
@@ -130,17 +140,21 @@ class KafkaAdapter:
 
     # -- cluster and log dirs -------------------------------------------------------------------------------------
     def describe_cluster(self):
-        """{cluster_id, controller_id, brokers: [{id, host, port, rack}]} with only active (unfenced) brokers."""
-        try:
-            metadata = self.admin().describe_cluster()
-        except KafkaAdapterError:
-            raise
-        except Exception as exc:  # pylint: disable=broad-except
-            raise KafkaAdapterError("DescribeCluster via {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
+        """{cluster_id, controller_id, brokers: [{id, host, port, rack}] (active), fenced_brokers: [id]}.
+
+        DescribeCluster v2 also lists fenced brokers: registered with the controller but stopped or not heartbeating."""
+        response = self._send(DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True))
+        if response.error_code:
+            raise KafkaAdapterError("DescribeCluster via {0} failed: {1}: {2}".format(
+                self.where, kafka_error_name(response.error_code), response.error_message), broker=self.where)
+        metadata = {"cluster_id": response.cluster_id, "controller_id": response.controller_id,
+                    "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.is_fenced}
+                                for b in response.brokers]}
         brokers = [{"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
                    for b in metadata["brokers"] if not b.get("is_fenced")]
+        fenced = sorted(b["broker_id"] for b in metadata["brokers"] if b.get("is_fenced"))
         return {"cluster_id": metadata.get("cluster_id"), "controller_id": metadata.get("controller_id"),
-                "brokers": sorted(brokers, key=lambda b: b["id"])}
+                "brokers": sorted(brokers, key=lambda b: b["id"]), "fenced_brokers": fenced}
 
     def describe_log_dirs(self, broker_ids, timeout_ms=None):
         """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""
@@ -209,10 +223,23 @@ class KafkaAdapter:
                 for entry in response.entries]
 
     def _send(self, request):
+        """Send to one broker; if it does not answer in time, try the next known broker (a frozen broker must not
+        make a cluster-wide question fail)."""
         manager = self.admin()._manager  # pylint: disable=protected-access
 
         async def send():
-            return await manager.wait_for(manager.send(request), self.request_timeout_ms)
+            nodes = sorted(broker.node_id for broker in manager.cluster.brokers()) or [None]
+            first = manager.least_loaded_node()
+            if first in nodes:
+                nodes.remove(first)
+                nodes.insert(0, first)
+            failure = None
+            for node in nodes:
+                try:
+                    return await manager.wait_for(manager.send(request, node_id=node), self.request_timeout_ms)
+                except Exception as exc:  # pylint: disable=broad-except  # try the next broker
+                    failure = exc
+            raise failure
 
         return self._run(send)
 

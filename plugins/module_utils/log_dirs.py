@@ -51,7 +51,8 @@ def build_view(cluster, answers, snapshot_at):
         "brokers": cluster["brokers"],
         "log_dirs": rows,
         "missing_brokers": missing,
-        "complete": not missing,
+        "fenced_brokers": list(cluster.get("fenced_brokers", [])),
+        "complete": not missing and not cluster.get("fenced_brokers"),
         "snapshot_at": snapshot_at,
         "failures": failures,
     }

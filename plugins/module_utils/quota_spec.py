@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 DEFAULT_NAME = "<default>"
 SPEC_TYPES = {"user": "user", "client_id": "client-id", "ip": "ip"}
 KAFKA_TYPES = dict((kafka, spec) for spec, kafka in SPEC_TYPES.items())
@@ -18,7 +20,11 @@ KAFKA_TYPES = dict((kafka, spec) for spec, kafka in SPEC_TYPES.items())
 USER_CLIENT_KEYS = {"producer_byte_rate": "long", "consumer_byte_rate": "long", "request_percentage": "double", "controller_mutation_rate": "double"}
 IP_KEYS = {"connection_creation_rate": "int"}
 ALL_KEYS = tuple(list(USER_CLIENT_KEYS) + list(IP_KEYS))
+# Kafka refuses a value above the Java maximum compared as a double (Long.MAX_VALUE widens to 2**63).
 _LIMITS = {"long": 2.0 ** 63, "int": 2147483647.0}
+_KIND_NAMES = {"long": "a long", "int": "an int", "double": "a double"}
+_MAXIMA = {"long": "9223372036854775807", "int": "2147483647"}
+SPEC_ORDER = ("user", "client_id", "ip")
 
 
 class QuotaSpecError(ValueError):
@@ -50,9 +56,25 @@ def entity_key(entity):
     return tuple(sorted(entity.items(), key=lambda item: item[0]))
 
 
+def entity_sort_key(entity):
+    """Order of entities in plans and outputs: user entities, then client-id only, then ip; within a type the
+    default entity before names, and an entity alone before its combinations (user=a, then user=a,client_id=...)."""
+    group = 0 if "user" in entity else 1 if "client-id" in entity else 2
+    key = [group]
+    for kind in ("user", "client-id", "ip"):
+        if kind not in entity:
+            key.append((0, ""))
+        elif entity[kind] is None:
+            key.append((1, ""))
+        else:
+            key.append((2, entity[kind]))
+    return key
+
+
 def describe_entity(entity):
-    """How errors and diffs name an entity, e.g. ``user=alice,client_id=<default>``."""
-    return ",".join("{0}={1}".format(k, v) for k, v in sorted(entity_to_spec(entity).items()))
+    """How errors and diffs name an entity, e.g. ``user=alice,client_id=<default>`` (user, client_id, ip order)."""
+    spec = entity_to_spec(entity)
+    return ",".join("{0}={1}".format(k, spec[k]) for k in SPEC_ORDER if k in spec)
 
 
 def allowed_keys(entity):
@@ -62,13 +84,15 @@ def allowed_keys(entity):
 def validate_value(where, key, value, kind):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise QuotaSpecError("{0}.{1} must be a number (got {2!r})".format(where, key, value))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QuotaSpecError("{0}.{1} must be a finite number greater than 0 (got {2})".format(where, key, value))
     if not value > 0:
         raise QuotaSpecError("{0}.{1} must be greater than 0 (got {2}); remove the key to remove the quota".format(where, key, value))
     if kind in _LIMITS:
-        if float(value) != int(value):
-            raise QuotaSpecError("{0}.{1} must be a whole number: Kafka stores it as an {2} (got {3})".format(where, key, kind, value))
-        if float(value) > _LIMITS[kind]:
-            raise QuotaSpecError("{0}.{1} is too large for Kafka's {2} (got {3}, at most {4:.0f})".format(where, key, kind, value, _LIMITS[kind]))
+        # Compared as the double Kafka receives: a large int rounds to a whole double, never to a fraction.
+        if not float(value).is_integer() or float(value) > _LIMITS[kind]:
+            raise QuotaSpecError("{0}.{1} must be a whole number from 1 to {2}: Kafka stores it as {3} (got {4})".format(
+                where, key, _MAXIMA[kind], _KIND_NAMES[kind], value))
     return float(value)
 
 
@@ -115,7 +139,7 @@ def plan_changes(current, desired, exclusive=False):
         for key, (entity, _values) in current.items():
             targets.setdefault(key, (entity, {}))
     changes = []
-    for key in sorted(targets, key=lambda k: [(t, n is None, n or "") for t, n in k]):
+    for key in sorted(targets, key=lambda k: entity_sort_key(targets[k][0])):
         entity, after = targets[key]
         before = dict(current.get(key, (entity, {}))[1])
         if _same(before, after):

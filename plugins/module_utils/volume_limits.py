@@ -17,6 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 OPEN = "OPEN"
 THROTTLE = "THROTTLE"
 PAUSE = "PAUSE"
@@ -29,6 +31,11 @@ SNAPSHOT_LIMIT_NAMES = {"consumed_space": "ConsumedSpace", "min_free_bytes": "Mi
 
 class LimitError(ValueError):
     """Invalid limits; the message names the option, the value and what is allowed."""
+
+
+def _finite(value):
+    """A real number: int or float, not NaN or infinite (NaN and infinity would pass every range check)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _known(value):
@@ -63,9 +70,10 @@ def validate_strimzi_limits(min_available_bytes=None, min_available_ratio=None):
     if min_available_bytes is not None and min_available_ratio is not None:
         raise LimitError("min_available_bytes and min_available_ratio are mutually exclusive: the quota plugin refuses to start "
                          "with both (got min_available_bytes={0}, min_available_ratio={1})".format(min_available_bytes, min_available_ratio))
-    if min_available_bytes is not None and (isinstance(min_available_bytes, bool) or min_available_bytes < 0):
+    if min_available_bytes is not None and (isinstance(min_available_bytes, bool) or not _finite(min_available_bytes) or min_available_bytes < 0):
         raise LimitError("min_available_bytes must be an integer >= 0 (got {0})".format(min_available_bytes))
-    if min_available_ratio is not None and not 0.0 <= min_available_ratio <= 1.0:
+    if min_available_ratio is not None and (isinstance(min_available_ratio, bool) or not _finite(min_available_ratio)
+                                            or not 0.0 <= min_available_ratio <= 1.0):
         raise LimitError("min_available_ratio must be between 0.0 and 1.0 inclusive (got {0})".format(min_available_ratio))
 
 
@@ -112,6 +120,8 @@ def validate_limit(name, limit):
         raise LimitError("{0}.type must be one of {1} (got {2!r})".format(name, ", ".join(LIMIT_TYPES), limit_type))
     if isinstance(level, bool) or not isinstance(level, (int, float)):
         raise LimitError("{0}.level must be a number (got {1!r})".format(name, level))
+    if not _finite(level):
+        raise LimitError("{0}.level must be a finite number (got {1!r})".format(name, level))
     if level < 0:
         raise LimitError("{0}.level must be >= 0 (got {1})".format(name, level))
     if limit_type == "min_free_percentage" and level > 100:

@@ -20,7 +20,7 @@ description:
   - Brokers that are active but do not answer are listed in RV(missing_brokers) and RV(complete) is false; the
     module still succeeds so that a play can decide what incomplete data means.
 author:
-  - headroom.kafka contributors
+  - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - headroom.kafka.connection
 attributes:
@@ -32,7 +32,7 @@ attributes:
     description: The module changes nothing.
 options:
   fail_on_missing:
-    description: Fail when an active broker does not answer, instead of returning RV(complete=false).
+    description: Fail when a broker is fenced or does not answer, instead of returning RV(complete=false).
     type: bool
     default: false
 notes:
@@ -85,20 +85,41 @@ log_dirs:
   type: list
   elements: dict
   contains:
-    broker_id: {description: Broker id., type: int}
-    log_dir: {description: Absolute path of the log dir on the broker., type: str}
-    total_bytes: {description: Capacity of the log dir's filesystem, null when unknown., type: int}
-    usable_bytes: {description: Bytes the broker may still write (statvfs f_bavail), null when unknown., type: int}
-    used_bytes: {description: total_bytes - usable_bytes, null when unknown., type: int}
-    available_ratio: {description: usable_bytes / total_bytes (0.0 for zero capacity), null when unknown., type: float}
-    error: {description: Kafka's error name for the log dir (for example KAFKA_STORAGE_ERROR), or null., type: str}
+    broker_id:
+      description: Broker id.
+      type: int
+    log_dir:
+      description: Absolute path of the log dir on the broker.
+      type: str
+    total_bytes:
+      description: Capacity of the log dir's filesystem; null when unknown.
+      type: int
+    usable_bytes:
+      description: Bytes the broker may still write (statvfs f_bavail); null when unknown.
+      type: int
+    used_bytes:
+      description: O(total_bytes) minus O(usable_bytes); null when unknown.
+      type: int
+    available_ratio:
+      description: Usable bytes divided by total bytes (0.0 for zero capacity); null when unknown.
+      type: float
+    error:
+      description: Kafka's error name for the log dir (for example C(KAFKA_STORAGE_ERROR)); null when the log dir is online.
+      type: str
 missing_brokers:
   description: Ids of active brokers that did not answer.
   returned: always
   type: list
   elements: int
+fenced_brokers:
+  description:
+    - Ids of brokers registered in the cluster but fenced (stopped, or not heartbeating), whose log dirs cannot be read.
+    - Their volumes still hold data and fill up again when they return, so they make the view incomplete.
+  returned: always
+  type: list
+  elements: int
 complete:
-  description: Whether every active broker answered.
+  description: Whether every registered broker is active and answered.
   returned: always
   type: bool
 snapshot_at:
@@ -134,8 +155,9 @@ def main():
     finally:
         adapter.close()
     if module.params["fail_on_missing"] and not view["complete"]:
-        module.fail_json(msg="brokers {0} did not describe their log dirs: {1}".format(
-            ", ".join(str(b) for b in view["missing_brokers"]), "; ".join(view["failures"])), **view)
+        reasons = list(view["failures"]) + ["broker {0} is fenced (stopped or not heartbeating)".format(b) for b in view["fenced_brokers"]]
+        module.fail_json(msg="log dirs of brokers {0} are unknown: {1}".format(
+            ", ".join(str(b) for b in sorted(view["missing_brokers"] + view["fenced_brokers"])), "; ".join(reasons)), **view)
     module.exit_json(changed=False, **view)
 
 

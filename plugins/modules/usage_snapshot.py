@@ -1,0 +1,487 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: usage_snapshot
+short_description: Publish and read per-broker volume usage snapshots (the volume-usage proposal's messages)
+version_added: 0.1.0
+description:
+  - The data publisher and consumer of the first cluster-wide volume-usage proposal for the Strimzi quota plugin.
+  - O(state=publish) builds one JSON message per broker from O(log_dirs), or from a fresh query of the cluster,
+    with the proposal's schema - C(SnapshotAt) (ISO 8601, UTC), C(HardLimit) and C(SoftLimit) (C({type, level})
+    with the proposal's type names C(ConsumedSpace), C(MinFreeBytes) and C(MinFreePercentage)) and C(Volumes)
+    (C(VolumeName), the log dir; C(Capacity) and C(Consumed) in bytes) - plus C(BrokerId) and C(ClusterId). It
+    appends them to the JSON-lines file O(path) and/or produces them to O(topic) keyed by broker id, creating the
+    topic compacted when it does not exist.
+  - A log dir with an error or an unknown size is left out of its broker's C(Volumes) and listed in
+    RV(skipped_log_dirs). Publication errors do not fail the task; they are counted in RV(publish_errors) and
+    described in RV(publish_error_messages).
+  - O(state=read) reads O(topic) and/or O(path) and keeps the latest message per broker (by C(SnapshotAt)),
+    ignoring messages older than O(max_age). It asks the cluster for its active brokers and returns the fresh
+    RV(snapshots), the RV(stale_brokers), the active brokers without a fresh snapshot and whether the data is
+    RV(complete) - ready for M(headroom.kafka.volume_limits) with O(headroom.kafka.volume_limits#module:policy=graded).
+author:
+  - Headroom maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - headroom.kafka.connection
+attributes:
+  check_mode:
+    support: full
+    description:
+      - With O(state=publish), check mode writes nothing and returns the messages that would be written.
+      - O(state=read) only reads.
+  diff_mode:
+    support: none
+    description: Messages are appended; there is no before and after to compare.
+options:
+  state:
+    description:
+      - V(publish) - build the messages and write them.
+      - V(read) - read the latest fresh message per broker.
+    type: str
+    choices: [publish, read]
+    default: publish
+  path:
+    description:
+      - A JSON-lines file, one message per line. O(state=publish) appends to it (creating the file, not its
+        directory); O(state=read) reads it.
+      - At least one of O(path) and O(topic) is required. When both are given, O(state=read) reads both and keeps
+        the latest message per broker across them.
+    type: path
+  topic:
+    description:
+      - The topic the messages go to, keyed by broker id (as text). O(state=publish) creates it with one partition
+        and C(cleanup.policy=compact) when it does not exist.
+    type: str
+  replication_factor:
+    description: Replication factor of O(topic) when it is created; V(-1) takes the brokers' default.
+    type: int
+    default: -1
+  log_dirs:
+    description:
+      - With O(state=publish), the log dirs to publish, as RV(headroom.kafka.log_dirs_info#module:log_dirs) returns them
+        (each item needs C(broker_id), C(log_dir), C(total_bytes) and C(usable_bytes)). One message per broker that
+        appears in the list.
+      - When omitted, the module queries the cluster (DescribeLogDirs on every active broker).
+    type: list
+    elements: dict
+  cluster_id:
+    description:
+      - With O(state=publish) and O(log_dirs), the C(ClusterId) written in the messages (null when not given).
+      - Ignored with a fresh query, which writes the cluster's own id.
+    type: str
+  snapshot_at:
+    description:
+      - With O(state=publish) and O(log_dirs), when the log dirs were read (for example
+        RV(headroom.kafka.log_dirs_info#module:snapshot_at)); ISO 8601 with a time zone. Defaults to now.
+      - Ignored with a fresh query, which writes the moment of the query.
+    type: str
+  soft_limit:
+    description:
+      - With O(state=publish) (required), the limit where this cluster throttles producers, written as the
+        messages' C(SoftLimit) in the proposal's names. Same form as
+        O(headroom.kafka.volume_limits#module:soft_limit).
+    type: dict
+    suboptions:
+      type:
+        description: What the level measures.
+        type: str
+        required: true
+        choices: [min_free_bytes, min_free_percentage, consumed_space]
+      level:
+        description: Bytes, or percent (0 to 100) for V(min_free_percentage). Must be >= 0.
+        type: float
+        required: true
+  hard_limit:
+    description:
+      - With O(state=publish) (required), the limit where this cluster pauses producers, written as C(HardLimit).
+    type: dict
+    suboptions:
+      type:
+        description: What the level measures; the same type as O(soft_limit).
+        type: str
+        required: true
+        choices: [min_free_bytes, min_free_percentage, consumed_space]
+      level:
+        description: Bytes, or percent (0 to 100) for V(min_free_percentage). Must be >= 0.
+        type: float
+        required: true
+  max_age:
+    description:
+      - With O(state=read), messages whose C(SnapshotAt) is older than this, relative to now, are stale and ignored.
+      - An ISO 8601 duration as C(java.time.Duration) parses it (V(PT5M), V(PT30S), V(PT0.5S), V(P1D),
+        V(PT1H30M)), or a number of seconds.
+    type: str
+    default: PT5M
+  expected_brokers:
+    description:
+      - With O(state=read), ids of brokers that must have a fresh snapshot besides the active ones (for example a
+        broker that is stopped for maintenance).
+    type: list
+    elements: int
+notes:
+  - Freshness is judged on C(SnapshotAt), not on the record's timestamp, as the proposal asks.
+  - Snapshots of brokers that are not active are still returned while fresh, so a restarting broker's full disk keeps
+    counting.
+  - A tombstone (a record with a null value) on O(topic) removes its broker's earlier snapshots.
+seealso:
+  - module: headroom.kafka.log_dirs_info
+  - module: headroom.kafka.volume_limits
+"""
+
+EXAMPLES = r"""
+- name: Publish every broker's volume usage to a compacted topic and to a local log
+  headroom.kafka.usage_snapshot:
+    bootstrap_servers: [kafka-1:9092, kafka-2:9092, kafka-3:9092]
+    topic: __headroom_volume_usage
+    replication_factor: 3
+    path: /var/log/kafka-volume-usage.jsonl
+    soft_limit: {type: min_free_percentage, level: 20}
+    hard_limit: {type: min_free_percentage, level: 5}
+  register: published
+
+- name: Warn about publication errors
+  ansible.builtin.debug:
+    msg: "{{ published.publish_errors }} messages not written: {{ published.publish_error_messages }}"
+  when: published.publish_errors > 0
+
+- name: Publish log dirs that were already read
+  headroom.kafka.usage_snapshot:
+    topic: __headroom_volume_usage
+    log_dirs: "{{ cluster_disks.log_dirs }}"
+    cluster_id: "{{ cluster_disks.cluster_id }}"
+    snapshot_at: "{{ cluster_disks.snapshot_at }}"
+    soft_limit: {type: min_free_bytes, level: 53687091200}
+    hard_limit: {type: min_free_bytes, level: 10737418240}
+
+- name: Read the latest snapshot of every broker, at most five minutes old
+  headroom.kafka.usage_snapshot:
+    state: read
+    topic: __headroom_volume_usage
+    max_age: PT5M
+  register: usage
+
+- name: Throttle decision from the snapshots (pauses when a broker has no fresh snapshot)
+  headroom.kafka.volume_limits:
+    policy: graded
+    snapshots: "{{ usage.snapshots }}"
+    soft_limit: {type: min_free_percentage, level: 20}
+    hard_limit: {type: min_free_percentage, level: 5}
+"""
+
+RETURN = r"""
+messages:
+  description:
+    - With O(state=publish), the messages built, one per broker - written, or in check mode the ones that would be.
+  returned: state is publish
+  type: list
+  elements: dict
+  sample:
+    - SnapshotAt: "2026-11-22T04:07:09.123Z"
+      HardLimit: {type: MinFreePercentage, level: 5}
+      SoftLimit: {type: MinFreePercentage, level: 20}
+      Volumes: [{VolumeName: /var/lib/kafka/data-0, Capacity: 107374182400, Consumed: 53687091200}]
+      BrokerId: 1
+      ClusterId: q1Sh-9_ISia_zwGINzRvyQ
+skipped_log_dirs:
+  description: With O(state=publish), log dirs left out of the messages (an error or an unknown size).
+  returned: state is publish
+  type: list
+  elements: dict
+  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "error": "KAFKA_STORAGE_ERROR", "reason": "log dir error KAFKA_STORAGE_ERROR"}]
+published_to_path:
+  description: With O(state=publish), lines appended to O(path) (0 in check mode).
+  returned: state is publish
+  type: int
+published_to_topic:
+  description: With O(state=publish), messages the brokers acknowledged on O(topic) (0 in check mode).
+  returned: state is publish
+  type: int
+topic_created:
+  description: With O(state=publish), whether O(topic) was created.
+  returned: state is publish
+  type: bool
+publish_errors:
+  description: With O(state=publish), the number of messages that could not be written, counted per destination.
+  returned: state is publish
+  type: int
+  sample: 0
+publish_error_messages:
+  description: With O(state=publish), why messages could not be written (each reason once).
+  returned: state is publish
+  type: list
+  elements: str
+missing_brokers:
+  description: With O(state=publish) and a fresh query, active brokers that did not describe their log dirs (no message).
+  returned: state is publish
+  type: list
+  elements: int
+snapshot_at:
+  description: With O(state=publish), the messages' C(SnapshotAt).
+  returned: state is publish
+  type: str
+  sample: "2026-11-22T04:07:09.123Z"
+cluster_id:
+  description: The cluster's id (with O(state=publish) the messages' C(ClusterId); with O(state=read) the queried cluster's).
+  returned: always
+  type: str
+snapshots:
+  description:
+    - With O(state=read), the latest fresh message of each broker, in the published schema, ordered by broker id.
+    - Messages whose C(ClusterId) is set and names another cluster are ignored.
+  returned: state is read
+  type: list
+  elements: dict
+stale_brokers:
+  description: With O(state=read), brokers whose latest message is older than O(max_age).
+  returned: state is read
+  type: list
+  elements: int
+  sample: [3]
+brokers_without_snapshot:
+  description: With O(state=read), active brokers (and O(expected_brokers)) that have no fresh snapshot.
+  returned: state is read
+  type: list
+  elements: int
+  sample: [3]
+active_brokers:
+  description: With O(state=read), the cluster's active brokers.
+  returned: state is read
+  type: list
+  elements: int
+complete:
+  description: With O(state=read), whether every active (and expected) broker has a fresh snapshot.
+  returned: state is read
+  type: bool
+invalid_messages:
+  description: With O(state=read), messages that do not fit the schema and were ignored, with where they are and why.
+  returned: state is read
+  type: list
+  elements: str
+messages_read:
+  description: With O(state=read), how many records and lines were read.
+  returned: state is read
+  type: int
+other_cluster_messages:
+  description: With O(state=read), how many messages were ignored because they belong to another cluster.
+  returned: state is read
+  type: int
+max_age:
+  description: With O(state=read), the freshness limit applied, in ISO 8601.
+  returned: state is read
+  type: str
+  sample: PT5M
+read_at:
+  description: With O(state=read), the moment freshness was judged against, ISO 8601 in UTC.
+  returned: state is read
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
+
+LIMIT_OPTIONS = dict(
+    type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
+    level=dict(type="float", required=True),
+)
+PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_limit")
+COMPACTED = {"cleanup.policy": "compact"}
+
+
+def graded_limit(limit):
+    level = limit["level"]
+    if isinstance(level, float) and level.is_integer():
+        level = int(level)
+    return {"type": limit["type"], "level": level}
+
+
+def _unique(items):
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+class Publication:
+    """The messages' way to the file and the topic; failures are collected, never raised."""
+
+    def __init__(self, module, messages):
+        self.module = module
+        self.messages = messages
+        self.errors = 0
+        self.reasons = []
+        self.to_path = 0
+        self.to_topic = 0
+        self.topic_created = False
+
+    def fail(self, count, reason):
+        self.errors += count
+        self.reasons.append(reason)
+
+    def write_path(self, path):
+        lines = "".join(snapshots.encode_message(m) + "\n" for m in self.messages)
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(lines)
+        except (IOError, OSError) as exc:
+            self.fail(len(self.messages), "cannot append to {0}: {1}".format(path, to_native(exc)))
+            return
+        self.to_path = len(self.messages)
+
+    def produce(self, adapter, topic, replication_factor):
+        try:
+            self.topic_created = adapter.ensure_topic(topic, partitions=1, replication_factor=replication_factor, configs=COMPACTED)
+        except KafkaAdapterError as exc:
+            self.fail(len(self.messages), str(exc))
+            return
+        except Exception as exc:  # pylint: disable=broad-except  # a publication error is reported, not raised
+            self.fail(len(self.messages), "cannot create topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
+            return
+        try:
+            failures = adapter.produce(topic, [(snapshots.message_key(m), snapshots.encode_message(m).encode("utf-8")) for m in self.messages])
+        except Exception as exc:  # pylint: disable=broad-except
+            self.fail(len(self.messages), "cannot produce to topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
+            return
+        for failure in failures:
+            self.fail(1, "topic {0}: {1}".format(topic, failure))
+        self.to_topic = len(self.messages) - len(failures)
+
+
+def publish(module):
+    params = module.params
+    if params["soft_limit"] is None or params["hard_limit"] is None:
+        module.fail_json(msg="state publish requires soft_limit and hard_limit (written in every message)")
+    soft, hard = graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"])
+    try:
+        rules.validate_graded_limits(soft, hard)
+        rows = snapshots.normalize_log_dirs(params["log_dirs"]) if params["log_dirs"] is not None else None
+        stamp = params["snapshot_at"]
+        if stamp is not None:
+            stamp = snapshots.format_timestamp(snapshots.parse_timestamp(stamp, "snapshot_at"))
+    except (rules.LimitError, snapshots.SnapshotError) as exc:
+        module.fail_json(msg=str(exc))
+    needs_kafka = rows is None or params["topic"] is not None
+    adapter = connection.connect(module, need_confluent=params["topic"] is not None) if needs_kafka else None
+    try:
+        cluster_id, missing = params["cluster_id"], []
+        if rows is None:
+            try:
+                view = log_dirs.collect(adapter)
+            except KafkaAdapterError as exc:
+                module.fail_json(msg=str(exc))
+            rows, missing = view["log_dirs"], view["missing_brokers"]
+            cluster_id, stamp = view["cluster_id"], view["snapshot_at"]
+        stamp = stamp or snapshots.format_timestamp(snapshots.now_utc())
+        messages, skipped = snapshots.build_messages(rows, soft, hard, stamp, cluster_id)
+        publication = Publication(module, messages)
+        if messages and not module.check_mode:
+            if params["path"]:
+                publication.write_path(params["path"])
+            if params["topic"]:
+                publication.produce(adapter, params["topic"], params["replication_factor"])
+    finally:
+        if adapter is not None:
+            adapter.close()
+    if publication.errors:
+        module.warn("{0} snapshot messages were not written: {1}".format(publication.errors, "; ".join(_unique(publication.reasons))))
+    written = publication.to_path + publication.to_topic > 0 or publication.topic_created
+    module.exit_json(
+        changed=bool(messages) if module.check_mode else written,
+        messages=messages, skipped_log_dirs=skipped, published_to_path=publication.to_path, published_to_topic=publication.to_topic,
+        topic_created=publication.topic_created, publish_errors=publication.errors, publish_error_messages=_unique(publication.reasons),
+        missing_brokers=missing, snapshot_at=stamp, cluster_id=cluster_id,
+    )
+
+
+def read_path(module, path):
+    """(where, key, value) per non-blank line; a missing file holds no snapshots (with a warning)."""
+    if not os.path.exists(path):
+        module.warn("{0} does not exist; it holds no snapshots".format(path))
+        return []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return [("{0} line {1}".format(path, number), None, line) for number, line in enumerate(handle, 1) if line.strip()]
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot read {0}: {1}".format(path, to_native(exc)))
+    return []
+
+
+def read(module):
+    params = module.params
+    given = [name for name in PUBLISH_ONLY if params[name] is not None]
+    if given:
+        module.fail_json(msg="{0} belong(s) to state publish; state read takes path and/or topic, max_age and expected_brokers".format(
+            ", ".join(given)))
+    try:
+        max_age = durations.parse_positive_duration(params["max_age"], "max_age")
+    except durations.DurationError as exc:
+        module.fail_json(msg=str(exc))
+    records = read_path(module, params["path"]) if params["path"] else []
+    adapter = connection.connect(module, need_confluent=params["topic"] is not None)
+    try:
+        cluster = adapter.describe_cluster()
+        if params["topic"]:
+            topic = params["topic"]
+            try:
+                found = adapter.read_all(topic)
+            except KafkaAdapterError:
+                raise
+            except Exception as exc:  # pylint: disable=broad-except  # any client failure becomes one clear error
+                module.fail_json(msg="cannot read topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
+            records.extend(("topic {0} record {1}".format(topic, index), record[0], record[1]) for index, record in enumerate(found))
+    except KafkaAdapterError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        adapter.close()
+    now = snapshots.now_utc()
+    result = snapshots.read_result(records, now, max_age, [b["id"] for b in cluster["brokers"]], params["expected_brokers"] or [],
+                                   cluster_id=cluster["cluster_id"])
+    if result["invalid_messages"]:
+        module.warn("{0} messages do not fit the snapshot schema and were ignored, e.g. {1}".format(
+            len(result["invalid_messages"]), result["invalid_messages"][0]))
+    result.update(cluster_id=cluster["cluster_id"], max_age=durations.format_duration(max_age), read_at=snapshots.format_timestamp(now))
+    module.exit_json(changed=False, **result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=connection.argument_spec(
+            state=dict(type="str", default="publish", choices=["publish", "read"]),
+            path=dict(type="path"),
+            topic=dict(type="str"),
+            replication_factor=dict(type="int", default=-1),
+            log_dirs=dict(type="list", elements="dict"),
+            cluster_id=dict(type="str"),
+            snapshot_at=dict(type="str"),
+            soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
+            hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
+            max_age=dict(type="str", default="PT5M"),
+            expected_brokers=dict(type="list", elements="int"),
+        ),
+        required_if=[["state", "publish", ["path", "topic"], True], ["state", "read", ["path", "topic"], True],
+                     ["state", "publish", ["soft_limit", "hard_limit"]]] + connection.CONNECTION_REQUIRED_IF,
+        required_together=connection.CONNECTION_REQUIRED_TOGETHER,
+        supports_check_mode=True,
+    )
+    if module.params["state"] == "publish":
+        publish(module)
+    else:
+        read(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,482 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: volume_limits
+short_description: Evaluate Kafka log dirs against disk limits and compute the produce throttle factor
+version_added: 0.1.0
+description:
+  - Evaluates every volume (one per broker and log dir) against disk limits and returns the throttle factor a quota
+    plugin would apply to producers, the OPEN, THROTTLE or PAUSE state, the volumes past a limit and the volume
+    with the least headroom.
+  - The volumes come from O(log_dirs) (for example RV(headroom.kafka.log_dirs_info#module:log_dirs)), from
+    O(snapshots) (RV(headroom.kafka.usage_snapshot#module:snapshots) of O(headroom.kafka.usage_snapshot#module:state=read)),
+    or, when neither is given, from a fresh query of the cluster (DescribeLogDirs on every active broker).
+  - O(policy=strimzi) applies exactly the rules of the shipped Strimzi quota plugin
+    (C(io.strimzi.kafka.quotas.StaticQuotaCallback)) with one per-volume limit, O(min_available_bytes) or
+    O(min_available_ratio) - a volume violates when its usable bytes (or usable/total) are at or below the limit,
+    a volume with no capacity has ratio 0, volumes of unknown size (offline log dirs) are skipped, and the factor
+    is binary, 0.0 when any volume violates, else 1.0 (also with no volumes at all).
+  - O(policy=graded) applies the first volume-usage proposal - a O(soft_limit) and a O(hard_limit); a volume's
+    factor is 1.0 short of the soft limit, 0.0 at or past the hard limit and in between the share of the
+    soft-to-hard distance that remains. The cluster's factor is the smallest volume factor. When the data is
+    incomplete O(missing_data_action) decides.
+  - The module only reads. With O(fail_on) it becomes a gate that fails the task when producers would be
+    throttled or paused, naming the worst volume and its figures.
+  - Invalid limits fail with a message naming the option and the allowed values, before Kafka is contacted.
+author:
+  - Headroom maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - headroom.kafka.connection
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode returns the same result.
+  diff_mode:
+    support: none
+    description: The module changes nothing.
+options:
+  log_dirs:
+    description:
+      - The volumes to evaluate, one item per broker and log dir, as RV(headroom.kafka.log_dirs_info#module:log_dirs)
+        returns them. Each item needs C(broker_id), C(log_dir), C(total_bytes) and C(usable_bytes); a size that is
+        null or negative is unknown and the volume is skipped. Other keys are ignored.
+      - When given, Kafka is not contacted.
+      - When neither O(log_dirs) nor O(snapshots) is given, the module queries the cluster.
+      - Mutually exclusive with O(snapshots).
+    type: list
+    elements: dict
+  complete:
+    description:
+      - Whether O(log_dirs) covers every broker (for example RV(headroom.kafka.log_dirs_info#module:complete)).
+      - The module's own findings can only make the data incomplete - brokers that did not answer a fresh query,
+        active brokers without a fresh snapshot, brokers of O(expected_brokers) without volumes.
+    type: bool
+    default: true
+  expected_brokers:
+    description:
+      - Ids of the brokers the cluster should have, for example every broker of the inventory.
+      - A broker listed here without data makes the data incomplete even when it is not active. A cleanly stopped
+        broker leaves the cluster's list of active brokers, so without this option its absence goes unnoticed.
+    type: list
+    elements: int
+  snapshots:
+    description:
+      - Usage snapshot messages, as RV(headroom.kafka.usage_snapshot#module:snapshots) returns them; the volumes come
+        from the latest snapshot of each broker (C(Capacity) and C(Consumed); usable = Capacity - Consumed).
+      - The module asks the cluster for its active brokers; an active broker without a snapshot makes the data
+        incomplete. Snapshots of brokers that are not active still count, like the quota plugin remembers the
+        volumes of a broker that restarts.
+      - Mutually exclusive with O(log_dirs).
+    type: list
+    elements: dict
+  max_age:
+    description:
+      - With O(snapshots), ignore snapshots whose C(SnapshotAt) is older than this, relative to now (ISO 8601
+        duration such as V(PT5M), V(PT30S) or V(P1D), or a number of seconds). By default the snapshots are
+        taken as they are (usage_snapshot already checked their freshness when it read them).
+    type: str
+  policy:
+    description:
+      - V(strimzi) - the shipped quota plugin's binary rule with O(min_available_bytes) or O(min_available_ratio).
+      - V(graded) - the proposal's soft and hard limits with a factor that falls linearly between them.
+    type: str
+    choices: [strimzi, graded]
+    default: strimzi
+  min_available_bytes:
+    description:
+      - With O(policy=strimzi) - a volume violates when its usable bytes are at or below this (>= 0), like
+        C(client.quota.callback.static.storage.per.volume.limit.min.available.bytes).
+      - Exactly one of O(min_available_bytes) and O(min_available_ratio) is required with O(policy=strimzi).
+    type: int
+  min_available_ratio:
+    description:
+      - With O(policy=strimzi) - a volume violates when usable/total is at or below this (0.0 to 1.0 inclusive),
+        like C(client.quota.callback.static.storage.per.volume.limit.min.available.ratio).
+    type: float
+  produce_byte_rate:
+    description:
+      - The produce quota in bytes per second (the plugin's C(client.quota.callback.static.produce)). When given,
+        RV(effective_produce_byte_rate) is C(max(produce_byte_rate * throttle_factor, 1)), the quota producers get.
+    type: float
+  soft_limit:
+    description:
+      - With O(policy=graded) (required) - the limit where throttling starts.
+      - A volume breaches a free-space limit when its free bytes (or free percent of its capacity) are at or below
+        the level, and a consumed-space limit when its consumed bytes are at or above the level.
+      - The soft limit must trip first - a higher level than O(hard_limit) for V(min_free_bytes) and
+        V(min_free_percentage), a lower level for V(consumed_space); both limits must be of the same type.
+    type: dict
+    suboptions:
+      type:
+        description: What the level measures.
+        type: str
+        required: true
+        choices: [min_free_bytes, min_free_percentage, consumed_space]
+      level:
+        description: Bytes, or percent (0 to 100) for V(min_free_percentage). Must be >= 0.
+        type: float
+        required: true
+  hard_limit:
+    description:
+      - With O(policy=graded) (required) - the limit where producers are paused (factor 0.0). Same form as O(soft_limit).
+    type: dict
+    suboptions:
+      type:
+        description: What the level measures; the same type as O(soft_limit).
+        type: str
+        required: true
+        choices: [min_free_bytes, min_free_percentage, consumed_space]
+      level:
+        description: Bytes, or percent (0 to 100) for V(min_free_percentage). Must be >= 0.
+        type: float
+        required: true
+  missing_data_action:
+    description:
+      - With O(policy=graded), what incomplete data means.
+      - V(pause) - the factor is 0.0 (the fail-safe).
+      - V(open) - the factor comes from the volumes that are known.
+      - The strimzi policy has no such action; the shipped plugin evaluates the volumes it sees.
+    type: str
+    choices: [pause, open]
+    default: pause
+  fail_on:
+    description:
+      - V(never) - always succeed and return the evaluation.
+      - V(throttle) - fail when the throttle factor is below 1.0 (THROTTLE or PAUSE).
+      - V(pause) - fail when the throttle factor is 0.0 (PAUSE).
+      - The failure message names the volume with the least headroom and its figures; the result is returned too.
+    type: str
+    choices: [never, throttle, pause]
+    default: never
+notes:
+  - Volumes are keyed by broker and log dir; several log dirs on one filesystem count separately, as in the plugin.
+  - The proposal's message-level limits in O(snapshots) (C(SoftLimit), C(HardLimit)) are informational; the limits
+    given to this module apply.
+seealso:
+  - module: headroom.kafka.log_dirs_info
+  - module: headroom.kafka.usage_snapshot
+  - name: Strimzi Kafka quotas plugin
+    description: The quota plugin whose rules O(policy=strimzi) reproduces.
+    link: https://github.com/strimzi/kafka-quotas-plugin
+"""
+
+EXAMPLES = r"""
+- name: Would the Strimzi quota plugin pause producers right now? (queries the cluster)
+  headroom.kafka.volume_limits:
+    bootstrap_servers: [kafka-1:9092, kafka-2:9092, kafka-3:9092]
+    min_available_ratio: 0.1
+    produce_byte_rate: 10485760
+  register: disk
+
+- name: Show the verdict
+  ansible.builtin.debug:
+    msg: >-
+      {{ disk.state }} (factor {{ disk.throttle_factor }}), producers get {{ disk.effective_produce_byte_rate }} B/s;
+      least headroom on broker {{ disk.least_headroom.broker_id }} {{ disk.least_headroom.log_dir }}
+
+- name: Gate a rolling change on free disk space, with the connection options set once
+  module_defaults:
+    group/headroom.kafka.kafka:
+      bootstrap_servers: "{{ kafka_bootstrap_servers }}"
+      security_protocol: SSL
+      ssl_cafile: /etc/kafka/tls/ca.crt
+      ssl_certfile: /etc/kafka/tls/admin.crt
+      ssl_keyfile: /etc/kafka/tls/admin.key
+  block:
+    - name: Read the log dirs once
+      headroom.kafka.log_dirs_info:
+      register: cluster_disks
+
+    - name: Refuse to continue while any volume has 10 GiB or less free
+      headroom.kafka.volume_limits:
+        log_dirs: "{{ cluster_disks.log_dirs }}"
+        complete: "{{ cluster_disks.complete }}"
+        expected_brokers: "{{ groups['kafka'] | map('extract', hostvars, 'kafka_node_id') | list }}"
+        min_available_bytes: 10737418240
+        fail_on: pause
+
+- name: Graded limits - throttle below 20% free, pause at 5% free
+  headroom.kafka.volume_limits:
+    policy: graded
+    soft_limit: {type: min_free_percentage, level: 20}
+    hard_limit: {type: min_free_percentage, level: 5}
+    fail_on: throttle
+
+- name: Evaluate shared usage snapshots (see headroom.kafka.usage_snapshot)
+  block:
+    - name: Latest fresh snapshot per broker
+      headroom.kafka.usage_snapshot:
+        state: read
+        topic: __headroom_volume_usage
+        max_age: PT5M
+      register: usage
+
+    - name: Graded evaluation; a broker without a fresh snapshot opens instead of pausing
+      headroom.kafka.volume_limits:
+        policy: graded
+        snapshots: "{{ usage.snapshots }}"
+        soft_limit: {type: min_free_bytes, level: 53687091200}
+        hard_limit: {type: min_free_bytes, level: 10737418240}
+        missing_data_action: open
+"""
+
+RETURN = r"""
+policy:
+  description: The policy applied.
+  returned: always
+  type: str
+  sample: strimzi
+throttle_factor:
+  description: The factor producers' quota would be multiplied by, 0.0 to 1.0 (only 0.0 or 1.0 with O(policy=strimzi)).
+  returned: always
+  type: float
+  sample: 0.0
+state:
+  description: V(OPEN) at 1.0, V(PAUSE) at 0.0, V(THROTTLE) in between.
+  returned: always
+  type: str
+  sample: PAUSE
+violations:
+  description: Every volume past a limit, least headroom first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    broker_id: {description: Broker id., type: int}
+    log_dir: {description: Path of the log dir., type: str}
+    total_bytes: {description: Capacity in bytes., type: int}
+    usable_bytes: {description: Free bytes the broker may still use., type: int}
+    used_bytes: {description: total_bytes - usable_bytes., type: int}
+    available_ratio: {description: usable_bytes / total_bytes (0.0 for zero capacity)., type: float}
+    limit_type:
+      description: >-
+        The limit passed - V(min_available_bytes) or V(min_available_ratio) (strimzi), or V(min_free_bytes),
+        V(min_free_percentage) or V(consumed_space) (graded).
+      type: str
+    level: {description: The limit's level., type: float}
+    limit:
+      description: With O(policy=graded), V(soft) or V(hard).
+      type: str
+    volume_factor:
+      description: With O(policy=graded), this volume's own factor.
+      type: float
+  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": 16777216, "usable_bytes": 6283264,
+            "used_bytes": 10493952, "available_ratio": 0.3745, "limit_type": "min_available_bytes", "level": 8388608}]
+least_headroom:
+  description:
+    - The volume with the least headroom (the smallest factor, then the fewest free bytes; with O(policy=strimzi)
+      the smallest usable bytes or ratio, whichever the limit compares), with the figures of RV(violations).
+    - Null when no volume has a known size.
+  returned: always
+  type: dict
+  sample: {"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": 16777216, "usable_bytes": 6283264,
+           "used_bytes": 10493952, "available_ratio": 0.3745}
+skipped:
+  description: Volumes of unknown size (offline log dirs, or brokers answering without sizes), not evaluated.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": null, "usable_bytes": null}]
+complete:
+  description: Whether there was data from every broker (see O(complete), O(expected_brokers) and O(snapshots)).
+  returned: always
+  type: bool
+missing_brokers:
+  description: Active or expected brokers without data (did not answer, or have no fresh snapshot).
+  returned: always
+  type: list
+  elements: int
+  sample: [2]
+stale_brokers:
+  description: With O(snapshots) and O(max_age), brokers whose latest snapshot was too old to be used.
+  returned: always
+  type: list
+  elements: int
+missing_data_applied:
+  description: Whether the factor is 0.0 because of incomplete data (O(policy=graded), O(missing_data_action=pause)).
+  returned: always
+  type: bool
+source:
+  description: Where the volumes came from - V(log_dirs), V(snapshots) or V(cluster) (a fresh query).
+  returned: always
+  type: str
+  sample: cluster
+effective_produce_byte_rate:
+  description: C(max(produce_byte_rate * throttle_factor, 1)), the produce quota in bytes per second.
+  returned: when O(produce_byte_rate) is given
+  type: float
+  sample: 1.0
+"""
+
+import datetime
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
+
+LIMIT_OPTIONS = dict(
+    type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
+    level=dict(type="float", required=True),
+)
+STRIMZI_OPTIONS = ("min_available_bytes", "min_available_ratio")
+GRADED_OPTIONS = ("soft_limit", "hard_limit")
+
+
+def graded_limit(limit):
+    """The limit as the rules take it; whole-number levels as ints so that figures read as bytes."""
+    if limit is None:
+        return None
+    level = limit["level"]
+    if isinstance(level, float) and level.is_integer():
+        level = int(level)
+    return {"type": limit["type"], "level": level}
+
+
+def check_options(module):
+    """Everything that can be wrong without Kafka; fails the module with the option named."""
+    params = module.params
+    policy = params["policy"]
+    if policy == "graded":
+        given = [name for name in STRIMZI_OPTIONS if params[name] is not None]
+        if given:
+            module.fail_json(msg="{0} belongs to policy strimzi; policy graded takes soft_limit and hard_limit".format(" and ".join(given)))
+    else:
+        given = [name for name in GRADED_OPTIONS if params[name] is not None]
+        if given:
+            module.fail_json(msg="{0} belongs to policy graded; policy strimzi takes min_available_bytes or min_available_ratio".format(
+                " and ".join(given)))
+    try:
+        if policy == "strimzi":
+            rules.validate_strimzi_limits(params["min_available_bytes"], params["min_available_ratio"])
+        else:
+            rules.validate_graded_limits(graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"]))
+    except rules.LimitError as exc:
+        module.fail_json(msg=str(exc))
+    if params["produce_byte_rate"] is not None and not params["produce_byte_rate"] > 0:
+        module.fail_json(msg="produce_byte_rate must be greater than 0 bytes per second (got {0})".format(params["produce_byte_rate"]))
+    max_age = None
+    if params["max_age"] is not None:
+        if params["snapshots"] is None:
+            module.fail_json(msg="max_age applies to snapshots only; give snapshots or leave max_age out")
+        try:
+            max_age = durations.parse_positive_duration(params["max_age"], "max_age")
+        except durations.DurationError as exc:
+            module.fail_json(msg=str(exc))
+    rows = messages = None
+    try:
+        if params["log_dirs"] is not None:
+            rows = snapshots.normalize_log_dirs(params["log_dirs"])
+        if params["snapshots"] is not None:
+            messages = snapshots.parse_snapshots(params["snapshots"])
+    except snapshots.SnapshotError as exc:
+        module.fail_json(msg=str(exc))
+    return rows, messages, max_age
+
+
+def gather(module, rows, messages, max_age):
+    """(volumes, source, brokers without data, stale brokers); contacts Kafka unless log_dirs were given."""
+    expected = module.params["expected_brokers"] or []
+    if rows is not None:
+        return rows, "log_dirs", snapshots.missing_brokers([r["broker_id"] for r in rows], (), expected), []
+    adapter = connection.connect(module)
+    try:
+        if messages is not None:
+            cluster = adapter.describe_cluster()
+            now = datetime.datetime.now(datetime.timezone.utc)
+            chosen = snapshots.select_latest([("snapshots[{0}]".format(i), None, m) for i, m in enumerate(messages)], now, max_age)
+            known = [b["id"] for b in cluster["brokers"]] + cluster.get("fenced_brokers", [])
+            missing = snapshots.missing_brokers([m["BrokerId"] for m in chosen["snapshots"]], known, expected)
+            return snapshots.snapshot_volumes(chosen["snapshots"]), "snapshots", missing, chosen["stale_brokers"]
+        view = log_dirs.collect(adapter)
+    except KafkaAdapterError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        adapter.close()
+    active = [b["id"] for b in view["brokers"]]
+    answered = set(r["broker_id"] for r in view["log_dirs"])
+    missing = sorted(set(view["missing_brokers"]) | set(view["fenced_brokers"]) | set(snapshots.missing_brokers(answered, active, expected)))
+    return view["log_dirs"], "cluster", missing, []
+
+
+def _describe_volume(volume):
+    free_percent = "{0:.1f}%".format(volume["available_ratio"] * 100.0) if volume.get("available_ratio") is not None else "unknown"
+    return "broker {0} log dir {1} has {2} of {3} bytes free ({4}, {5} bytes used)".format(
+        volume["broker_id"], volume["log_dir"], volume["usable_bytes"], volume["total_bytes"], free_percent, volume.get("used_bytes"))
+
+
+def failure_message(result):
+    parts = ["throttle factor {0} ({1}) with policy {2}".format(result["throttle_factor"], result["state"], result["policy"])]
+    violations = result["violations"]
+    if violations:
+        worst = violations[0]
+        limit = worst.get("limit")
+        compared = "at or above" if worst["limit_type"] == "consumed_space" else "at or below"
+        parts.append("{0}, {1} {2}{3} {4}".format(_describe_volume(worst), compared, (limit + " limit ") if limit else "",
+                                                  worst["limit_type"], worst["level"]))
+        if worst.get("volume_factor") is not None:
+            parts.append("volume factor {0:.4f}".format(worst["volume_factor"]))
+        if len(violations) > 1:
+            parts.append("{0} volumes past a limit in all".format(len(violations)))
+    elif result["least_headroom"]:
+        parts.append("least headroom: {0}".format(_describe_volume(result["least_headroom"])))
+    if result.get("missing_data_applied"):
+        parts.append("data incomplete (no data from brokers {0}), missing_data_action pause".format(
+            ", ".join(str(b) for b in result["missing_brokers"]) or "unknown"))
+    return "; ".join(parts)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=connection.argument_spec(
+            log_dirs=dict(type="list", elements="dict"),
+            complete=dict(type="bool", default=True),
+            expected_brokers=dict(type="list", elements="int"),
+            snapshots=dict(type="list", elements="dict"),
+            max_age=dict(type="str"),
+            policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
+            min_available_bytes=dict(type="int"),
+            min_available_ratio=dict(type="float"),
+            produce_byte_rate=dict(type="float"),
+            soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
+            hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
+            missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
+            fail_on=dict(type="str", default="never", choices=["never", "throttle", "pause"]),
+        ),
+        mutually_exclusive=[list(STRIMZI_OPTIONS), ["log_dirs", "snapshots"]],
+        required_if=[["policy", "strimzi", list(STRIMZI_OPTIONS), True], ["policy", "graded", list(GRADED_OPTIONS)]]
+        + connection.CONNECTION_REQUIRED_IF,
+        required_together=connection.CONNECTION_REQUIRED_TOGETHER,
+        supports_check_mode=True,
+    )
+    params = module.params
+    rows, messages, max_age = check_options(module)
+    volumes, source, missing, stale = gather(module, rows, messages, max_age)
+    complete = bool(params["complete"]) and not missing
+    if params["policy"] == "strimzi":
+        result = rules.strimzi_decision(volumes, min_available_bytes=params["min_available_bytes"],
+                                        min_available_ratio=params["min_available_ratio"])
+        result.update(complete=complete, missing_data_applied=False)
+    else:
+        result = rules.graded_decision(volumes, graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"]),
+                                       complete=complete, missing_data_action=params["missing_data_action"])
+    result.update(missing_brokers=missing, stale_brokers=stale, source=source)
+    if params["produce_byte_rate"] is not None:
+        result["effective_produce_byte_rate"] = rules.effective_produce_quota(params["produce_byte_rate"], result["throttle_factor"])
+    fail_on = params["fail_on"]
+    if (fail_on == "throttle" and result["throttle_factor"] < 1.0) or (fail_on == "pause" and result["throttle_factor"] <= 0.0):
+        module.fail_json(msg=failure_message(result), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

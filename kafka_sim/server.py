@@ -103,13 +103,17 @@ class SocketServer:
         if frame is None:
             return False
         if connection.sasl_raw:
-            return handlers.sasl_raw_token(self.broker, connection, frame)
+            if handlers.sasl_raw_token(self.broker, connection, frame):
+                return True
+            self._delay_failed_authentication()
+            return False
         key, version, correlation_id = wire.peek_header(frame)
         if key == wire.API_VERSIONS_KEY and version > wire.APIS[key].max_version:
             connection.sock.sendall(wire.api_versions_error_frame(correlation_id))
             return True
         if not connection.authenticated and key not in _PRE_AUTH_APIS:
             LOG.info("closing unauthenticated connection from %s that sent api key %s", connection.address, key)
+            self._delay_failed_authentication()
             return False  # Kafka: IllegalSaslStateException, the channel is closed
         if controller and key not in _CONTROLLER_APIS:
             return False  # controller listeners answer only the controller APIs; clients are closed
@@ -118,6 +122,18 @@ class SocketServer:
         if latency_ms:
             time.sleep(latency_ms / 1000.0)
         response = handlers.dispatch(self.broker, connection, request)
+        closing = getattr(connection, "close_after_response", False)
+        if closing:
+            self._delay_failed_authentication()
         if response is not None:
             connection.sock.sendall(wire.encode_response(request.api, request.version, request.correlation_id, response))
-        return not getattr(connection, "close_after_response", False)
+        return not closing
+
+    def _delay_failed_authentication(self):
+        """KIP-306: a failed authentication is answered and closed only after ``connection.failed.authentication.delay.ms``."""
+        try:
+            delay_ms = int(self.broker.props.get("connection.failed.authentication.delay.ms", "100"))
+        except ValueError:
+            delay_ms = 100
+        if delay_ms > 0:
+            time.sleep(delay_ms / 1000.0)

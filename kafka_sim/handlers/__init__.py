@@ -43,6 +43,10 @@ def sasl_handshake(broker, connection, request):
     mechanisms = broker.config.sasl_mechanisms
     if not connection.endpoint.uses_sasl or connection.authenticated:
         return {"error_code": errors.ILLEGAL_SASL_STATE, "mechanisms": mechanisms}
+    if connection.sasl is not None:
+        # A second SaslHandshake while authenticating: SaslServerAuthenticator answers it with an error and closes.
+        connection.close_after_response = True
+        return {"error_code": errors.ILLEGAL_SASL_STATE, "mechanisms": []}
     mechanism = request.body.mechanism
     if mechanism not in _enabled_mechanisms(broker):
         connection.close_after_response = True
@@ -66,9 +70,14 @@ def _authenticate(connection, token):
 
 
 def sasl_authenticate(_broker, connection, request):
-    if connection.sasl is None or connection.authenticated:
+    if connection.authenticated:
+        # KafkaApis.handleSaslAuthenticateRequest: answered, the connection stays open.
+        return {"error_code": errors.ILLEGAL_SASL_STATE, "error_message": "SaslAuthenticate request received after successful authentication",
+                "auth_bytes": b""}
+    if connection.sasl is None:
+        # SaslServerAuthenticator.handleKafkaRequest before SaslHandshake: IllegalSaslStateException, closed without an answer.
         connection.close_after_response = True
-        return {"error_code": errors.ILLEGAL_SASL_STATE, "error_message": "Unexpected SaslAuthenticate request", "auth_bytes": b""}
+        return None
     code, message, reply = _authenticate(connection, request.body.auth_bytes)
     return {"error_code": code, "error_message": message, "auth_bytes": reply, "session_lifetime_ms": 0}
 

@@ -1,6 +1,16 @@
 """DescribeClientQuotas and AlterClientQuotas over the cluster's shared quota store."""
 
+import socket
+
 from kafka_sim import client_quotas, errors
+
+
+def _resolves(name):
+    """``InetAddress.getByName``: an ip entity may name a host, valid if it resolves."""
+    try:
+        return bool(socket.getaddrinfo(name, None))
+    except (OSError, UnicodeError, ValueError):
+        return False
 
 
 def describe_client_quotas(broker, _connection, request):
@@ -17,7 +27,12 @@ def alter_client_quotas(broker, connection, request):
     if not broker.may_alter_cluster(connection.principal):
         results = [(errors.CLUSTER_AUTHORIZATION_FAILED, None)] * len(entries)
     else:
-        results = broker.state.update(lambda s: client_quotas.alter(s["client_quotas"], entries, bool(request.body.validate_only)))
+        validate_only = bool(request.body.validate_only)
+        # Host names are resolved before taking the cluster lock (client_quotas only asks about non-literal ip names).
+        names = {name for entry in entries for entity_type, name in entry["entity"] if entity_type == client_quotas.IP and name}
+        names |= {name[1:-1] for name in names if name.startswith("[") and name.endswith("]")}
+        resolved = {name: _resolves(name) for name in names}
+        results = broker.state.update(lambda s: client_quotas.alter(s["client_quotas"], entries, validate_only, resolve_host=resolved.get))
     return {"throttle_time_ms": 0, "entries": [
         {"error_code": code, "error_message": message, "entity": [{"entity_type": t, "entity_name": n} for t, n in entity]}
         for entity, code, message in client_quotas.alter_response(entries, results)]}

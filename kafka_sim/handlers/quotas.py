@@ -13,7 +13,12 @@ def _resolves(name):
         return False
 
 
-def describe_client_quotas(broker, _connection, request):
+def describe_client_quotas(broker, connection, request):
+    # KafkaApis.handleDescribeClientQuotasRequest authorizes DESCRIBE_CONFIGS on the cluster first; with no ACLs
+    # modelled only super users hold it, so the quota plugin's own principals and operators can read quotas.
+    if not broker.may_alter_cluster(connection.principal):
+        return {"throttle_time_ms": 0, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": "Cluster authorization failed.", "entries": None}
     components = [(c.entity_type, c.match_type, c.match) for c in request.body.components]
     code, message, entries = client_quotas.describe(broker.state.read()["client_quotas"], components, request.body.strict)
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None if entries is None else [

@@ -98,7 +98,7 @@ log_dirs:
       description: Bytes the broker may still write (statvfs f_bavail); null when unknown.
       type: int
     used_bytes:
-      description: O(total_bytes) minus O(usable_bytes); null when unknown.
+      description: Total bytes minus usable bytes; null when unknown.
       type: int
     available_ratio:
       description: Usable bytes divided by total bytes (0.0 for zero capacity); null when unknown.

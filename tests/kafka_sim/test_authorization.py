@@ -6,7 +6,7 @@ validation, as ControllerApis.handleAlterClientQuotas authorizes the whole reque
 (IncrementalAlterConfigs: CLUSTER_AUTHORIZATION_FAILED "Cluster authorization failed." for BROKER resources,
 TOPIC_AUTHORIZATION_FAILED 29 "Topic authorization failed." for TOPIC resources, after the receiving broker's own
 request checks, as Kafka's controller authorizes after ConfigAdminManager.preprocess). No ACLs are modelled: every
-other request is open to every authenticated principal (real Kafka would deny them without ACLs).
+other request but DescribeClientQuotas is open to every authenticated principal (real Kafka would deny them without ACLs).
 
 The principal is Kafka's: ``User:`` + the client certificate's subject in RFC 2253 form on a TLS listener
 (``User:CN=admin``), ``User:<name>`` after SASL/SCRAM, whatever certificate the SASL_SSL client also presents.
@@ -267,8 +267,17 @@ def test_request_checks_come_before_authorization(identities, topic):
     assert [(r.error_code, r.error_message) for r in response.responses] == [(INVALID_REQUEST, "Error due to duplicate config keys")]
 
 
+def test_other_principal_cannot_read_quotas(identities):
+    """DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster (KafkaApis.handleDescribeClientQuotasRequest): top-level 31."""
+    _ignored, _admin, other = identities
+    component = {"entity_type": "user", "match_type": 0, "match": "nobody"}
+    with other.raw() as client:
+        response = client.request(wire.build(DescribeClientQuotasRequest, 1, {"components": [component], "strict": True}), 1)
+    assert (response.error_code, response.entries) == (CLUSTER_AUTHORIZATION_FAILED, None)
+
+
 def test_everything_else_is_open(identities, topic):
-    """No ACLs are modelled: the other principal still reads metadata, configs and quotas and creates topics."""
+    """No ACLs are modelled: the other principal still reads metadata and configs and creates topics."""
     _ignored, _admin, other = identities
     admin_client = AdminClient(other.confluent)
     assert topic in admin_client.list_topics(timeout=10).topics
@@ -277,7 +286,6 @@ def test_everything_else_is_open(identities, topic):
     name = f"authz-open-{uuid.uuid4().hex[:10]}"
     admin_client.create_topics([NewTopic(name, 1, 1)])[name].result(15)
     assert name in admin_client.list_topics(timeout=10).topics
-    assert quotas_of(other, "nobody") == {}
 
 
 # -- The principal is the whole certificate subject -----------------------------------------------------------------

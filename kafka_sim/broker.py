@@ -11,7 +11,7 @@ import uuid
 from kafka_sim import properties, quota_plugin_config
 from kafka_sim.listeners import ConfigError, advertised_endpoints, controller_listener_names, parse_endpoints
 from kafka_sim.state import ClusterState, now_ms
-from kafka_sim.storage import LogDir, PartitionLog
+from kafka_sim.storage import LogDir, PartitionLog, StorageFailure
 
 LOG = logging.getLogger("kafka_sim.broker")
 ROLES = ("broker", "controller")
@@ -33,11 +33,11 @@ def validate_quota_callback(props):
     if not callback:
         return None
     if callback != quota_plugin_config.STATIC_QUOTA_CALLBACK:
-        raise ConfigError(f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} cannot be found")
+        raise ConfigError(f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} could not be found.")
     try:
         return quota_plugin_config.load(props)
     except quota_plugin_config.PluginConfigError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(exc.describe()) from None
 
 
 class BrokerConfig:
@@ -96,6 +96,7 @@ class Broker:
         self._logs = {}
         self._logs_lock = threading.Lock()
         self.stopping = threading.Event()
+        self.published_offline = []
 
     # -- cluster view -------------------------------------------------------------------------------------------
     def nodes(self):
@@ -114,14 +115,15 @@ class Broker:
         A replica on a broker that restarted rejoins the ISR only after the catch-up time, unless no in-sync
         copy is left (then the surviving replicas are the data, as after an unclean restart of a sole replica)."""
         replicas = partition["replicas"]
-        alive = [r for r in replicas if r in live]
+        # A replica whose log dir is offline is offline too (KRaft: ReplicationControlManager.handleDirectoriesOffline).
+        alive = [r for r in replicas if r in live and partition["dirs"].get(str(r)) not in live[r].get("offline_log_dirs", ())]
         in_sync = [r for r in alive
                    if partition["created_ms"] >= live[r]["started_ms"] or live[r]["started_ms"] + catch_up_ms <= now]
         if not in_sync:
             in_sync = alive
         leader = in_sync[0] if in_sync else -1
         isr = in_sync if in_sync else [partition.get("leader", replicas[0]) if partition.get("leader", -1) != -1 else replicas[0]]
-        offline = [r for r in replicas if r not in live]
+        offline = [r for r in replicas if r not in alive]
         return leader, isr, offline
 
     def topics_view(self, names=None):
@@ -162,10 +164,31 @@ class Broker:
         return None
 
     def fail_log_dir(self, log_dir, reason):
-        """Kafka's LogDirFailureChannel: an I/O error takes the whole log dir offline until the broker restarts."""
-        if log_dir is not None and not log_dir.failed:
-            log_dir.failed = True
-            LOG.error("Error while writing to log dir %s, marking it offline: %s", log_dir.path, reason)
+        """Kafka's LogDirFailureChannel: an I/O error takes the whole log dir offline until the broker restarts, the
+        controller learns it (its replicas go offline), and when no log dir is left the broker halts
+        (LogManager.handleLogDirFailure: "Shutdown broker because all log dirs in ... have failed", exit status 1)."""
+        if log_dir is None or log_dir.failed:
+            return
+        log_dir.failed = True
+        LOG.error("Error while writing to log dir %s, marking it offline: %s", log_dir.path, reason)
+        self.publish_offline_log_dirs()
+        if not self.online_log_dirs():
+            LOG.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(d.path for d in self.log_dirs))
+            # Kafka's failure handler thread halts the JVM shortly after the failing request was answered.
+            threading.Timer(0.2, _halt).start()
+
+    def online_log_dirs(self):
+        offline = self.offline_by_fault()
+        return [log_dir for log_dir in self.log_dirs if log_dir.online(offline)]
+
+    def publish_offline_log_dirs(self):
+        """Re-register when the set of offline log dirs changed, as a broker heartbeat tells the controller."""
+        if self.stopping.is_set():
+            return
+        online = {log_dir.path for log_dir in self.online_log_dirs()}
+        offline = sorted(log_dir.path for log_dir in self.log_dirs if log_dir.path not in online)
+        if offline != self.published_offline:
+            self.state.register(self.registration())
 
     def offline_by_fault(self):
         return set(self.state.faults(self.node_id).get("offline_log_dirs", []))
@@ -206,7 +229,7 @@ class Broker:
                         leader_log = self.partition_log(topic, name, index, leader)
                         if leader_log is not None:
                             log.copy_tail_from(leader_log)
-                except OSError as exc:
+                except (OSError, StorageFailure) as exc:
                     self.fail_log_dir(log_dir, f"replica {name}-{index}: {exc}")
 
     # -- authorization --------------------------------------------------------------------------------------------
@@ -216,12 +239,15 @@ class Broker:
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
     def registration(self):
+        online = {log_dir.path for log_dir in self.online_log_dirs()}
+        self.published_offline = sorted(log_dir.path for log_dir in self.log_dirs if log_dir.path not in online)
         return {
             "node_id": self.node_id,
             "roles": self.config.roles,
             "rack": self.config.rack,
             "endpoints": [endpoint.as_dict() for endpoint in self.config.advertised],
             "log_dirs": [log_dir.path for log_dir in self.log_dirs],
+            "offline_log_dirs": self.published_offline,
             "started_ms": self.started_ms,
             "incarnation": self.incarnation,
             "pid": os.getpid(),
@@ -232,9 +258,15 @@ class Broker:
         while not self.stopping.wait(interval):
             self.state.heartbeat(self.node_id)
             try:
+                self.publish_offline_log_dirs()
                 self.ensure_replicas()
             except Exception:  # pylint: disable=broad-except  # the heartbeat must outlive a bad replica
                 LOG.exception("replica maintenance failed")
+
+
+def _halt():
+    logging.shutdown()
+    os._exit(1)  # pylint: disable=protected-access  # Runtime.halt: no controlled shutdown, the registration goes stale
 
 
 def _record_leaders(state, changes):
@@ -295,13 +327,21 @@ def run(config_path):
     LOG.info("[KafkaRaftServer nodeId=%s] Kafka Server started (cluster %s, roles %s)", broker.node_id, cluster_id, ",".join(config.roles))
     while not broker.stopping.wait(0.5):
         pass
-    broker.state.deregister(broker.node_id)  # controlled shutdown: leave the cluster before closing sockets
+    broker.state.fence(broker.node_id)  # controlled shutdown: leave the cluster before closing sockets
     server.stop()
     LOG.info("[KafkaRaftServer nodeId=%s] shut down completed", broker.node_id)
     return 0
 
 
 def _pid_alive(pid):
+    """True for a running (or stopped) process; a killed one that its parent has not reaped yet (a zombie) is dead."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

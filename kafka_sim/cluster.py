@@ -228,7 +228,7 @@ class Cluster:
             os.kill(entry["pid"], signal.SIGKILL)
             _wait_exit(entry["pid"], 5)
         if not process_alive(entry["pid"]):
-            self.state.deregister(entry["id"])  # a broker killed after the grace period never deregistered itself
+            self.state.fence(entry["id"])  # a broker killed after the grace period never completed its shutdown
 
     def kill(self, node_id):
         entry = self.signal(node_id, signal.SIGKILL)

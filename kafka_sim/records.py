@@ -77,3 +77,21 @@ def keyless_record(batch):
 def assign_offsets(batch, base_offset, leader_epoch):
     struct.pack_into(">q", batch.data, 0, base_offset)
     struct.pack_into(">i", batch.data, 12, leader_epoch)
+
+
+def first_record_at_or_after(data, timestamp):
+    """(offset, timestamp) of the first record at or after ``timestamp`` in a stored batch, or None: Kafka answers
+    ListOffsets by timestamp with a record, not with its batch (LogSegment.findOffsetByTimestamp)."""
+    for item in DefaultRecordBatch(bytes(data)):
+        if item.timestamp >= timestamp:
+            return item.offset, item.timestamp
+    return None
+
+
+def record_with_max_timestamp(data):
+    """(offset, timestamp) of the first record carrying the batch's max timestamp (RecordBatch.offsetOfMaxTimestamp)."""
+    batch = DefaultRecordBatch(bytes(data))
+    for item in batch:
+        if item.timestamp == batch.max_timestamp:
+            return item.offset, item.timestamp
+    return None

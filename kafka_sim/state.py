@@ -113,14 +113,21 @@ class ClusterState:
         except FileNotFoundError:
             pass
 
-    def deregister(self, node_id):
+    def fence(self, node_id):
+        """The node completed a controlled shutdown (or was found dead): it stays registered, fenced, as a KRaft
+        controller keeps it (ReplicationControlManager: SHUTDOWN_NOW -> handleBrokerFenced); a new registration of
+        the node, at its next start, unfences it."""
+        path = self._registration_path(node_id)
         try:
-            os.unlink(self._registration_path(node_id))
-        except FileNotFoundError:
-            pass
+            with open(path, encoding="utf-8") as handle:
+                registration = json.load(handle)
+        except (FileNotFoundError, ValueError):
+            return
+        registration["fenced"] = True
+        write_atomic(path, json.dumps(registration), mode=0o644)
 
     def registrations(self, session_timeout_ms):
-        """Every registered node with ``alive``: heartbeat within the session timeout (else it is fenced)."""
+        """Every registered node with ``alive``: not fenced by a shutdown and a heartbeat within the session timeout."""
         nodes = {}
         directory = os.path.join(self.directory, BROKERS_DIR)
         now = time.time()
@@ -133,8 +140,8 @@ class ClusterState:
                     registration = json.load(handle)
                 age_ms = (now - os.stat(path).st_mtime) * 1000
             except (FileNotFoundError, ValueError):
-                continue  # deregistered or being rewritten right now
-            registration["alive"] = age_ms <= session_timeout_ms
+                continue  # being rewritten right now
+            registration["alive"] = age_ms <= session_timeout_ms and not registration.get("fenced")
             nodes[registration["node_id"]] = registration
         return nodes
 

@@ -163,20 +163,25 @@ class PartitionLog:
             handle.seek(start)
             return handle.read(end - start)
 
-    def offset_for_timestamp(self, timestamp):
-        """(offset, timestamp) of the first batch holding a record at or after ``timestamp``; None if there is none."""
+    def _batch_bytes(self, entry):
+        with open(self.path, "rb") as handle:
+            handle.seek(entry[2])
+            return handle.read(entry[3])
+
+    def batch_for_timestamp(self, timestamp):
+        """The first batch holding a record at or after ``timestamp`` (its max timestamp is), or None: the batch that
+        Kafka's time index lookup leads to; the caller finds the record in it."""
         with self.lock:
             self._refresh()
-            for base, _ignored, _ignored, _ignored, max_ts in self.index:
-                if max_ts >= timestamp:
-                    return base, max_ts
-        return None
+            entry = next((entry for entry in self.index if entry[4] >= timestamp), None)
+        return None if entry is None else self._batch_bytes(entry)
 
-    def max_timestamp(self):
+    def batch_with_max_timestamp(self):
+        """The first batch holding the log's largest timestamp (Kafka's time index keeps the first), or None when empty."""
         with self.lock:
             self._refresh()
             best = None
-            for base, _ignored, _ignored, _ignored, max_ts in self.index:
-                if best is None or max_ts > best[1]:
-                    best = (base, max_ts)
-            return best
+            for entry in self.index:
+                if best is None or entry[4] > best[4]:
+                    best = entry
+        return None if best is None else self._batch_bytes(best)

@@ -25,12 +25,16 @@ def _local_log(broker, name, entry, index):
     topic, parts = entry
     if index < 0 or index >= len(parts):
         return None, errors.UNKNOWN_TOPIC_OR_PARTITION
+    log = broker.partition_log(topic, name, index)
+    if log is None:
+        return None, _NOT_LEADER
+    # A replica in an offline log dir answers KAFKA_STORAGE_ERROR before leadership is looked at
+    # (ReplicaManager.getPartitionOrError: HostedPartition.Offline).
+    log_dir = broker.log_dir_for(topic["partitions"][index]["dirs"][str(broker.node_id)])
+    if log_dir is None or not log_dir.online(broker.offline_by_fault()):
+        return None, errors.KAFKA_STORAGE_ERROR
     if parts[index][1] != broker.node_id:
         return None, _NOT_LEADER
-    log = broker.partition_log(topic, name, index)
-    log_dir = broker.log_dir_for(topic["partitions"][index]["dirs"][str(broker.node_id)])
-    if log is None or log_dir is None or not log_dir.online(broker.offline_by_fault()):
-        return None, errors.KAFKA_STORAGE_ERROR
     try:
         log.create()  # a partition created a moment ago may not have its directory yet
     except OSError as exc:
@@ -92,7 +96,7 @@ def _replicate(broker, topic, name, index, follower, leader_log):
     try:
         target.create()
         target.copy_tail_from(leader_log)
-    except OSError:
+    except (OSError, StorageFailure):
         pass
 
 
@@ -179,9 +183,11 @@ def _list_offset(log, timestamp):
     if timestamp == LATEST_TIERED:
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
-        found = log.max_timestamp()
-        return (found[1], found[0]) if found else (-1, -1)
-    found = log.offset_for_timestamp(timestamp)
+        batch = log.batch_with_max_timestamp()
+        found = records.record_with_max_timestamp(batch) if batch is not None else None
+    else:
+        batch = log.batch_for_timestamp(timestamp)
+        found = records.first_record_at_or_after(batch, timestamp) if batch is not None else None
     return (found[1], found[0]) if found else (-1, -1)
 
 

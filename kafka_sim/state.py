@@ -69,6 +69,7 @@ class ClusterState:
         self.directory = os.path.abspath(directory)
         self._state = _CachedJson(os.path.join(self.directory, STATE_FILE))
         self._faults = {}
+        self._registrations = {}
 
     # -- the document -----------------------------------------------------------------------
     def format(self, cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS):
@@ -126,6 +127,16 @@ class ClusterState:
         registration["fenced"] = True
         write_atomic(path, json.dumps(registration), mode=0o644)
 
+    def _registration(self, path):
+        """A registration, parsed again only when the file was rewritten: a heartbeat changes only its mtime, and
+        every broker reads every registration on every heartbeat, so parsing them all would cost O(brokers^2)."""
+        st = os.stat(path)
+        cached = self._registrations.get(path)
+        if cached is None or cached[0] != (st.st_ino, st.st_size):
+            with open(path, encoding="utf-8") as handle:
+                cached = self._registrations[path] = ((st.st_ino, st.st_size), json.load(handle))
+        return dict(cached[1])
+
     def registrations(self, session_timeout_ms):
         """Every registered node with ``alive``: not fenced by a shutdown and a heartbeat within the session timeout."""
         nodes = {}
@@ -136,8 +147,7 @@ class ClusterState:
                 continue
             path = os.path.join(directory, name)
             try:
-                with open(path, encoding="utf-8") as handle:
-                    registration = json.load(handle)
+                registration = self._registration(path)
                 age_ms = (now - os.stat(path).st_mtime) * 1000
             except (FileNotFoundError, ValueError):
                 continue  # being rewritten right now

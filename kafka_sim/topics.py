@@ -7,7 +7,7 @@ import zlib
 from kafka_sim import errors, kafka_configs
 from kafka_sim.state import now_ms
 
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
 
 
@@ -19,7 +19,7 @@ def invalid_name(name):
         return "Topic name cannot be \".\" or \"..\""
     if len(name) > MAX_NAME_LENGTH:
         return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         return f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
     return None
 
@@ -62,7 +62,7 @@ def _assign(live_ids, partitions, replication_factor, name):
     return [[ordered[(start + p + r) % len(ordered)] for r in range(replication_factor)] for p in range(partitions)]
 
 
-def _choose_dirs(state, live, replicas_by_partition):
+def _choose_dirs(state, registered, replicas_by_partition):
     """Each replica goes to the log dir of its broker holding the fewest partitions (Kafka's choice)."""
     counts = {}
     for topic in state["topics"].values():
@@ -73,7 +73,7 @@ def _choose_dirs(state, live, replicas_by_partition):
     for replicas in replicas_by_partition:
         dirs = {}
         for node_id in replicas:
-            options = live[node_id]["log_dirs"]
+            options = registered[node_id]["log_dirs"]
             choice = min(options, key=lambda d, n=str(node_id): (counts.get((n, d), 0), options.index(d)))
             counts[(str(node_id), choice)] = counts.get((str(node_id), choice), 0) + 1
             dirs[str(node_id)] = choice
@@ -86,7 +86,9 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
     message = invalid_name(name)
     if message:
         return errors.INVALID_TOPIC_EXCEPTION, message
-    live = broker.live_brokers()
+    nodes = broker.nodes()
+    live = broker.live_brokers(nodes)
+    registered = {node_id: node for node_id, node in nodes.items() if "broker" in node["roles"]}
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
             return errors.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments were set. "
@@ -97,9 +99,12 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
                 return errors.INVALID_REPLICA_ASSIGNMENT, "Partitions should be a consecutive 0-based integer sequence"
             if not broker_ids or len(set(broker_ids)) != len(broker_ids):
                 return errors.INVALID_REPLICA_ASSIGNMENT, f"Duplicate or empty replica assignment for partition {index}"
-            unknown = [b for b in broker_ids if b not in live]
+            unknown = [b for b in broker_ids if b not in registered]
             if unknown:
                 return errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker {unknown[0]}, but no such broker is registered."
+            if not any(b in live for b in broker_ids):
+                return errors.INVALID_REPLICA_ASSIGNMENT, (f"All brokers specified in the manual partition assignment for partition {index} "
+                                                           "are fenced or in controlled shutdown.")
             replicas_by_partition.append(list(broker_ids))
     else:
         if num_partitions == -1:
@@ -129,7 +134,7 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         created = now_ms()
         record = {"id": str(uuid.uuid4()), "configs": dict(configs), "created_ms": created, "partitions": [
             {"replicas": replicas, "dirs": dirs, "created_ms": created, "leader": -1, "leader_epoch": 0}
-            for replicas, dirs in zip(replicas_by_partition, _choose_dirs(state, live, replicas_by_partition))]}
+            for replicas, dirs in zip(replicas_by_partition, _choose_dirs(state, registered, replicas_by_partition))]}
         if not validate_only:
             state["topics"][name] = record
         return errors.NONE, record

@@ -118,7 +118,7 @@ def client(request, confluent_admin, kafka_python_admin):
 
 # -- CreateTopics validation ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["", ".", "..", "x" * 250, "bad name", "bad/name", "caf\u00e9", "star*"])
+@pytest.mark.parametrize("name", ["", ".", "..", "x" * 250, "bad name", "bad/name", "caf\u00e9", "star*", "trailing-newline\n"])
 def test_invalid_names(cluster, client, name):
     """INVALID_TOPIC_EXCEPTION; the message names the topic (its wording changed within Kafka 4.x, so only that is pinned)."""
     code, message = client.create(name, 1, 1)
@@ -342,3 +342,17 @@ def test_auto_creation_disabled(kafka_cluster_factory):
     assert not exists(cluster, name) and not exists(cluster, confluent_topic)
     assert Confluent(AdminClient(confluent_config(cluster))).create(name, 1, 1) == (NONE, None)
     assert exists(cluster, name)
+
+
+def test_manual_assignment_with_fenced_brokers(kafka_cluster_factory):
+    """ReplicationControlManager: a stopped (fenced) broker may hold a replica while another replica is active; a
+    partition whose replicas are all fenced is refused; an unregistered broker id is refused."""
+    cluster = kafka_cluster_factory(3)
+    cluster.stop(3)
+    mixed = create_raw(cluster, [topic_spec(unique("fenced"), assignments={0: [1, 3]})]).topics[0]
+    assert (mixed.error_code, mixed.error_message) == (NONE, None)
+    only_fenced = create_raw(cluster, [topic_spec(unique("fenced"), assignments={0: [3]})]).topics[0]
+    assert only_fenced.error_code == INVALID_REPLICA_ASSIGNMENT
+    assert only_fenced.error_message == "All brokers specified in the manual partition assignment for partition 0 are fenced or in controlled shutdown."
+    unknown = create_raw(cluster, [topic_spec(unique("fenced"), assignments={0: [1, 9]})]).topics[0]
+    assert unknown.error_code == INVALID_REPLICA_ASSIGNMENT

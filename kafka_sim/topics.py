@@ -88,24 +88,13 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         return errors.INVALID_TOPIC_EXCEPTION, message
     nodes = broker.nodes()
     live = broker.live_brokers(nodes)
-    registered = {node_id: node for node_id, node in nodes.items() if "broker" in node["roles"]}
+    registered = {node_id: node for node_id, node in nodes.items() if "broker" in node["roles"]}  # fenced ones may hold replicas
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
             return errors.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments were set. "
                                             "Both cannot be used at the same time.")
-        replicas_by_partition = []
-        for expected, (index, broker_ids) in enumerate(sorted(assignments)):
-            if index != expected:
-                return errors.INVALID_REPLICA_ASSIGNMENT, "Partitions should be a consecutive 0-based integer sequence"
-            if not broker_ids or len(set(broker_ids)) != len(broker_ids):
-                return errors.INVALID_REPLICA_ASSIGNMENT, f"Duplicate or empty replica assignment for partition {index}"
-            unknown = [b for b in broker_ids if b not in registered]
-            if unknown:
-                return errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker {unknown[0]}, but no such broker is registered."
-            if not any(b in live for b in broker_ids):
-                return errors.INVALID_REPLICA_ASSIGNMENT, (f"All brokers specified in the manual partition assignment for partition {index} "
-                                                           "are fenced or in controlled shutdown.")
-            replicas_by_partition.append(list(broker_ids))
+        # The request handler validated the assignment (ReplicationControlManager's checks) before calling here.
+        replicas_by_partition = [list(broker_ids) for _index, broker_ids in sorted(assignments)]
     else:
         if num_partitions == -1:
             num_partitions = int(broker_setting(broker, "num.partitions"))

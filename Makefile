@@ -2,6 +2,7 @@
 #
 #   make venv     create/update the project virtualenv (.venv) from requirements.txt
 #   make sanity   ansible-test sanity for the collection
+#   make lint     ansible-lint with the production profile
 #   make pytest   pytest suite (tests/)
 #   make test     sanity, then pytest
 #   make demo     run the demo (scripts/demo.sh)
@@ -18,7 +19,7 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv sanity pytest test demo bench clean
+.PHONY: venv sanity lint pytest test demo bench clean collection-link
 
 venv: $(STAMP)
 
@@ -31,11 +32,21 @@ $(STAMP): requirements.txt
 sanity: venv
 	scripts/ansible-test-sanity.sh
 
+# The collection as ansible sees it installed: build/pytest-collections/ansible_collections/headroom/kafka -> here.
+COLLECTIONS := $(CURDIR)/build/pytest-collections
+collection-link:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/headroom
+	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/headroom/kafka
+
+lint: venv collection-link
+	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/ansible-lint --offline --profile production
+
 pytest: venv
 	$(VENV)/bin/python -m pytest tests
 
 test: venv
 	$(MAKE) --no-print-directory sanity
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory pytest
 
 demo: venv

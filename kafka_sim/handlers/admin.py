@@ -413,7 +413,7 @@ def _check_assignments(broker, assignments):
         replication_factor = len(replicas)
         if not any(node_id in live for node_id in replicas):
             return errors.INVALID_REPLICA_ASSIGNMENT, (f"All brokers specified in the manual partition assignment for partition "
-                                                      f"{assignment.partition_index} are fenced or in controlled shutdown.")
+                                                       f"{assignment.partition_index} are fenced or in controlled shutdown.")
         indexes.add(assignment.partition_index)
     if indexes != set(range(len(indexes))):
         return errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"

@@ -40,6 +40,17 @@ def validate_quota_callback(props):
         raise ConfigError(exc.describe()) from None
 
 
+def _max_versions(text):
+    """A test-only key, not Kafka's: lowers advertised API versions so a broker stands in for an older Kafka."""
+    if not text:
+        return {}
+    from kafka_sim import wire  # pylint: disable=import-outside-toplevel  # the codec loads only when asked for
+    try:
+        return wire.parse_max_versions(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 class BrokerConfig:
     """The Kafka keys a broker reads at startup, validated the way Kafka fails its startup."""
 
@@ -80,6 +91,7 @@ class BrokerConfig:
         mechanisms = props.get("sasl.enabled.mechanisms", "GSSAPI")
         self.sasl_mechanisms = [mechanism.strip().upper() for mechanism in mechanisms.split(",") if mechanism.strip()]
         self.quota_plugin = validate_quota_callback(props) if self.is_broker else None
+        self.max_versions = _max_versions(props.get("test.api.max.versions"))
 
 
 class Broker:

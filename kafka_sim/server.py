@@ -117,7 +117,7 @@ class SocketServer:
             return False  # Kafka: IllegalSaslStateException, the channel is closed
         if controller and key not in _CONTROLLER_APIS:
             return False  # controller listeners answer only the controller APIs; clients are closed
-        request = wire.decode_request(frame)
+        request = wire.decode_request(frame, self.broker.config.max_versions)
         latency_ms = self.broker.state.faults(self.broker.node_id).get("latency_ms", 0)
         if latency_ms:
             time.sleep(latency_ms / 1000.0)

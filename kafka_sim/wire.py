@@ -114,14 +114,17 @@ def peek_header(frame):
     return _KEY_VERSION_CORRELATION.unpack_from(frame)
 
 
-def decode_request(frame):
-    """Decode a request whose API and version the broker supports, else raise ProtocolViolation."""
+def decode_request(frame, max_versions=None):
+    """Decode a request whose API and version the broker supports, else raise ProtocolViolation.
+
+    ``max_versions`` ({api key: max}) lowers ranges, so a broker can stand in for an older Kafka."""
     key, version = _KEY_VERSION.unpack_from(frame)
     api = APIS.get(key)
     if api is None:
         raise ProtocolViolation(f"unknown API key {key}")
-    if not api.min_version <= version <= api.max_version:
-        raise ProtocolViolation(f"unsupported version {version} of {api.name} (supported {api.min_version}-{api.max_version})")
+    highest = min(api.max_version, (max_versions or {}).get(key, api.max_version))
+    if not api.min_version <= version <= highest:
+        raise ProtocolViolation(f"unsupported version {version} of {api.name} (supported {api.min_version}-{highest})")
     stream = io.BytesIO(frame)
     try:
         header = RequestHeader.decode(stream, flexible=api.flexible(version))
@@ -166,3 +169,17 @@ def api_versions_error_frame(correlation_id):
         "error_code": 35,
         "api_keys": [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}],
     })
+
+
+def parse_max_versions(text):
+    """``test.api.max.versions``: comma-separated ``ApiName:max`` pairs, e.g. ``DescribeLogDirs:3`` (Kafka 3.2)."""
+    by_name = {api.name: api for api in APIS.values()}
+    result = {}
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        name, sep, value = item.partition(":")
+        api = by_name.get(name.strip())
+        if not sep or api is None or not value.strip().isdigit() or not api.min_version <= int(value) <= api.max_version:
+            raise ValueError(f"Invalid value {text} for configuration test.api.max.versions: {item!r} must be ApiName:version "
+                             f"with a known API and a version in its range")
+        result[api.key] = int(value)
+    return result

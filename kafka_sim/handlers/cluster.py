@@ -5,8 +5,9 @@ import uuid
 from kafka_sim import errors, topics, wire
 
 
-def api_versions(_broker, _connection, request):
-    keys = [{"api_key": api.key, "min_version": api.advertised_min, "max_version": api.max_version}
+def api_versions(broker, _connection, request):
+    lowered = broker.config.max_versions
+    keys = [{"api_key": api.key, "min_version": api.advertised_min, "max_version": lowered.get(api.key, api.max_version)}
             for api in sorted(wire.APIS.values(), key=lambda api: api.key)]
     response = {"error_code": errors.NONE, "api_keys": keys, "throttle_time_ms": 0}
     if request.version >= 3:

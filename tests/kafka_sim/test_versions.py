@@ -174,3 +174,16 @@ def test_every_supported_version_is_answered(kafka_cluster):
     finally:
         client.close()
     assert not unanswered
+
+
+def test_a_broker_can_stand_in_for_an_older_kafka(kafka_cluster_factory):
+    """The test-only key ``test.api.max.versions`` lowers an API's range (here DescribeLogDirs to v3, Kafka before
+    3.3): ApiVersions advertises the lower maximum and a request above it is refused like any unsupported version."""
+    cluster = kafka_cluster_factory(1, extra_properties={"test.api.max.versions": "DescribeLogDirs:3"})
+    with raw(cluster) as client:
+        response = client.request(REQUESTS["ApiVersions"](), 3)
+        assert supported(response)[DescribeLogDirsRequest.API_KEY] == (1, 3)
+        assert client.request(DescribeLogDirsRequest(topics=None), 3).results[0].error_code == 0
+    with raw(cluster) as client:
+        client.send_frame(header(DescribeLogDirsRequest.API_KEY, 4, 7, flexible=True) + b"\x00" * 16)
+        assert closed_without_reply(client)

@@ -19,6 +19,7 @@ try:
     from kafka.admin import KafkaAdminClient
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
+    from kafka.protocol.metadata.metadata import MetadataRequest
     HAS_KAFKA_PYTHON = True
     KAFKA_PYTHON_IMPORT_ERROR = None
 except ImportError:
@@ -155,6 +156,17 @@ class KafkaAdapter:
         fenced = sorted(b["broker_id"] for b in metadata["brokers"] if b.get("is_fenced"))
         return {"cluster_id": metadata.get("cluster_id"), "controller_id": metadata.get("controller_id"),
                 "brokers": sorted(brokers, key=lambda b: b["id"]), "fenced_brokers": fenced}
+
+    def partitions(self):
+        """Every partition as Metadata shows it: [{topic, partition, leader, replicas, isr, offline_replicas, error}]."""
+        response = self._send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+        rows = []
+        for topic in response.topics:
+            for part in topic.partitions:
+                rows.append({"topic": topic.name, "partition": part.partition_index, "leader": part.leader_id,
+                             "replicas": list(part.replica_nodes), "isr": list(part.isr_nodes),
+                             "offline_replicas": list(part.offline_replicas or []), "error": kafka_error_name(part.error_code)})
+        return rows
 
     def describe_log_dirs(self, broker_ids, timeout_ms=None):
         """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""

@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: cluster_health_info
+short_description: Broker membership and partition replication of a Kafka cluster
+version_added: 0.1.0
+description:
+  - Reads the cluster's brokers (DescribeCluster, fenced ones included) and every partition (Metadata) and judges
+    whether the cluster is healthy enough for the next step of a rolling restart.
+  - Healthy means every expected broker is active, no partition is under-replicated (ISR smaller than its replicas)
+    and every partition has a leader.
+  - The module only reports; poll it with C(until) to wait for a restarted broker to catch up.
+author:
+  - Headroom maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - headroom.kafka.connection
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: The module changes nothing.
+options:
+  expected_brokers:
+    description:
+      - Broker ids that must be active. Brokers registered but fenced are always expected.
+    type: list
+    elements: int
+seealso:
+  - module: headroom.kafka.log_dirs_info
+"""
+
+EXAMPLES = r"""
+- name: Wait until broker 2 is back and every partition is fully replicated
+  headroom.kafka.cluster_health_info:
+    bootstrap_servers: [kafka-1:9092]
+    expected_brokers: [1, 2, 3]
+  register: health
+  until: health.healthy
+  retries: 60
+  delay: 2
+"""
+
+RETURN = r"""
+cluster_id:
+  description: The cluster's id.
+  returned: always
+  type: str
+healthy:
+  description: Every expected broker active, no under-replicated partition, every partition led.
+  returned: always
+  type: bool
+problems:
+  description: Why the cluster is not healthy, one sentence per problem.
+  returned: always
+  type: list
+  elements: str
+active_brokers:
+  description: Ids of active (unfenced) brokers.
+  returned: always
+  type: list
+  elements: int
+fenced_brokers:
+  description: Ids of brokers registered but fenced.
+  returned: always
+  type: list
+  elements: int
+missing_brokers:
+  description: Expected brokers that are not active.
+  returned: always
+  type: list
+  elements: int
+under_replicated_partitions:
+  description: Partitions whose ISR is smaller than their replica set.
+  returned: always
+  type: list
+  elements: dict
+offline_partitions:
+  description: Partitions without a leader.
+  returned: always
+  type: list
+  elements: dict
+partition_count:
+  description: Number of partitions in the cluster.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, health
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=connection.argument_spec(expected_brokers=dict(type="list", elements="int")),
+        required_together=connection.CONNECTION_REQUIRED_TOGETHER,
+        required_if=connection.CONNECTION_REQUIRED_IF,
+        supports_check_mode=True,
+    )
+    adapter = connection.connect(module)
+    try:
+        cluster = adapter.describe_cluster()
+        partitions = adapter.partitions()
+    except KafkaAdapterError as exc:
+        module.fail_json(msg=str(exc), healthy=False, problems=[str(exc)])
+    finally:
+        adapter.close()
+    result = health.judge(cluster, partitions, module.params["expected_brokers"])
+    module.exit_json(changed=False, cluster_id=cluster["cluster_id"], **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -35,6 +35,22 @@ options:
       - Broker ids that must be active. Brokers registered but fenced are always expected.
     type: list
     elements: int
+  wait_timeout:
+    description:
+      - Seconds to wait for the cluster to become healthy, polling every O(wait_interval) seconds; V(0) reports at once.
+      - The module fails with the remaining problems when the cluster is not healthy in time.
+    type: float
+    default: 0
+  wait_interval:
+    description: Seconds between two polls while waiting.
+    type: float
+    default: 0.5
+  wait_consecutive:
+    description:
+      - How many polls in a row must find the cluster healthy while waiting, so a broker that flaps is not taken for
+        a recovered one.
+    type: int
+    default: 3
 seealso:
   - module: headroom.kafka.log_dirs_info
 """
@@ -48,6 +64,12 @@ EXAMPLES = r"""
   until: health.healthy
   retries: 60
   delay: 2
+
+- name: The same, polled inside the module, healthy three polls in a row
+  headroom.kafka.cluster_health_info:
+    bootstrap_servers: [kafka-1:9092]
+    expected_brokers: [1, 2, 3]
+    wait_timeout: 120
 """
 
 RETURN = r"""
@@ -93,9 +115,19 @@ partition_count:
   description: Number of partitions in the cluster.
   returned: always
   type: int
+waited:
+  description: Seconds spent waiting for the cluster to become healthy.
+  returned: always
+  type: float
+polls:
+  description: How many times the cluster was read.
+  returned: always
+  type: int
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
+import time
 
 from ansible_collections.headroom.kafka.plugins.module_utils import connection, health
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
@@ -103,21 +135,46 @@ from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter impor
 
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(expected_brokers=dict(type="list", elements="int")),
+        argument_spec=connection.argument_spec(
+            expected_brokers=dict(type="list", elements="int"),
+            wait_timeout=dict(type="float", default=0),
+            wait_interval=dict(type="float", default=0.5),
+            wait_consecutive=dict(type="int", default=3),
+        ),
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         required_if=connection.CONNECTION_REQUIRED_IF,
         supports_check_mode=True,
     )
+    params = module.params
     adapter = connection.connect(module)
+    started = time.monotonic()
+    deadline = started + max(params["wait_timeout"], 0)
+    polls, streak = 0, 0
     try:
-        cluster = adapter.describe_cluster()
-        partitions = adapter.partitions()
+        while True:
+            polls += 1
+            try:
+                cluster = adapter.describe_cluster()
+                result = health.judge(cluster, adapter.partitions(), params["expected_brokers"])
+                result["cluster_id"] = cluster["cluster_id"]
+            except KafkaAdapterError as exc:
+                if params["wait_timeout"] <= 0:
+                    raise
+                adapter.close()   # reconnect on the next poll: the broker we were talking to may be the one restarting
+                result = {"healthy": False, "problems": [str(exc)]}
+            streak = streak + 1 if result["healthy"] else 0
+            if params["wait_timeout"] <= 0 or streak >= params["wait_consecutive"] or time.monotonic() >= deadline:
+                break
+            time.sleep(params["wait_interval"])
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc), healthy=False, problems=[str(exc)])
     finally:
         adapter.close()
-    result = health.judge(cluster, partitions, module.params["expected_brokers"])
-    module.exit_json(changed=False, cluster_id=cluster["cluster_id"], **result)
+    result.update(waited=round(time.monotonic() - started, 3), polls=polls)
+    if params["wait_timeout"] > 0 and streak < params["wait_consecutive"]:
+        module.fail_json(msg="the cluster was not healthy {0} polls in a row within {1}s: {2}".format(
+            params["wait_consecutive"], params["wait_timeout"], "; ".join(result["problems"]) or "it was healthy too briefly"), **result)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""playbooks/site.yml against a 3-broker test cluster: configure the quota plugin, roll, apply quotas, twice."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+from test_integration_targets import COLLECTIONS, ROOT, connection_options
+
+SITE = os.path.join(ROOT, "playbooks", "site.yml")
+SPEC = {"type": "strimzi", "producer_byte_rate": 1048576, "consumer_byte_rate": 2097152, "min_available_ratio_per_volume": 0.1,
+        "excluded_principals": ["User:ops"], "check_interval": "PT30S"}
+
+
+def write_inventory(cluster, tmp_path, extra=None):
+    hosts = {}
+    for entry in cluster.info["brokers"]:
+        hosts[f"broker-{entry['id']}"] = {"kafka_node_id": entry["id"], "kafka_listener_host": entry["host"],
+                                          "kafka_listener_port": entry["port"], "kafka_properties_file": entry["properties"]}
+    group_vars = {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "kafka_connection": connection_options(cluster.info),
+        "kafka_quotas": SPEC, "quota_plugin_admin": {"bootstrap_servers": cluster.info["bootstrap_servers"]},
+        "quota_plugin_owner": "root", "quota_plugin_group": "root",
+        "kafka_client_quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4096}],
+        "rolling_restart_method": "command",
+        "rolling_restart_command": f"{sys.executable} -m kafka_sim restart --dir {cluster.directory} --broker {{node_id}}",
+        "rolling_restart_poll_interval": 0.2, "rolling_restart_health_timeout": 60, "rolling_restart_port_timeout": 30,
+    }
+    group_vars.update(extra or {})
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"kafka": {"hosts": hosts, "vars": group_vars}}}}))
+    return str(path)
+
+
+def run_site(inventory, *args):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, SITE, *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def changed_counts(stdout):
+    return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
+
+
+def pids(cluster):
+    return {node_id: node["pid"] for node_id, node in cluster.state.registrations(3000).items() if node["alive"]}
+
+
+def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3, catch_up_ms=1000)
+    inventory = write_inventory(cluster, tmp_path)
+    before = pids(cluster)
+    first = run_site(inventory)
+    assert first.returncode == 0, first.stdout[-15000:]
+    after_first = pids(cluster)
+    assert all(after_first[n] != before[n] for n in before), "every broker restarts once with the plugin configured"
+    for entry in cluster.info["brokers"]:
+        with open(entry["properties"], encoding="utf-8") as handle:
+            text = handle.read()
+        assert "client.quota.callback.class=io.strimzi.kafka.quotas.StaticQuotaCallback" in text
+        assert "client.quota.callback.static.excluded.principal.name.list=User:ops" in text
+        assert "client.quota.callback.static.storage.check-interval=30" in text
+    second = run_site(inventory)
+    assert second.returncode == 0, second.stdout[-15000:]
+    assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
+    assert pids(cluster) == after_first, "the second run restarts nothing"
+
+
+def test_a_bad_spec_changes_nothing(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3)
+    spec = dict(SPEC, min_available_bytes_per_volume=1000)    # both limits: refused before any file changes
+    inventory = write_inventory(cluster, tmp_path, {"kafka_quotas": spec})
+    files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
+    result = run_site(inventory)
+    assert result.returncode != 0
+    assert "min_available" in result.stdout
+    assert {p: open(p, encoding="utf-8").read() for p in files} == files

@@ -2,6 +2,7 @@
 
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -9,12 +10,14 @@ import time
 import uuid
 
 from kafka_sim import properties, quota_plugin_config
+from kafka_sim import state as cluster_state
 from kafka_sim.listeners import ConfigError, advertised_endpoints, controller_listener_names, parse_endpoints
 from kafka_sim.state import ClusterState, now_ms
 from kafka_sim.storage import LogDir, PartitionLog, StorageFailure
 
 LOG = logging.getLogger("kafka_sim.broker")
 ROLES = ("broker", "controller")
+_VOTER = re.compile(r"^(\d+)@(\[[^\]]*\]|[^:\[\]]+):(\d+)$")
 
 
 def _int(props, key, default):
@@ -51,6 +54,20 @@ def _max_versions(text):
         raise ConfigError(str(exc)) from None
 
 
+def static_voters(props, listener):
+    """``controller.quorum.voters`` (``id@host:port,...``): a static quorum, whose voters have no directory id."""
+    text = props.get("controller.quorum.voters", "")
+    voters = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        match = _VOTER.match(item)
+        if match is None:
+            raise ConfigError(f"Invalid value {text} for configuration controller.quorum.voters: {item!r} is not in the form of "
+                              "{id}@{host}:{port}")
+        voters.append({"id": int(match.group(1)), "directory_id": cluster_state.NO_DIRECTORY_ID,
+                       "endpoints": [{"name": listener, "host": match.group(2).strip("[]"), "port": int(match.group(3))}]})
+    return voters
+
+
 class BrokerConfig:
     """The Kafka keys a broker reads at startup, validated the way Kafka fails its startup."""
 
@@ -71,6 +88,15 @@ class BrokerConfig:
         controllers = controller_listener_names(props)
         if "controller" in roles and not controllers & {endpoint.name for endpoint in self.listeners}:
             raise ConfigError("controller.listener.names must name one of the listeners on a controller node")
+        names = [name.strip().upper() for name in props.get("controller.listener.names", "").split(",") if name.strip()]
+        self.static_voters = static_voters(props, names[0] if names else "CONTROLLER")
+        bootstrap = props.get("controller.quorum.bootstrap.servers", "").strip()
+        if "controller" in roles and not self.static_voters and not bootstrap:
+            raise ConfigError("If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap "
+                              "controllers or controller.quorum.voters must contain a parseable set of controllers.")
+        if "controller" in roles and self.static_voters and self.node_id not in [voter["id"] for voter in self.static_voters]:
+            raise ConfigError(f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included in the set "
+                              f"of voters controller.quorum.voters={props.get('controller.quorum.voters')}")
         self.advertised = advertised_endpoints(props, self.listeners) if self.is_broker else []
         if self.is_broker and not self.advertised:
             raise ConfigError("A broker needs a listener that is not a controller listener")
@@ -161,6 +187,31 @@ class Broker:
             for name, index, _ignored in stale:
                 result[name][1][index][2] = epochs[(name, index)]
         return result
+
+    # -- the KRaft quorum ------------------------------------------------------------------------------------------
+    def voters(self, state=None):
+        """The voter set: the one recorded when the metadata was formatted, else ``controller.quorum.voters``."""
+        state = self.state.read() if state is None else state
+        return state.get("quorum", {}).get("voters") or self.config.static_voters
+
+    def quorum_view(self):
+        """The quorum as its leader sees it, or None without voters: (quorum record, voters, registrations, now).
+
+        Elections happen lazily, like partition leader epochs in ``topics_view``: whoever looks first after the
+        leader stopped, died or restarted records the new leader and epoch under the cluster lock. Every controller
+        looks on each heartbeat, so a new leader is known within a heartbeat even if no client asks."""
+        state = self.state.read()
+        voters = self.voters(state)
+        if not voters:
+            return None
+        nodes = self.nodes()
+        voter_ids = [voter["id"] for voter in voters]
+        alive = {node_id: node for node_id, node in nodes.items() if node["alive"] and "controller" in node["roles"]}
+        quorum = {**cluster_state.empty_quorum(), **state.get("quorum", {})}
+        now = now_ms()
+        if cluster_state.needs_election(quorum, voter_ids, alive):
+            quorum = self.state.update(lambda s: cluster_state.elect(s, voter_ids, alive, nodes, now))
+        return quorum, voters, nodes, now
 
     def leader_of(self, topic, index):
         view = self.topics_view({topic}).get(topic)
@@ -270,6 +321,8 @@ class Broker:
         while not self.stopping.wait(interval):
             self.state.heartbeat(self.node_id)
             try:
+                if "controller" in self.config.roles:
+                    self.quorum_view()
                 self.publish_offline_log_dirs()
                 self.ensure_replicas()
             except Exception:  # pylint: disable=broad-except  # the heartbeat must outlive a bad replica
@@ -320,6 +373,7 @@ def run(config_path):
         LOG.error("Exiting Kafka: node.id %s is already registered by a live process (pid %s)", broker.node_id, other["pid"])
         return 1
     _write_meta_properties(broker, cluster_id)
+    broker.state.update(lambda s: cluster_state.directory_id(s, broker.node_id))
     try:
         server = SocketServer(broker)
     except (OSError, ConfigError, ValueError) as exc:

@@ -17,11 +17,15 @@ def _parser():
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("--dir", required=True, help="the cluster's directory (holds cluster.json)")
         if broker:
-            sub.add_argument("--broker", required=True, type=int, help="node id of the broker")
+            sub.add_argument("--broker", required=True, type=int, help="node id of the broker (or controller node)")
         return sub
 
     up = command("up", "create and start a cluster")
     up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--combined", type=int, default=0, metavar="K",
+                    help="the first K brokers are KRaft combined nodes (process.roles=broker,controller), voters of the quorum")
+    up.add_argument("--controllers-only", type=int, default=0, metavar="K",
+                    help="K more nodes with process.roles=controller (ids after the brokers), voters of the quorum")
     up.add_argument("--base-port", type=int, default=19092)
     up.add_argument("--tls", action="store_true", help="SSL listener with a generated CA (PEM)")
     up.add_argument("--client-auth", choices=("required", "requested", "none"), default="required")
@@ -68,7 +72,8 @@ def _run(args):
     cluster = Cluster(args.dir)
     if args.command == "up":
         cluster.create(args.brokers, args.base_port, args.tls, args.scram, args.volume_size, args.log_dirs_per_broker,
-                       args.client_auth, args.catch_up_ms, _extra(args.set))
+                       args.client_auth, args.catch_up_ms, _extra(args.set), combined=args.combined,
+                       controllers_only=args.controllers_only)
         cluster.up(args.timeout)
         print(f"cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
               f"({cluster.info['security_protocol']}), details in {cluster.path}")

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 from kafka_sim import properties, security
 from kafka_sim.state import DEFAULT_CATCH_UP_MS, ClusterState
@@ -16,6 +17,7 @@ CLUSTER_FILE = "cluster.json"
 HOST = "127.0.0.1"
 ADMIN_USER = "admin"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CONTROLLER_LISTENER = "CONTROLLER"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -79,48 +81,82 @@ class Cluster:
 
     # -- creation -------------------------------------------------------------------------------------------------
     def create(self, brokers, base_port=19092, tls=False, scram=False, volume_size=None, log_dirs_per_broker=1,
-               client_auth="required", catch_up_ms=DEFAULT_CATCH_UP_MS, extra_properties=None):
+               client_auth="required", catch_up_ms=DEFAULT_CATCH_UP_MS, extra_properties=None, combined=0, controllers_only=0):
+        """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also controllers)
+        and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
         if self.info is not None and any(process_alive(b["pid"]) for b in self.info["brokers"] if b.get("pid")):
             raise ClusterError(f"a cluster is already running in {self.directory}; run 'down' first")
         if brokers < 1 or log_dirs_per_broker < 1:
             raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
+        if not 0 <= combined <= brokers or controllers_only < 0:
+            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
         os.makedirs(self.directory, exist_ok=True)
         metadata_dir = os.path.join(self.directory, "metadata")
         self.info = {"directory": self.directory, "metadata_dir": metadata_dir, "brokers": [], "volumes": [], "notes": []}
-        cluster_id = ClusterState(metadata_dir).format(catch_up_ms=catch_up_ms)
+        nodes = [(index + 1, ["broker", "controller"] if index < combined else ["broker"]) for index in range(brokers)]
+        nodes += [(brokers + index + 1, ["controller"]) for index in range(controllers_only)]
+        # Controller listeners take the ports after the client ports, in node id order.
+        controller_ports = {node_id: base_port + brokers + index
+                            for index, node_id in enumerate(node_id for node_id, roles in nodes if "controller" in roles)}
+        voters = [{"id": node_id, "directory_id": str(uuid.uuid4()), "endpoints": [{"name": CONTROLLER_LISTENER, "host": HOST, "port": port}]}
+                  for node_id, port in controller_ports.items()]
+        # kafka-storage format --initial-controllers: the voter set of a dynamic quorum is in the formatted metadata.
+        cluster_id = ClusterState(metadata_dir).format(catch_up_ms=catch_up_ms, voters=voters)
         self.info["cluster_id"] = cluster_id
         protocol = {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, scram)]
         self.info["security_protocol"] = protocol
         common = self._security_settings(tls, scram, client_auth)
+        quorum = {}
+        if voters:
+            self.info["controller_quorum_bootstrap_servers"] = ",".join(f"{HOST}:{port}" for port in controller_ports.values())
+            quorum = {"controller.listener.names": CONTROLLER_LISTENER,
+                      "controller.quorum.bootstrap.servers": self.info["controller_quorum_bootstrap_servers"]}
         size = parse_size(volume_size) if volume_size else None
-        for index in range(brokers):
-            node_id = index + 1
-            port = base_port + index
-            home = os.path.join(self.directory, f"broker-{node_id}")
-            log_dirs = [os.path.join(home, f"logdir-{k}") for k in range(log_dirs_per_broker)]
-            for path in log_dirs:
-                os.makedirs(path, exist_ok=True)
-                if size:
-                    self._mount_volume(path, size)
-            props = {
-                "node.id": str(node_id), "process.roles": "broker",
-                "listeners": f"CLIENT://{HOST}:{port}", "advertised.listeners": f"CLIENT://{HOST}:{port}",
-                "listener.security.protocol.map": f"CLIENT:{protocol}", "inter.broker.listener.name": "CLIENT",
-                "log.dirs": ",".join(log_dirs), "metadata.log.dir": metadata_dir,
-                "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-                "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
-            }
-            props.update(common.get("broker", {}))
-            if tls:
-                props["ssl.keystore.location"] = self._broker_keystore(node_id)
-            props.update(extra_properties or {})
-            config_path = os.path.join(home, "server.properties")
-            properties.write_atomic(config_path, properties.render(props), mode=0o600)
-            self.info["brokers"].append({"id": node_id, "host": HOST, "port": port, "properties": config_path,
-                                         "log_dirs": log_dirs, "pid": None, "log_file": os.path.join(home, "broker.log")})
-        self.info["bootstrap_servers"] = ",".join(f"{HOST}:{b['port']}" for b in self.info["brokers"])
+        for node_id, roles in nodes:
+            self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metadata_dir, protocol,
+                              {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common, "quorum": quorum,
+                               "extra": extra_properties})
+        self.info["bootstrap_servers"] = ",".join(f"{HOST}:{b['port']}" for b in self.info["brokers"] if "broker" in b["roles"])
         self.info.update(common.get("client", {}))
         self.save()
+
+    def _create_node(self, node_id, roles, port, controller_port, metadata_dir, protocol, options):
+        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
+        is_broker = "broker" in roles
+        home = os.path.join(self.directory, f"broker-{node_id}" if is_broker else f"controller-{node_id}")
+        os.makedirs(home, exist_ok=True)
+        log_dirs = [os.path.join(home, f"logdir-{k}") for k in range(options["log_dirs"])] if is_broker else []
+        for path in log_dirs:
+            os.makedirs(path, exist_ok=True)
+            if options["size"]:
+                self._mount_volume(path, options["size"])
+        listeners = [f"CLIENT://{HOST}:{port}"] if is_broker else []
+        protocols = [f"CLIENT:{protocol}"] if is_broker else []
+        if options["quorum"]:
+            protocols.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
+        if controller_port is not None:
+            listeners.append(f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}")
+        props = {"node.id": str(node_id), "process.roles": ",".join(roles), "listeners": ",".join(listeners)}
+        if is_broker:
+            props.update({"advertised.listeners": f"CLIENT://{HOST}:{port}", "inter.broker.listener.name": "CLIENT"})
+        props["listener.security.protocol.map"] = ",".join(protocols)
+        props.update(options["quorum"])
+        if is_broker:
+            props["log.dirs"] = ",".join(log_dirs)
+        props.update({
+            "metadata.log.dir": metadata_dir,
+            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
+            "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
+        })
+        props.update(options["common"].get("broker", {}))
+        if options["tls"] and is_broker:
+            props["ssl.keystore.location"] = self._broker_keystore(node_id)
+        props.update(options["extra"] or {})
+        config_path = os.path.join(home, "server.properties")
+        properties.write_atomic(config_path, properties.render(props), mode=0o600)
+        self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port, "properties": config_path,
+                                     "log_dirs": log_dirs, "pid": None, "log_file": os.path.join(home, "broker.log"),
+                                     "roles": roles, "controller_port": controller_port})
 
     def _security_settings(self, tls, scram, client_auth):
         broker, client = {}, {}
@@ -251,6 +287,8 @@ class Cluster:
     def offline_log_dir(self, node_id, path=None):
         """Take a log dir away from a running broker: unmount its volume, or hide the directory."""
         entry = self.broker(node_id)
+        if not entry["log_dirs"]:
+            raise ClusterError(f"node {node_id} is a controller only and has no log dirs")
         path = os.path.abspath(path or entry["log_dirs"][0])
         if path not in entry["log_dirs"]:
             raise ClusterError(f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})")

@@ -10,16 +10,16 @@ from kafka_sim import handlers, security, wire
 
 LOG = logging.getLogger("kafka_sim.server")
 _PRE_AUTH_APIS = {wire.API_VERSIONS_KEY, 17, 36}   # ApiVersions, SaslHandshake, SaslAuthenticate
-_CONTROLLER_APIS = {wire.API_VERSIONS_KEY}
 
 
 class Connection:
     """What the broker knows about one client connection."""
 
-    def __init__(self, sock, address, endpoint):
+    def __init__(self, sock, address, endpoint, controller=False):
         self.sock = sock
         self.address = address
         self.endpoint = endpoint
+        self.controller = controller    # a connection to a controller listener (controller.listener.names)
         self.principal = "User:ANONYMOUS"
         self.authenticated = not endpoint.uses_sasl
         self.sasl = None            # ScramServer after a successful SaslHandshake
@@ -82,11 +82,11 @@ class SocketServer:
                 sock.settimeout(10)
                 sock = context.wrap_socket(sock, server_side=True)
                 sock.settimeout(None)
-            connection = Connection(sock, address, endpoint)
+            connection = Connection(sock, address, endpoint, controller)
             if endpoint.uses_tls:
                 connection.principal = security.principal_from_peer_cert(sock.getpeercert(binary_form=True))
             while not self._closing.is_set():
-                if not self._serve_one(connection, controller):
+                if not self._serve_one(connection):
                     return
         except (OSError, ssl.SSLError, wire.ProtocolViolation) as exc:
             LOG.info("closing connection from %s: %s", address, exc)
@@ -98,7 +98,7 @@ class SocketServer:
             except OSError:
                 pass
 
-    def _serve_one(self, connection, controller):
+    def _serve_one(self, connection):
         frame = wire.read_frame(connection.sock, self.broker.config.max_request_bytes)
         if frame is None:
             return False
@@ -115,7 +115,7 @@ class SocketServer:
             LOG.info("closing unauthenticated connection from %s that sent api key %s", connection.address, key)
             self._delay_failed_authentication()
             return False  # Kafka: IllegalSaslStateException, the channel is closed
-        if controller and key not in _CONTROLLER_APIS:
+        if connection.controller and key not in wire.CONTROLLER_API_KEYS:
             return False  # controller listeners answer only the controller APIs; clients are closed
         request = wire.decode_request(frame, self.broker.config.max_versions)
         latency_ms = self.broker.state.faults(self.broker.node_id).get("latency_ms", 0)

@@ -1,8 +1,9 @@
 """Cluster metadata shared by the broker processes of one test cluster.
 
 Stands in for the KRaft metadata quorum: one JSON document written atomically under a file
-lock (topics, client quotas, SCRAM credentials, dynamic configs) and one registration file per
-broker whose modification time is its heartbeat. Everything survives broker restarts.
+lock (topics, client quotas, SCRAM credentials, dynamic configs, the quorum's voters and leader) and
+one registration file per broker whose modification time is its heartbeat. Everything survives
+broker restarts.
 """
 
 import base64
@@ -19,6 +20,9 @@ LOCK_FILE = "cluster-state.lock"
 BROKERS_DIR = "brokers"
 FAULTS_DIR = "faults"
 DEFAULT_CATCH_UP_MS = 3000
+NO_DIRECTORY_ID = "00000000-0000-0000-0000-000000000000"
+# metadata.max.idle.interval.ms: the active controller appends a NoOpRecord this often when nothing else happens.
+NOOP_INTERVAL_MS = 500
 
 
 def new_cluster_id():
@@ -38,7 +42,12 @@ def empty_state(cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS):
         "client_quotas": {},
         "scram": {},
         "configs": {"broker": {}},
+        "quorum": empty_quorum(),
     }
+
+
+def empty_quorum():
+    return {"voters": [], "directory_ids": {}, "leader": -1, "epoch": 0, "log_end_offset": 0}
 
 
 class _CachedJson:
@@ -72,11 +81,19 @@ class ClusterState:
         self._registrations = {}
 
     # -- the document -----------------------------------------------------------------------
-    def format(self, cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS):
-        """Create the metadata directory if it is new (``kafka-storage format``); return the cluster id."""
+    def format(self, cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS, voters=None):
+        """Create the metadata directory if it is new (``kafka-storage format``); return the cluster id.
+
+        ``voters`` ([{id, directory_id, endpoints}]) are the initial controllers of a dynamic quorum
+        (``--initial-controllers``), recorded as Kafka's VotersRecord."""
         os.makedirs(os.path.join(self.directory, BROKERS_DIR), exist_ok=True)
         os.makedirs(os.path.join(self.directory, FAULTS_DIR), exist_ok=True)
-        return self.update(lambda state: state["cluster_id"], cluster_id=cluster_id, catch_up_ms=catch_up_ms)
+
+        def change(state):
+            if voters is not None:
+                set_voters(state, voters)
+            return state["cluster_id"]
+        return self.update(change, cluster_id=cluster_id, catch_up_ms=catch_up_ms)
 
     def read(self):
         state = self._state.get(None)
@@ -152,6 +169,7 @@ class ClusterState:
             except (FileNotFoundError, ValueError):
                 continue  # being rewritten right now
             registration["alive"] = age_ms <= session_timeout_ms and not registration.get("fenced")
+            registration["heartbeat_ms"] = int((now * 1000) - age_ms)
             nodes[registration["node_id"]] = registration
         return nodes
 
@@ -177,3 +195,76 @@ class ClusterState:
         else:
             current[name] = value
         write_atomic(path, json.dumps(current), mode=0o644)
+
+
+# -- the KRaft quorum ------------------------------------------------------------------------------------------------
+def quorum_of(state):
+    """The quorum record of a state document (documents written before it existed get an empty one)."""
+    quorum = state.setdefault("quorum", empty_quorum())
+    for key, value in empty_quorum().items():
+        quorum.setdefault(key, value)
+    return quorum
+
+
+def set_voters(state, voters):
+    quorum = quorum_of(state)
+    if [voter["id"] for voter in quorum["voters"]] != [voter["id"] for voter in voters]:
+        quorum["leader"] = -1
+    quorum["voters"] = voters
+    for voter in voters:
+        quorum["directory_ids"][str(voter["id"])] = voter["directory_id"]
+
+
+def directory_id(state, node_id):
+    """The directory id of a node's metadata log, assigned at its first start (meta.properties ``directory.id``)."""
+    ids = quorum_of(state)["directory_ids"]
+    return ids.setdefault(str(node_id), str(uuid.uuid4()))
+
+
+def log_end_offset(quorum, at_ms):
+    """End offset of the metadata log at ``at_ms``: each epoch starts with the leader's LeaderChangeMessage and the
+    active controller appends a NoOpRecord every NOOP_INTERVAL_MS; without a leader the log does not grow."""
+    if quorum["leader"] == -1:
+        return quorum["log_end_offset"]
+    return quorum["epoch_start_offset"] + 1 + max(0, at_ms - quorum["epoch_start_ms"]) // NOOP_INTERVAL_MS
+
+
+def needs_election(quorum, voter_ids, alive):
+    """True when the recorded leader no longer leads: it stopped, died, restarted (a new incarnation) or lost the
+    majority (KRaft's check-quorum makes it resign), or there is no leader and a majority of voters is alive.
+
+    ``alive``: {node id: registration} of the live nodes with the controller role."""
+    up = [node_id for node_id in voter_ids if node_id in alive]
+    majority = len(up) * 2 > len(voter_ids)
+    leader = quorum["leader"]
+    if leader == -1:
+        return majority
+    return not majority or leader not in up or alive[leader]["incarnation"] != quorum.get("leader_incarnation")
+
+
+def elect(state, voter_ids, alive, nodes, now):
+    """Run the quorum's election in the state document, under its lock; return a copy of the quorum record.
+
+    The leader keeps leading while it is alive and a majority of voters is; otherwise it resigns, its epoch's log ends
+    when it was last heard from, and the live voter with the lowest id wins the next epoch if a majority is alive."""
+    quorum = quorum_of(state)
+    if not needs_election(quorum, voter_ids, alive):
+        return dict(quorum)
+    leader = quorum["leader"]
+    if leader != -1:
+        last = nodes.get(leader)
+        if last is None:
+            ended = now
+        elif last["incarnation"] != quorum.get("leader_incarnation"):
+            ended = min(now, last["started_ms"])
+        else:
+            ended = min(now, last["heartbeat_ms"])
+        quorum["log_end_offset"] = log_end_offset(quorum, max(ended, quorum["epoch_start_ms"]))
+        quorum["leader"] = -1
+        quorum["leader_incarnation"] = None
+    up = [node_id for node_id in voter_ids if node_id in alive]
+    if len(up) * 2 > len(voter_ids):
+        winner = min(up)
+        quorum.update(leader=winner, leader_incarnation=alive[winner]["incarnation"], epoch=quorum["epoch"] + 1,
+                      epoch_start_ms=now, epoch_start_offset=quorum["log_end_offset"])
+    return dict(quorum)

@@ -59,7 +59,8 @@ class ClusterFactory:
     def __call__(self, brokers=3, **options):
         directory = tempfile.mkdtemp(prefix="cluster-", dir=self.root)
         cluster = Cluster(directory)
-        options.setdefault("base_port", free_port_block(brokers))
+        # Client ports, then the controller listeners of combined and controller-only nodes.
+        options.setdefault("base_port", free_port_block(brokers + options.get("combined", 0) + options.get("controllers_only", 0)))
         timeout = options.pop("timeout", 60.0)
         cluster.create(brokers, **options)
         self.clusters.append(cluster)

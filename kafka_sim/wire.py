@@ -8,7 +8,8 @@ import struct
 
 from kafka.protocol.admin.client_quotas import (AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
                                                 DescribeClientQuotasResponse)
-from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest, DescribeLogDirsResponse
+from kafka.protocol.admin.cluster import (DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
+                                          DescribeQuorumRequest, DescribeQuorumResponse)
 from kafka.protocol.admin.configs import (DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
                                           IncrementalAlterConfigsResponse)
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
@@ -58,10 +59,14 @@ APIS = {api.key: api for api in (
     Api("IncrementalAlterConfigs", IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
     Api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1),
     Api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1),
+    Api("DescribeQuorum", DescribeQuorumRequest, DescribeQuorumResponse, 0, 2),
     Api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 2),
 )}
 API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 PRODUCE_KEY = ProduceRequest.API_KEY
+DESCRIBE_QUORUM_KEY = DescribeQuorumRequest.API_KEY
+# What a controller listener answers (of the APIs implemented here; Kafka's message schemas list "controller" for them).
+CONTROLLER_API_KEYS = frozenset({API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY})
 
 _INT32 = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")

@@ -1,12 +1,13 @@
 """What a Kafka 4.x broker answers, API by API. Each handler returns the response as plain values (or None)."""
 
 from kafka_sim import errors, security
-from kafka_sim.handlers import admin, cluster, data, quotas
+from kafka_sim.handlers import admin, cluster, data, quorum, quotas
 
 _HANDLERS = {
     "ApiVersions": cluster.api_versions,
     "Metadata": cluster.metadata,
     "DescribeCluster": cluster.describe_cluster,
+    "DescribeQuorum": quorum.describe_quorum,
     "FindCoordinator": cluster.find_coordinator,
     "DescribeLogDirs": admin.describe_log_dirs,
     "DescribeConfigs": admin.describe_configs,

@@ -5,10 +5,12 @@ import uuid
 from kafka_sim import errors, topics, wire
 
 
-def api_versions(broker, _connection, request):
+def api_versions(broker, connection, request):
     lowered = broker.config.max_versions
+    # A controller listener advertises the controller's APIs (ApiVersionManager for ListenerType.CONTROLLER).
+    apis = [api for api in wire.APIS.values() if not connection.controller or api.key in wire.CONTROLLER_API_KEYS]
     keys = [{"api_key": api.key, "min_version": api.advertised_min, "max_version": lowered.get(api.key, api.max_version)}
-            for api in sorted(wire.APIS.values(), key=lambda api: api.key)]
+            for api in sorted(apis, key=lambda api: api.key)]
     response = {"error_code": errors.NONE, "api_keys": keys, "throttle_time_ms": 0}
     if request.version >= 3:
         response["supported_features"] = [{"name": "metadata.version", "min_version": 7, "max_version": 27}]

@@ -12,7 +12,7 @@ import struct
 import time
 
 import pytest
-from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.consumer.fetch import FetchRequest
@@ -45,11 +45,12 @@ ADVERTISED = {
     44: (0, 1),    # IncrementalAlterConfigs
     48: (0, 1),    # DescribeClientQuotas
     49: (0, 1),    # AlterClientQuotas
+    55: (0, 2),    # DescribeQuorum (forwarded to the active controller)
     60: (0, 2),    # DescribeCluster
 }
 ACCEPTED_MIN = {key: 3 if key == 0 else low for key, (low, _ignored) in ADVERTISED.items()}
 # First flexible version (request header v2) per API key, from Kafka's message schemas.
-FLEXIBLE_FROM = {0: 9, 1: 12, 2: 6, 3: 9, 10: 3, 17: 99, 18: 3, 19: 5, 22: 2, 32: 4, 35: 2, 36: 2, 44: 1, 48: 1, 49: 1, 60: 0}
+FLEXIBLE_FROM = {0: 9, 1: 12, 2: 6, 3: 9, 10: 3, 17: 99, 18: 3, 19: 5, 22: 2, 32: 4, 35: 2, 36: 2, 44: 1, 48: 1, 49: 1, 55: 0, 60: 0}
 
 REQUESTS = {
     "Produce": lambda: ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[]),
@@ -63,6 +64,8 @@ REQUESTS = {
     "InitProducerId": lambda: InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1),
     "DescribeConfigs": lambda: DescribeConfigsRequest(resources=[], include_synonyms=False, include_documentation=False),
     "DescribeLogDirs": lambda: DescribeLogDirsRequest(topics=None),
+    "DescribeQuorum": lambda: DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+        topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])]),
     "DescribeCluster": lambda: DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
                                                       include_fenced_brokers=False),
 }
@@ -153,7 +156,8 @@ def test_unparsable_body_closes_the_connection(kafka_cluster):
 
 def _every_supported_version():
     by_name = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "FindCoordinator": 10, "ApiVersions": 18,
-               "CreateTopics": 19, "InitProducerId": 22, "DescribeConfigs": 32, "DescribeLogDirs": 35, "DescribeCluster": 60}
+               "CreateTopics": 19, "InitProducerId": 22, "DescribeConfigs": 32, "DescribeLogDirs": 35, "DescribeQuorum": 55,
+               "DescribeCluster": 60}
     for name, key in by_name.items():
         for version in range(ACCEPTED_MIN[key], ADVERTISED[key][1] + 1):
             yield name, version

@@ -190,7 +190,7 @@ EXAMPLES = r"""
       producer_byte_rate: 1048576
       consumer_byte_rate: 2097152
       min_available_ratio_per_volume: 0.1
-      excluded_principals: [User:CN=cruise-control,O=example]
+      excluded_principals: ["User:CN=cruise-control,O=example"]
       check_interval: PT30S
       throttle_factor_validity: PT5M
   no_log: true

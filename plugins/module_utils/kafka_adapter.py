@@ -18,7 +18,7 @@ try:
     import kafka.errors as kafka_errors
     from kafka.admin import KafkaAdminClient
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
-    from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
+    from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
     from kafka.protocol.metadata.metadata import MetadataRequest
     HAS_KAFKA_PYTHON = True
     KAFKA_PYTHON_IMPORT_ERROR = None
@@ -156,6 +156,20 @@ class KafkaAdapter:
         fenced = sorted(b["broker_id"] for b in metadata["brokers"] if b.get("is_fenced"))
         return {"cluster_id": metadata.get("cluster_id"), "controller_id": metadata.get("controller_id"),
                 "brokers": sorted(brokers, key=lambda b: b["id"]), "fenced_brokers": fenced}
+
+    def active_controller(self):
+        """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by brokers to the controller), or None when
+        the cluster cannot tell (no quorum reachable, or a broker too old for the API)."""
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])])
+        try:
+            response = self._send(request)
+        except KafkaAdapterError:
+            return None
+        if response.error_code or not response.topics or not response.topics[0].partitions:
+            return None
+        partition = response.topics[0].partitions[0]
+        return None if partition.error_code or partition.leader_id < 0 else partition.leader_id
 
     def partitions(self):
         """Every partition as Metadata shows it: [{topic, partition, leader, replicas, isr, offline_replicas, error}]."""

@@ -115,6 +115,11 @@ partition_count:
   description: Number of partitions in the cluster.
   returned: always
   type: int
+active_controller:
+  description:
+    - Node id of the active KRaft controller (DescribeQuorum), null when the cluster cannot tell.
+  returned: when the cluster is healthy
+  type: int
 waited:
   description: Seconds spent waiting for the cluster to become healthy.
   returned: always
@@ -171,6 +176,11 @@ def main():
     finally:
         adapter.close()
     result.update(waited=round(time.monotonic() - started, 3), polls=polls)
+    if result["healthy"]:
+        try:
+            result["active_controller"] = adapter.active_controller()
+        finally:
+            adapter.close()
     if params["wait_timeout"] > 0 and streak < params["wait_consecutive"]:
         module.fail_json(msg="the cluster was not healthy {0} polls in a row within {1}s: {2}".format(
             params["wait_consecutive"], params["wait_timeout"], "; ".join(result["problems"]) or "it was healthy too briefly"), **result)

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import yaml
 
@@ -20,6 +21,7 @@ def run_roll(cluster, tmp_path, needs_restart, extra_vars=None):
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "kafka_node_id": entry["id"], "kafka_listener_host": entry["host"], "kafka_listener_port": entry["port"],
             "kafka_restart_needed": entry["id"] in needs_restart,
+            "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
         }
     variables = {"rolling_restart_method": "command",
                  "rolling_restart_command": f"{driver} restart --dir {cluster.directory} --broker {{node_id}}",
@@ -92,3 +94,19 @@ def test_an_unhealthy_cluster_is_not_rolled_unless_forced(kafka_cluster_factory,
     assert result.returncode != 0
     assert "brokers not active: 2" in result.stdout
     assert incarnations(cluster)[1] == before[1]
+
+
+def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3, combined=3, catch_up_ms=1000)
+    deadline = time.monotonic() + 10
+    while cluster.state.read()["quorum"]["leader"] not in (1, 2, 3) and time.monotonic() < deadline:
+        time.sleep(0.1)   # the controllers elect a leader within a heartbeat or two
+    leader = cluster.state.read()["quorum"]["leader"]
+    assert leader in (1, 2, 3)
+    before = incarnations(cluster)
+    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3})
+    assert result.returncode == 0, result.stdout[-10000:]
+    after = incarnations(cluster)
+    order = sorted(after, key=lambda node_id: after[node_id][1])
+    assert all(after[n][0] != before[n][0] for n in before)
+    assert order[-1] == leader, f"restart order {order}, active controller was {leader}"

@@ -110,3 +110,13 @@ def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_fa
     order = sorted(after, key=lambda node_id: after[node_id][1])
     assert all(after[n][0] != before[n][0] for n in before)
     assert order[-1] == leader, f"restart order {order}, active controller was {leader}"
+
+
+def test_the_volume_gate_blocks_the_roll(kafka_cluster_factory, tmp_path):
+    """A volume at the limit (here every volume, with a ratio limit of 1.0) stops the roll before any restart."""
+    cluster = kafka_cluster_factory(3)
+    before = incarnations(cluster)
+    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3}, extra_vars={"rolling_restart_volume_gate": {"min_available_ratio": 1.0}})
+    assert result.returncode != 0
+    assert "throttle factor 0.0 (PAUSE)" in result.stdout, result.stdout[-5000:]
+    assert incarnations(cluster) == before

@@ -1,6 +1,5 @@
 """playbooks/site.yml against a 3-broker test cluster: configure the quota plugin, roll, apply quotas, twice."""
 
-import json
 import os
 import re
 import subprocess

@@ -55,6 +55,8 @@ demo: venv
 bench: venv
 	$(VENV)/bin/python bench/cluster_bench.py $(BENCH_ARGS)
 	$(VENV)/bin/python bench/log_dirs_info_bench.py
+	$(VENV)/bin/python bench/client_quota_bench.py
+	$(VENV)/bin/python bench/rolling_restart_bench.py
 
 clean:
 	rm -rf build tests/output

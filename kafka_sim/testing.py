@@ -69,7 +69,8 @@ class ClusterFactory:
 
     def close(self):
         for cluster in self.clusters:
-            cluster.down()
+            # Re-read cluster.json: a test may have restarted brokers through the CLI, which records the new pids there.
+            Cluster(cluster.directory).down()
 
 
 @pytest.fixture(scope="session")

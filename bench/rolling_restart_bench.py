@@ -196,11 +196,10 @@ def _baseline(cluster, workdir):
 
 
 def _teardown(cluster):
-    """Stop every broker; Ctrl-C and SIGTERM wait until that is done, so that no broker is left behind. The cluster is
-    read again from its directory: a restart by ``python -m kafka_sim restart`` records the new pids only there."""
+    """Stop every broker; Ctrl-C and SIGTERM wait until that is done, so that no broker is left behind."""
     previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        Cluster(cluster.directory).down()
+        cluster.down()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

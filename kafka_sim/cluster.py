@@ -65,6 +65,11 @@ class Cluster:
             with open(self.path, encoding="utf-8") as handle:
                 self.info = json.load(handle)
 
+    def _reload(self):
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as handle:
+                self.info = json.load(handle)
+
     def save(self):
         properties.write_atomic(self.path, json.dumps(self.info, indent=2) + "\n", mode=0o600)
 
@@ -271,6 +276,7 @@ class Cluster:
         _wait_exit(entry["pid"], 5)
 
     def down(self):
+        self._reload()  # another command (restart, start) may have recorded newer pids since this object read the file
         for entry in self.info["brokers"]:
             if entry.get("pid") and process_alive(entry["pid"]):
                 os.kill(entry["pid"], signal.SIGCONT)

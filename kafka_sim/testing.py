@@ -69,8 +69,7 @@ class ClusterFactory:
 
     def close(self):
         for cluster in self.clusters:
-            # Re-read cluster.json: a test may have restarted brokers through the CLI, which records the new pids there.
-            Cluster(cluster.directory).down()
+            cluster.down()
 
 
 @pytest.fixture(scope="session")

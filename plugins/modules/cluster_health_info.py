@@ -169,6 +169,8 @@ def main():
                 result = {"healthy": False, "problems": [str(exc)]}
             streak = streak + 1 if result["healthy"] else 0
             if params["wait_timeout"] <= 0 or streak >= params["wait_consecutive"] or time.monotonic() >= deadline:
+                if result["healthy"]:
+                    result["active_controller"] = adapter.active_controller()  # on the open connection, once
                 break
             time.sleep(params["wait_interval"])
     except KafkaAdapterError as exc:
@@ -176,11 +178,6 @@ def main():
     finally:
         adapter.close()
     result.update(waited=round(time.monotonic() - started, 3), polls=polls)
-    if result["healthy"]:
-        try:
-            result["active_controller"] = adapter.active_controller()
-        finally:
-            adapter.close()
     if params["wait_timeout"] > 0 and streak < params["wait_consecutive"]:
         module.fail_json(msg="the cluster was not healthy {0} polls in a row within {1}s: {2}".format(
             params["wait_consecutive"], params["wait_timeout"], "; ".join(result["problems"]) or "it was healthy too briefly"), **result)

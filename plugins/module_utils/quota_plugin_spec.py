@@ -517,6 +517,24 @@ def merge_properties(existing_free_form, rendered):
     return merged, warnings
 
 
+def managed_key_pattern(rendered):
+    """A regular expression matching the property names the spec decides, for lines outside the managed block.
+
+    With the plugin (``rendered`` holds the callback class): every key in SPEC_KEYS, set or not, and every
+    ``kafka.admin.*`` key; otherwise (type kafka, nothing rendered) every quota plugin key. Legacy keys always.
+    Anchored to a whole property name, so ``...static.request`` or ``kafka.clientIdPrefix`` stay the user's.
+    """
+    if not isinstance(rendered, dict):
+        raise QuotaPluginSpecError("the rendered quota plugin properties must be a dict (got {0!r})".format(rendered))
+    names = [re.escape(key) for key in LEGACY_KEYS]
+    if rendered.get(CALLBACK_CLASS_KEY) == STATIC_QUOTA_CALLBACK:
+        names.extend(re.escape(key) for key in SPEC_KEYS)
+        names.append(re.escape(ADMIN_PREFIX) + r"[^\s=:]+")
+    else:
+        names.extend([re.escape(CALLBACK_CLASS_KEY), re.escape(PREFIX) + r"[^\s=:]+"])
+    return "(?:" + "|".join(names) + ")"
+
+
 def masked(properties):
     """A copy with secret values (passwords, JAAS configs, PEM private keys) replaced by ``********``, for diffs."""
     result = {}

@@ -79,3 +79,55 @@ def test_a_bad_spec_changes_nothing(kafka_cluster_factory, tmp_path):
     assert result.returncode != 0
     assert "min_available" in result.stdout
     assert {p: open(p, encoding="utf-8").read() for p in files} == files
+
+
+SECRET = "s3cret-admin-password"
+
+
+def admin_with_secret(cluster):
+    return {"bootstrap_servers": cluster.info["bootstrap_servers"], "security_protocol": "SASL_PLAINTEXT",
+            "sasl": {"mechanism": "SCRAM-SHA-512", "username": "admin", "password": SECRET}}
+
+
+def test_check_mode_with_diff_changes_nothing_and_masks_secrets(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3)
+    inventory = write_inventory(cluster, tmp_path, {"quota_plugin_admin": admin_with_secret(cluster)})
+    files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
+    before = pids(cluster)
+    result = run_site(inventory, "--check", "--diff")
+    assert result.returncode == 0, result.stdout[-15000:]
+    assert SECRET not in result.stdout + result.stderr
+    assert "client.quota.callback.static.kafka.admin.sasl.jaas.config" in result.stdout, "the diff shows the block's keys"
+    assert "********" in result.stdout, "and masks the secret"
+    assert {p: open(p, encoding="utf-8").read() for p in files} == files, "check mode writes nothing"
+    assert pids(cluster) == before, "check mode restarts nothing"
+
+
+def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_factory, tmp_path):
+    from kafka_sim import properties, quota_plugin_config
+
+    cluster = kafka_cluster_factory(3, catch_up_ms=500)
+    free_form = {"client.quota.callback.static.produce": "5", "client.quota.callback.static.storage.soft": "1000",
+                 "client.quota.callback.static.request": "7"}
+    for entry in cluster.info["brokers"]:
+        with open(entry["properties"], "a", encoding="utf-8") as handle:
+            handle.write("".join(f"{key}={value}\n" for key, value in free_form.items()))
+    inventory = write_inventory(cluster, tmp_path, {"kafka_broker_properties": free_form,
+                                                    "quota_plugin_admin": admin_with_secret(cluster)})
+    first = run_site(inventory, "--diff")
+    assert first.returncode == 0, first.stdout[-15000:]
+    assert SECRET not in first.stdout + first.stderr
+    assert "client.quota.callback.static.produce is overridden by kafka_quotas" in first.stdout
+    assert "client.quota.callback.static.storage.soft is a legacy quota plugin key" in first.stdout
+    for entry in cluster.info["brokers"]:
+        with open(entry["properties"], encoding="utf-8") as handle:
+            text = handle.read()
+        assert "# overridden by headroom.kafka kafka_quotas: client.quota.callback.static.produce=5" in text
+        assert "# overridden by headroom.kafka kafka_quotas: client.quota.callback.static.storage.soft=1000" in text
+        assert "\nclient.quota.callback.static.request=7\n" in text, "keys the spec does not decide stay the user's"
+        effective = quota_plugin_config.load(properties.load(entry["properties"]))
+        assert (effective.produce, effective.request) == (1048576.0, 7.0)
+        assert os.stat(entry["properties"]).st_mode & 0o077 == 0o040, "the file with the admin password is not world-readable"
+    second = run_site(inventory)
+    assert second.returncode == 0, second.stdout[-15000:]
+    assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]

@@ -525,3 +525,22 @@ def test_render_block_round_trips_through_a_properties_reader():
     props = {"a.b": "x=y:z", "pem": "-----BEGIN-----\nAB\\CD\n-----END-----", "odd key": "v", "k:x": "v2", "#c": "v3",
              "jaas": 'M required username="u" password="p\\"w";', "uni": "\u00e9\u20ac"}
     assert java_properties.parse(qps.render_block(props) + "\n") == props
+
+
+@pytest.mark.parametrize("key, with_plugin, without_plugin", [
+    ("client.quota.callback.class", True, True),
+    ("client.quota.callback.static.produce", True, True),
+    ("client.quota.callback.static.storage.per.volume.limit.min.available.bytes", True, True),
+    ("client.quota.callback.static.kafka.admin.ssl.keystore.password", True, True),
+    ("client.quota.callback.static.storage.soft", True, True),
+    ("client.quota.callback.static.request", False, True),
+    ("client.quota.callback.static.kafka.clientIdPrefix", False, True),
+    ("client.quota.callback.static.producer", False, True),
+    ("log.dirs", False, False),
+])
+def test_managed_key_pattern_matches_whole_names_the_spec_decides(key, with_plugin, without_plugin):
+    import re
+
+    plugin = re.compile("^" + qps.managed_key_pattern({"client.quota.callback.class": qps.STATIC_QUOTA_CALLBACK}) + "$")
+    kafka = re.compile("^" + qps.managed_key_pattern({}) + "$")
+    assert (bool(plugin.match(key)), bool(kafka.match(key))) == (with_plugin, without_plugin)

@@ -311,28 +311,34 @@ class KafkaAdapter:
         """Every record of a topic from the beginning to the end offsets seen at start: [(key, value, timestamp_ms)]."""
         consumer = confluent_kafka.Consumer(dict(self._confluent(), **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
         try:
-            metadata = consumer.list_topics(topic, timeout=self.request_timeout_ms / 1000.0)
-            if topic not in metadata.topics or metadata.topics[topic].error:
-                return []
-            partitions = [confluent_kafka.TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
-            ends = {}
-            for tp in partitions:
-                ends[tp.partition] = consumer.get_watermark_offsets(tp, timeout=self.request_timeout_ms / 1000.0)[1]
-            pending = dict((p, end) for p, end in ends.items() if end > 0)
-            consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in pending])
-            records = []
-            while pending:
-                message = consumer.poll(self.request_timeout_ms / 1000.0)
-                if message is None:
-                    raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
-                if message.error():
-                    continue
-                records.append((message.key(), message.value(), message.timestamp()[1]))
-                if message.offset() + 1 >= pending.get(message.partition(), 0):
-                    pending.pop(message.partition(), None)
-            return records
+            return self._read_all(consumer, topic)
+        except confluent_kafka.KafkaException as exc:
+            raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, _describe(exc)), broker=self.where)
         finally:
             consumer.close()
+
+    def _read_all(self, consumer, topic):
+        """read_all's body: metadata, end offsets, then poll until every partition reached its end offset."""
+        metadata = consumer.list_topics(topic, timeout=self.request_timeout_ms / 1000.0)
+        if topic not in metadata.topics or metadata.topics[topic].error:
+            return []
+        partitions = [confluent_kafka.TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
+        ends = {}
+        for tp in partitions:
+            ends[tp.partition] = consumer.get_watermark_offsets(tp, timeout=self.request_timeout_ms / 1000.0)[1]
+        pending = dict((p, end) for p, end in ends.items() if end > 0)
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in pending])
+        records = []
+        while pending:
+            message = consumer.poll(self.request_timeout_ms / 1000.0)
+            if message is None:
+                raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
+            if message.error():
+                continue
+            records.append((message.key(), message.value(), message.timestamp()[1]))
+            if message.offset() + 1 >= pending.get(message.partition(), 0):
+                pending.pop(message.partition(), None)
+        return records
 
 
 def _describe(exc):

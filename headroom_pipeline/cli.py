@@ -1,0 +1,107 @@
+"""The command line: ``python -m headroom_pipeline run --snapshots PATH --out DIR [options]``."""
+
+import argparse
+import json
+import sys
+
+from headroom_pipeline.config import ConfigError, PipelineConfig, seconds
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+def _duration(option):
+    def parse(text):
+        try:
+            return seconds(text, option)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def _setting(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--conf takes KEY=VALUE, such as spark.executor.memory=4g (got {text!r})")
+    return key, value
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="python -m headroom_pipeline",
+                                  description="Fleet-scale history of Kafka volume usage and client quotas on Spark.")
+    commands = top.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="read snapshots (and traffic, quotas), write decisions, forecast, analyses and a report",
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    inputs = run.add_argument_group("inputs (PATH: a file, a directory or a glob of JSON lines or Parquet files)")
+    inputs.add_argument("--snapshots", required=True, metavar="PATH",
+                        help="usage snapshots as usage_snapshot writes them, or kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...] "
+                             "(SASL/SSL key passwords from HEADROOM_KAFKA_SASL_PASSWORD / HEADROOM_KAFKA_SSL_PASSWORD)")
+    inputs.add_argument("--traffic", metavar="PATH", help="client traffic rows: ts, broker_id, user, client_id, topic, bytes_in, bytes_out")
+    inputs.add_argument("--quotas", metavar="FILE", help="client quotas: client_quota_info's JSON result")
+    inputs.add_argument("--proposed-quotas", metavar="FILE", help="a proposed quota set in the same form, for the what-if analysis")
+    inputs.add_argument("--topic-thresholds", metavar="FILE", help="topic threshold plan: {total_bytes_in_per_sec_threshold, topics: {name: threshold}}")
+    inputs.add_argument("--cluster", default="default", help="cluster name for snapshots without ClusterId")
+    run.add_argument("--out", required=True, metavar="DIR", help="output directory (its outputs are replaced on every run)")
+    spark = run.add_argument_group("Spark")
+    spark.add_argument("--master", default=None, help="Spark master URL (default local[*] on loopback; under spark-submit, spark-submit's)")
+    spark.add_argument("--driver-memory", default=None, help="spark.driver.memory, such as 2g")
+    spark.add_argument("--conf", action="append", type=_setting, default=[], metavar="KEY=VALUE", help="any Spark setting; repeatable")
+    plugin = run.add_argument_group("the quota plugin's decisions (policy strimzi, computed when a limit is given)")
+    plugin.add_argument("--min-available-bytes", type=int, default=None)
+    plugin.add_argument("--min-available-ratio", type=float, default=None)
+    plugin.add_argument("--check-interval", type=_duration("--check-interval"), default=60.0, help="seconds or ISO 8601 (PT1M)")
+    plugin.add_argument("--throttle-factor-validity", type=_duration("--throttle-factor-validity"), default=300.0, help="seconds or ISO 8601")
+    plugin.add_argument("--throttle-factor-fallback", type=float, default=1.0)
+    graded = run.add_argument_group("the first proposal's graded decisions (limits from the snapshots' SoftLimit/HardLimit)")
+    graded.add_argument("--max-age", type=_duration("--max-age"), default=None, help="freshness of a snapshot; default 3 check intervals")
+    graded.add_argument("--missing-data-action", choices=["pause", "open"], default="pause")
+    analysis = run.add_argument_group("forecast and client analysis")
+    analysis.add_argument("--forecast-window", type=_duration("--forecast-window"), default=7 * 86400.0, help="history the trend is fitted on")
+    analysis.add_argument("--client-window", type=_duration("--client-window"), default=60.0, help="client analysis window")
+    analysis.add_argument("--quota-window-num", type=int, default=11, help="the brokers' quota.window.num")
+    analysis.add_argument("--quota-window-size", type=_duration("--quota-window-size"), default=1.0, help="the brokers' quota.window.size.seconds")
+    analysis.add_argument("--recommend-percentile", type=float, default=0.99)
+    analysis.add_argument("--recommend-headroom", type=float, default=1.2)
+    run.add_argument("--no-report", dest="report", action="store_false", help="skip the HTML report")
+    run.add_argument("--quiet", dest="progress", action="store_false", help="no progress lines on stderr")
+    sample = commands.add_parser("generate", help="write a synthetic fleet history (snapshots, traffic, quotas, topic plan) to try the job on",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sample.add_argument("--out", required=True, metavar="DIR")
+    sample.add_argument("--clusters", type=int, default=3)
+    sample.add_argument("--brokers", type=int, default=3)
+    sample.add_argument("--hours", type=float, default=48)
+    return top
+
+
+def config_from_args(args):
+    return PipelineConfig(
+        snapshots=args.snapshots, out=args.out, traffic=args.traffic, quotas=args.quotas, proposed_quotas=args.proposed_quotas,
+        topic_thresholds=args.topic_thresholds, master=args.master, driver_memory=args.driver_memory, cluster=args.cluster,
+        min_available_bytes=args.min_available_bytes, min_available_ratio=args.min_available_ratio, check_interval=args.check_interval,
+        throttle_factor_validity=args.throttle_factor_validity, throttle_factor_fallback=args.throttle_factor_fallback,
+        max_age=args.max_age, missing_data_action=args.missing_data_action, forecast_window=args.forecast_window,
+        client_window=args.client_window, quota_window_num=args.quota_window_num, quota_window_size=args.quota_window_size,
+        recommend_percentile=args.recommend_percentile, recommend_headroom=args.recommend_headroom, report=args.report,
+        progress=args.progress, spark_conf=dict(args.conf),
+    )
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.command == "generate":
+        from headroom_pipeline import generate
+
+        print(json.dumps(generate.write(args.out, clusters=args.clusters, brokers=args.brokers, hours=args.hours), indent=2))
+        return 0
+    from headroom_pipeline import job  # after argument parsing: --help needs no Spark
+
+    try:
+        summary = job.run(config_from_args(args))
+    except ConfigError as exc:
+        print(f"headroom_pipeline: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except job.JobError as exc:
+        print(f"headroom_pipeline: failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps({key: summary[key] for key in ("rows_read", "rows_used", "rows_rejected", "out", "report") if key in summary}))
+    return 0

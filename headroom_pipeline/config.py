@@ -1,0 +1,92 @@
+"""The job's settings, checked before Spark starts: a bad value names the option, the value and what is allowed."""
+
+import dataclasses
+from typing import Optional
+
+from headroom_pipeline.collection import ensure_importable
+
+ensure_importable()
+
+# pylint: disable=wrong-import-position
+from ansible_collections.headroom.kafka.plugins.module_utils.durations import DurationError, parse_positive_duration  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (  # noqa: E402
+    MISSING_DATA_ACTIONS, LimitError, validate_strimzi_limits)
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message names the option."""
+
+
+@dataclasses.dataclass
+class PipelineConfig:  # pylint: disable=too-many-instance-attributes
+    snapshots: str
+    out: str
+    traffic: Optional[str] = None
+    quotas: Optional[str] = None
+    proposed_quotas: Optional[str] = None
+    topic_thresholds: Optional[str] = None
+    master: Optional[str] = None                 # None: local[*], or spark-submit's master under spark-submit
+    driver_memory: Optional[str] = None
+    cluster: str = "default"                      # cluster name for snapshots without ClusterId
+    # The shipped plugin (policy strimzi): computed when one of the two limits is given.
+    min_available_bytes: Optional[int] = None
+    min_available_ratio: Optional[float] = None
+    check_interval: float = 60.0                  # seconds between the plugin's checks (storage.check-interval)
+    throttle_factor_validity: float = 300.0       # seconds (throttle.factor.validity.duration, PT5M)
+    throttle_factor_fallback: float = 1.0         # throttle.factor.fallback
+    # The first proposal (policy graded): limits come from the snapshots' SoftLimit / HardLimit.
+    max_age: Optional[float] = None               # seconds a snapshot stays fresh; default 3 check intervals
+    missing_data_action: str = "pause"
+    # Forecast
+    forecast_window: float = 7 * 86400.0          # seconds of history the trend is fitted on
+    # Client quota analysis
+    client_window: float = 60.0                   # seconds per analysis window
+    quota_window_num: int = 11                    # quota.window.num
+    quota_window_size: float = 1.0                # quota.window.size.seconds
+    recommend_percentile: float = 0.99
+    recommend_headroom: float = 1.2
+    report: bool = True
+    progress: bool = True
+    spark_conf: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def freshness(self):
+        return self.max_age if self.max_age is not None else 3 * self.check_interval
+
+    @property
+    def strimzi_enabled(self):
+        return self.min_available_bytes is not None or self.min_available_ratio is not None
+
+    def validate(self):
+        """Raise ConfigError for the first setting that cannot work."""
+        if self.strimzi_enabled:
+            try:
+                validate_strimzi_limits(self.min_available_bytes, self.min_available_ratio)
+            except LimitError as exc:
+                raise ConfigError(str(exc).replace("min_available_", "--min-available-")) from None
+        for option, value in (("--check-interval", self.check_interval), ("--throttle-factor-validity", self.throttle_factor_validity),
+                              ("--forecast-window", self.forecast_window), ("--client-window", self.client_window),
+                              ("--quota-window-size", self.quota_window_size)):
+            if not value > 0:
+                raise ConfigError(f"{option} must be a positive duration (got {value!r})")
+        if self.max_age is not None and not self.max_age > 0:
+            raise ConfigError(f"--max-age must be a positive duration (got {self.max_age!r})")
+        if not 0.0 <= self.throttle_factor_fallback <= 1.0:
+            raise ConfigError(f"--throttle-factor-fallback must be between 0.0 and 1.0 inclusive (got {self.throttle_factor_fallback!r})")
+        if self.missing_data_action not in MISSING_DATA_ACTIONS:
+            raise ConfigError(f"--missing-data-action must be one of {', '.join(MISSING_DATA_ACTIONS)} (got {self.missing_data_action!r})")
+        if self.quota_window_num < 2:
+            raise ConfigError(f"--quota-window-num must be at least 2, as Kafka requires (got {self.quota_window_num!r})")
+        if not 0.0 < self.recommend_percentile <= 1.0:
+            raise ConfigError(f"--recommend-percentile must be in (0, 1] (got {self.recommend_percentile!r})")
+        if not self.recommend_headroom >= 1.0:
+            raise ConfigError(f"--recommend-headroom must be at least 1.0 (got {self.recommend_headroom!r})")
+        return self
+
+
+def seconds(value, option):
+    """Seconds from a number or an ISO 8601 duration (PT1M); ConfigError naming the option otherwise."""
+    try:
+        return parse_positive_duration(value, option).total_seconds()
+    except DurationError as exc:
+        raise ConfigError(str(exc)) from None

@@ -1,0 +1,56 @@
+"""The SparkSession the pipeline runs in."""
+
+import os
+
+# Executors run the same Python as the driver; a local master must not bind to the machine's external interface.
+LOOPBACK = "127.0.0.1"
+
+
+def under_spark_submit():
+    """True when spark-submit launched this Python (it hands the driver a gateway to its JVM)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None, conf=None):
+    """A SparkSession for ``master``: UTC, quiet logs, and loopback-only networking for a local master.
+
+    ``conf`` adds or overrides Spark settings (``{"spark.executor.memory": "4g"}``). Any master URL works; only
+    ``local`` masters get the loopback binding, since a cluster's executors must reach the driver. Without a
+    master: spark-submit's when it launched us, else ``local[*]``.
+    """
+    from pyspark.sql import SparkSession  # imported here so that --help and input checks need no JVM
+
+    if master is None and not under_spark_submit():
+        master = "local[*]"
+    local = master is not None and master.startswith("local")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.shuffle.partitions": str(max(4, 2 * (os.cpu_count() or 2))) if local else "200",
+        "spark.sql.parquet.compression.codec": "snappy",
+        "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN",
+    }
+    if local:
+        settings.update({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK})
+    if driver_memory:
+        settings["spark.driver.memory"] = driver_memory
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def _python():
+    import sys
+
+    return sys.executable

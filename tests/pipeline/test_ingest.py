@@ -1,0 +1,60 @@
+"""Reading snapshots and traffic: accepted rows, rejected rows with reasons, and nothing lost."""
+
+import json
+
+from headroom_pipeline import ingest
+
+
+def message(broker_id=1, at="2026-11-22T04:00:00Z", volumes=None, **extra):
+    value = {"SnapshotAt": at, "HardLimit": {"type": "MinFreeBytes", "level": 100}, "SoftLimit": {"type": "MinFreeBytes", "level": 200},
+             "Volumes": volumes if volumes is not None else [{"VolumeName": "/data/0", "Capacity": 1000, "Consumed": 400}],
+             "BrokerId": broker_id, "ClusterId": "c1"}
+    value.update(extra)
+    return value
+
+
+def write_lines(path, lines):
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return str(path)
+
+
+def test_snapshot_records_are_accepted_or_rejected_with_a_reason(spark, tmp_path):
+    lines = [
+        message(),
+        message(broker_id=2, at="2026-11-22T04:00:00.123456789+01:00"),
+        "{not json",
+        message(at="yesterday"),
+        message(volumes=[{"VolumeName": "/data/0", "Capacity": 1000, "Consumed": -1}]),
+        message(volumes=[{"VolumeName": "/data/0", "Capacity": 1000, "Consumed": 2000}]),
+        message(SnapshotAt=None),
+        message(HardLimit={"type": "MinFreePercentage", "level": 120}),
+        message(broker_id=-3),
+        "",
+    ]
+    result = ingest.load_snapshots(spark, write_lines(tmp_path / "snapshots.jsonl", lines))
+    rows = result.rows.orderBy("broker_id").collect()
+    reasons = sorted(row.reason for row in result.rejected.collect())
+    assert result.read == 9, "blank lines are not records"
+    assert len(rows) + len(reasons) == result.read
+    assert [(r.cluster, r.broker_id, r.soft_type, r.hard_level) for r in rows] == [("c1", 1, "min_free_bytes", 100.0), ("c1", 2, "min_free_bytes", 100.0)]
+    assert rows[0].volumes[0].asDict() == {"log_dir": "/data/0", "total_bytes": 1000, "usable_bytes": 600}
+    assert rows[1].at.isoformat() == "2026-11-22T03:00:00.123456"
+    assert reasons == sorted([
+        "not a JSON object in the usage snapshot schema",
+        "SnapshotAt must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z",
+        "a volume has a negative size",
+        "a volume's Consumed exceeds its Capacity",
+        "SnapshotAt is missing",
+        "HardLimit.level is a percentage for MinFreePercentage and must be between 0 and 100",
+        "BrokerId must be a broker id, a whole number >= 0",
+    ])
+
+
+def test_traffic_rows_and_rejections(spark, tmp_path):
+    good = {"ts": "2026-11-22T04:00:00Z", "broker_id": 1, "user": "alice", "client_id": "app", "topic": "t", "bytes_in": 10, "bytes_out": 0}
+    lines = [good, dict(good, bytes_in=-5), dict(good, ts=None), dict(good, broker_id="one")]
+    result = ingest.load_traffic(spark, write_lines(tmp_path / "traffic.jsonl", lines))
+    assert result.read == 4
+    assert [row.bytes_in for row in result.rows.collect()] == [10]
+    assert sorted(row.reason for row in result.rejected.collect()) == sorted([
+        "bytes_in and bytes_out must be >= 0", "ts is missing", "broker_id is missing (or not a whole number)"])

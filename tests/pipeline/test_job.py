@@ -1,0 +1,87 @@
+"""The whole job, in-process and through the command line: outputs, accounting, and bad input refused before Spark."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from headroom_pipeline import generate, job
+from headroom_pipeline.config import ConfigError, PipelineConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("fleet")
+    paths = generate.write(str(directory), clusters=2, brokers=2, hours=3)
+    with open(paths["snapshots.jsonl"], "a", encoding="utf-8") as handle:
+        handle.write("{broken\n")
+        handle.write(json.dumps({"SnapshotAt": "2026-11-20T00:10:00Z", "BrokerId": 1, "ClusterId": "cluster-1",
+                                 "Volumes": [{"VolumeName": "/d", "Capacity": 10, "Consumed": -1}]}) + "\n")
+    return paths
+
+
+def test_the_job_writes_every_output_and_accounts_for_every_record(spark, fleet, tmp_path):
+    out = str(tmp_path / "out")
+    config = PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=out, traffic=fleet["traffic.jsonl"], quotas=fleet["quotas.json"],
+                            topic_thresholds=fleet["topic-thresholds.json"], min_available_ratio=0.1, progress=False)
+    summary = job.run(config)
+    with open(os.path.join(out, "summary.json"), encoding="utf-8") as handle:
+        written = json.load(handle)
+    assert written["rows_read"] == written["rows_used"] + written["rows_rejected"]
+    assert written["inputs"]["snapshots"]["rejected"] == 2
+    assert written["inputs"]["snapshots"]["read"] == sum(1 for line in open(fleet["snapshots.jsonl"], encoding="utf-8") if line.strip())
+    assert summary["rows_read"] == written["rows_read"]
+    decisions = spark.read.parquet(os.path.join(out, "decisions"))
+    assert {"cluster", "at", "policy", "throttle_factor", "state", "fallback_applied"} <= set(decisions.columns)
+    assert {row.policy for row in decisions.select("policy").distinct().collect()} == {"strimzi", "graded"}
+    forecast = spark.read.parquet(os.path.join(out, "forecast"))
+    assert {"cluster", "broker_id", "log_dir", "bytes_per_hour", "crosses_hard_limit_at"} <= set(forecast.columns)
+    assert forecast.count() == 2 * 2 * 2
+    clients = spark.read.parquet(os.path.join(out, "clients"))
+    assert {"user", "client_id", "window_start", "produce_bytes_per_sec", "producer_byte_rate", "quota_used_fraction", "throttle_time_ms"} <= set(clients.columns)
+    assert os.path.isdir(os.path.join(out, "topics"))
+    reasons = {row.reason for row in spark.read.json(os.path.join(out, "rejected")).collect()}
+    assert reasons == {"not a JSON object in the usage snapshot schema", "a volume has a negative size"}
+    assert os.path.isfile(os.path.join(out, "report", "index.html"))
+    assert written["stages"]["decisions"]["rows"] == decisions.count()
+
+
+def test_bad_settings_fail_before_spark_starts(tmp_path, fleet):
+    with pytest.raises(ConfigError, match="--min-available-bytes and --min-available-ratio are mutually exclusive"):
+        job.run(PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=str(tmp_path), min_available_bytes=1, min_available_ratio=0.1))
+    with pytest.raises(ConfigError, match="--snapshots: no file matches"):
+        job.run(PipelineConfig(snapshots=str(tmp_path / "nothing-*.jsonl"), out=str(tmp_path)))
+    with pytest.raises(ConfigError, match="give --traffic too"):
+        job.run(PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=str(tmp_path), quotas=fleet["quotas.json"]))
+
+
+def run_cli(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "headroom_pipeline", *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def test_the_command_line_refuses_bad_input_with_the_option_named(tmp_path, fleet):
+    result = run_cli("run", "--snapshots", fleet["snapshots.jsonl"], "--out", str(tmp_path), "--check-interval", "PT1Y")
+    assert result.returncode == 2
+    assert "--check-interval" in result.stderr
+    bad_quotas = tmp_path / "quotas.json"
+    bad_quotas.write_text(json.dumps({"quotas": [{"entity": {"user": "a"}, "values": {"producer_byte_rate": -1}}]}))
+    result = run_cli("run", "--snapshots", fleet["snapshots.jsonl"], "--traffic", fleet["traffic.jsonl"], "--quotas", str(bad_quotas), "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert "--quotas: quotas[0].producer_byte_rate must be greater than 0 (got -1)" in result.stderr
+    assert not os.path.exists(tmp_path / "decisions")
+
+
+def test_the_command_line_runs_the_job(tmp_path, fleet):
+    out = tmp_path / "out"
+    result = run_cli("run", "--snapshots", fleet["snapshots.jsonl"], "--out", str(out), "--min-available-bytes", "1073741824",
+                     "--check-interval", "PT1M", "--no-report")
+    assert result.returncode == 0, result.stderr[-5000:]
+    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert printed["rows_read"] == printed["rows_used"] + printed["rows_rejected"]
+    assert "decision timeline done" in result.stderr, "progress lines on stderr"
+    assert (out / "summary.json").is_file() and not (out / "report").exists()

@@ -22,13 +22,7 @@ author:
   - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - headroom.kafka.connection
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module changes nothing.
+  - headroom.kafka.attributes.read_only
 options:
   user:
     description: Only entities with this user; a name, C(<default>) or C(*).

@@ -23,13 +23,7 @@ author:
   - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - headroom.kafka.connection
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: The module changes nothing.
+  - headroom.kafka.attributes.read_only
 options:
   fail_on_missing:
     description: Fail when a broker is fenced or does not answer, instead of returning RV(complete=false).

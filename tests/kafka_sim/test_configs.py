@@ -18,14 +18,14 @@ import uuid
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, NewTopic, ResourceType
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, NewTopic, ResourceType
 from confluent_kafka.admin import ConfigResource as ConfluentResource
 from kafka import KafkaAdminClient
 from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KafkaPythonResource
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
+from clients import RawClient
 from kafka_sim import kafka_configs, properties, wire
 from kafka_sim.testing import ClusterFactory
 
@@ -45,18 +45,6 @@ def cluster(kafka_cluster_root):
     factory = ClusterFactory(kafka_cluster_root)
     yield factory(3, extra_properties=STATIC_PROPERTIES)
     factory.close()
-
-
-@pytest.fixture(scope="module")
-def confluent_admin(cluster):
-    return AdminClient(confluent_config(cluster))
-
-
-@pytest.fixture(scope="module")
-def kafka_python_admin(cluster):
-    admin = KafkaAdminClient(**kafka_python_config(cluster))
-    yield admin
-    admin.close()
 
 
 @pytest.fixture

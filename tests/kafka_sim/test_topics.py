@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaProducer
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
@@ -36,18 +36,6 @@ def cluster(kafka_cluster_root):
     factory = ClusterFactory(kafka_cluster_root)
     yield factory(3, extra_properties=DEFAULTS)
     factory.close()
-
-
-@pytest.fixture(scope="module")
-def confluent_admin(cluster):
-    return AdminClient(confluent_config(cluster))
-
-
-@pytest.fixture(scope="module")
-def kafka_python_admin(cluster):
-    admin = KafkaAdminClient(**kafka_python_config(cluster))
-    yield admin
-    admin.close()
 
 
 def unique(prefix="topics"):

@@ -101,7 +101,7 @@ def run(config):
 
     out = config.out
     os.makedirs(out, exist_ok=True)
-    stages = 5 + (1 if config.traffic else 0) + (1 if plan else 0) + (1 if config.report else 0)
+    stages = 5 + (2 if config.traffic else 0) + (1 if config.traffic and plan else 0) + (1 if config.report else 0)
     progress = Progress(config.progress, stages)
     summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config)}
     from pyspark.sql import SparkSession

@@ -42,7 +42,8 @@ def test_the_job_writes_every_output_and_accounts_for_every_record(spark, fleet,
     assert {"cluster", "broker_id", "log_dir", "bytes_per_hour", "crosses_hard_limit_at"} <= set(forecast.columns)
     assert forecast.count() == 2 * 2 * 2
     clients = spark.read.parquet(os.path.join(out, "clients"))
-    assert {"user", "client_id", "window_start", "produce_bytes_per_sec", "producer_byte_rate", "quota_used_fraction", "throttle_time_ms"} <= set(clients.columns)
+    required = {"user", "client_id", "window_start", "produce_bytes_per_sec", "producer_byte_rate", "quota_used_fraction", "throttle_time_ms"}
+    assert required <= set(clients.columns)
     assert os.path.isdir(os.path.join(out, "topics"))
     reasons = {row.reason for row in spark.read.json(os.path.join(out, "rejected")).collect()}
     assert reasons == {"not a JSON object in the usage snapshot schema", "a volume has a negative size"}

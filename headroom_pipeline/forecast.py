@@ -1,0 +1,168 @@
+"""Volume forecast: how fast each volume's used bytes grow and when its limits will be crossed, every volume ranked.
+
+Input: the VOLUMES frame (one row per cluster, broker_id, log_dir and snapshot time ``at``); used bytes are
+``total_bytes - usable_bytes``. Output: one row per volume (cluster, broker_id, log_dir).
+
+The algorithm is fixed: the benchmark reimplements it in pandas and DuckDB SQL and every implementation must pass
+tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch (UTC) throughout.
+
+1. Window. Per volume, ``last_at`` = the latest ``at``; keep the rows with ``at >= last_at - forecast_window``
+   (inclusive). ``samples`` = rows kept, ``first_at`` = the earliest ``at`` kept, ``span = last_at - first_at``.
+2. Buckets. ``bucket = min(floor(24 * (at - first_at) / span), 23)``, computed on the microsecond integers (the same
+   as ``floor((at - first_at) / b)`` with width ``b = span / 24``, without rounding b); every row is bucket 0 when
+   ``span == 0``.
+3. Peaks. Per bucket: ``peak`` = max(used_bytes) and ``t`` = the ``at`` of that peak (max_by; among equal peaks the
+   latest ``at``). Peaks follow the top of retention's saw-tooth (segment deletions inside a bucket do not pull it
+   down) and gaps simply leave buckets empty.
+4. Trend. ``slope = regr_slope(peak, t)`` over the buckets with ``t`` in seconds (``(t - first_at) / 1e6``; the
+   shift does not change the slope), bytes per second; null when fewer than 3 buckets. ``bytes_per_hour = slope * 3600``.
+5. Latest figures. total_bytes, usable_bytes, used_bytes, hard_limit_type and hard_limit_level come from the row at
+   ``last_at`` (two rows at the same instant: the one with more used bytes).
+6. Limits, as usable bytes at which they trip (every limit trips at ``usable <= limit``, inclusive, as in
+   module_utils.volume_limits): hard limit min_free_bytes -> level; min_free_percentage -> total * level / 100;
+   consumed_space -> total - level; null without a hard limit. The shipped plugin's limit, when the job has one:
+   min_available_bytes -> that number; min_available_ratio -> total * ratio; null otherwise.
+7. Crossing, per limit: null when the limit is null. Already at or past it (latest usable <= limit): crosses at
+   ``last_at``, 0 hours (whatever the trend). Else, when slope > 0: ``seconds = (usable - limit) / slope`` (the same as
+   ``(used_at_limit - used) / slope`` with ``used_at_limit = total - limit``), crosses at ``last_at + seconds``
+   rounded to the microsecond, ``hours = seconds / 3600``. Else (slope <= 0 or null) never: both null. A crossing
+   after 9999-12-31T23:59:59.999999Z counts as never too (no timestamp can hold it).
+8. Rank (1 = first). By the earliest crossing of either limit (nulls last), then by least headroom ``usable_ratio``
+   (usable / total, 0 for a zero-capacity volume, as the plugin counts it), then cluster, broker_id, log_dir.
+
+Rows are assumed valid (ingest rejects the others): sizes known, 0 <= usable <= total.
+"""
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+VOLUME_KEY = ["cluster", "broker_id", "log_dir"]
+BUCKETS = 24
+MIN_BUCKETS = 3
+MICROS_PER_SECOND = 1_000_000
+SECONDS_PER_HOUR = 3600.0
+MAX_TIMESTAMP_MICROS = 253_402_300_799_999_999      # 9999-12-31T23:59:59.999999Z, the last instant a timestamp holds
+MAX_WINDOW_MICROS = 2 ** 62                         # any longer window keeps all history; keeps the subtraction in range
+
+OUTPUT_COLUMNS = [
+    "cluster", "broker_id", "log_dir", "first_at", "last_at", "samples", "buckets",
+    "total_bytes", "usable_bytes", "used_bytes", "usable_ratio",
+    "hard_limit_type", "hard_limit_level", "hard_limit_usable_bytes", "bytes_per_hour", "crosses_hard_limit_at", "hours_to_hard_limit",
+    "plugin_limit_usable_bytes", "crosses_plugin_limit_at", "hours_to_plugin_limit", "rank",
+]
+
+
+def volume_forecast(volumes: DataFrame, config) -> DataFrame:
+    """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring)."""
+    windowed = _in_window(volumes, config.forecast_window)
+    peaks = _bucket_peaks(windowed)
+    trends = _trends(peaks)
+    with_limits = trends.select(
+        "*",
+        _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias("hard_limit_usable_bytes"),
+        _plugin_limit_usable_bytes(config, F.col("total_bytes")).alias("plugin_limit_usable_bytes"),
+    )
+    hard_seconds = _seconds_to_limit(F.col("usable_bytes"), F.col("hard_limit_usable_bytes"), F.col("slope"), F.col("last_us"))
+    plugin_seconds = _seconds_to_limit(F.col("usable_bytes"), F.col("plugin_limit_usable_bytes"), F.col("slope"), F.col("last_us"))
+    crossings = with_limits.select("*", hard_seconds.alias("hard_seconds"), plugin_seconds.alias("plugin_seconds"))
+    return _ranked(crossings.select(
+        "*",
+        _crossing_at(F.col("last_us"), F.col("hard_seconds")).alias("crosses_hard_limit_at"),
+        (F.col("hard_seconds") / SECONDS_PER_HOUR).alias("hours_to_hard_limit"),
+        _crossing_at(F.col("last_us"), F.col("plugin_seconds")).alias("crosses_plugin_limit_at"),
+        (F.col("plugin_seconds") / SECONDS_PER_HOUR).alias("hours_to_plugin_limit"),
+    )).select(*OUTPUT_COLUMNS)
+
+
+def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
+    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, used_bytes and bucket."""
+    window_micros = min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
+    per_volume = Window.partitionBy(*VOLUME_KEY)
+    rows = volumes.select(*VOLUME_KEY, "at", "total_bytes", "usable_bytes", "hard_type", "hard_level",
+                          (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"), F.unix_micros("at").alias("at_us"))
+    rows = rows.withColumn("last_us", F.max("at_us").over(per_volume))
+    rows = rows.where(F.col("at_us") >= F.col("last_us") - F.lit(window_micros))
+    rows = rows.withColumn("first_us", F.min("at_us").over(per_volume))
+    return rows.withColumn("bucket", _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")))
+
+
+def _bucket(offset_micros: Column, span_micros: Column) -> Column:
+    """min(floor(24 * offset / span), 23); 0 for every row when span is 0 (then there is no trend)."""
+    index = F.floor(F.try_divide(offset_micros * BUCKETS, span_micros))
+    return F.when(span_micros > 0, F.least(index, F.lit(BUCKETS - 1))).otherwise(F.lit(0).cast("long"))
+
+
+def _latest_row() -> Column:
+    """The row at the latest at (ties: more used bytes), as a struct whose max is that row."""
+    return F.struct("at_us", "used_bytes", "total_bytes", "usable_bytes", "hard_type", "hard_level")
+
+
+def _bucket_peaks(windowed: DataFrame) -> DataFrame:
+    """Per volume and bucket: the peak used bytes and its time (ties: the later), the rows and the bucket's latest row."""
+    return windowed.groupBy(*VOLUME_KEY, "first_us", "last_us", "bucket").agg(
+        F.max(F.struct("used_bytes", "at_us")).alias("peak"),
+        F.count(F.lit(1)).alias("rows"),
+        F.max(_latest_row()).alias("latest"),
+    )
+
+
+def _trends(peaks: DataFrame) -> DataFrame:
+    """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets) and the latest figures."""
+    peak_seconds = (F.col("peak.at_us") - F.col("first_us")) / MICROS_PER_SECOND
+    per_volume = peaks.groupBy(*VOLUME_KEY, "first_us", "last_us").agg(
+        F.regr_slope(F.col("peak.used_bytes").cast("double"), peak_seconds).alias("fitted_slope"),
+        F.count(F.lit(1)).alias("buckets"),
+        F.sum("rows").alias("samples"),
+        F.max("latest").alias("latest"),
+    )
+    slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
+    return per_volume.select(
+        *VOLUME_KEY, "samples", "buckets", "first_us", "last_us", slope.alias("slope"),
+        F.timestamp_micros("first_us").alias("first_at"), F.timestamp_micros("last_us").alias("last_at"),
+        F.col("latest.total_bytes").alias("total_bytes"), F.col("latest.usable_bytes").alias("usable_bytes"),
+        F.col("latest.used_bytes").alias("used_bytes"),
+        F.when(F.col("latest.total_bytes") > 0, F.try_divide(F.col("latest.usable_bytes"), F.col("latest.total_bytes")))
+         .otherwise(F.lit(0.0)).alias("usable_ratio"),
+        F.col("latest.hard_type").alias("hard_limit_type"), F.col("latest.hard_level").alias("hard_limit_level"),
+        (slope * SECONDS_PER_HOUR).alias("bytes_per_hour"),
+    )
+
+
+def _hard_limit_usable_bytes(limit_type: Column, level: Column, total: Column) -> Column:
+    """Usable bytes at which the hard limit trips (usable <= this); null without a hard limit."""
+    return (F.when(limit_type == "min_free_bytes", level)
+            .when(limit_type == "min_free_percentage", total * level / 100.0)
+            .when(limit_type == "consumed_space", total - level)
+            .cast("double"))
+
+
+def _plugin_limit_usable_bytes(config, total: Column) -> Column:
+    """Usable bytes at which the shipped plugin's limit trips (usable <= bytes, or usable / total <= ratio)."""
+    if config.min_available_bytes is not None:
+        return F.lit(float(config.min_available_bytes))
+    if config.min_available_ratio is not None:
+        return total * F.lit(float(config.min_available_ratio))
+    return F.lit(None).cast("double")
+
+
+def _seconds_to_limit(usable: Column, limit: Column, slope: Column, last_us: Column) -> Column:
+    """Seconds from last_at until usable reaches the limit: 0 when already there, null when never (or past year 9999)."""
+    seconds = F.try_divide(usable - limit, slope)
+    latest_representable = (F.lit(MAX_TIMESTAMP_MICROS) - last_us).cast("double") / MICROS_PER_SECOND
+    return (F.when(limit.isNull(), F.lit(None))
+            .when(usable <= limit, F.lit(0.0))
+            .when((slope > 0) & (seconds <= latest_representable), seconds)
+            .cast("double"))
+
+
+def _crossing_at(last_us: Column, seconds: Column) -> Column:
+    """last_at + seconds, rounded to the microsecond; null when seconds is null."""
+    return F.timestamp_micros(last_us + F.round(seconds * MICROS_PER_SECOND).cast("long"))
+
+
+def _ranked(forecast: DataFrame) -> DataFrame:
+    """rank 1 = the volume that crosses a limit first; volumes that never cross follow, least headroom first."""
+    first_crossing = F.least(F.col("crosses_hard_limit_at"), F.col("crosses_plugin_limit_at"))
+    # One partition on purpose: the output is one row per volume, and the rank is over all of them.
+    order = Window.partitionBy(F.lit(0)).orderBy(first_crossing.asc_nulls_last(), F.col("usable_ratio").asc(), *[F.col(name).asc() for name in VOLUME_KEY])
+    return forecast.withColumn("rank", F.row_number().over(order))

@@ -15,14 +15,17 @@ freshness (config.freshness), all in whole microseconds:
   message's soft and hard limits (missing or unusable limits: skipped); factor = the smallest; when some known
   broker is stale and missing_data_action is pause, factor 0.0 with fallback_applied.
 
-Plan, linear in the data and in one pass for both policies:
+Plan, linear in the data, one sort of the messages and one pass for both policies:
 
-1. deduplicate and time the messages with windows over each broker's messages (first instant, next message);
-2. each message is exploded over the instants at which it is its broker's latest message and still counts (up to
-   the broker's next message, capped by V for strimzi and F for graded, and by the cluster's last instant), then
-   over its volumes; the per-volume rules are column expressions;
-3. those volume rows, one row per message at its first instant (arrivals) and one row per instant of the cluster
-   (sequence(first, last): gaps get rows too) are grouped by (cluster, instant);
+1. deduplicate and time the messages with windows over each broker's messages (first instant, next message); the
+   result is checkpointed to local disk, since the grid and the volume rows both read it;
+2. each message is exploded over the instants from its first through the last at which it still counts for some
+   policy (its broker's next message, capped by V for strimzi and F for graded, and by the cluster's last
+   instant), then over its volumes; each row carries whether it is the message's arrival and, per policy, whether
+   it counts, and is judged by every policy's per-volume rule (column expressions);
+3. those rows and one row per instant of the cluster (sequence(first, last): gaps get rows too) are grouped by
+   (cluster, instant) with numeric aggregates only; the violation lists come from the violating rows alone and are
+   joined back;
 4. window functions over the instants of a cluster count the known brokers and run the plugin's clock (last
    observed instant, last factor), and each instant becomes one row per policy.
 
@@ -30,6 +33,7 @@ Output columns: cluster, at (timestamp), policy, throttle_factor (double), state
 violations (array<struct<broker_id, log_dir>>, in decision order), volumes_considered, brokers_considered.
 """
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -51,8 +55,6 @@ LIMIT_COLUMNS = ["soft_type", "soft_level", "hard_type", "hard_level"]
 
 
 # -- per-volume rules (staged projections over volume rows, so that no expression is built twice) -----------------
-# Judged rows carry: considered (a volume the rule judges), violates, volume_factor and sort_key, a struct
-# (rank, usable, broker_id, log_dir) whose order is the order volume_limits gives violations and least headroom.
 def _known_sizes() -> Column:
     """A volume of known size: a log dir whose total and usable bytes are both >= 0 (null or -1: unknown, skipped)."""
     return F.col("log_dir").isNotNull() & F.coalesce((F.col("total_bytes") >= 0) & (F.col("usable_bytes") >= 0), F.lit(False))
@@ -72,17 +74,21 @@ def _sort_key(rank: Column, usable: Column) -> Column:
     return F.struct(rank.cast("double").alias("rank"), usable.cast("long").alias("usable"), F.col("broker_id"), F.col("log_dir"))
 
 
-def _judge_strimzi(rows: DataFrame, passthrough, min_available_bytes, min_available_ratio) -> DataFrame:
+def _judge_strimzi(rows: DataFrame, min_available_bytes, min_available_ratio, prefix="") -> DataFrame:
     """The plugin's rule per volume: the bytes limit where given, else the ratio limit; both inclusive."""
+    def own(name):
+        return F.col(prefix + name)
+
     bytes_limit, ratio_limit = _limit_column(min_available_bytes).cast("long"), _limit_column(min_available_ratio).cast("double")
-    staged = rows.select(*passthrough, "broker_id", "log_dir", "usable_bytes", _known_sizes().alias("considered"),
-                         bytes_limit.alias("bytes_limit"), ratio_limit.alias("ratio_limit"), _available_ratio().alias("ratio"))
-    by_bytes = F.col("bytes_limit").isNotNull()
-    violates = F.when(by_bytes, F.col("usable_bytes") <= F.col("bytes_limit")).otherwise(F.col("ratio") <= F.col("ratio_limit"))
+    staged = rows.withColumns({prefix + "considered": _known_sizes(), prefix + "bytes_limit": bytes_limit,
+                               prefix + "ratio_limit": ratio_limit, prefix + "ratio": _available_ratio()})
+    by_bytes = own("bytes_limit").isNotNull()
+    violates = F.when(by_bytes, F.col("usable_bytes") <= own("bytes_limit")).otherwise(own("ratio") <= own("ratio_limit"))
     # volume_limits.strimzi_decision's order: usable bytes (bytes limit) or available ratio (ratio limit), then the volume.
-    sort_key = _sort_key(F.when(~by_bytes, F.col("ratio")), F.when(by_bytes, F.col("usable_bytes")))
-    return staged.select(*passthrough, "broker_id", "considered", (F.col("considered") & violates).alias("violates"),
-                         F.when(violates, F.lit(0.0)).otherwise(F.lit(1.0)).alias("volume_factor"), sort_key.alias("sort_key"))
+    sort_key = _sort_key(F.when(~by_bytes, own("ratio")), F.when(by_bytes, F.col("usable_bytes")))
+    judged = staged.withColumns({prefix + "violates": own("considered") & violates,
+                                 prefix + "volume_factor": F.when(violates, F.lit(0.0)).otherwise(F.lit(1.0)), prefix + "sort_key": sort_key})
+    return judged.drop(prefix + "bytes_limit", prefix + "ratio_limit", prefix + "ratio")
 
 
 def _level_is_usable(level: Column, limit_type: Column) -> Column:
@@ -109,37 +115,39 @@ def _measure() -> Column:
             .otherwise(total - usable))
 
 
-def _judge_graded(rows: DataFrame, passthrough) -> DataFrame:
+def _judge_graded(rows: DataFrame, prefix="") -> DataFrame:
     """volume_limits.graded_volume_factor and breaches per volume, with the limits of the volume's own message.
 
     Only volumes with usable limits are considered, and their soft and hard limits have the same type, so one
     measure serves both limits.
     """
-    staged = rows.select(*passthrough, "broker_id", "log_dir", "usable_bytes", "soft_level", "hard_level",
-                         (_known_sizes() & _limits_are_usable()).alias("considered"),
-                         F.col("soft_type").isin(*vl.FREE_TYPES).alias("free"), _measure().alias("measure"))
-    value, soft, hard, free = F.col("measure"), F.col("soft_level"), F.col("hard_level"), F.col("free")
+    def own(name):
+        return F.col(prefix + name)
+
+    staged = rows.withColumns({prefix + "considered": _known_sizes() & _limits_are_usable(),
+                               prefix + "free": F.col("soft_type").isin(*vl.FREE_TYPES), prefix + "measure": _measure()})
+    value, soft, hard, free = own("measure"), F.col("soft_level"), F.col("hard_level"), own("free")
 
     def breaches(level):
         return F.when(free, value <= level).otherwise(value >= level)
 
     between = F.when(free, F.try_divide(value - hard, soft - hard)).otherwise(F.try_divide(hard - value, hard - soft))
-    breached = staged.select(*passthrough, "broker_id", "log_dir", "usable_bytes", "considered", breaches(soft).alias("past_soft"),
-                             breaches(hard).alias("past_hard"), between.alias("between"))
-    factor = (F.when(F.col("past_hard"), F.lit(0.0)).when(~F.col("past_soft"), F.lit(1.0))
-              .otherwise(F.least(F.greatest("between", F.lit(0.0)), F.lit(1.0))))
-    judged = breached.select(*passthrough, "broker_id", "log_dir", "usable_bytes", "considered",
-                             (F.col("considered") & F.col("past_soft")).alias("violates"), factor.alias("volume_factor"))
+    breached = staged.withColumns({prefix + "past_soft": breaches(soft), prefix + "past_hard": breaches(hard), prefix + "between": between})
+    factor = (F.when(own("past_hard"), F.lit(0.0)).when(~own("past_soft"), F.lit(1.0))
+              .otherwise(F.least(F.greatest(own("between"), F.lit(0.0)), F.lit(1.0))))
+    judged = breached.withColumns({prefix + "violates": own("considered") & own("past_soft"), prefix + "volume_factor": factor})
     # volume_limits.graded_decision's order: volume factor, usable bytes, then the volume.
-    return judged.select(*passthrough, "broker_id", "considered", "violates", "volume_factor",
-                         _sort_key(F.col("volume_factor"), F.col("usable_bytes")).alias("sort_key"))
+    judged = judged.withColumn(prefix + "sort_key", _sort_key(own("volume_factor"), F.col("usable_bytes")))
+    return judged.drop(*[prefix + name for name in ("free", "measure", "past_soft", "past_hard", "between")])
 
 
-def _judge(rows: DataFrame, policy: str, passthrough, min_available_bytes=None, min_available_ratio=None) -> DataFrame:
+def _judge(rows: DataFrame, policy: str, min_available_bytes=None, min_available_ratio=None, prefix="") -> DataFrame:
+    """``rows`` with {prefix}considered, violates, volume_factor and sort_key, a struct (rank, usable, broker_id,
+    log_dir) whose order is the order volume_limits gives violations and least headroom."""
     if policy == "strimzi":
-        return _judge_strimzi(rows, passthrough, min_available_bytes, min_available_ratio)
+        return _judge_strimzi(rows, min_available_bytes, min_available_ratio, prefix)
     if policy == "graded":
-        return _judge_graded(rows, passthrough)
+        return _judge_graded(rows, prefix)
     raise ValueError(f"policy must be one of strimzi, graded (got {policy!r})")
 
 
@@ -148,16 +156,14 @@ def _pairs(sort_keys: Column) -> Column:
     return F.transform(sort_keys, lambda item: F.struct(item["broker_id"].alias("broker_id"), item["log_dir"].alias("log_dir"))).cast(VIOLATIONS)
 
 
-def _decision_aggregates(only: Column = None):
-    """(throttle factor, violations, volumes considered) over the judged rows of a group (optionally only some rows).
+def _decision_aggregates():
+    """(throttle factor, violations, volumes considered) over the judged rows of a group.
 
     The factor is the smallest volume factor, 1.0 when nothing is judged (for strimzi: 0.0 iff a volume violates).
     """
-    considered = F.col("considered") if only is None else F.col("considered") & only
-    violates = F.col("violates") if only is None else F.col("violates") & only
-    return (F.coalesce(F.min(F.when(considered, F.col("volume_factor"))), F.lit(1.0)),
-            _pairs(F.array_sort(F.collect_list(F.when(violates, F.col("sort_key"))))),
-            F.count(F.when(considered, True)).cast("int"))
+    return (F.coalesce(F.min(F.when(F.col("considered"), F.col("volume_factor"))), F.lit(1.0)),
+            _pairs(F.array_sort(F.collect_list(F.when(F.col("violates"), F.col("sort_key"))))),
+            F.count(F.when(F.col("considered"), True)).cast("int"))
 
 
 def decide_instants(volume_rows: DataFrame, policy: str, min_available_bytes=None, min_available_ratio=None,
@@ -177,7 +183,7 @@ def decide_instants(volume_rows: DataFrame, policy: str, min_available_bytes=Non
     keys = list(keys)
     if policy == "strimzi" and not isinstance(min_available_bytes, Column) and not isinstance(min_available_ratio, Column):
         vl.validate_strimzi_limits(min_available_bytes, min_available_ratio)
-    judged = _judge(volume_rows, policy, keys, min_available_bytes, min_available_ratio)
+    judged = _judge(volume_rows, policy, min_available_bytes, min_available_ratio)
     factor, violations, volumes_considered = _decision_aggregates()
     decided = judged.groupBy(*keys).agg(
         factor.alias("throttle_factor"), violations.alias("violations"), F.min(F.when(F.col("considered"), F.col("sort_key"))).alias("least"),
@@ -234,30 +240,44 @@ def _timed(messages: DataFrame, interval: int) -> DataFrame:
     """One message per (cluster, broker_id, at) (the least total usable bytes wins), with at_micros, its first
     instant, its broker's next message (next_micros) and whether it is the broker's first message (broker_is_new).
 
-    Both windows share the partitioning by broker, so deduplication costs no shuffle of its own.
+    Every window here is ordered by (cluster, broker_id, at_micros), so the messages are shuffled and sorted once.
+    The duplicate preference, costly to compute (it walks the volume lists), is only computed for messages that
+    share their time with a neighbour; among messages with equal preferences, which are the same for every rule,
+    any one is kept.
     """
-    by_broker_and_preference = Window.partitionBy("cluster", "broker_id").orderBy("at_micros", "preference")
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
-    ranked = messages.select("cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes",
-                             _duplicate_preference().alias("preference"))
-    previous = F.lag("at_micros").over(by_broker_and_preference)
-    kept = ranked.withColumn("kept", previous.isNull() | (previous != F.col("at_micros"))).where("kept").drop("kept", "preference")
-    return kept.select("*", _on_or_after(F.col("at_micros"), interval).alias("first_instant"),
-                       F.lead("at_micros").over(by_broker).alias("next_micros"),
+    by_time = Window.partitionBy("cluster", "broker_id", "at_micros")
+    keyed = messages.select("cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes")
+    at = F.col("at_micros")
+    duplicated = F.coalesce(F.lag("at_micros").over(by_broker) == at, F.lit(False)) | F.coalesce(F.lead("at_micros").over(by_broker) == at, F.lit(False))
+    marked = keyed.withColumn("duplicated", duplicated).withColumn("preference", F.when(F.col("duplicated"), _duplicate_preference()))
+    preferred = marked.withColumn("best", F.min("preference").over(by_time)).where(~F.col("duplicated") | (F.col("preference") == F.col("best")))
+    # Of the preferred messages of one time, the first in the (unchanged) order: its predecessor has another time.
+    previous = F.lag("at_micros").over(by_broker)
+    kept = preferred.withColumn("first", previous.isNull() | (previous != at)).where("first").drop("duplicated", "preference", "best", "first")
+    return kept.select("*", _on_or_after(at, interval).alias("first_instant"), F.lead("at_micros").over(by_broker).alias("next_micros"),
                        F.lag("at_micros").over(by_broker).isNull().cast("int").alias("broker_is_new"))
 
 
-def _served_volume_rows(capped: DataFrame, last_served: Column, interval: int) -> DataFrame:
-    """Volume rows (cluster, t, broker_marker, ...) of each message at each instant from its first through ``last_served``.
+def _served_volume_rows(capped: DataFrame, last_served, interval: int) -> DataFrame:
+    """Volume rows of each message at each instant from its first instant through the last at which it counts.
 
-    broker_marker is 1 on one row per message and instant (its first volume, or the volume-less row of a message
-    without volumes), so that summing it counts brokers without a distinct count.
+    ``last_served``: per policy, the last instant (inclusive, before capping) at which the message counts as its
+    broker's latest. Each row carries t, arrival (t is the message's first instant), {policy}_served and
+    broker_marker (true on one row per message and instant: its first volume, or the volume-less row of a message
+    without volumes), so that summing over markers counts messages and brokers without a distinct count. One row
+    serves every policy: the policies differ only in how long a message counts.
     """
-    with_last = capped.withColumn("last_served", _on_or_before(F.least(last_served, F.col("last")), interval))
-    served = with_last.where(F.col("first_instant") <= F.col("last_served")).select(
-        "cluster", "broker_id", *LIMIT_COLUMNS, "volumes", F.explode(F.sequence("first_instant", "last_served", F.lit(interval))).alias("t"))
-    volumes = served.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, F.posexplode_outer("volumes").alias("position", "volume"))
-    return volumes.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, F.coalesce(F.col("position"), F.lit(0)).isin(0).cast("int").alias("broker_marker"),
+    lasts = {policy: _on_or_before(F.least(last, F.col("last")), interval) for policy, last in last_served.items()}
+    with_last = capped.select("cluster", "broker_id", *LIMIT_COLUMNS, "volumes", "first_instant", "broker_is_new",
+                              *[last.alias(f"{policy}_last") for policy, last in lasts.items()])
+    until = F.greatest(F.col("first_instant"), *[F.col(f"{policy}_last") for policy in lasts])
+    served = with_last.select("*", F.explode(F.sequence("first_instant", until, F.lit(interval))).alias("t"))
+    flags = {"arrival": F.col("t") == F.col("first_instant"), **{f"{policy}_served": F.col("t") <= F.col(f"{policy}_last") for policy in lasts}}
+    volumes = served.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, "broker_is_new", *[flag.alias(name) for name, flag in flags.items()],
+                            F.posexplode_outer("volumes").alias("position", "volume"))
+    return volumes.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, "broker_is_new", *flags,
+                          F.coalesce(F.col("position"), F.lit(0)).isin(0).alias("broker_marker"),
                           F.col("volume.log_dir").alias("log_dir"), F.col("volume.total_bytes").alias("total_bytes"),
                           F.col("volume.usable_bytes").alias("usable_bytes"))
 
@@ -274,29 +294,40 @@ def _served_ranges(config: PipelineConfig, policies):
     return {policy: ranges[policy] for policy in policies}
 
 
-def _events(timed: DataFrame, config: PipelineConfig, interval: int, policies) -> DataFrame:
-    """Judged volume rows of every policy, plus one arrival row per message and one row per instant of each cluster."""
-    bounds = timed.groupBy("cluster").agg(F.min("first_instant").alias("first"), F.max("first_instant").alias("last"))
+def _events(timed: DataFrame, bounds: DataFrame, config: PipelineConfig, interval: int, policies) -> DataFrame:
+    """Volume rows judged by every policy (columns prefixed with the policy) and one row per instant of each cluster."""
     grid = bounds.select("cluster", F.explode(F.sequence("first", "last", F.lit(interval))).alias("t"))
-    arrivals = timed.select("cluster", F.col("first_instant").alias("t"), F.lit(1).alias("arrived"), F.col("broker_is_new").alias("new_broker"))
     capped = timed.join(F.broadcast(bounds.select("cluster", "last")), "cluster")
-    events = grid.unionByName(arrivals, allowMissingColumns=True)
-    for policy, last_served in _served_ranges(config, policies).items():
-        rows = _served_volume_rows(capped, last_served, interval)
-        judged = _judge(rows, policy, ["cluster", "t", "broker_marker"], config.min_available_bytes, config.min_available_ratio)
-        events = events.unionByName(judged.withColumn("policy", F.lit(policy)), allowMissingColumns=True)
-    return events
+    judged = _served_volume_rows(capped, _served_ranges(config, policies), interval)
+    for policy in policies:
+        judged = _judge(judged, policy, config.min_available_bytes, config.min_available_ratio, prefix=f"{policy}_")
+    return grid.unionByName(judged, allowMissingColumns=True)
 
 
 def _per_instant(events: DataFrame, policies) -> DataFrame:
-    aggregates = [F.count("arrived").alias("arrived"), F.coalesce(F.sum("new_broker"), F.lit(0)).alias("new_brokers")]
+    """Per (cluster, t): arrivals, new brokers and, per policy, factor, violations, volumes and brokers considered.
+
+    The figures are plain numeric aggregates, which Spark keeps in its fast hash aggregation; the violation lists
+    are collected apart from the few violating rows and joined back, since a list in the same aggregation would
+    move every group into the object-based aggregation (sorting all rows once past a few groups per task).
+    """
+    arrived = F.col("arrival") & F.col("broker_marker")
+    aggregates = [F.count(F.when(arrived, True)).alias("arrived"), F.coalesce(F.sum(F.when(arrived, F.col("broker_is_new"))), F.lit(0)).alias("new_brokers")]
+    lists, violating = [], F.lit(False)
     for policy in policies:
-        mine = F.col("policy") == policy
-        factor, violations, volumes_considered = _decision_aggregates(mine)
-        aggregates += [factor.alias(f"{policy}_factor"), violations.alias(f"{policy}_violations"),
-                       volumes_considered.alias(f"{policy}_volumes"),
-                       F.coalesce(F.sum(F.when(mine, F.col("broker_marker"))), F.lit(0)).cast("int").alias(f"{policy}_brokers")]
-    return events.groupBy("cluster", "t").agg(*aggregates)
+        served = F.col(f"{policy}_served")
+        considered = served & F.col(f"{policy}_considered")
+        violates = served & F.col(f"{policy}_violates")
+        aggregates += [F.coalesce(F.min(F.when(considered, F.col(f"{policy}_volume_factor"))), F.lit(1.0)).alias(f"{policy}_factor"),
+                       F.count(F.when(considered, True)).cast("int").alias(f"{policy}_volumes"),
+                       F.count(F.when(served & F.col("broker_marker"), True)).cast("int").alias(f"{policy}_brokers")]
+        lists.append(_pairs(F.array_sort(F.collect_list(F.when(violates, F.col(f"{policy}_sort_key"))))).alias(f"{policy}_violations"))
+        violating = violating | F.coalesce(violates, F.lit(False))
+    figures = events.groupBy("cluster", "t").agg(*aggregates)
+    violations = events.where(violating).groupBy("cluster", "t").agg(*lists)
+    nothing = F.array().cast(VIOLATIONS)
+    joined = figures.join(violations, ["cluster", "t"], "left")
+    return joined.select(*figures.columns, *[F.coalesce(f"{policy}_violations", nothing).alias(f"{policy}_violations") for policy in policies])
 
 
 def _row(policy, factor, fallback_applied, observed, violations, volumes, brokers) -> Column:
@@ -339,7 +370,12 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
         raise ValueError(f"policies must be graded and/or strimzi (got {policies!r})")
     if "strimzi" in policies:
         vl.validate_strimzi_limits(config.min_available_bytes, config.min_available_ratio)
-    per_instant = _per_instant(_events(_timed(messages, interval), config, interval, policies), policies)
+    # The timed messages feed the grid, the arrivals and every policy's rows: computed once (one sort of the
+    # messages), kept on local disk by Spark's block manager (the heap is left to the aggregations) and dropped
+    # when the frame is garbage collected.
+    timed = _timed(messages, interval).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+    bounds = timed.groupBy("cluster").agg(F.min("first_instant").alias("first"), F.max("first_instant").alias("last"))
+    per_instant = _per_instant(_events(timed, bounds, config, interval, policies), policies)
     so_far = Window.partitionBy("cluster").orderBy("t").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     clocked = per_instant
     rows = []

@@ -24,6 +24,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits impor
 TIMESTAMP_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)$"
 LIMIT_TYPE_OF_NAME = {name: limit_type for limit_type, name in SNAPSHOT_LIMIT_NAMES.items()}
 REJECTED_COLUMNS = ["input", "source", "record", "reason"]
+# Raw frames read from Parquet carry the timestamp-typed columns as they are, under this prefix.
+NATIVE_TIME_PREFIX = "native_time_"
 
 
 @dataclasses.dataclass
@@ -44,6 +46,15 @@ def parse_timestamp(text: Column) -> Column:
     return F.when(text.rlike(TIMESTAMP_WITH_ZONE), normalized.try_cast("timestamp"))
 
 
+def time_field(raw: DataFrame, field: str):
+    """(value, missing) of a time field of the raw records: the Parquet timestamp where the files have one (its text
+    form is then only rendered for rejected records), else the timestamp parsed from the text (null when unparsable)."""
+    native = NATIVE_TIME_PREFIX + field
+    if native in raw.columns:
+        return F.col(native), F.col(native).isNull()
+    return parse_timestamp(F.col("parsed")[field]), F.col("parsed")[field].isNull()
+
+
 def _first_reason(*checks):
     """The first (condition, reason) that holds, else null."""
     return F.coalesce(*[F.when(condition, F.lit(reason)) for condition, reason in checks])
@@ -51,34 +62,41 @@ def _first_reason(*checks):
 
 # -- raw records -------------------------------------------------------------------------------------------------
 def _raw_json(spark, files, schema):
-    """(source, record, parsed) from JSON-lines files; blank lines are not records."""
+    """(source, record, parsed, not_object) from JSON-lines files; blank lines are not records."""
     lines = spark.read.text(files).withColumn("source", F.input_file_name())
     lines = lines.where(F.trim("value") != "")
-    return lines.select("source", F.col("value").alias("record"), F.from_json("value", schema).alias("parsed"))
+    parsed = lines.select("source", F.col("value").alias("record"), F.from_json("value", schema).alias("parsed"))
+    return parsed.withColumn("not_object", not_json_object(F.col("record"), F.col("parsed")))
 
 
 def _raw_parquet(spark, files, schema):
     """(source, record, parsed) from Parquet; columns missing from the files are null, extra columns are ignored."""
     frame = spark.read.parquet(*files)
     present = set(frame.columns)
-    columns = []
+    columns, native = [], []
     for field in schema.fields:
         if field.name not in present:
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
         elif field.dataType == schemas.T.StringType() and isinstance(frame.schema[field.name].dataType, schemas.T.TimestampType):
-            # A timestamp column is already a point in time: render it in the text form the text path parses.
+            # A timestamp column is already a point in time: used as it is (see native_time), and rendered in the
+            # text form the text path parses for the record and the checks.
             columns.append(F.date_format(field.name, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias(field.name))
+            native.append(F.col(field.name).alias(NATIVE_TIME_PREFIX + field.name))
         else:
             columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
-    parsed = F.struct(*columns)
-    return frame.select(F.input_file_name().alias("source"), F.to_json(parsed).alias("record"), parsed.alias("parsed"))
+    # Every Parquet row is an object. Its text form is only needed for the rows that are rejected; the optimizer
+    # prunes the to_json from the accepted rows, so reading stays a columnar scan.
+    parsed = frame.select(F.input_file_name().alias("source"), F.struct(*columns).alias("parsed"), *native)
+    native_names = [NATIVE_TIME_PREFIX + field.name for field in schema.fields if NATIVE_TIME_PREFIX + field.name in parsed.columns]
+    return parsed.select("source", F.to_json("parsed").alias("record"), "parsed", F.lit(False).alias("not_object"), *native_names)
 
 
 def _raw_kafka(spark, url, schema):
     records = sources.read_kafka_records(url)
     rows = [(where, key, value) for where, key, value in records if value is not None]   # tombstones are deletions, not records
     frame = spark.createDataFrame(rows, "source string, key string, record string")
-    return frame.select("source", "record", F.from_json("record", schema).alias("parsed"), "key")
+    parsed = frame.select("source", "record", F.from_json("record", schema).alias("parsed"), "key")
+    return parsed.withColumn("not_object", not_json_object(F.col("record"), F.col("parsed")))
 
 
 def _raw(spark, location, schema, option):
@@ -113,30 +131,37 @@ def _limit_type(limit: Column) -> Column:
     return mapping[limit["type"]]
 
 
+def has_null(values: Column) -> Column:
+    """True when an array holds a null element."""
+    return F.size(F.array_compact(values)) != F.size(values)
+
+
 def not_json_object(record: Column, parsed: Column) -> Column:
     """True for text that is not one JSON object (Spark's permissive parser yields a struct of nulls for it)."""
     return parsed.isNull() | ~F.ltrim(record).startswith("{") | F.get_json_object(record, "$").isNull()
 
 
-def snapshot_checks(record: Column, parsed: Column, at: Column, key: Column):
+def snapshot_checks(not_object: Column, parsed: Column, at: Column, key: Column, at_missing: Column):
     """(condition, reason) pairs in the order they are checked; the first that holds rejects the record."""
     volumes = parsed["Volumes"]
+    # The volumes' fields as arrays (a missing volume gives a null element): array functions, which Spark compiles,
+    # where a per-element lambda is not needed.
+    names, capacities, consumed = volumes["VolumeName"], volumes["Capacity"], volumes["Consumed"]
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
     return [
-        (not_json_object(record, parsed), "not a JSON object in the usage snapshot schema"),
-        (parsed["SnapshotAt"].isNull(), "SnapshotAt is missing"),
+        (not_object, "not a JSON object in the usage snapshot schema"),
+        (at_missing, "SnapshotAt is missing"),
         (at.isNull(), "SnapshotAt must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z"),
         (parsed["BrokerId"].isNull() & key.isNull(), "BrokerId is missing (or not a whole number)"),
         (F.coalesce(parsed["BrokerId"], key.try_cast("long")) < 0, "BrokerId must be a broker id, a whole number >= 0"),
         (key.isNotNull() & parsed["BrokerId"].isNotNull() & (key.try_cast("long").isNull() | (key.try_cast("long") != parsed["BrokerId"])),
          "BrokerId does not match the record key"),
         (volumes.isNull(), "Volumes is missing (or not a list of {VolumeName, Capacity, Consumed})"),
-        (F.exists(volumes, lambda v: v.isNull() | v["VolumeName"].isNull() | (v["VolumeName"] == "")), "a volume lacks its VolumeName"),
-        (F.exists(volumes, lambda v: v["Capacity"].isNull() | v["Consumed"].isNull()),
-         "a volume lacks Capacity or Consumed (or they are not whole numbers of bytes)"),
-        (F.exists(volumes, lambda v: (v["Capacity"] < 0) | (v["Consumed"] < 0)), "a volume has a negative size"),
+        (has_null(names) | F.array_contains(names, ""), "a volume lacks its VolumeName"),
+        (has_null(capacities) | has_null(consumed), "a volume lacks Capacity or Consumed (or they are not whole numbers of bytes)"),
+        ((F.array_min(capacities) < 0) | (F.array_min(consumed) < 0), "a volume has a negative size"),
         (F.exists(volumes, lambda v: v["Consumed"] > v["Capacity"]), "a volume's Consumed exceeds its Capacity"),
-        (F.size(F.array_distinct(F.transform(volumes, lambda v: v["VolumeName"]))) != F.size(volumes), "a VolumeName appears twice"),
+        (F.size(F.array_distinct(names)) != F.size(volumes), "a VolumeName appears twice"),
         *_limit_reason(soft, "SoftLimit"),
         *_limit_reason(hard, "HardLimit"),
     ]
@@ -145,9 +170,10 @@ def snapshot_checks(record: Column, parsed: Column, at: Column, key: Column):
 def load_snapshots(spark, location, cluster_default="default", option="--snapshots") -> Ingested:
     """Usage snapshot messages as the MESSAGES frame (one row per accepted message)."""
     raw = _raw(spark, location, schemas.SNAPSHOT, option)
-    raw = raw.withColumn("at", parse_timestamp(F.col("parsed")["SnapshotAt"]))
+    at, at_missing = time_field(raw, "SnapshotAt")
+    raw = raw.withColumns({"at": at, "at_missing": at_missing})
     parsed = F.col("parsed")
-    reason = _first_reason(*snapshot_checks(F.col("record"), parsed, F.col("at"), F.col("key")))
+    reason = _first_reason(*snapshot_checks(F.col("not_object"), parsed, F.col("at"), F.col("key"), F.col("at_missing")))
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
     accepted_columns = [
         F.coalesce(parsed["ClusterId"], F.lit(cluster_default)).alias("cluster"),
@@ -171,10 +197,10 @@ def explode_volumes(messages: DataFrame) -> DataFrame:
 
 
 # -- traffic -----------------------------------------------------------------------------------------------------
-def traffic_checks(record: Column, parsed: Column, ts: Column):
+def traffic_checks(not_object: Column, parsed: Column, ts: Column, ts_missing: Column):
     return [
-        (not_json_object(record, parsed), "not a JSON object with ts, broker_id, user, client_id, topic, bytes_in and bytes_out"),
-        (parsed["ts"].isNull(), "ts is missing"),
+        (not_object, "not a JSON object with ts, broker_id, user, client_id, topic, bytes_in and bytes_out"),
+        (ts_missing, "ts is missing"),
         (ts.isNull(), "ts must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09Z"),
         (parsed["broker_id"].isNull(), "broker_id is missing (or not a whole number)"),
         (parsed["broker_id"] < 0, "broker_id must be a whole number >= 0"),
@@ -186,9 +212,10 @@ def traffic_checks(record: Column, parsed: Column, ts: Column):
 def load_traffic(spark, location, option="--traffic") -> Ingested:
     """Client traffic rows as the TRAFFIC_ROWS frame."""
     raw = _raw(spark, location, schemas.TRAFFIC, option)
-    raw = raw.withColumn("ts_parsed", parse_timestamp(F.col("parsed")["ts"]))
+    ts, ts_missing = time_field(raw, "ts")
+    raw = raw.withColumns({"ts_parsed": ts, "ts_missing": ts_missing})
     parsed = F.col("parsed")
-    reason = _first_reason(*traffic_checks(F.col("record"), parsed, F.col("ts_parsed")))
+    reason = _first_reason(*traffic_checks(F.col("not_object"), parsed, F.col("ts_parsed"), F.col("ts_missing")))
     accepted_columns = [F.col("ts_parsed").alias("ts")] + [parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"]
     accepted, rejected = _split(raw, reason, accepted_columns, "traffic")
     return Ingested(accepted, rejected, raw.count())

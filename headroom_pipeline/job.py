@@ -18,6 +18,14 @@ import time
 
 from headroom_pipeline.config import ConfigError
 
+def cache_level():
+    """Where cached inputs are kept: on local disk, so that the heap is left to the aggregations and sorts (a 2 GB
+    driver runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""
+    from pyspark import StorageLevel
+
+    return StorageLevel.DISK_ONLY
+
+
 OUTPUTS = ("volumes", "decisions", "forecast", "clients", "client_recommendations", "topics", "topic_thresholds", "rejected", "report")
 
 
@@ -97,7 +105,6 @@ def run(config):
     quotas, proposed, plan = _check_inputs(config)
     from headroom_pipeline import decisions, forecast, ingest
     from headroom_pipeline.session import spark_session
-    from pyspark import StorageLevel
 
     out = config.out
     os.makedirs(out, exist_ok=True)
@@ -112,7 +119,7 @@ def run(config):
     try:
         with progress.stage("read snapshots") as stage:
             snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster)
-            messages = snapshots.rows.persist(StorageLevel.MEMORY_AND_DISK)
+            messages = snapshots.rows.persist(cache_level())
             rejected = [snapshots.rejected]
             used = messages.count()
             volumes_path = os.path.join(out, "volumes")
@@ -123,7 +130,7 @@ def run(config):
         if config.traffic:
             with progress.stage("read traffic") as stage:
                 loaded = ingest.load_traffic(spark, config.traffic)
-                traffic = loaded.rows.persist(StorageLevel.MEMORY_AND_DISK)
+                traffic = loaded.rows.persist(cache_level())
                 rejected.append(loaded.rejected)
                 summary["inputs"]["traffic"] = {"read": loaded.read, "used": traffic.count()}
                 stage.detail = f"({loaded.read:,} records)"

@@ -58,3 +58,31 @@ def test_traffic_rows_and_rejections(spark, tmp_path):
     assert [row.bytes_in for row in result.rows.collect()] == [10]
     assert sorted(row.reason for row in result.rejected.collect()) == sorted([
         "bytes_in and bytes_out must be >= 0", "ts is missing", "broker_id is missing (or not a whole number)"])
+
+
+def test_parquet_snapshots_with_a_timestamp_column_keep_their_instant_and_render_rejected_records(spark, tmp_path):
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def row(broker_id, consumed):
+        return {"SnapshotAt": datetime.datetime(2026, 11, 22, 4, 0, 0, 123456, tzinfo=datetime.timezone.utc), "BrokerId": broker_id,
+                "ClusterId": "c1", "HardLimit": None, "SoftLimit": None,
+                "Volumes": [{"VolumeName": "/data/0", "Capacity": 1000, "Consumed": consumed}]}
+
+    volume = pa.struct([("VolumeName", pa.string()), ("Capacity", pa.int64()), ("Consumed", pa.int64())])
+    limit = pa.struct([("type", pa.string()), ("level", pa.float64())])
+    schema = pa.schema([("SnapshotAt", pa.timestamp("us", tz="UTC")), ("BrokerId", pa.int64()), ("ClusterId", pa.string()),
+                        ("HardLimit", limit), ("SoftLimit", limit), ("Volumes", pa.list_(volume))])
+    path = tmp_path / "snapshots.parquet"
+    pq.write_table(pa.Table.from_pylist([row(1, 400), row(2, -1)], schema=schema), path)
+
+    result = ingest.load_snapshots(spark, str(path))
+    accepted = result.rows.collect()
+    rejected = result.rejected.collect()
+    assert result.read == 2
+    assert [(r.broker_id, r.at.isoformat(), r.volumes[0].usable_bytes) for r in accepted] == [(1, "2026-11-22T04:00:00.123456", 600)]
+    assert [r.reason for r in rejected] == ["a volume has a negative size"]
+    record = json.loads(rejected[0].record)
+    assert record["SnapshotAt"] == "2026-11-22T04:00:00.123456Z" and record["BrokerId"] == 2

@@ -163,7 +163,10 @@ def pandas_frames(rows):
         "hard_level": np.array([limit_part(row.get("hard_limit"), "level") for row in rows], dtype=np.float64),
     })
     entries = [(index, volume) for index, row in enumerate(rows) for volume in row["volumes"]]
-    size = lambda value: value if value is not None and value >= 0 else -1  # noqa: E731
+
+    def size(value):
+        return value if value is not None and value >= 0 else -1
+
     volumes = pd.DataFrame({
         "message": np.array([index for index, volume in entries], dtype=np.int64),
         "log_dir": pd.Categorical([volume["log_dir"] for index, volume in entries]),
@@ -223,7 +226,8 @@ def _duplicate_preference(messages, volumes, row):
 
     def limit_key(prefix):
         limit_type, level = messages[f"{prefix}_type"].iloc[row], messages[f"{prefix}_level"].iloc[row]
-        return ("" if limit_type is None or limit_type != limit_type else str(limit_type), float(level) if np.isfinite(level) else -1.0)
+        # A missing type reads back from the categorical column as None or NaN: both are "no limit".
+        return (limit_type if isinstance(limit_type, str) else "", float(level) if np.isfinite(level) else -1.0)
 
     return listed, limit_key("soft"), limit_key("hard")
 

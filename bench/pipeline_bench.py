@@ -13,7 +13,8 @@ Per engine and size, in a subprocess of its own (so that memory is measured per 
 timeline (policy strimzi with min_available_ratio 0.1, and policy graded), forecast, each result written to Parquet
 by the engine itself. Reported: wall time of that work; for Spark also the session start (JVM start-up) on its own,
 the time including it, and its phases; peak resident memory (VmHWM) of the JVM for Spark (run with
-spark.driver.memory=1536m, so that the whole JVM, not only its heap, stays within the 2 GB target) and of the Python process for pandas and DuckDB. Output: a table on stdout and
+spark.driver.memory=1536m, so that the whole JVM, not only its heap, stays within the 2 GB target) and of the Python
+process for pandas and DuckDB. Output: a table on stdout and
 build/bench/pipeline_bench.json, with the issue's ratios (pandas / Spark and Spark / DuckDB at the largest size, Spark
 largest / smallest size) and a verdict per target. The engines' outputs are compared row by row. A run that fails,
 runs out of memory or takes longer than its time limit is reported as such instead of stopping the benchmark.

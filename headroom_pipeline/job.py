@@ -18,6 +18,7 @@ import time
 
 from headroom_pipeline.config import ConfigError
 
+
 def cache_level():
     """Where cached inputs are kept: on local disk, so that the heap is left to the aggregations and sorts (a 2 GB
     driver runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""

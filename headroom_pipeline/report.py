@@ -50,8 +50,8 @@ def write_report(spark, out_dir, summary, max_clusters=12):
     report_dir = os.path.join(out_dir, REPORT_DIR)
     os.makedirs(report_dir, exist_ok=True)
     _remove_previous(report_dir)
-    outputs = {name: _read(spark, os.path.join(out_dir, name)) for name in ("volumes", "decisions", "forecast", "clients",
-                                                                         "client_recommendations", "topics")}
+    names = ("volumes", "decisions", "forecast", "clients", "client_recommendations", "topics")
+    outputs = {name: _read(spark, os.path.join(out_dir, name)) for name in names}
     clusters, cluster_count = _chosen_clusters(outputs, max_clusters)
     volumes = _chart_volumes(outputs["forecast"], clusters)
     history = _volume_history(outputs["volumes"], outputs["forecast"] is not None, volumes, clusters)

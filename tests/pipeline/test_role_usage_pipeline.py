@@ -197,4 +197,3 @@ def process_alive(pid):
             return handle.read().split(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-

@@ -57,6 +57,7 @@ bench: venv
 	$(VENV)/bin/python bench/log_dirs_info_bench.py
 	$(VENV)/bin/python bench/client_quota_bench.py
 	$(VENV)/bin/python bench/rolling_restart_bench.py
+	$(VENV)/bin/python bench/pipeline_bench.py
 
 clean:
 	rm -rf build tests/output

@@ -5,6 +5,7 @@ import json
 import sys
 
 from headroom_pipeline.config import ConfigError, PipelineConfig, seconds
+from headroom_pipeline.sources import SourceUnavailable
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -26,12 +27,24 @@ def _setting(text):
     return key, value
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown for every option that takes a value; flags (--quiet, --no-report) have none worth showing."""
+
+    def _get_help_string(self, action):
+        if action.nargs == 0:
+            return action.help
+        text = action.help or ""
+        if action.default in (None, []) or action.required or "%(default)" in text:
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+
 def parser():
     top = argparse.ArgumentParser(prog="python -m headroom_pipeline",
                                   description="Fleet-scale history of Kafka volume usage and client quotas on Spark.")
     commands = top.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="read snapshots (and traffic, quotas), write decisions, forecast, analyses and a report",
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                              formatter_class=_HelpFormatter)
     inputs = run.add_argument_group("inputs (PATH: a file, a directory or a glob of JSON lines or Parquet files)")
     inputs.add_argument("--snapshots", required=True, metavar="PATH",
                         help="usage snapshots as usage_snapshot writes them, or kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...] "
@@ -47,29 +60,29 @@ def parser():
     spark.add_argument("--driver-memory", default=None, help="spark.driver.memory, such as 2g")
     spark.add_argument("--conf", action="append", type=_setting, default=[], metavar="KEY=VALUE", help="any Spark setting; repeatable")
     plugin = run.add_argument_group("the quota plugin's decisions (policy strimzi, computed when a limit is given)")
-    plugin.add_argument("--min-available-bytes", type=int, default=None)
-    plugin.add_argument("--min-available-ratio", type=float, default=None)
+    plugin.add_argument("--min-available-bytes", type=int, default=None, help="per-volume limit in bytes (the plugin's min.available.bytes)")
+    plugin.add_argument("--min-available-ratio", type=float, default=None, help="per-volume limit as a share of the volume, 0 to 1")
     plugin.add_argument("--check-interval", type=_duration("--check-interval"), default=60.0, help="seconds or ISO 8601 (PT1M)")
     plugin.add_argument("--throttle-factor-validity", type=_duration("--throttle-factor-validity"), default=300.0, help="seconds or ISO 8601")
-    plugin.add_argument("--throttle-factor-fallback", type=float, default=1.0)
+    plugin.add_argument("--throttle-factor-fallback", type=float, default=1.0, help="factor while no observation is valid, 0 to 1")
     graded = run.add_argument_group("the first proposal's graded decisions (limits from the snapshots' SoftLimit/HardLimit)")
     graded.add_argument("--max-age", type=_duration("--max-age"), default=None, help="freshness of a snapshot; default 3 check intervals")
-    graded.add_argument("--missing-data-action", choices=["pause", "open"], default="pause")
+    graded.add_argument("--missing-data-action", choices=["pause", "open"], default="pause", help="decision when no snapshot is fresh")
     analysis = run.add_argument_group("forecast and client analysis")
     analysis.add_argument("--forecast-window", type=_duration("--forecast-window"), default=7 * 86400.0, help="history the trend is fitted on")
     analysis.add_argument("--client-window", type=_duration("--client-window"), default=60.0, help="client analysis window")
     analysis.add_argument("--quota-window-num", type=int, default=11, help="the brokers' quota.window.num")
     analysis.add_argument("--quota-window-size", type=_duration("--quota-window-size"), default=1.0, help="the brokers' quota.window.size.seconds")
-    analysis.add_argument("--recommend-percentile", type=float, default=0.99)
-    analysis.add_argument("--recommend-headroom", type=float, default=1.2)
+    analysis.add_argument("--recommend-percentile", type=float, default=0.99, help="percentile of a client's rate the recommended quota starts from")
+    analysis.add_argument("--recommend-headroom", type=float, default=1.2, help="factor on that percentile")
     run.add_argument("--no-report", dest="report", action="store_false", help="skip the HTML report")
     run.add_argument("--quiet", dest="progress", action="store_false", help="no progress lines on stderr")
     sample = commands.add_parser("generate", help="write a synthetic fleet history (snapshots, traffic, quotas, topic plan) to try the job on",
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    sample.add_argument("--out", required=True, metavar="DIR")
-    sample.add_argument("--clusters", type=int, default=3)
-    sample.add_argument("--brokers", type=int, default=3)
-    sample.add_argument("--hours", type=float, default=48)
+                                 formatter_class=_HelpFormatter)
+    sample.add_argument("--out", required=True, metavar="DIR", help="directory for the generated files")
+    sample.add_argument("--clusters", type=int, default=3, help="clusters in the fleet")
+    sample.add_argument("--brokers", type=int, default=3, help="brokers per cluster")
+    sample.add_argument("--hours", type=float, default=48, help="hours of history")
     return top
 
 
@@ -100,7 +113,7 @@ def main(argv=None):
     except ConfigError as exc:
         print(f"headroom_pipeline: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except job.JobError as exc:
+    except (job.JobError, SourceUnavailable) as exc:
         print(f"headroom_pipeline: failed: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps({key: summary[key] for key in ("rows_read", "rows_used", "rows_rejected", "out", "report") if key in summary}))

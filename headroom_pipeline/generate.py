@@ -2,7 +2,8 @@
 
 Deterministic for a seed. Volumes follow retention's saw-tooth (segments deleted every few hours) with a growth
 trend on some of them, so that the forecast has something to find; one broker stops reporting for a while, so the
-decision timeline shows remembered volumes and the validity clock; clients include one that sits above its quota.
+decision timeline shows remembered volumes and the validity clock; one client ('ingest') surges above its per-broker
+quota at the start of every hour, so the client analysis always has throttled windows.
 """
 
 import datetime
@@ -12,6 +13,13 @@ import os
 import random
 
 GIB = 1024 ** 3
+MIB = 1024 ** 2
+# Kafka's byte-rate quotas apply per broker. 'ingest' sends each broker twice its producer quota for the first
+# SURGE_MINUTES of every hour, whatever the seed or broker count: with any client window up to SURGE_MINUTES long,
+# some of its windows are over the quota (throttled) on every broker.
+INGEST_PRODUCER_QUOTA = 1 * MIB
+SURGE_MINUTES = 5
+SURGE_BYTES_PER_SEC = 2 * INGEST_PRODUCER_QUOTA
 EPOCH = datetime.datetime(2026, 11, 20, tzinfo=datetime.timezone.utc)
 
 
@@ -58,7 +66,8 @@ def snapshots(clusters=3, brokers=3, log_dirs=2, hours=48, interval=60, seed=7, 
 
 
 def traffic(brokers=3, hours=6, interval=60, seed=11, start=EPOCH):
-    """Client traffic rows: a few producers and consumers; 'ingest' bursts above its 1 MiB/s quota at times."""
+    """Client traffic rows: a few producers and consumers, rates spread over the brokers; 'ingest' bursts at random and
+    surges above its per-broker quota (INGEST_PRODUCER_QUOTA) for the first SURGE_MINUTES of every hour."""
     rng = random.Random(seed)
     clients = [("ingest", "ingest-app", "events", 900_000, 0.6), ("billing", "billing-1", "invoices", 200_000, 0.1),
                ("analytics", "spark-reader", "events", 0, 0.0), ("ops", "mirror", "audit", 50_000, 0.0)]
@@ -69,6 +78,8 @@ def traffic(brokers=3, hours=6, interval=60, seed=11, start=EPOCH):
             for broker in range(1, brokers + 1):
                 wave = 1.0 + 0.5 * math.sin(step / 30.0) + (1.2 if rng.random() < burst * 0.2 else 0.0)
                 produced = int(rate * wave * interval / brokers)
+                if user == "ingest" and (step * interval) % 3600 < SURGE_MINUTES * 60:
+                    produced = max(produced, int(SURGE_BYTES_PER_SEC * interval))
                 fetched = int((rate or 1_500_000) * 1.5 * interval / brokers) if user == "analytics" else int(produced * 0.2)
                 rows.append({"ts": _stamp(moment), "broker_id": broker, "user": user, "client_id": client_id, "topic": topic,
                              "bytes_in": produced, "bytes_out": fetched})
@@ -77,21 +88,24 @@ def traffic(brokers=3, hours=6, interval=60, seed=11, start=EPOCH):
 
 QUOTAS = {"quotas": [
     {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}},
-    {"entity": {"user": "ingest"}, "values": {"producer_byte_rate": 1048576}},
+    {"entity": {"user": "ingest"}, "values": {"producer_byte_rate": INGEST_PRODUCER_QUOTA}},
     {"entity": {"user": "analytics", "client_id": "spark-reader"}, "values": {"consumer_byte_rate": 3145728}},
 ]}
 TOPIC_THRESHOLDS = {"total_bytes_in_per_sec_threshold": 600000, "topics": {"events": 400000}}
 
 
 def write(directory, **options):
-    """Write snapshots.jsonl, traffic.jsonl, quotas.json and topic-thresholds.json into ``directory``; return their paths."""
+    """Write snapshots.jsonl, traffic.jsonl, quotas.json and topic-thresholds.json into ``directory``; return their paths.
+
+    ``options`` go to snapshots(); the traffic covers the same brokers and the first hours of the history (at most 6).
+    """
     os.makedirs(directory, exist_ok=True)
     paths = {name: os.path.join(directory, name) for name in ("snapshots.jsonl", "traffic.jsonl", "quotas.json", "topic-thresholds.json")}
     with open(paths["snapshots.jsonl"], "w", encoding="utf-8") as handle:
         for message in snapshots(**options):
             handle.write(json.dumps(message, separators=(",", ":")) + "\n")
     with open(paths["traffic.jsonl"], "w", encoding="utf-8") as handle:
-        for row in traffic():
+        for row in traffic(brokers=options.get("brokers", 3), hours=min(options.get("hours", 48), 6)):
             handle.write(json.dumps(row, separators=(",", ":")) + "\n")
     for name, document in (("quotas.json", QUOTAS), ("topic-thresholds.json", TOPIC_THRESHOLDS)):
         with open(paths[name], "w", encoding="utf-8") as handle:

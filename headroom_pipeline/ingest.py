@@ -91,17 +91,18 @@ def _raw_parquet(spark, files, schema):
     return parsed.select("source", F.to_json("parsed").alias("record"), "parsed", F.lit(False).alias("not_object"), *native_names)
 
 
-def _raw_kafka(spark, url, schema):
-    records = sources.read_kafka_records(url)
+def _raw_kafka(spark, url, schema, records=None):
+    if records is None:
+        records = sources.read_kafka_records(url)
     rows = [(where, key, value) for where, key, value in records if value is not None]   # tombstones are deletions, not records
     frame = spark.createDataFrame(rows, "source string, key string, record string")
     parsed = frame.select("source", "record", F.from_json("record", schema).alias("parsed"), "key")
     return parsed.withColumn("not_object", not_json_object(F.col("record"), F.col("parsed")))
 
 
-def _raw(spark, location, schema, option):
+def _raw(spark, location, schema, option, kafka_records=None):
     if sources.is_kafka(location):
-        return _raw_kafka(spark, location, schema)
+        return _raw_kafka(spark, location, schema, kafka_records)
     kind, files = sources.resolve_files(location, option)
     raw = _raw_json(spark, files, schema) if kind == "json" else _raw_parquet(spark, files, schema)
     return raw.withColumn("key", F.lit(None).cast("string"))
@@ -167,9 +168,12 @@ def snapshot_checks(not_object: Column, parsed: Column, at: Column, key: Column,
     ]
 
 
-def load_snapshots(spark, location, cluster_default="default", option="--snapshots") -> Ingested:
-    """Usage snapshot messages as the MESSAGES frame (one row per accepted message)."""
-    raw = _raw(spark, location, schemas.SNAPSHOT, option)
+def load_snapshots(spark, location, cluster_default="default", option="--snapshots", kafka_records=None) -> Ingested:
+    """Usage snapshot messages as the MESSAGES frame (one row per accepted message).
+
+    ``kafka_records``: the records of a kafka:// location when the caller has read them already.
+    """
+    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records)
     at, at_missing = time_field(raw, "SnapshotAt")
     raw = raw.withColumns({"at": at, "at_missing": at_missing})
     parsed = F.col("parsed")

@@ -13,6 +13,7 @@ Output directory (each run replaces these; other files in DIR are left alone):
 
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -20,8 +21,8 @@ from headroom_pipeline.config import ConfigError
 
 
 def cache_level():
-    """Where cached inputs are kept: on local disk, so that the heap is left to the aggregations and sorts (a 2 GB
-    driver runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""
+    """Where cached inputs are kept: on local disk, so that the heap is left to the aggregations and sorts (a driver
+    with a 1.5 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""
     from pyspark import StorageLevel
 
     return StorageLevel.DISK_ONLY
@@ -68,10 +69,14 @@ class _Stage:
 
 
 def _check_inputs(config):
-    """Everything that can be checked without Spark, so that bad input fails in a second, not after JVM start."""
+    """Everything that can be checked without Spark, so that bad input fails in a second, not after JVM start.
+
+    The snapshot topic of a kafka:// source is read here too: an unreachable cluster fails before Spark starts.
+    """
     from headroom_pipeline import ingest, sources, topics
 
     config.validate()
+    kafka_records = None
     if not sources.is_kafka(config.snapshots):
         sources.resolve_files(config.snapshots, "--snapshots")
     else:
@@ -85,7 +90,9 @@ def _check_inputs(config):
         raise ConfigError("--quotas, --proposed-quotas and --topic-thresholds analyse client traffic: give --traffic too")
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
-    return quotas, proposed, plan
+    if sources.is_kafka(config.snapshots):
+        kafka_records = sources.read_kafka_records(config.snapshots)
+    return quotas, proposed, plan, kafka_records
 
 
 def _write(frame, path, partition_by=None):
@@ -103,12 +110,13 @@ def _count(spark, path, fmt="parquet"):
 
 def run(config):
     """Run every stage; return the summary (also written to DIR/summary.json)."""
-    quotas, proposed, plan = _check_inputs(config)
+    quotas, proposed, plan, kafka_records = _check_inputs(config)
     from headroom_pipeline import decisions, forecast, ingest
     from headroom_pipeline.session import spark_session
 
     out = config.out
     os.makedirs(out, exist_ok=True)
+    _remove_outputs_not_written(out, config, plan)
     stages = 5 + (2 if config.traffic else 0) + (1 if config.traffic and plan else 0) + (1 if config.report else 0)
     progress = Progress(config.progress, stages)
     summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config)}
@@ -119,7 +127,7 @@ def run(config):
         spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
     try:
         with progress.stage("read snapshots") as stage:
-            snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster)
+            snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster, kafka_records=kafka_records)
             messages = snapshots.rows.persist(cache_level())
             rejected = [snapshots.rejected]
             used = messages.count()
@@ -187,6 +195,22 @@ def run(config):
     progress.say(f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
                  + (f"; report {summary['report']}" if summary.get("report") else ""))
     return summary
+
+
+def _remove_outputs_not_written(out, config, plan):
+    """Outputs of an earlier run that this run will not replace would be read as this run's (by the report too)."""
+    stale = []
+    if not config.traffic:
+        stale += ["clients", "client_recommendations"]
+    if not (config.traffic and plan):
+        stale += ["topics", "topic_thresholds"]
+    if not config.report:
+        stale.append("report")
+    for name in stale:
+        path = os.path.join(out, name)
+        # Only what this job wrote: Spark leaves _SUCCESS in its outputs, the report has its index.html.
+        if os.path.isfile(os.path.join(path, "index.html" if name == "report" else "_SUCCESS")):
+            shutil.rmtree(path)
 
 
 def _settings(config):

@@ -34,7 +34,6 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
-        "spark.sql.shuffle.partitions": str(max(4, 2 * (os.cpu_count() or 2))) if local else "200",
         "spark.sql.parquet.compression.codec": "snappy",
         "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN",
     }
@@ -47,7 +46,16 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    # Decided on the session's own master, which spark-submit may have set: a local run gets few shuffle partitions
+    # (Spark's 200 would mostly be task overhead on a few cores); a setting given by the caller or spark-submit stands.
+    if "spark.sql.shuffle.partitions" not in (conf or {}) and not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        running_local = session.sparkContext.master.startswith("local")
+        session.conf.set("spark.sql.shuffle.partitions", str(local_shuffle_partitions()) if running_local else "200")
     return session
+
+
+def local_shuffle_partitions():
+    return max(4, 2 * (os.cpu_count() or 2))
 
 
 def _python():

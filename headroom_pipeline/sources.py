@@ -1,6 +1,7 @@
 """Where input rows come from: files (one, a directory or a glob; JSON lines or Parquet) or the snapshot topic."""
 
 import glob
+import math
 import os
 import urllib.parse
 
@@ -12,6 +13,10 @@ PARQUET_SUFFIXES = (".parquet", ".parq")
 KAFKA_OPTIONS = ("security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname", "sasl_mechanism",
                  "sasl_username", "request_timeout")
 SECRET_ENVIRONMENT = {"sasl_password": "HEADROOM_KAFKA_SASL_PASSWORD", "ssl_password": "HEADROOM_KAFKA_SSL_PASSWORD"}
+
+
+class SourceUnavailable(RuntimeError):
+    """A well-formed source that cannot be read now (cluster unreachable, access denied): a failure, not bad input."""
 
 
 def is_kafka(location):
@@ -53,7 +58,7 @@ def parse_kafka_url(url, option="--snapshots"):
     if "ssl_check_hostname" in options:
         options["ssl_check_hostname"] = options["ssl_check_hostname"].lower() not in ("0", "false", "no")
     if "request_timeout" in options:
-        options["request_timeout"] = float(options["request_timeout"])
+        options["request_timeout"] = _positive_seconds(options["request_timeout"], option)
     for key, variable in SECRET_ENVIRONMENT.items():
         if os.environ.get(variable):
             options[key] = os.environ[variable]
@@ -72,7 +77,7 @@ def read_kafka_records(url, option="--snapshots"):
     try:
         records = adapter.read_all(topic)
     except KafkaAdapterError as exc:
-        raise ConfigError(f"{option}: cannot read topic {topic!r}: {exc}") from None
+        raise SourceUnavailable(f"{option}: cannot read topic {topic!r}: {exc}") from None
     finally:
         adapter.close()
     result = []
@@ -80,6 +85,16 @@ def read_kafka_records(url, option="--snapshots"):
         where = f"{KAFKA_SCHEME}{','.join(options['bootstrap_servers'])}/{topic}#{index}"
         result.append((where, _text(key), _text(value)))
     return result
+
+
+def _positive_seconds(text, option):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{option}: request_timeout in the kafka:// URL must be a number of seconds greater than 0 (got {text!r})")
+    return value
 
 
 def _text(data):

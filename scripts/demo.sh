@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # make demo: start a local 3-broker test cluster (two combined broker+controller nodes), run playbooks/site.yml
-# against it twice (the second run changes nothing), and show the cluster's volume state.
+# against it twice (the second run changes nothing; its last play runs the usage pipeline over the cluster's snapshot
+# topic into .demo/pipeline-live), and show the cluster's volume state. Then generate a synthetic fleet history
+# (2 clusters, 12 hours, client traffic with a client over its quota) and run the usage pipeline on it: decisions,
+# forecast, client and topic analyses and an HTML report in .demo/pipeline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -21,7 +24,8 @@ ln -sfn "$PWD" build/pytest-collections/ansible_collections/headroom/kafka
 export ANSIBLE_COLLECTIONS_PATH="$PWD/build/pytest-collections" ANSIBLE_NOCOLOR=1 PYTHONPATH="$PWD"
 
 echo
-echo "== site.yml, first run: configures the quota plugin, rolls the brokers one at a time, applies client quotas"
+echo "== site.yml, first run: configures the quota plugin, rolls the brokers one at a time, applies client quotas,"
+echo "   records a usage snapshot and runs the usage pipeline over the snapshot topic (.demo/pipeline-live)"
 .venv/bin/ansible-playbook -i .demo/inventory.yml playbooks/site.yml | tee .demo/site-first.log | grep -E '^(TASK|changed|PLAY RECAP)|: ok=' || true
 echo
 echo "== site.yml, second run: nothing to change, nothing restarted"
@@ -29,5 +33,14 @@ echo "== site.yml, second run: nothing to change, nothing restarted"
 echo
 "$PY" scripts/demo_log_dirs.py "$DEMO_DIR/cluster.json"
 echo
+echo "== the usage pipeline on a synthetic fleet history: 2 clusters of 3 brokers, 12 hours"
+FLEET=.demo/fleet
+rm -rf "$FLEET" .demo/pipeline
+"$PY" -m headroom_pipeline generate --out "$FLEET" --clusters 2 --brokers 3 --hours 12 >/dev/null
+"$PY" -m headroom_pipeline run --snapshots "$FLEET/snapshots.jsonl" --traffic "$FLEET/traffic.jsonl" --quotas "$FLEET/quotas.json" \
+    --topic-thresholds "$FLEET/topic-thresholds.json" --min-available-ratio 0.1 --out .demo/pipeline
+echo
 echo "Look at: the PLAY RECAP lines (the second run has changed=0), the volume table above, the managed block at the"
 echo "end of each broker's server.properties under $DEMO_DIR/, and the full logs in .demo/site-first.log and .demo/site-second.log."
+echo "The pipeline on the synthetic fleet: .demo/pipeline/report/index.html (the report) and .demo/pipeline/summary.json"
+echo "(the counts); on the live cluster's snapshot topic (site.yml's last play): .demo/pipeline-live/."

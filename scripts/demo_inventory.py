@@ -1,9 +1,13 @@
 """Write an Ansible inventory for the demo test cluster: one host per broker, connection options, a quotas spec."""
 
 import json
+import os
 import sys
 
 import yaml
+
+# The repository root: the pipeline's output goes to its .demo/ whichever directory the playbook runs from.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(cluster_file, out):
@@ -28,6 +32,8 @@ def main(cluster_file, out):
         "rolling_restart_method": "command",
         "rolling_restart_command": f"{sys.executable} -m kafka_sim restart --dir {info['directory']} --broker {{node_id}}",
         "rolling_restart_poll_interval": 0.2,
+        # site.yml's last play: the usage pipeline over the snapshot topic, with the quota plugin's volume limit.
+        "usage_pipeline_out": os.path.join(ROOT, ".demo", "pipeline-live"), "usage_pipeline_min_available_ratio": 0.1,
     }
     with open(out, "w", encoding="utf-8") as handle:
         yaml.safe_dump({"all": {"children": {"kafka": {"hosts": hosts, "vars": group_vars}}}}, handle, sort_keys=False)

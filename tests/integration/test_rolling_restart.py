@@ -13,7 +13,7 @@ from test_integration_targets import COLLECTIONS, ROOT, connection_options
 ROLES = os.path.join(ROOT, "roles")
 
 
-def run_roll(cluster, tmp_path, needs_restart, extra_vars=None):
+def run_roll(cluster, tmp_path, needs_restart, extra_vars=None, host_vars=None, path_prefix=None):
     driver = f"{sys.executable} -m kafka_sim"
     inventory = {"all": {"hosts": {}}}
     for entry in cluster.info["brokers"]:
@@ -22,6 +22,7 @@ def run_roll(cluster, tmp_path, needs_restart, extra_vars=None):
             "kafka_node_id": entry["id"], "kafka_listener_host": entry["host"], "kafka_listener_port": entry["port"],
             "kafka_restart_needed": entry["id"] in needs_restart,
             "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
+            **(host_vars or {}).get(entry["id"], {}),
         }
     variables = {"rolling_restart_method": "command",
                  "rolling_restart_command": f"{driver} restart --dir {cluster.directory} --broker {{node_id}}",
@@ -36,6 +37,8 @@ def run_roll(cluster, tmp_path, needs_restart, extra_vars=None):
         "roles": [{"role": "rolling_restart"}]}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_ROLES_PATH=ROLES, ANSIBLE_NOCOLOR="1",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if path_prefix:
+        env["PATH"] = str(path_prefix) + os.pathsep + env["PATH"]
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
                str(tmp_path / "play.yml")]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
@@ -120,3 +123,39 @@ def test_the_volume_gate_blocks_the_roll(kafka_cluster_factory, tmp_path):
     assert result.returncode != 0
     assert "throttle factor 0.0 (PAUSE)" in result.stdout, result.stdout[-5000:]
     assert incarnations(cluster) == before
+
+
+FAKE_SYSTEMCTL = """#!{python}
+# systemctl for machines without systemd: units kafka-node-<id> are the test cluster's brokers; every call is logged.
+import subprocess, sys
+args = [arg.strip("'") for arg in sys.argv[1:]]
+with open({log!r}, "a", encoding="utf-8") as log:
+    log.write(" ".join(args) + "\\n")
+if args[:1] == ["show"]:
+    print(f"Id={{args[1]}}.service\\nLoadState=loaded\\nActiveState=active\\nSubState=running")
+elif args[:1] == ["restart"]:
+    node_id = args[1].rsplit("-", 1)[1]
+    sys.exit(subprocess.call([{python!r}, "-m", "kafka_sim", "restart", "--dir", {directory!r}, "--broker", node_id]))
+else:
+    sys.exit("unexpected systemctl call: " + " ".join(args))
+"""
+
+
+def test_the_systemd_method_restarts_each_nodes_own_unit(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3, catch_up_ms=500)
+    before = incarnations(cluster)
+    bin_dir, log = tmp_path / "bin", tmp_path / "systemctl.log"
+    bin_dir.mkdir()
+    systemctl = bin_dir / "systemctl"
+    systemctl.write_text(FAKE_SYSTEMCTL.format(python=sys.executable, log=str(log), directory=str(cluster.directory)))
+    systemctl.chmod(0o755)
+    result = run_roll(cluster, tmp_path, needs_restart={2, 3}, extra_vars={"rolling_restart_method": "systemd"},
+                      host_vars={node_id: {"rolling_restart_service": f"kafka-node-{node_id}"} for node_id in (1, 2, 3)},
+                      path_prefix=bin_dir)
+    assert result.returncode == 0, result.stdout[-10000:]
+    restarts = [line for line in log.read_text().splitlines() if line.startswith("restart")]
+    assert restarts == ["restart kafka-node-2", "restart kafka-node-3"]
+    after = incarnations(cluster)
+    assert after[1] == before[1]
+    assert after[2][0] != before[2][0] and after[3][0] != before[3][0]
+    assert after[3][1] >= after[2][1] + 500, "one at a time: node 3 went down only after node 2 had caught up"

@@ -1,5 +1,6 @@
-"""playbooks/site.yml against a 3-broker test cluster: configure the quota plugin, roll, apply quotas, twice."""
+"""playbooks/site.yml against a 3-broker test cluster: configure the quota plugin, roll, apply quotas, twice; the usage pipeline."""
 
+import json
 import os
 import re
 import subprocess
@@ -131,3 +132,24 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
     second = run_site(inventory)
     assert second.returncode == 0, second.stdout[-15000:]
     assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
+
+
+def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3, catch_up_ms=1000)
+    out = tmp_path / "pipeline"
+    inventory = write_inventory(cluster, tmp_path, {"usage_pipeline_out": str(out), "usage_pipeline_min_available_ratio": 0.1,
+                                                    "usage_pipeline_conf": {"spark.sql.shuffle.partitions": "2"}})
+    result = run_site(inventory)
+    assert result.returncode == 0, result.stdout[-15000:] + result.stderr[-5000:]
+    summary = json.loads((out / "summary.json").read_text())
+    servers = cluster.info["bootstrap_servers"].split(",")
+    assert summary["settings"]["snapshots"].startswith(f"kafka://{','.join(servers)}/__headroom_volume_usage"), \
+        "the snapshots default to the topic site.yml publishes them to"
+    assert summary["rows_read"] >= len(cluster.info["brokers"]), "at least the snapshot this run published, one per broker"
+    assert summary["rows_read"] == summary["rows_used"] + summary["rows_rejected"]
+    assert (out / "decisions").is_dir()
+    task = re.search(r"^TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(\w+): \[([^\]]+)\]", result.stdout, re.M)
+    assert task, result.stdout[-15000:]
+    status, host = task.groups()
+    assert (status, host.split(" -> ")[-1]) == ("ok", "localhost"), "once, on the control node, and not counted as a change"
+    assert "Rows read {}, used {}".format(summary["rows_read"], summary["rows_used"]) in result.stdout

@@ -49,6 +49,15 @@ def test_the_job_writes_every_output_and_accounts_for_every_record(spark, fleet,
     assert reasons == {"not a JSON object in the usage snapshot schema", "a volume has a negative size"}
     assert os.path.isfile(os.path.join(out, "report", "index.html"))
     assert written["stages"]["decisions"]["rows"] == decisions.count()
+    assert written["stages"]["clients"]["windows_throttled"] > 0, "the generated 'ingest' client surges above its quota"
+
+    # A later run without traffic and report into the same DIR leaves none of the earlier analyses to be taken for its own.
+    with open(os.path.join(out, "notes.txt"), "w", encoding="utf-8") as handle:
+        handle.write("not the job's")
+    job.run(PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=out, report=False, progress=False))
+    left = set(os.listdir(out))
+    assert not left & {"clients", "client_recommendations", "topics", "topic_thresholds", "report"}
+    assert {"notes.txt", "summary.json", "decisions", "forecast", "volumes", "rejected"} <= left
 
 
 def test_bad_settings_fail_before_spark_starts(tmp_path, fleet):
@@ -75,6 +84,22 @@ def test_the_command_line_refuses_bad_input_with_the_option_named(tmp_path, flee
     assert result.returncode == 2
     assert "--quotas: quotas[0].producer_byte_rate must be greater than 0 (got -1)" in result.stderr
     assert not os.path.exists(tmp_path / "decisions")
+
+
+def test_an_unreachable_snapshot_topic_is_a_failure_not_bad_input_and_comes_before_spark(tmp_path):
+    result = run_cli("run", "--snapshots", "kafka://127.0.0.1:1/snapshots?request_timeout=2", "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "--snapshots: cannot read topic 'snapshots'" in result.stderr
+    assert "start Spark" not in result.stderr, "the topic is read before the JVM starts"
+    result = run_cli("run", "--snapshots", "kafka://127.0.0.1:1/snapshots?request_timeout=soon", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "request_timeout in the kafka:// URL must be a number of seconds greater than 0 (got 'soon')" in result.stderr
+
+
+def test_the_help_shows_defaults_of_options_not_of_flags():
+    text = run_cli("run", "--help").stdout
+    assert "(default: True)" not in text and "(default: [])" not in text
+    assert "decision when no snapshot is fresh (default: pause)" in " ".join(text.split())
 
 
 def test_the_command_line_runs_the_job(tmp_path, fleet):

@@ -37,7 +37,7 @@ def test_the_snapshot_topic_is_read_with_its_history_and_bad_records_rejected(sp
 
 def test_a_missing_topic_reads_nothing_and_an_unreachable_cluster_fails_clearly(spark, kafka_cluster):
     assert ingest.load_snapshots(spark, f"kafka://{kafka_cluster.info['bootstrap_servers']}/absent").read == 0
-    with pytest.raises(ConfigError, match="cannot read topic 'snapshots'"):
+    with pytest.raises(sources.SourceUnavailable, match="cannot read topic 'snapshots'"):
         sources.read_kafka_records("kafka://127.0.0.1:1/snapshots?request_timeout=2")
 
 

@@ -88,7 +88,8 @@ def test_the_python_launcher_runs_the_job_with_every_option(tmp_path, stand_in):
         "usage_pipeline_min_available_ratio": 0.1, "usage_pipeline_check_interval": "PT30S", "usage_pipeline_throttle_factor_validity": 600,
         "usage_pipeline_throttle_factor_fallback": 0.5, "usage_pipeline_max_age": "PT5M", "usage_pipeline_missing_data_action": "open",
         "usage_pipeline_forecast_window": "P3D", "usage_pipeline_client_window": 30, "usage_pipeline_report": False, "usage_pipeline_quiet": True,
-        "usage_pipeline_extra_args": ["--recommend-headroom", 1.5],
+        "usage_pipeline_quota_window_num": 30, "usage_pipeline_quota_window_size": 2, "usage_pipeline_recommend_percentile": 0.95,
+        "usage_pipeline_recommend_headroom": 1.5, "usage_pipeline_extra_args": ["--cluster", "west"],
     }
     result = run_role(tmp_path, role_vars)
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
@@ -98,8 +99,9 @@ def test_the_python_launcher_runs_the_job_with_every_option(tmp_path, stand_in):
         "--quotas", "quotas.json", "--proposed-quotas", "proposed.json", "--topic-thresholds", "plan.json", "--cluster", "east",
         "--master", "local[2]", "--driver-memory", "2g", "--min-available-ratio", "0.1", "--check-interval", "PT30S",
         "--throttle-factor-validity", "600", "--throttle-factor-fallback", "0.5", "--max-age", "PT5M", "--missing-data-action", "open",
-        "--forecast-window", "P3D", "--client-window", "30", "--no-report", "--quiet", "--conf", "spark.executor.memory=4g",
-        "--recommend-headroom", "1.5"]
+        "--forecast-window", "P3D", "--client-window", "30", "--quota-window-num", "30", "--quota-window-size", "2",
+        "--recommend-percentile", "0.95", "--recommend-headroom", "1.5", "--no-report", "--quiet", "--conf", "spark.executor.memory=4g",
+        "--cluster", "west"]
     assert job["pythonpath"] == REAL_ROOT and os.path.isfile(os.path.join(job["pythonpath"], "headroom_pipeline", "__main__.py"))
     assert job["cwd"] == str(tmp_path), "relative paths are relative to the playbook's directory"
     assert job["sasl_password"] is None and job["ssl_password"] is None

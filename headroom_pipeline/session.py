@@ -46,12 +46,24 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    _quiet_global_window_warning(session)
     # Decided on the session's own master, which spark-submit may have set: a local run gets few shuffle partitions
     # (Spark's 200 would mostly be task overhead on a few cores); a setting given by the caller or spark-submit stands.
     if "spark.sql.shuffle.partitions" not in (conf or {}) and not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         running_local = session.sparkContext.master.startswith("local")
         session.conf.set("spark.sql.shuffle.partitions", str(local_shuffle_partitions()) if running_local else "200")
     return session
+
+
+def _quiet_global_window_warning(session):
+    """The forecast ranks all volumes in one window on purpose (one row per volume, a few thousand rows); Spark warns
+    about every such window, which on a normal run would be the only lines in the job's output besides its progress."""
+    try:
+        jvm = session.sparkContext._jvm  # pylint: disable=protected-access
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.execution.window.WindowExec", jvm.org.apache.logging.log4j.Level.ERROR)
+    except Exception:  # pylint: disable=broad-exception-caught
+        pass  # a session without a local JVM gateway (Spark Connect) keeps Spark's logging as it is
 
 
 def local_shuffle_partitions():

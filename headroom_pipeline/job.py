@@ -112,11 +112,11 @@ def run(config):
     """Run every stage; return the summary (also written to DIR/summary.json)."""
     quotas, proposed, plan, kafka_records = _check_inputs(config)
     from headroom_pipeline import decisions, forecast, ingest
-    from headroom_pipeline.session import spark_session
+    from headroom_pipeline.session import global_window_warnings_quiet, spark_session
 
     out = config.out
     os.makedirs(out, exist_ok=True)
-    _remove_outputs_not_written(out, config, plan)
+    _remove_outputs_of_previous_run(out, config, plan)
     stages = 5 + (2 if config.traffic else 0) + (1 if config.traffic and plan else 0) + (1 if config.report else 0)
     progress = Progress(config.progress, stages)
     summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config)}
@@ -125,6 +125,7 @@ def run(config):
     owned = SparkSession.getActiveSession() is None      # a caller's session (tests, notebooks) is left running
     with progress.stage("start Spark"):
         spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
+        summary["spark"] = _spark_facts(spark)
     try:
         with progress.stage("read snapshots") as stage:
             snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster, kafka_records=kafka_records)
@@ -154,7 +155,8 @@ def run(config):
             summary["stages"]["decisions"] = _decision_counts(spark, os.path.join(out, "decisions"))
             stage.detail = f"({summary['stages']['decisions']['rows']:,} rows)"
         with progress.stage("volume forecast") as stage:
-            _write(forecast.volume_forecast(spark.read.parquet(volumes_path), config), os.path.join(out, "forecast"))
+            with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
+                _write(forecast.volume_forecast(spark.read.parquet(volumes_path), config), os.path.join(out, "forecast"))
             summary["stages"]["forecast"] = _forecast_counts(spark, os.path.join(out, "forecast"))
             stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
         messages.unpersist()
@@ -197,20 +199,41 @@ def run(config):
     return summary
 
 
-def _remove_outputs_not_written(out, config, plan):
-    """Outputs of an earlier run that this run will not replace would be read as this run's (by the report too)."""
+def _remove_outputs_of_previous_run(out, config, plan):
+    """Outputs an earlier run wrote that this run will not replace would be read as this run's (by the report too).
+
+    Only what the earlier run's summary.json says it wrote is removed, never a directory the job did not create.
+    The summary itself goes first: it is written last, so a DIR without one holds a run that did not finish.
+    """
+    summary_path = os.path.join(out, "summary.json")
+    try:
+        with open(summary_path, encoding="utf-8") as handle:
+            previous = json.load(handle)
+    except (OSError, ValueError):
+        return
+    if not isinstance(previous, dict) or previous.get("out") != os.path.abspath(out):
+        return
+    os.remove(summary_path)
+    written = set(previous.get("stages") or {})
     stale = []
-    if not config.traffic:
+    if "clients" in written and not config.traffic:
         stale += ["clients", "client_recommendations"]
-    if not (config.traffic and plan):
+    if "topics" in written and not (config.traffic and plan):
         stale += ["topics", "topic_thresholds"]
-    if not config.report:
+    if previous.get("report") and not config.report:
         stale.append("report")
     for name in stale:
         path = os.path.join(out, name)
-        # Only what this job wrote: Spark leaves _SUCCESS in its outputs, the report has its index.html.
-        if os.path.isfile(os.path.join(path, "index.html" if name == "report" else "_SUCCESS")):
+        if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
+
+
+def _spark_facts(spark):
+    """Where the job ran: the master, Spark's version and the settings that decide its shape."""
+    context = spark.sparkContext
+    return {"master": context.master, "version": spark.version, "default_parallelism": context.defaultParallelism,
+            "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
+            "driver_host": context.getConf().get("spark.driver.host", None)}
 
 
 def _settings(config):

@@ -40,6 +40,8 @@ OUTPUT_LINKS = (
     ("topic_thresholds", "the topic threshold plan"),
     ("rejected", "every input record that could not be used, with the reason"),
 )
+# Optional outputs and the summary stage that writes them; the others are written on every run.
+STAGE_OF_OUTPUT = {"clients": "clients", "client_recommendations": "clients", "topics": "topics", "topic_thresholds": "topics"}
 POLICY_LABELS = {"strimzi": "strimzi (shipped quota plugin)", "graded": "graded (soft/hard limits)"}
 POLICY_COLOURS = {"strimzi": "#d62728", "graded": "#1f77b4"}
 # Both policies are often at the same factor: a wide, light line under a thin dashed one keeps both visible.
@@ -53,7 +55,7 @@ def write_report(spark, out_dir, summary, max_clusters=12):
     os.makedirs(report_dir, exist_ok=True)
     _remove_previous(report_dir)
     names = ("volumes", "decisions", "forecast", "clients", "client_recommendations", "topics")
-    outputs = {name: _read(spark, os.path.join(out_dir, name)) for name in names}
+    outputs = {name: _read(spark, os.path.join(out_dir, name)) if _written(name, summary) else None for name in names}
     clusters, cluster_count = _chosen_clusters(outputs, max_clusters)
     volumes = _chart_volumes(outputs["forecast"], clusters)
     history = _volume_history(outputs["volumes"], outputs["forecast"] is not None, volumes, clusters)
@@ -77,7 +79,7 @@ def write_report(spark, out_dir, summary, max_clusters=12):
         topics=_top_topics(outputs["topics"]),
         charts=charts,
         cluster_count=cluster_count,
-        links=[(name, text) for name, text in OUTPUT_LINKS if os.path.exists(os.path.join(out_dir, name))],
+        links=[(name, text) for name, text in OUTPUT_LINKS if _written(name, summary) and os.path.exists(os.path.join(out_dir, name))],
     )
     path = os.path.join(report_dir, INDEX)
     temporary = path + ".tmp"
@@ -93,6 +95,13 @@ def _remove_previous(report_dir):
     for name in os.listdir(report_dir):
         if name.endswith(".png") or name == INDEX:
             os.remove(os.path.join(report_dir, name))
+
+
+def _written(name, summary):
+    """Whether this run wrote output ``name``, by the stages its summary lists (without a summary: whatever is there)."""
+    stage = STAGE_OF_OUTPUT.get(name)
+    stages = (summary or {}).get("stages")
+    return stage is None or stages is None or stage in stages
 
 
 def _read(spark, path):

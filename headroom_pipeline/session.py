@@ -1,5 +1,6 @@
 """The SparkSession the pipeline runs in."""
 
+import contextlib
 import os
 
 # Executors run the same Python as the driver; a local master must not bind to the machine's external interface.
@@ -16,18 +17,23 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
 
     ``conf`` adds or overrides Spark settings (``{"spark.executor.memory": "4g"}``). Any master URL works; only
     ``local`` masters get the loopback binding, since a cluster's executors must reach the driver. Without a
-    master: spark-submit's when it launched us, else ``local[*]``.
+    master: spark-submit's when it launched us, else ``local[*]``. A session that is already running (a caller's:
+    tests, notebooks) is returned as it is.
     """
     from pyspark.sql import SparkSession  # imported here so that --help and input checks need no JVM
 
-    if master is None and not under_spark_submit():
-        master = "local[*]"
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    explicit = master is not None
+    if master is None:
+        master = _spark_submit_master() if under_spark_submit() else "local[*]"
     local = master is not None and master.startswith("local")
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     builder = SparkSession.builder.appName(app_name)
-    if master is not None:
+    if explicit or not under_spark_submit():
         builder = builder.master(master)
     settings = {
         "spark.sql.session.timeZone": "UTC",
@@ -38,6 +44,7 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN",
     }
     if local:
+        # Also under spark-submit: the driver's listeners start with the SparkContext, in getOrCreate below.
         settings.update({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK})
     if driver_memory:
         settings["spark.driver.memory"] = driver_memory
@@ -46,28 +53,36 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
-    _quiet_global_window_warning(session)
-    # Decided on the session's own master, which spark-submit may have set: a local run gets few shuffle partitions
-    # (Spark's 200 would mostly be task overhead on a few cores); a setting given by the caller or spark-submit stands.
+    # Decided on the session's own master: a local run gets two shuffle partitions per thread (Spark's 200 would
+    # mostly be task overhead on a few cores); a setting given with --conf, to spark-submit or in its defaults stands.
     if "spark.sql.shuffle.partitions" not in (conf or {}) and not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
-        running_local = session.sparkContext.master.startswith("local")
-        session.conf.set("spark.sql.shuffle.partitions", str(local_shuffle_partitions()) if running_local else "200")
+        context = session.sparkContext
+        partitions = max(4, 2 * context.defaultParallelism) if context.master.startswith("local") else 200
+        session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return session
 
 
-def _quiet_global_window_warning(session):
-    """The forecast ranks all volumes in one window on purpose (one row per volume, a few thousand rows); Spark warns
-    about every such window, which on a normal run would be the only lines in the job's output besides its progress."""
+def _spark_submit_master():
+    """The master spark-submit was given (its JVM is running; its settings are readable before a context exists)."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # pylint: disable=protected-access  # connects to spark-submit's JVM
+    return SparkConf().get("spark.master", None)
+
+
+@contextlib.contextmanager
+def global_window_warnings_quiet(session):
+    """Around a deliberate window over a whole (small) frame, such as the forecast's ranking of all volumes: Spark
+    warns about every such window, and the job's output would be those warnings. Elsewhere the warning stays on,
+    since an unintended global window is exactly the slowdown it points at."""
+    jvm = session.sparkContext._jvm  # pylint: disable=protected-access
+    configurator, level = jvm.org.apache.logging.log4j.core.config.Configurator, jvm.org.apache.logging.log4j.Level
+    logger = "org.apache.spark.sql.execution.window.WindowExec"
+    configurator.setLevel(logger, level.ERROR)
     try:
-        jvm = session.sparkContext._jvm  # pylint: disable=protected-access
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            "org.apache.spark.sql.execution.window.WindowExec", jvm.org.apache.logging.log4j.Level.ERROR)
-    except Exception:  # pylint: disable=broad-exception-caught
-        pass  # a session without a local JVM gateway (Spark Connect) keeps Spark's logging as it is
-
-
-def local_shuffle_partitions():
-    return max(4, 2 * (os.cpu_count() or 2))
+        yield
+    finally:
+        configurator.setLevel(logger, level.WARN)
 
 
 def _python():

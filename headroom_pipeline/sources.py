@@ -47,6 +47,10 @@ def parse_kafka_url(url, option="--snapshots"):
     """(connection options, topic) from kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...]."""
     parsed = urllib.parse.urlsplit(url)
     topic = parsed.path.lstrip("/")
+    if "@" in parsed.netloc:
+        # Never echoed: the text before @ would be a user and password, and would end up in errors and the summary.
+        raise ConfigError(f"{option}: a kafka:// URL takes no credentials before the host; give sasl_username as a parameter "
+                          f"and the password in {SECRET_ENVIRONMENT['sasl_password']}")
     if not parsed.netloc or not topic or "/" in topic:
         raise ConfigError(f"{option}: {url!r} must look like kafka://host:port[,host:port]/topic")
     options = {"bootstrap_servers": [s for s in parsed.netloc.split(",") if s]}
@@ -55,6 +59,11 @@ def parse_kafka_url(url, option="--snapshots"):
             raise ConfigError(f"{option}: unknown parameter {key!r} in the kafka:// URL; allowed: {', '.join(KAFKA_OPTIONS)} "
                               f"(passwords come from {' and '.join(SECRET_ENVIRONMENT.values())})")
         options[key] = values[-1]
+    for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        if key in options:
+            options[key] = os.path.expanduser(options[key])
+            if not os.path.isfile(options[key]):
+                raise ConfigError(f"{option}: {key} in the kafka:// URL is not a file here (got {options[key]!r})")
     if "ssl_check_hostname" in options:
         options["ssl_check_hostname"] = options["ssl_check_hostname"].lower() not in ("0", "false", "no")
     if "request_timeout" in options:

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
 import traceback
 
 try:
@@ -309,19 +310,27 @@ class KafkaAdapter:
 
     def read_all(self, topic):
         """Every record of a topic from the beginning to the end offsets seen at start: [(key, value, timestamp_ms)]."""
-        consumer = confluent_kafka.Consumer(dict(self._confluent(), **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
+        consumer = None
         try:
+            # Inside the try: a bad TLS file or key password fails here, and must read like any other read failure.
+            consumer = confluent_kafka.Consumer(dict(self._confluent(), **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
             return self._read_all(consumer, topic)
         except confluent_kafka.KafkaException as exc:
             raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, _describe(exc)), broker=self.where)
         finally:
-            consumer.close()
+            if consumer is not None:
+                consumer.close()
 
     def _read_all(self, consumer, topic):
         """read_all's body: metadata, end offsets, then poll until every partition reached its end offset."""
-        metadata = consumer.list_topics(topic, timeout=self.request_timeout_ms / 1000.0)
-        if topic not in metadata.topics or metadata.topics[topic].error:
-            return []
+        timeout = self.request_timeout_ms / 1000.0
+        metadata = consumer.list_topics(topic, timeout=timeout)
+        error = metadata.topics[topic].error if topic in metadata.topics else None
+        if topic not in metadata.topics or (error is not None and error.code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART):
+            return []       # a topic nobody has written yet holds no records
+        if error is not None:
+            # Anything else (not authorized, ...) is a failure: an empty result would pass for "no data".
+            raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, error.str()), broker=self.where)
         partitions = [confluent_kafka.TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
         ends = {}
         for tp in partitions:
@@ -329,12 +338,19 @@ class KafkaAdapter:
         pending = dict((p, end) for p, end in ends.items() if end > 0)
         consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in pending])
         records = []
+        # Errors the client reports while fetching may be transient; one that lasts a request timeout without any
+        # record arriving fails the read instead of spinning.
+        deadline = time.monotonic() + timeout
         while pending:
-            message = consumer.poll(self.request_timeout_ms / 1000.0)
+            message = consumer.poll(timeout)
             if message is None:
                 raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
             if message.error():
+                if time.monotonic() > deadline:
+                    raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, message.error().str()),
+                                            broker=self.where)
                 continue
+            deadline = time.monotonic() + timeout
             records.append((message.key(), message.value(), message.timestamp()[1]))
             if message.offset() + 1 >= pending.get(message.partition(), 0):
                 pending.pop(message.partition(), None)

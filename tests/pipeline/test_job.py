@@ -96,6 +96,32 @@ def test_an_unreachable_snapshot_topic_is_a_failure_not_bad_input_and_comes_befo
     assert "request_timeout in the kafka:// URL must be a number of seconds greater than 0 (got 'soon')" in result.stderr
 
 
+def test_the_same_job_runs_under_spark_submit_with_the_local_settings(tmp_path, fleet):
+    spark_submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)      # __main__.py run as a script finds its package by itself
+    result = subprocess.run([spark_submit, "--master", "local[1]", "--driver-memory", "512m", os.path.join(ROOT, "headroom_pipeline", "__main__.py"),
+                             "run", "--snapshots", fleet["snapshots.jsonl"], "--out", str(out), "--no-report", "--quiet"],
+                            capture_output=True, text=True, env=env, timeout=600, check=False, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr[-5000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows_read"] == summary["rows_used"] + summary["rows_rejected"]
+    assert summary["spark"]["master"] == "local[1]", "spark-submit's master, not the job's default"
+    assert summary["spark"]["driver_host"] == "127.0.0.1", "a local master listens on loopback only, under spark-submit too"
+    assert summary["spark"]["shuffle_partitions"] == 4, "two per thread, at least 4"
+
+
+def test_a_directory_the_job_did_not_write_is_never_removed(spark, fleet, tmp_path):
+    out = tmp_path / "shared"
+    for name, marker in (("topics", "_SUCCESS"), ("report", "index.html"), ("clients", "_SUCCESS")):
+        (out / name).mkdir(parents=True)
+        (out / name / marker).write_text("someone else's")
+    job.run(PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=str(out), report=False, progress=False))
+    for name, marker in (("topics", "_SUCCESS"), ("report", "index.html"), ("clients", "_SUCCESS")):
+        assert (out / name / marker).read_text() == "someone else's"
+
+
 def test_the_help_shows_defaults_of_options_not_of_flags():
     text = run_cli("run", "--help").stdout
     assert "(default: True)" not in text and "(default: [])" not in text

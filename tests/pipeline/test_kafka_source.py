@@ -45,7 +45,12 @@ def test_a_missing_topic_reads_nothing_and_an_unreachable_cluster_fails_clearly(
     ("kafka://", "must look like kafka://host:port"),
     ("kafka://host:9092", "must look like kafka://host:port"),
     ("kafka://host:9092/topic?sasl_password=x", "unknown parameter 'sasl_password'"),
+    ("kafka://alice:s3cret@host:9092/topic", "takes no credentials before the host"),
+    ("kafka://alice:s3cret@host:9092", "takes no credentials before the host"),
+    ("kafka://host:9092/topic?security_protocol=SSL&ssl_cafile=/nonexistent/ca.pem", "ssl_cafile in the kafka:// URL is not a file here"),
+    ("kafka://host:9092/topic?request_timeout=-1", "request_timeout in the kafka:// URL must be a number of seconds greater than 0"),
 ])
 def test_bad_kafka_urls_are_refused_before_anything_is_read(url, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as refused:
         sources.parse_kafka_url(url)
+    assert "s3cret" not in str(refused.value)

@@ -82,6 +82,10 @@ def write_outputs(spark, out, traffic=True):
                "stages": {"decisions": {"rows": 160, "clusters": 3, "not_open": 30, "fallback_applied": 0},
                           "forecast": {"volumes": 4, "crossing_hard_limit": 2}},
                "timings_seconds": {"read snapshots": 1.25}}
+    if traffic:
+        # The job lists every stage it ran; the report reads the optional outputs of those stages only.
+        summary["stages"].update({"clients": {"windows": 9, "windows_throttled": 3, "clients": 3},
+                                  "topics": {"thresholds": 1, "windows_exceeded": 4}})
     with open(os.path.join(out, "summary.json"), "w", encoding="utf-8") as handle:
         json.dump(summary, handle)
     return summary
@@ -244,3 +248,11 @@ def test_names_with_dollar_signs_are_drawn_as_typed(tmp_path):
              report._draw_clients(str(tmp_path), "clients.png", [{"user": "$u$", "client_id": None, "peak_produce": 0.5, "peak_fetch": None}])]
     for name in names:
         assert_valid_png(os.path.join(tmp_path, name))
+
+
+def test_outputs_of_stages_this_run_did_not_run_are_not_reported(spark, outputs, tmp_path):
+    out = copy_outputs(outputs[0], str(tmp_path / "out"))
+    summary = dict(outputs[1], stages={key: value for key, value in outputs[1]["stages"].items() if key not in ("clients", "topics")})
+    page = read(report.write_report(spark, out, summary))
+    assert report.CLIENTS_CHART not in pngs_of(os.path.join(out, "report"))
+    assert "alice" not in page and "orders" not in page, "the clients and topics on disk belong to another run"

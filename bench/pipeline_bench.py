@@ -13,7 +13,7 @@ Per engine and size, in a subprocess of its own (so that memory is measured per 
 timeline (policy strimzi with min_available_ratio 0.1, and policy graded), forecast, each result written to Parquet
 by the engine itself. Reported: wall time of that work; for Spark also the session start (JVM start-up) on its own,
 the time including it, and its phases; peak resident memory (VmHWM) of the JVM for Spark (run with
-spark.driver.memory=1536m, so that the whole JVM, not only its heap, stays within the 2 GB target) and of the Python
+spark.driver.memory=1280m, so that the whole JVM, not only its heap, stays within the 2 GB target) and of the Python
 process for pandas and DuckDB. Output: a table on stdout and
 build/bench/pipeline_bench.json, with the issue's ratios (pandas / Spark and Spark / DuckDB at the largest size, Spark
 largest / smallest size) and a verdict per target. The engines' outputs are compared row by row. A run that fails,
@@ -38,7 +38,7 @@ BUILD = os.path.join(ROOT, "build", "bench")
 RESULT_FILE = os.path.join(BUILD, "pipeline_bench.json")
 ENGINES = ("spark", "pandas", "duckdb")
 DEFAULT_ROWS = (1_000_000, 10_000_000)
-DRIVER_MEMORY = "1536m"        # heap; with metaspace, code cache and buffers the JVM stays under 2 GiB resident
+DRIVER_MEMORY = "1280m"        # heap; with metaspace, code cache and buffers the JVM stays under 2 GB (10^9) resident
 MIN_AVAILABLE_RATIO = 0.1
 RUN_TIME_LIMIT = 20 * 60          # seconds; a pandas or DuckDB run that takes longer is stopped and reported
 SPARK_TIME_LIMIT = 60 * 60        # seconds; the same for a Spark run

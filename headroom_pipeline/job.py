@@ -22,7 +22,7 @@ from headroom_pipeline.config import ConfigError
 
 def cache_level():
     """Where cached inputs are kept: on local disk, so that the heap is left to the aggregations and sorts (a driver
-    with a 1.5 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""
+    with a 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""
     from pyspark import StorageLevel
 
     return StorageLevel.DISK_ONLY

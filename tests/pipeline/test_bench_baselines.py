@@ -7,13 +7,13 @@ generated Parquet files, read by each engine itself as the benchmark reads them.
 
 import datetime
 import importlib
-import json
 import math
 import os
 import sys
 
 import pytest
 
+import vector_cases
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
 
@@ -23,7 +23,6 @@ ensure_importable()
 from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as reference  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VECTORS = os.path.join(ROOT, "tests", "vectors")
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 # A small fleet with many events: 4 clusters (one per limit kind) x 6 brokers over 4 hours, frequent gaps, stopping
 # brokers and duplicates.
@@ -96,8 +95,7 @@ def run_decisions(baselines, rows, config):
 
 # -- tests/vectors/decision_timeline.json ---------------------------------------------------------------------------
 def _decision_cases():
-    with open(os.path.join(VECTORS, "decision_timeline.json"), encoding="utf-8") as handle:
-        return json.load(handle)["cases"]
+    return vector_cases.load("decision_timeline.json")["cases"]
 
 
 @pytest.mark.parametrize("case", _decision_cases(), ids=lambda case: case["id"])
@@ -118,8 +116,7 @@ def test_decision_vector(baselines, case):
 
 # -- tests/vectors/volume_forecast.json -----------------------------------------------------------------------------
 def _forecast_cases():
-    with open(os.path.join(VECTORS, "volume_forecast.json"), encoding="utf-8") as handle:
-        return json.load(handle)["cases"]
+    return vector_cases.load("volume_forecast.json")["cases"]
 
 
 def _forecast_engines(baselines, rows, config):

@@ -1,20 +1,17 @@
 """Stage 3 on Spark: the shared client quota vectors, and the same results as the pure rules on generated traffic."""
 
 import datetime
-import json
-import os
 import random
 
 import pytest
 from pyspark.sql import functions as F
 
+import vector_cases
 from headroom_pipeline import clients, schemas
 from headroom_pipeline.config import PipelineConfig
 from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "vectors", "client_quotas.json")
-with open(VECTORS, encoding="utf-8") as handle:
-    CASES = json.load(handle)["cases"]
+CASES = vector_cases.load("client_quotas.json")["cases"]
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TIME_COLUMNS = ("window_start", "window_end")
 
@@ -43,16 +40,6 @@ def collect(frame, keys):
     return [row.asDict() for row in frame.select(*columns).orderBy(*keys).collect()]
 
 
-def assert_rows(actual, expected, what):
-    assert len(actual) == len(expected), f"{what}: {len(actual)} rows, expected {len(expected)}: {actual}"
-    for index, (got, wanted) in enumerate(zip(actual, expected)):
-        for key, value in wanted.items():
-            if isinstance(value, float) or (isinstance(value, int) and isinstance(got[key], float)):
-                assert got[key] == pytest.approx(value, rel=1e-9), f"{what}[{index}].{key}"
-            else:
-                assert got[key] == value, f"{what}[{index}].{key}"
-
-
 def run(spark, rows, quotas, proposed=None, **settings):
     windows, recommendations = clients.client_analysis(traffic_frame(spark, rows), quotas, proposed, config(**settings))
     windows.cache()              # recommendations are computed from the same windows
@@ -68,9 +55,9 @@ def test_vector(spark, case):
     for window in windows:
         window.update({name: iso(window[name]) for name in TIME_COLUMNS})
     if "windows" in case["expected"]:
-        assert_rows(windows, case["expected"]["windows"], "windows")
+        vector_cases.assert_rows(windows, case["expected"]["windows"], "windows")
     if "recommendations" in case["expected"]:
-        assert_rows(recommendations, case["expected"]["recommendations"], "recommendations")
+        vector_cases.assert_rows(recommendations, case["expected"]["recommendations"], "recommendations")
 
 
 def generated_traffic(seed=7, instants=90):
@@ -114,8 +101,8 @@ def test_generated_traffic_matches_the_pure_rules(spark):
     expected_recommendations = cqm.client_recommendations(expected_windows, settings["recommend_percentile"], settings["recommend_headroom"])
     assert len(rows) > 2000
     assert set(windows[0]) == set(expected_windows[0])
-    assert_rows(windows, expected_windows, "windows")
-    assert_rows(recommendations, expected_recommendations, "recommendations")
+    vector_cases.assert_rows(windows, expected_windows, "windows")
+    vector_cases.assert_rows(recommendations, expected_recommendations, "recommendations")
     assert any(window["throttle_time_ms"] > 0 for window in windows) and any(window["proposed_fetch_throttle_time_ms"] > 0 for window in windows)
 
 

@@ -2,13 +2,13 @@
 
 import datetime
 import json
-import os
 import random
 
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+import vector_cases
 from headroom_pipeline import decisions, schemas
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
@@ -19,7 +19,6 @@ ensure_importable()
 from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as reference  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp  # noqa: E402
 
-VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors")
 UTC = datetime.timezone.utc
 START = datetime.datetime(2026, 11, 20, tzinfo=UTC)
 TOLERANCE = 1e-9
@@ -38,8 +37,7 @@ VOLUME_ROWS = T.StructType([
 
 
 def _load(name):
-    with open(os.path.join(VECTORS, name), encoding="utf-8") as handle:
-        return json.load(handle)["cases"]
+    return vector_cases.load(name)["cases"]
 
 
 LIMIT_CASES = _load("volume_limits.json")

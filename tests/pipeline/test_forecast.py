@@ -3,17 +3,16 @@
 import datetime
 import json
 import math
-import os
 import random
 import types
 
 import pytest
 
+import vector_cases
 from headroom_pipeline import schemas
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.forecast import volume_forecast
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "vectors", "volume_forecast.json")
 GIB = 1024 ** 3
 START = datetime.datetime(2026, 11, 20, tzinfo=datetime.timezone.utc)
 FIVE_MINUTES = 300
@@ -192,12 +191,7 @@ def test_output_columns(spark):
 
 
 # -- shared vectors -----------------------------------------------------------------------------------------------
-def load_cases():
-    with open(VECTORS, encoding="utf-8") as handle:
-        return json.load(handle)["cases"]
-
-
-CASES = load_cases()
+CASES = vector_cases.load("volume_forecast.json")["cases"]
 CASE_SEPARATOR = "\t"
 
 

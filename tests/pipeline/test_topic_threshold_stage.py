@@ -2,19 +2,17 @@
 
 import datetime
 import json
-import os
 import random
 
 import pytest
 from pyspark.sql import functions as F
 
+import vector_cases
 from headroom_pipeline import schemas, topics
 from headroom_pipeline.config import ConfigError
 from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "vectors", "topic_thresholds.json")
-with open(VECTORS, encoding="utf-8") as handle:
-    DOCUMENT = json.load(handle)
+DOCUMENT = vector_cases.load("topic_thresholds.json")
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -40,16 +38,6 @@ def analyse(spark, rows, plan, chunk=topics.EWMA_CHUNK):
     thresholds = [row.asDict() for row in thresholds.orderBy("broker_id", "topic").collect()]
     windows = [row.asDict() for row in windows.select("*", F.unix_micros("ts").alias("ts_us")).drop("ts").orderBy("broker_id", "topic", "ts_us").collect()]
     return thresholds, windows
-
-
-def assert_rows(actual, expected, what):
-    assert len(actual) == len(expected), f"{what}: {len(actual)} rows, expected {len(expected)}: {actual}"
-    for index, (got, wanted) in enumerate(zip(actual, expected)):
-        for key, value in wanted.items():
-            if isinstance(value, float):
-                assert got[key] == pytest.approx(value, rel=1e-9), f"{what}[{index}].{key}"
-            else:
-                assert got[key] == value, f"{what}[{index}].{key}"
 
 
 def test_meter_vectors(spark):
@@ -89,8 +77,8 @@ def test_analysis_vectors(spark, case, chunk):
         window["ts"] = iso(window["ts_us"])
     expected = case["expected"]
     if "thresholds" in expected:
-        assert_rows(thresholds, expected["thresholds"], "thresholds")
-    assert_rows(windows, expected["windows"], "windows")
+        vector_cases.assert_rows(thresholds, expected["thresholds"], "thresholds")
+    vector_cases.assert_rows(windows, expected["windows"], "windows")
 
 
 def test_load_plan_errors(tmp_path):
@@ -137,6 +125,6 @@ def test_generated_traffic_matches_the_pure_rules(spark):
     thresholds, windows = analyse(spark, rows, GENERATED_PLAN, chunk=16)           # series of ~120 points: several chunks each
     expected_thresholds, expected_windows = tt.topic_analysis([dict(row, ts_us=micros(row["ts"])) for row in rows], GENERATED_PLAN)
     assert len(rows) > 2500
-    assert_rows(thresholds, expected_thresholds, "thresholds")
+    vector_cases.assert_rows(thresholds, expected_thresholds, "thresholds")
     assert 100 < len(expected_windows) < len(rows) / 2, "the plan should trip now and then, not never or always"
-    assert_rows(windows, expected_windows, "windows")
+    vector_cases.assert_rows(windows, expected_windows, "windows")

@@ -1,16 +1,13 @@
 """Client quota rules against the shared vectors (tests/vectors/client_quotas.json), plus the formulas on their own."""
 
 import datetime
-import json
-import os
 
 import pytest
 
+import vector_cases
 from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "vectors", "client_quotas.json")
-with open(VECTORS, encoding="utf-8") as handle:
-    CASES = json.load(handle)["cases"]
+CASES = vector_cases.load("client_quotas.json")["cases"]
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 DEFAULTS = {"client_window": 60.0, "quota_window_num": 11, "quota_window_size": 1.0, "recommend_percentile": 0.99, "recommend_headroom": 1.2}
 
@@ -35,25 +32,13 @@ def run_case(case):
     return windows, recommendations
 
 
-def assert_rows(actual, expected, what):
-    """Each expected row against the actual row at its position: only the keys it gives, numbers with tolerance."""
-    assert len(actual) == len(expected), f"{what}: {len(actual)} rows, expected {len(expected)}: {actual}"
-    for index, (got, wanted) in enumerate(zip(actual, expected)):
-        for key, value in wanted.items():
-            where = f"{what}[{index}].{key}"
-            if isinstance(value, float) or (isinstance(value, int) and isinstance(got[key], float)):
-                assert got[key] == pytest.approx(value, rel=1e-9), where
-            else:
-                assert got[key] == value, where
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
 def test_vector(case):
     windows, recommendations = run_case(case)
     if "windows" in case["expected"]:
-        assert_rows(windows, case["expected"]["windows"], "windows")
+        vector_cases.assert_rows(windows, case["expected"]["windows"], "windows")
     if "recommendations" in case["expected"]:
-        assert_rows(recommendations, case["expected"]["recommendations"], "recommendations")
+        vector_cases.assert_rows(recommendations, case["expected"]["recommendations"], "recommendations")
 
 
 @pytest.mark.parametrize("entity, level", [

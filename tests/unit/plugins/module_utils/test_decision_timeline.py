@@ -1,18 +1,15 @@
 """The decision timeline against the shared vectors, plus parameter checks and the shape of the rows."""
 
 import datetime
-import json
-import os
 
 import pytest
 
+import vector_cases
 from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as dt
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "vectors", "decision_timeline.json")
-with open(VECTORS, encoding="utf-8") as handle:
-    CASES = json.load(handle)["cases"]
+CASES = vector_cases.load("decision_timeline.json")["cases"]
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2026, 11, 20, tzinfo=UTC)

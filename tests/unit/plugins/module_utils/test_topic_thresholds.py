@@ -1,17 +1,14 @@
 """Topic threshold rules against the shared vectors (tests/vectors/topic_thresholds.json), plus the rules on their own."""
 
 import datetime
-import json
 import math
-import os
 
 import pytest
 
+import vector_cases
 from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "vectors", "topic_thresholds.json")
-with open(VECTORS, encoding="utf-8") as handle:
-    DOCUMENT = json.load(handle)
+DOCUMENT = vector_cases.load("topic_thresholds.json")
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -21,16 +18,6 @@ def micros(text):
 
 def iso(value):
     return (EPOCH + datetime.timedelta(microseconds=value)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def assert_rows(actual, expected, what):
-    assert len(actual) == len(expected), f"{what}: {len(actual)} rows, expected {len(expected)}: {actual}"
-    for index, (got, wanted) in enumerate(zip(actual, expected)):
-        for key, value in wanted.items():
-            if isinstance(value, float):
-                assert got[key] == pytest.approx(value, rel=1e-9), f"{what}[{index}].{key}"
-            else:
-                assert got[key] == value, f"{what}[{index}].{key}"
 
 
 @pytest.mark.parametrize("case", DOCUMENT["meters"], ids=[case["id"] for case in DOCUMENT["meters"]])
@@ -57,8 +44,8 @@ def test_analysis_vector(case):
         window["ts"] = iso(window.pop("ts_us"))
     expected = case["expected"]
     if "thresholds" in expected:
-        assert_rows(thresholds, expected["thresholds"], "thresholds")
-    assert_rows(windows, expected["windows"], "windows")
+        vector_cases.assert_rows(thresholds, expected["thresholds"], "thresholds")
+    vector_cases.assert_rows(windows, expected["windows"], "windows")
     if "ewma_at" in expected:
         (broker,) = {row["broker_id"] for row in rows}
         instants = {}

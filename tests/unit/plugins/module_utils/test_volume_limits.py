@@ -1,15 +1,11 @@
 """The disk-limit rules against the shared vectors, plus validation messages."""
 
-import json
-import os
-
 import pytest
 
+import vector_cases
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
 
-VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "vectors", "volume_limits.json")
-with open(VECTORS, encoding="utf-8") as handle:
-    CASES = json.load(handle)["cases"]
+CASES = vector_cases.load("volume_limits.json")["cases"]
 
 
 def _decide(case):

@@ -94,7 +94,7 @@ QUOTAS = {"quotas": [
 TOPIC_THRESHOLDS = {"total_bytes_in_per_sec_threshold": 600000, "topics": {"events": 400000}}
 
 
-def write(directory, **options):
+def write(directory, brokers=3, hours=48, **options):
     """Write snapshots.jsonl, traffic.jsonl, quotas.json and topic-thresholds.json into ``directory``; return their paths.
 
     ``options`` go to snapshots(); the traffic covers the same brokers and the first hours of the history (at most 6).
@@ -102,10 +102,10 @@ def write(directory, **options):
     os.makedirs(directory, exist_ok=True)
     paths = {name: os.path.join(directory, name) for name in ("snapshots.jsonl", "traffic.jsonl", "quotas.json", "topic-thresholds.json")}
     with open(paths["snapshots.jsonl"], "w", encoding="utf-8") as handle:
-        for message in snapshots(**options):
+        for message in snapshots(brokers=brokers, hours=hours, **options):
             handle.write(json.dumps(message, separators=(",", ":")) + "\n")
     with open(paths["traffic.jsonl"], "w", encoding="utf-8") as handle:
-        for row in traffic(brokers=options.get("brokers", 3), hours=min(options.get("hours", 48), 6)):
+        for row in traffic(brokers=brokers, hours=min(hours, 6)):
             handle.write(json.dumps(row, separators=(",", ":")) + "\n")
     for name, document in (("quotas.json", QUOTAS), ("topic-thresholds.json", TOPIC_THRESHOLDS)):
         with open(paths[name], "w", encoding="utf-8") as handle:

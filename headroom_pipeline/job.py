@@ -28,7 +28,8 @@ def cache_level():
     return StorageLevel.DISK_ONLY
 
 
-OUTPUTS = ("volumes", "decisions", "forecast", "clients", "client_recommendations", "topics", "topic_thresholds", "rejected", "report")
+# The optional stages (keys of the summary's "stages") and the outputs each writes; the other outputs come with every run.
+OUTPUTS_OF_STAGE = {"clients": ("clients", "client_recommendations"), "topics": ("topics", "topic_thresholds")}
 
 
 class JobError(RuntimeError):
@@ -76,7 +77,6 @@ def _check_inputs(config):
     from headroom_pipeline import ingest, sources, topics
 
     config.validate()
-    kafka_records = None
     if not sources.is_kafka(config.snapshots):
         sources.resolve_files(config.snapshots, "--snapshots")
     else:
@@ -90,8 +90,7 @@ def _check_inputs(config):
         raise ConfigError("--quotas, --proposed-quotas and --topic-thresholds analyse client traffic: give --traffic too")
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
-    if sources.is_kafka(config.snapshots):
-        kafka_records = sources.read_kafka_records(config.snapshots)
+    kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
     return quotas, proposed, plan, kafka_records
 
 
@@ -214,12 +213,9 @@ def _remove_outputs_of_previous_run(out, config, plan):
     if not isinstance(previous, dict) or previous.get("out") != os.path.abspath(out):
         return
     os.remove(summary_path)
-    written = set(previous.get("stages") or {})
-    stale = []
-    if "clients" in written and not config.traffic:
-        stale += ["clients", "client_recommendations"]
-    if "topics" in written and not (config.traffic and plan):
-        stale += ["topics", "topic_thresholds"]
+    runs_now = {"clients": bool(config.traffic), "topics": bool(config.traffic and plan)}
+    stale = [name for stage in set(previous.get("stages") or {}) & set(OUTPUTS_OF_STAGE) if not runs_now[stage]
+             for name in OUTPUTS_OF_STAGE[stage]]
     if previous.get("report") and not config.report:
         stale.append("report")
     for name in stale:

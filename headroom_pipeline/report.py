@@ -20,6 +20,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.errors import AnalysisException
 
+from headroom_pipeline.job import OUTPUTS_OF_STAGE
+
 HISTORY_POINTS = 300          # time buckets per volume (or per cluster and policy) drawn
 VOLUMES_PER_CHART = 8         # the volumes of a cluster that fill first; more lines would not be readable
 NEXT_VOLUMES = 20             # rows of the "fill up next" table
@@ -40,8 +42,6 @@ OUTPUT_LINKS = (
     ("topic_thresholds", "the topic threshold plan"),
     ("rejected", "every input record that could not be used, with the reason"),
 )
-# Optional outputs and the summary stage that writes them; the others are written on every run.
-STAGE_OF_OUTPUT = {"clients": "clients", "client_recommendations": "clients", "topics": "topics", "topic_thresholds": "topics"}
 POLICY_LABELS = {"strimzi": "strimzi (shipped quota plugin)", "graded": "graded (soft/hard limits)"}
 POLICY_COLOURS = {"strimzi": "#d62728", "graded": "#1f77b4"}
 # Both policies are often at the same factor: a wide, light line under a thin dashed one keeps both visible.
@@ -99,9 +99,8 @@ def _remove_previous(report_dir):
 
 def _written(name, summary):
     """Whether this run wrote output ``name``, by the stages its summary lists (without a summary: whatever is there)."""
-    stage = STAGE_OF_OUTPUT.get(name)
     stages = (summary or {}).get("stages")
-    return stage is None or stages is None or stage in stages
+    return stages is None or all(stage in stages for stage, names in OUTPUTS_OF_STAGE.items() if name in names)
 
 
 def _read(spark, path):

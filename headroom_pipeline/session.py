@@ -54,8 +54,9 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     # Decided on the session's own master: a local run gets two shuffle partitions per thread (Spark's 200 would
-    # mostly be task overhead on a few cores); a setting given with --conf, to spark-submit or in its defaults stands.
-    if "spark.sql.shuffle.partitions" not in (conf or {}) and not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+    # mostly be task overhead on a few cores); a setting given with --conf, to spark-submit or in its defaults stands
+    # (all of them are in the context's configuration, ``conf`` included).
+    if not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         context = session.sparkContext
         partitions = max(4, 2 * context.defaultParallelism) if context.master.startswith("local") else 200
         session.conf.set("spark.sql.shuffle.partitions", str(partitions))

@@ -316,10 +316,13 @@ class KafkaAdapter:
             consumer = confluent_kafka.Consumer(dict(self._confluent(), **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
             return self._read_all(consumer, topic)
         except confluent_kafka.KafkaException as exc:
-            raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, _describe(exc)), broker=self.where)
+            raise self._read_error(topic, _describe(exc))
         finally:
             if consumer is not None:
                 consumer.close()
+
+    def _read_error(self, topic, reason):
+        return KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, reason), broker=self.where)
 
     def _read_all(self, consumer, topic):
         """read_all's body: metadata, end offsets, then poll until every partition reached its end offset."""
@@ -330,7 +333,7 @@ class KafkaAdapter:
             return []       # a topic nobody has written yet holds no records
         if error is not None:
             # Anything else (not authorized, ...) is a failure: an empty result would pass for "no data".
-            raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, error.str()), broker=self.where)
+            raise self._read_error(topic, error.str())
         partitions = [confluent_kafka.TopicPartition(topic, p) for p in metadata.topics[topic].partitions]
         ends = {}
         for tp in partitions:
@@ -347,8 +350,7 @@ class KafkaAdapter:
                 raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
             if message.error():
                 if time.monotonic() > deadline:
-                    raise KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, message.error().str()),
-                                            broker=self.where)
+                    raise self._read_error(topic, message.error().str())
                 continue
             deadline = time.monotonic() + timeout
             records.append((message.key(), message.value(), message.timestamp()[1]))

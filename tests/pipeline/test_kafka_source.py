@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import yaml
 
 from headroom_pipeline import ingest, sources
 from headroom_pipeline.config import ConfigError
@@ -54,3 +55,11 @@ def test_bad_kafka_urls_are_refused_before_anything_is_read(url, message):
     with pytest.raises(ConfigError, match=message) as refused:
         sources.parse_kafka_url(url)
     assert "s3cret" not in str(refused.value)
+
+
+def test_the_url_takes_every_connection_option_of_the_modules_but_the_servers_and_passwords():
+    """site.yml turns kafka_connection into URL parameters by name: both sides must know the same options."""
+    from ansible_collections.headroom.kafka.plugins.doc_fragments.connection import ModuleDocFragment
+
+    options = set(yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"])
+    assert set(sources.KAFKA_OPTIONS) == options - {"bootstrap_servers"} - set(sources.SECRET_ENVIRONMENT)

@@ -5,7 +5,8 @@ import json
 import signal
 import sys
 
-from kafka_sim.cluster import Cluster, ClusterError, add_scram_user
+from kafka_sim.cluster import ENGINE_VARIABLE, ENGINES, Cluster, ClusterError
+from kafka_sim.kafka_libs import ensure_libs
 from kafka_sim.state import DEFAULT_CATCH_UP_MS
 
 
@@ -21,6 +22,8 @@ def _parser():
         return sub
 
     up = command("up", "create and start a cluster")
+    up.add_argument("--engine", choices=sorted(ENGINES), default=None,
+                    help=f"kafka: real Apache Kafka from Maven Central; sim: our model (default: ${ENGINE_VARIABLE}, else kafka)")
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--combined", type=int, default=0, metavar="K",
                     help="the first K brokers are KRaft combined nodes (process.roles=broker,controller), voters of the quorum")
@@ -35,7 +38,7 @@ def _parser():
     up.add_argument("--catch-up-ms", type=int, default=DEFAULT_CATCH_UP_MS,
                     help="how long a restarted broker's replicas stay out of the ISR")
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties line for every broker")
-    up.add_argument("--timeout", type=float, default=60.0)
+    up.add_argument("--timeout", type=float, default=120.0)
     command("down", "stop every broker and unmount the volumes")
     command("status", "show each broker's process and cluster membership")
     for name, text in (("start", "start a stopped broker"), ("stop", "stop a broker (controlled shutdown)"),
@@ -50,7 +53,8 @@ def _parser():
     user.add_argument("--user", required=True)
     user.add_argument("--password", required=True)
     user.add_argument("--mechanism", default="SCRAM-SHA-512", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"))
-    broker = commands.add_parser("broker", help="run one broker in the foreground from its properties file")
+    commands.add_parser("libs", help="fetch the jars of real Kafka (once; KAFKA_VERSION, KAFKA_HOME) and print where they are")
+    broker = commands.add_parser("broker", help="run one model broker in the foreground from its properties file")
     broker.add_argument("--config", required=True)
     return parser
 
@@ -69,13 +73,17 @@ def _run(args):
     if args.command == "broker":
         from kafka_sim.broker import run  # pylint: disable=import-outside-toplevel
         return run(args.config)
-    cluster = Cluster(args.dir)
+    if args.command == "libs":
+        libs = ensure_libs()
+        print(f"Apache Kafka {libs.version}: {libs.kafka_libs} (plugin: {libs.plugin}, agent: {libs.agent})")
+        return 0
+    cluster = Cluster(args.dir, getattr(args, "engine", None))
     if args.command == "up":
         cluster.create(args.brokers, args.base_port, args.tls, args.scram, args.volume_size, args.log_dirs_per_broker,
                        args.client_auth, args.catch_up_ms, _extra(args.set), combined=args.combined,
                        controllers_only=args.controllers_only)
         cluster.up(args.timeout)
-        print(f"cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
+        print(f"{cluster.engine} cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
               f"({cluster.info['security_protocol']}), details in {cluster.path}")
         return 0
     if cluster.info is None:
@@ -89,8 +97,7 @@ def _run(args):
     elif args.command == "stop":
         cluster.stop(args.broker)
     elif args.command == "restart":
-        cluster.stop(args.broker)
-        cluster.start(args.broker)
+        cluster.restart(args.broker)
     elif args.command == "kill":
         cluster.kill(args.broker)
     elif args.command == "pause":
@@ -100,10 +107,12 @@ def _run(args):
     elif args.command == "offline-log-dir":
         cluster.offline_log_dir(args.broker, args.log_dir)
     elif args.command == "latency":
+        if cluster.engine != "sim":
+            raise ClusterError("latency injection is a feature of the model (--engine sim); real brokers cannot be slowed that way")
         cluster.broker(args.broker)
         cluster.state.set_fault(args.broker, "latency_ms", args.ms or None)
     elif args.command == "add-scram-user":
-        add_scram_user(cluster.info["metadata_dir"], args.user, args.password, args.mechanism)
+        cluster.add_scram_user(args.user, args.password, args.mechanism)
     return 0
 
 

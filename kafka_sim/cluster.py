@@ -1,360 +1,41 @@
-"""Starting, stopping and breaking the broker processes of a local test cluster."""
+"""The test cluster behind one interface, with two engines: real Apache Kafka (``kafka``) and our model (``sim``).
+
+``Cluster(directory)`` opens the cluster described by ``DIR/cluster.json`` with the engine that created it; a new
+cluster gets ``engine``, else ``HEADROOM_TEST_ENGINE``, else real Kafka.
+"""
 
 import json
 import os
-import secrets
-import signal
-import socket
-import subprocess
-import sys
-import time
-import uuid
 
-from kafka_sim import properties, security
-from kafka_sim.state import DEFAULT_CATCH_UP_MS, ClusterState
+from kafka_sim.kafka_cluster import KafkaCluster
+from kafka_sim.nodes import CLUSTER_FILE, ClusterError, parse_size, process_alive  # noqa: F401  # the package's interface
+from kafka_sim.sim_cluster import SimCluster, add_scram_user  # noqa: F401
 
-CLUSTER_FILE = "cluster.json"
-HOST = "127.0.0.1"
-ADMIN_USER = "admin"
-STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-CONTROLLER_LISTENER = "CONTROLLER"
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+ENGINES = {"kafka": KafkaCluster, "sim": SimCluster}
+ENGINE_VARIABLE = "HEADROOM_TEST_ENGINE"
 
 
-class ClusterError(Exception):
-    """A cluster operation failed; the message says what happened and what state the cluster is in."""
+def default_engine():
+    engine = os.environ.get(ENGINE_VARIABLE) or "kafka"
+    if engine not in ENGINES:
+        raise ClusterError(f"{ENGINE_VARIABLE}={engine!r}: expected one of {', '.join(sorted(ENGINES))}")
+    return engine
 
 
-def parse_size(text):
-    text = str(text).strip().upper().rstrip("B").rstrip("I")
-    unit = text[-1] if text and text[-1] in _UNITS else ""
-    number = text[:-1] if unit else text
-    try:
-        value = int(float(number) * _UNITS[unit])
-    except ValueError:
-        raise ClusterError(f"--volume-size {text!r} is not a size such as 64M or 1G") from None
-    if value < 1 << 20:
-        raise ClusterError(f"--volume-size {text!r} is below 1M")
-    return value
+def engine_class(engine=None):
+    engine = engine or default_engine()
+    if engine not in ENGINES:
+        raise ClusterError(f"--engine {engine!r}: expected one of {', '.join(sorted(ENGINES))}")
+    return ENGINES[engine]
 
 
-def process_alive(pid):
-    """True for a running (or stopped) process; a zombie counts as dead."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError, PermissionError):
-        return False
-
-
-def _package_env():
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
-class Cluster:
-    """A cluster described by ``DIR/cluster.json``."""
-
-    def __init__(self, directory):
-        self.directory = os.path.abspath(directory)
-        self.path = os.path.join(self.directory, CLUSTER_FILE)
-        self.info = None
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as handle:
-                self.info = json.load(handle)
-
-    def _reload(self):
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as handle:
-                self.info = json.load(handle)
-
-    def save(self):
-        properties.write_atomic(self.path, json.dumps(self.info, indent=2) + "\n", mode=0o600)
-
-    @property
-    def state(self):
-        return ClusterState(self.info["metadata_dir"])
-
-    def broker(self, node_id):
-        for entry in self.info["brokers"]:
-            if entry["id"] == int(node_id):
-                return entry
-        raise ClusterError(f"--broker {node_id}: no such broker in {self.path} (brokers: "
-                           f"{', '.join(str(b['id']) for b in self.info['brokers'])})")
-
-    # -- creation -------------------------------------------------------------------------------------------------
-    def create(self, brokers, base_port=19092, tls=False, scram=False, volume_size=None, log_dirs_per_broker=1,
-               client_auth="required", catch_up_ms=DEFAULT_CATCH_UP_MS, extra_properties=None, combined=0, controllers_only=0):
-        """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also controllers)
-        and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
-        if self.info is not None and any(process_alive(b["pid"]) for b in self.info["brokers"] if b.get("pid")):
-            raise ClusterError(f"a cluster is already running in {self.directory}; run 'down' first")
-        if brokers < 1 or log_dirs_per_broker < 1:
-            raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
-        if not 0 <= combined <= brokers or controllers_only < 0:
-            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
-        os.makedirs(self.directory, exist_ok=True)
-        metadata_dir = os.path.join(self.directory, "metadata")
-        self.info = {"directory": self.directory, "metadata_dir": metadata_dir, "brokers": [], "volumes": [], "notes": []}
-        nodes = [(index + 1, ["broker", "controller"] if index < combined else ["broker"]) for index in range(brokers)]
-        nodes += [(brokers + index + 1, ["controller"]) for index in range(controllers_only)]
-        # Controller listeners take the ports after the client ports, in node id order.
-        controller_ports = {node_id: base_port + brokers + index
-                            for index, node_id in enumerate(node_id for node_id, roles in nodes if "controller" in roles)}
-        voters = [{"id": node_id, "directory_id": str(uuid.uuid4()), "endpoints": [{"name": CONTROLLER_LISTENER, "host": HOST, "port": port}]}
-                  for node_id, port in controller_ports.items()]
-        # kafka-storage format --initial-controllers: the voter set of a dynamic quorum is in the formatted metadata.
-        cluster_id = ClusterState(metadata_dir).format(catch_up_ms=catch_up_ms, voters=voters)
-        self.info["cluster_id"] = cluster_id
-        protocol = {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, scram)]
-        self.info["security_protocol"] = protocol
-        common = self._security_settings(tls, scram, client_auth)
-        quorum = {}
-        if voters:
-            self.info["controller_quorum_bootstrap_servers"] = ",".join(f"{HOST}:{port}" for port in controller_ports.values())
-            quorum = {"controller.listener.names": CONTROLLER_LISTENER,
-                      "controller.quorum.bootstrap.servers": self.info["controller_quorum_bootstrap_servers"]}
-        size = parse_size(volume_size) if volume_size else None
-        for node_id, roles in nodes:
-            self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metadata_dir, protocol,
-                              {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common, "quorum": quorum,
-                               "extra": extra_properties})
-        self.info["bootstrap_servers"] = ",".join(f"{HOST}:{b['port']}" for b in self.info["brokers"] if "broker" in b["roles"])
-        self.info.update(common.get("client", {}))
-        self.save()
-
-    def _create_node(self, node_id, roles, port, controller_port, metadata_dir, protocol, options):
-        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
-        is_broker = "broker" in roles
-        home = os.path.join(self.directory, f"broker-{node_id}" if is_broker else f"controller-{node_id}")
-        os.makedirs(home, exist_ok=True)
-        log_dirs = [os.path.join(home, f"logdir-{k}") for k in range(options["log_dirs"])] if is_broker else []
-        for path in log_dirs:
-            os.makedirs(path, exist_ok=True)
-            if options["size"]:
-                self._mount_volume(path, options["size"])
-        listeners = [f"CLIENT://{HOST}:{port}"] if is_broker else []
-        protocols = [f"CLIENT:{protocol}"] if is_broker else []
-        if options["quorum"]:
-            protocols.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
-        if controller_port is not None:
-            listeners.append(f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}")
-        props = {"node.id": str(node_id), "process.roles": ",".join(roles), "listeners": ",".join(listeners)}
-        if is_broker:
-            props.update({"advertised.listeners": f"CLIENT://{HOST}:{port}", "inter.broker.listener.name": "CLIENT"})
-        props["listener.security.protocol.map"] = ",".join(protocols)
-        props.update(options["quorum"])
-        if is_broker:
-            props["log.dirs"] = ",".join(log_dirs)
-        props.update({
-            "metadata.log.dir": metadata_dir,
-            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-            "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
-        })
-        props.update(options["common"].get("broker", {}))
-        if options["tls"] and is_broker:
-            props["ssl.keystore.location"] = self._broker_keystore(node_id)
-        props.update(options["extra"] or {})
-        config_path = os.path.join(home, "server.properties")
-        properties.write_atomic(config_path, properties.render(props), mode=0o600)
-        self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port, "properties": config_path,
-                                     "log_dirs": log_dirs, "pid": None, "log_file": os.path.join(home, "broker.log"),
-                                     "roles": roles, "controller_port": controller_port})
-
-    def _security_settings(self, tls, scram, client_auth):
-        broker, client = {}, {}
-        if tls:
-            tls_dir = os.path.join(self.directory, "tls")
-            os.makedirs(tls_dir, exist_ok=True)
-            ca_cert, ca_key = security.make_ca(tls_dir)
-            admin = security.make_certificate(tls_dir, "admin", ca_cert, ca_key, "admin", server=False, client=True)
-            self.info["tls"] = {"ca": ca_cert, "ca_key": ca_key, "cert": admin["cert"], "key": admin["key"]}
-            broker.update({"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_cert,
-                           "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"})
-            client["tls"] = self.info["tls"]
-        super_users = []
-        if tls and client_auth == "required" and not scram:
-            super_users.append(_principal_of(self.info["tls"]["cert"]))
-        if scram:
-            password = secrets.token_urlsafe(18)
-            for mechanism in security.MECHANISMS:
-                add_scram_user(self.info["metadata_dir"], ADMIN_USER, password, mechanism)
-            broker.update({"sasl.enabled.mechanisms": ",".join(security.MECHANISMS), "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"})
-            client["sasl"] = {"mechanism": "SCRAM-SHA-512", "username": ADMIN_USER, "password": password}
-            super_users.append(f"User:{ADMIN_USER}")
-        if super_users:
-            broker.update({"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": ";".join(super_users)})
-        return {"broker": broker, "client": client}
-
-    def _broker_keystore(self, node_id):
-        tls = self.info["tls"]
-        material = security.make_certificate(os.path.dirname(tls["ca"]), f"broker-{node_id}", tls["ca"], tls["ca_key"],
-                                             f"broker-{node_id}", sans=("localhost", HOST), server=True, client=True)
-        return material["chain"]
-
-    def _mount_volume(self, path, size):
-        if os.path.ismount(path):
-            return
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
-                                capture_output=True, text=True, check=False)
-        if result.returncode == 0:
-            self.info["volumes"].append({"path": path, "size": size, "type": "tmpfs"})
-        else:
-            note = (f"cannot mount a {size}-byte filesystem on {path} ({result.stderr.strip() or 'mount failed'}); "
-                    "using a plain directory, so this log dir shares the host filesystem's space")
-            self.info["notes"].append(note)
-            print(f"warning: {note}", file=sys.stderr)
-
-    # -- processes ------------------------------------------------------------------------------------------------
-    def start(self, node_id, timeout=30.0):
-        entry = self.broker(node_id)
-        if entry.get("pid") and process_alive(entry["pid"]):
-            raise ClusterError(f"broker {node_id} is already running (pid {entry['pid']})")
-        self._launch(entry)
-        self.save()
-        self.wait_ready([entry], timeout)
-
-    def _launch(self, entry):
-        with open(entry["log_file"], "ab") as log:
-            process = subprocess.Popen(  # pylint: disable=consider-using-with  # the broker outlives this command
-                [sys.executable, "-m", "kafka_sim", "broker", "--config", entry["properties"]],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=_package_env())
-        entry["pid"] = process.pid
-        entry["started_at"] = time.time()
-
-    def up(self, timeout=60.0):
-        for entry in self.info["brokers"]:
-            self._launch(entry)
-        self.save()
-        try:
-            self.wait_ready(self.info["brokers"], timeout)
-        except ClusterError:
-            self.down()
-            raise
-
-    def wait_ready(self, entries, timeout):
-        """Wait until every broker is registered under its current pid and answers ApiVersions on its port."""
-        deadline = time.monotonic() + timeout
-        pending = list(entries)
-        while pending:
-            registrations = self.state.registrations(3000)
-            for entry in list(pending):
-                if not process_alive(entry["pid"]):
-                    raise ClusterError(f"broker {entry['id']} exited during startup:\n{_tail(entry['log_file'])}")
-                registration = registrations.get(entry["id"])
-                if registration and registration["pid"] == entry["pid"] and _answers(entry["host"], entry["port"]):
-                    pending.remove(entry)
-            if pending and time.monotonic() > deadline:
-                ids = ", ".join(str(e["id"]) for e in pending)
-                raise ClusterError(f"brokers {ids} did not answer within {timeout:.0f}s")
-            if pending:
-                time.sleep(0.05)
-
-    def signal(self, node_id, signum):
-        entry = self.broker(node_id)
-        if not entry.get("pid") or not process_alive(entry["pid"]):
-            raise ClusterError(f"broker {node_id} is not running")
-        os.kill(entry["pid"], signum)
-        return entry
-
-    def stop(self, node_id, timeout=15.0):
-        entry = self.broker(node_id)
-        if not entry.get("pid") or not process_alive(entry["pid"]):
-            return
-        os.kill(entry["pid"], signal.SIGCONT)   # a paused broker must run to shut down
-        os.kill(entry["pid"], signal.SIGTERM)
-        if not _wait_exit(entry["pid"], timeout):
-            os.kill(entry["pid"], signal.SIGKILL)
-            _wait_exit(entry["pid"], 5)
-        if not process_alive(entry["pid"]):
-            self.state.fence(entry["id"])  # a broker killed after the grace period never completed its shutdown
-
-    def kill(self, node_id):
-        entry = self.signal(node_id, signal.SIGKILL)
-        _wait_exit(entry["pid"], 5)
-
-    def down(self):
-        self._reload()  # another command (restart, start) may have recorded newer pids since this object read the file
-        for entry in self.info["brokers"]:
-            if entry.get("pid") and process_alive(entry["pid"]):
-                os.kill(entry["pid"], signal.SIGCONT)
-                os.kill(entry["pid"], signal.SIGTERM)
-        for entry in self.info["brokers"]:
-            if entry.get("pid") and not _wait_exit(entry["pid"], 15):
-                os.kill(entry["pid"], signal.SIGKILL)
-                _wait_exit(entry["pid"], 5)
-        for volume in self.info.get("volumes", []):
-            subprocess.run(["umount", "-l", volume["path"]], capture_output=True, check=False)
-        self.info["volumes"] = []
-        self.save()
-
-    def offline_log_dir(self, node_id, path=None):
-        """Take a log dir away from a running broker: unmount its volume, or hide the directory."""
-        entry = self.broker(node_id)
-        if not entry["log_dirs"]:
-            raise ClusterError(f"node {node_id} is a controller only and has no log dirs")
-        path = os.path.abspath(path or entry["log_dirs"][0])
-        if path not in entry["log_dirs"]:
-            raise ClusterError(f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})")
-        mounted = [v for v in self.info.get("volumes", []) if v["path"] == path]
-        if mounted and os.path.ismount(path):
-            subprocess.run(["umount", "-l", path], capture_output=True, check=True)
-            self.info["volumes"].remove(mounted[0])
-            self.save()
-        else:
-            faults = self.state.faults(entry["id"]).get("offline_log_dirs", [])
-            self.state.set_fault(entry["id"], "offline_log_dirs", sorted(set(faults) | {path}))
-
-    def status(self):
-        registrations = self.state.registrations(3000)
-        rows = []
-        for entry in self.info["brokers"]:
-            running = bool(entry.get("pid")) and process_alive(entry["pid"])
-            registration = registrations.get(entry["id"])
-            rows.append({"id": entry["id"], "port": entry["port"], "pid": entry.get("pid"), "running": running,
-                         "in_cluster": bool(registration and registration["alive"] and registration["pid"] == entry.get("pid"))})
-        return rows
-
-
-def add_scram_user(metadata_dir, username, password, mechanism):
-    credential = security.scram_credential(password, mechanism)
-    ClusterState(metadata_dir).update(lambda s: s["scram"].setdefault(username, {}).__setitem__(mechanism, credential))
-
-
-def _principal_of(cert_path):
-    from cryptography import x509  # pylint: disable=import-outside-toplevel
-    from cryptography.hazmat.primitives.serialization import Encoding  # pylint: disable=import-outside-toplevel
-    with open(cert_path, "rb") as handle:
-        certificate = x509.load_pem_x509_certificate(handle.read())
-    return security.principal_from_peer_cert(certificate.public_bytes(Encoding.DER))
-
-
-def _answers(host, port):
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def _wait_exit(pid, timeout):
-    deadline = time.monotonic() + timeout
-    while process_alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.02)
-    return True
-
-
-def _tail(path, lines=20):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
+def Cluster(directory, engine=None):  # pylint: disable=invalid-name  # used like the class it returns
+    """The cluster in ``directory``: the engine recorded in its cluster.json, else ``engine`` (or the default)."""
+    path = os.path.join(os.path.abspath(directory), CLUSTER_FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            recorded = json.load(handle).get("engine", "sim")
+        if engine and engine != recorded:
+            raise ClusterError(f"{path} holds a {recorded!r} cluster, not {engine!r}; run 'down' and use another --dir")
+        engine = recorded
+    return engine_class(engine)(directory)

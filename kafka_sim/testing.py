@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from kafka_sim.cluster import Cluster
+from kafka_sim.cluster import Cluster, engine_class
 
 
 def port_range(count):
@@ -52,16 +52,20 @@ def free_port_block(count, attempts=200):
 
 
 class ClusterFactory:
-    def __init__(self, root):
+    """Fresh clusters of one engine (``engine``, else ``HEADROOM_TEST_ENGINE``, else real Kafka)."""
+
+    def __init__(self, root, engine=None):
         self.root = root
+        self.engine = engine
         self.clusters = []
 
     def __call__(self, brokers=3, **options):
         directory = tempfile.mkdtemp(prefix="cluster-", dir=self.root)
-        cluster = Cluster(directory)
-        # Client ports, then the controller listeners of combined and controller-only nodes.
-        options.setdefault("base_port", free_port_block(brokers + options.get("combined", 0) + options.get("controllers_only", 0)))
-        timeout = options.pop("timeout", 60.0)
+        engine = options.pop("engine", self.engine)
+        cluster = Cluster(directory, engine)
+        ports = engine_class(cluster.engine).ports_needed(brokers, options.get("combined", 0), options.get("controllers_only", 0))
+        options.setdefault("base_port", free_port_block(ports))
+        timeout = options.pop("timeout", 120.0)
         cluster.create(brokers, **options)
         self.clusters.append(cluster)
         cluster.up(timeout)

@@ -19,7 +19,8 @@ def write_inventory(cluster, tmp_path, extra=None):
     hosts = {}
     for entry in cluster.info["brokers"]:
         hosts[f"broker-{entry['id']}"] = {"kafka_node_id": entry["id"], "kafka_listener_host": entry["host"],
-                                          "kafka_listener_port": entry["port"], "kafka_properties_file": entry["properties"]}
+                                          "kafka_listener_port": entry["port"], "kafka_properties_file": entry["properties"],
+                                          "kafka_process_roles": ",".join(entry["roles"])}
     group_vars = {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "kafka_connection": connection_options(cluster.info),
@@ -48,7 +49,8 @@ def changed_counts(stdout):
 
 
 def pids(cluster):
-    return {node_id: node["pid"] for node_id, node in cluster.state.registrations(3000).items() if node["alive"]}
+    """Process ids of the nodes that are up and in the cluster, by node id."""
+    return {row["id"]: row["pid"] for row in cluster.status() if row["in_cluster"]}
 
 
 def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path):

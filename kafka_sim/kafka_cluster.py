@@ -1,0 +1,370 @@
+"""The real engine of the test cluster: Apache Kafka brokers (KRaft) run from the jars Maven fetched.
+
+Each node is ``java ... kafka.Kafka server.properties`` with a small heap, its data log dirs each on a tmpfs of
+``--volume-size`` and its metadata log on a filesystem of its own, so that a full data volume takes a log dir
+offline without halting the node. The Strimzi quota plugin is on every classpath (it does nothing until
+``client.quota.callback.class`` names it) and the Prometheus JMX exporter agent serves each node's MBeans over
+HTTP on ``metrics_port``.
+"""
+
+import base64
+import os
+import secrets
+import subprocess
+import time
+import uuid
+
+from kafka_sim import properties, security
+from kafka_sim.client_config import kafka_python_config
+from kafka_sim.kafka_libs import ensure_libs
+from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
+                             parse_size, principal_of, process_alive, security_protocol, tail)
+
+METADATA_VOLUME_SIZE = 64 << 20
+# Heap and JIT for many small JVMs on two cores: C1 only and the serial collector start faster and use less memory;
+# these brokers move megabytes, not gigabytes.
+JVM_OPTIONS = ["-Xms96m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+ExitOnOutOfMemoryError",
+               "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true"]
+STARTED = "Kafka Server started"
+# MBeans the exporter serves: the plugin's, and Kafka's own that the tests and the demo read.
+EXPORTER_CONFIG = """\
+# Prometheus JMX exporter (javaagent) of the test cluster's nodes.
+lowercaseOutputName: false
+includeObjectNames:
+  - "io.strimzi.kafka.quotas:*"
+  - "kafka.server:type=Produce,*"
+  - "kafka.server:type=Fetch,*"
+  - "kafka.server:type=Request,*"
+  - "kafka.server:type=BrokerTopicMetrics,*"
+  - "kafka.server:type=ReplicaManager,*"
+  - "kafka.server:type=KafkaServer,*"
+  - "kafka.log:type=LogManager,*"
+  - "kafka.controller:type=KafkaController,*"
+"""
+LOG4J2 = """\
+# Log4j2 for a test-cluster node: everything at INFO to standard output, which the launcher appends to the node's log.
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.requests.name = kafka.request.logger
+logger.requests.level = WARN
+logger.statechange.name = state.change.logger
+logger.statechange.level = WARN
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = WARN
+"""
+
+
+def new_cluster_id():
+    """A cluster id as ``kafka-storage random-uuid`` prints it (URL-safe base64 of 16 random bytes)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
+def _jaas(username, password):
+    return f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{username}" password="{password}";'
+
+
+class KafkaCluster(ClusterBase):
+    """Apache Kafka nodes in KRaft mode with a static controller quorum."""
+
+    engine = "kafka"
+    shutdown_timeout = 30.0
+
+    @staticmethod
+    def ports_needed(brokers, combined=0, controllers_only=0):
+        """Client ports, then controller listeners, then one metrics port per node."""
+        controllers = combined + controllers_only or 1
+        nodes = brokers + (controllers_only if combined or controllers_only else 1)
+        return brokers + controllers + nodes
+
+    # -- creation -------------------------------------------------------------------------------------------------
+    def create(self, brokers, base_port=19092, tls=False, scram=False, volume_size=None, log_dirs_per_broker=1,
+               client_auth="required", catch_up_ms=None, extra_properties=None, combined=0, controllers_only=0):
+        """Configure and format ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` also controllers) and
+        ``controllers_only`` controller nodes after them. KRaft needs a quorum: with neither option, one controller-only
+        node is added. ``catch_up_ms`` is the model's knob; real replicas catch up at their own pace."""
+        del catch_up_ms
+        self._refuse_if_running()
+        if brokers < 1 or log_dirs_per_broker < 1:
+            raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
+        if not 0 <= combined <= brokers or controllers_only < 0:
+            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
+        libs = ensure_libs()
+        os.makedirs(self.directory, exist_ok=True)
+        self.info = {"engine": self.engine, "kafka_version": libs.version, "directory": self.directory, "brokers": [],
+                     "volumes": [], "notes": []}
+        if not combined and not controllers_only:
+            controllers_only = 1
+            self.info["notes"].append("KRaft needs a controller quorum: one controller-only node was added")
+        nodes = [(index + 1, ["broker", "controller"] if index < combined else ["broker"]) for index in range(brokers)]
+        nodes += [(brokers + index + 1, ["controller"]) for index in range(controllers_only)]
+        controller_ids = [node_id for node_id, roles in nodes if "controller" in roles]
+        controller_ports = {node_id: base_port + brokers + index for index, node_id in enumerate(controller_ids)}
+        metrics_base = base_port + brokers + len(controller_ids)
+        self.info["cluster_id"] = new_cluster_id()
+        self.info["security_protocol"] = security_protocol(tls, scram)
+        self.info["controller_quorum_voters"] = ",".join(f"{i}@{HOST}:{p}" for i, p in controller_ports.items())
+        self.info["controller_quorum_bootstrap_servers"] = ",".join(f"{HOST}:{p}" for p in controller_ports.values())
+        common = self._security_settings(tls, scram, client_auth, [n for n, roles in nodes if "broker" in roles])
+        size = parse_size(volume_size) if volume_size else None
+        for index, (node_id, roles) in enumerate(nodes):
+            self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metrics_base + index,
+                              {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common,
+                               "extra": extra_properties})
+        self.info["bootstrap_servers"] = ",".join(f"{HOST}:{b['port']}" for b in self.info["brokers"] if "broker" in b["roles"])
+        self.info.update(common["client"])
+        self._write_shared_files(libs)
+        self.save()
+        try:
+            self._format(libs, common.get("scram_password"))
+        except ClusterError:
+            self._unmount_all()
+            self.save()
+            raise
+
+    def _security_settings(self, tls, scram, client_auth, broker_ids):
+        broker, client = {}, {}
+        if tls:
+            ca_cert = self._tls_material()["ca"]
+            broker.update({"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_cert,
+                           "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"})
+            client["tls"] = self.info["tls"]
+        super_users = []
+        if tls and client_auth == "required" and not scram:
+            # Brokers talk to each other on the client listener with their own certificates.
+            super_users += [principal_of(self.info["tls"]["cert"])] + [f"User:CN=broker-{node_id}" for node_id in broker_ids]
+        password = None
+        if scram:
+            password = secrets.token_urlsafe(18)
+            broker.update({"sasl.enabled.mechanisms": ",".join(security.MECHANISMS),
+                           "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"})
+            for mechanism in security.MECHANISMS:
+                broker[f"listener.name.client.{mechanism.lower()}.sasl.jaas.config"] = _jaas(ADMIN_USER, password)
+            client["sasl"] = {"mechanism": "SCRAM-SHA-512", "username": ADMIN_USER, "password": password}
+            super_users.append(f"User:{ADMIN_USER}")
+        if super_users:
+            # The controller listener is plaintext on loopback: brokers reach the controllers as ANONYMOUS.
+            super_users.append("User:ANONYMOUS")
+            broker.update({"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": ";".join(super_users)})
+        return {"broker": broker, "client": client, "scram_password": password}
+
+    def _create_node(self, node_id, roles, port, controller_port, metrics_port, options):
+        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
+        is_broker = "broker" in roles
+        home = os.path.join(self.directory, f"broker-{node_id}" if is_broker else f"controller-{node_id}")
+        os.makedirs(home, exist_ok=True)
+        metadata_dir = os.path.join(home, "metadata")
+        os.makedirs(metadata_dir, exist_ok=True)
+        if options["size"]:
+            self._mount_volume(metadata_dir, METADATA_VOLUME_SIZE)
+        log_dirs = [os.path.join(home, f"logdir-{k}") for k in range(options["log_dirs"])] if is_broker else []
+        for path in log_dirs:
+            os.makedirs(path, exist_ok=True)
+            if options["size"]:
+                self._mount_volume(path, options["size"])
+        listeners = [f"CLIENT://{HOST}:{port}"] if is_broker else []
+        protocols = [f"CLIENT:{self.info['security_protocol']}"] if is_broker else []
+        protocols.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
+        if controller_port is not None:
+            listeners.append(f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}")
+        props = {"node.id": str(node_id), "process.roles": ",".join(roles), "listeners": ",".join(listeners)}
+        if is_broker:
+            props.update({"advertised.listeners": f"CLIENT://{HOST}:{port}", "inter.broker.listener.name": "CLIENT"})
+        props.update({
+            "listener.security.protocol.map": ",".join(protocols),
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "controller.quorum.voters": self.info["controller_quorum_voters"],
+            "log.dirs": ",".join(log_dirs) if log_dirs else metadata_dir,
+            "metadata.log.dir": metadata_dir,
+            "broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500",
+            "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
+            "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "log.segment.bytes": str(1 << 20), "log.index.size.max.bytes": str(1 << 20),
+        })
+        props.update(options["common"]["broker"])
+        if options["tls"] and is_broker:
+            props["ssl.keystore.location"] = self._node_keystore(node_id)
+        props.update(options["extra"] or {})
+        config_path = os.path.join(home, "server.properties")
+        properties.write_atomic(config_path, properties.render(props), mode=0o600)
+        self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port,
+                                     "properties": config_path, "log_dirs": log_dirs, "metadata_dir": metadata_dir,
+                                     "pid": None, "log_file": os.path.join(home, "broker.log"), "roles": roles,
+                                     "controller_port": controller_port, "metrics_port": metrics_port,
+                                     "metrics_url": f"http://{HOST}:{metrics_port}/metrics"})
+
+    def _write_shared_files(self, libs):
+        self.info["log4j2"] = os.path.join(self.directory, "log4j2.properties")
+        self.info["exporter_config"] = os.path.join(self.directory, "jmx-exporter.yaml")
+        properties.write_atomic(self.info["log4j2"], LOG4J2, mode=0o644)
+        properties.write_atomic(self.info["exporter_config"], EXPORTER_CONFIG, mode=0o644)
+        self.info["quota_plugin_jar"] = libs.plugin
+
+    def _format(self, libs, scram_password):
+        """kafka-storage format on every node with one cluster id (and the admin's SCRAM credentials)."""
+        args = ["format", "-t", self.info["cluster_id"], "--ignore-formatted"]
+        if scram_password:
+            for mechanism in security.MECHANISMS:
+                args += ["--add-scram", f"{mechanism}=[name={ADMIN_USER},password={scram_password}]"]
+        processes = []
+        for entry in self.info["brokers"]:
+            command = [libs.java, *self._log_options(entry), "-cp", libs.classpath, "kafka.tools.StorageTool", *args,
+                       "-c", entry["properties"]]
+            processes.append((entry, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # pylint: disable=consider-using-with
+                                                      stdin=subprocess.DEVNULL, text=True)))
+        failures = []
+        for entry, process in processes:
+            output, _ignored = process.communicate(timeout=120)
+            if process.returncode != 0:
+                failures.append(f"node {entry['id']}: {output.strip()[-800:]}")
+        if failures:
+            raise ClusterError("kafka-storage format failed:\n" + "\n".join(failures))
+
+    def _log_options(self, entry):
+        return [f"-Dlog4j2.configurationFile={self.info['log4j2']}", f"-Dkafka.logs.dir={os.path.dirname(entry['log_file'])}"]
+
+    # -- processes ------------------------------------------------------------------------------------------------
+    def _launch(self, entry, libs):
+        agent = f"-javaagent:{libs.agent}={HOST}:{entry['metrics_port']}:{self.info['exporter_config']}"
+        command = [libs.java, *JVM_OPTIONS, *self._log_options(entry), agent, "-cp", libs.classpath, "kafka.Kafka",
+                   entry["properties"]]
+        with open(entry["log_file"], "ab") as log:
+            entry["log_offset"] = log.tell()
+            process = subprocess.Popen(  # pylint: disable=consider-using-with  # the node outlives this command
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                cwd=os.path.dirname(entry["log_file"]))
+        entry["pid"] = process.pid
+        entry["started_at"] = time.time()
+
+    def up(self, timeout=120.0):
+        libs = ensure_libs()
+        for entry in self.info["brokers"]:
+            self._launch(entry, libs)
+        self.save()
+        try:
+            self.wait_ready(self.info["brokers"], timeout)
+        except ClusterError:
+            self.down()
+            raise
+
+    def start(self, node_id, timeout=60.0):
+        entry = self.broker(node_id)
+        if entry.get("pid") and process_alive(entry["pid"]):
+            raise ClusterError(f"broker {node_id} is already running (pid {entry['pid']})")
+        self._launch(entry, ensure_libs())
+        self.save()
+        self.wait_ready([entry], timeout)
+
+    def stop(self, node_id, timeout=None):
+        entry = self.broker(node_id)
+        self._terminate(entry, timeout or self.shutdown_timeout)
+
+    def wait_ready(self, entries, timeout):
+        """Wait until every node logged that it started and every broker is registered and unfenced."""
+        deadline = time.monotonic() + timeout
+        pending = list(entries)
+        while pending:
+            for entry in list(pending):
+                if not process_alive(entry["pid"]):
+                    raise ClusterError(f"node {entry['id']} exited during startup:\n{tail(entry['log_file'], 30)}")
+                if self._started(entry) and answers(entry["host"], entry["port"]):
+                    pending.remove(entry)
+            if pending and time.monotonic() > deadline:
+                raise ClusterError(f"nodes {', '.join(str(e['id']) for e in pending)} did not start within {timeout:.0f}s:\n"
+                                   + tail(pending[0]["log_file"], 30))
+            if pending:
+                time.sleep(0.1)
+        brokers = {e["id"] for e in entries if "broker" in e["roles"]}
+        while brokers:
+            missing = brokers - self.unfenced_brokers()
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"brokers {', '.join(map(str, sorted(missing)))} started but are not registered "
+                                   f"unfenced after {timeout:.0f}s")
+            time.sleep(0.1)
+
+    def _started(self, entry):
+        try:
+            with open(entry["log_file"], "rb") as handle:
+                handle.seek(entry.get("log_offset", 0))
+                return STARTED.encode() in handle.read()
+        except FileNotFoundError:
+            return False
+
+    def unfenced_brokers(self):
+        """Ids of the brokers the cluster reports as registered and unfenced (DescribeCluster through a live broker)."""
+        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
+        from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
+        live = [e for e in self.info["brokers"] if "broker" in e["roles"] and e.get("pid") and process_alive(e["pid"])]
+        for entry in live:
+            config = kafka_python_config(self, bootstrap_servers=f"{entry['host']}:{entry['port']}",
+                                         request_timeout_ms=5000)
+            try:
+                admin = KafkaAdminClient(**config)
+            except (KafkaError, OSError, ValueError):
+                continue
+            try:
+                return {b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")}
+            except (KafkaError, OSError, ValueError):
+                continue
+            finally:
+                admin.close()
+        return set()
+
+    def offline_log_dir(self, node_id, path=None):
+        """Take a log dir away from a running broker: fill its volume so that Kafka's next write fails."""
+        entry = self.broker(node_id)
+        if not entry["log_dirs"]:
+            raise ClusterError(f"node {node_id} is a controller only and has no log dirs")
+        path = os.path.abspath(path or entry["log_dirs"][0])
+        if path not in entry["log_dirs"]:
+            raise ClusterError(f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})")
+        if not any(v["path"] == path for v in self.info.get("volumes", [])):
+            raise ClusterError(f"--log-dir {path} is not on a volume of its own (create the cluster with --volume-size)")
+        fill_volume(path)
+
+    def add_scram_user(self, username, password, mechanism):
+        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
+        from kafka.admin import ScramMechanism, UserScramCredentialUpsertion  # pylint: disable=import-outside-toplevel
+        admin = KafkaAdminClient(**kafka_python_config(self))
+        try:
+            upsertion = UserScramCredentialUpsertion(username, ScramMechanism[mechanism.replace("-", "_")], password)
+            admin.alter_user_scram_credentials([upsertion])
+        finally:
+            admin.close()
+
+    def status(self):
+        unfenced = self.unfenced_brokers()
+        rows = []
+        for entry in self.info["brokers"]:
+            running = bool(entry.get("pid")) and process_alive(entry["pid"])
+            in_cluster = entry["id"] in unfenced if "broker" in entry["roles"] else running and self._started(entry)
+            rows.append({"id": entry["id"], "port": entry["port"], "pid": entry.get("pid"), "running": running,
+                         "in_cluster": in_cluster, "roles": entry["roles"], "metrics_url": entry["metrics_url"]})
+        return rows
+
+
+def fill_volume(path, leave=0):
+    """Write a filler file until the filesystem at ``path`` has at most ``leave`` bytes available to the broker."""
+    filler = os.path.join(path, "filler.bin")
+    stat = os.statvfs(path)
+    available = stat.f_bavail * stat.f_frsize
+    chunk = b"\0" * (1 << 20)
+    with open(filler, "ab") as handle:
+        remaining = available - leave
+        try:
+            while remaining > 0:
+                written = handle.write(chunk[:min(len(chunk), remaining)])
+                remaining -= written
+                handle.flush()
+        except OSError:
+            pass
+    return filler

@@ -1,0 +1,197 @@
+"""What both engines of the test cluster share: ``cluster.json``, node processes, volumes and errors."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from kafka_sim import properties, security
+
+CLUSTER_FILE = "cluster.json"
+HOST = "127.0.0.1"
+ADMIN_USER = "admin"
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CONTROLLER_LISTENER = "CONTROLLER"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class ClusterError(Exception):
+    """A cluster operation failed; the message says what happened and what state the cluster is in."""
+
+
+def parse_size(text):
+    text = str(text).strip().upper().rstrip("B").rstrip("I")
+    unit = text[-1] if text and text[-1] in _UNITS else ""
+    number = text[:-1] if unit else text
+    try:
+        value = int(float(number) * _UNITS[unit])
+    except ValueError:
+        raise ClusterError(f"--volume-size {text!r} is not a size such as 64M or 1G") from None
+    if value < 1 << 20:
+        raise ClusterError(f"--volume-size {text!r} is below 1M")
+    return value
+
+
+def process_alive(pid):
+    """True for a running (or stopped) process; a zombie counts as dead."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError, PermissionError):
+        return False
+
+
+def wait_exit(pid, timeout):
+    deadline = time.monotonic() + timeout
+    while process_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.02)
+    return True
+
+
+def answers(host, port):
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def tail(path, lines=20):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def principal_of(cert_path):
+    """The principal Kafka's default SSL principal builder gives the holder of this certificate."""
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives.serialization import Encoding  # pylint: disable=import-outside-toplevel
+    with open(cert_path, "rb") as handle:
+        certificate = x509.load_pem_x509_certificate(handle.read())
+    return security.principal_from_peer_cert(certificate.public_bytes(Encoding.DER))
+
+
+def security_protocol(tls, scram):
+    return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, scram)]
+
+
+class ClusterBase:
+    """A cluster described by ``DIR/cluster.json``; the engines add how nodes are configured and started."""
+
+    engine = None
+
+    def __init__(self, directory):
+        self.directory = os.path.abspath(directory)
+        self.path = os.path.join(self.directory, CLUSTER_FILE)
+        self.info = None
+        self._reload()
+
+    def _reload(self):
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as handle:
+                self.info = json.load(handle)
+
+    def save(self):
+        properties.write_atomic(self.path, json.dumps(self.info, indent=2) + "\n", mode=0o600)
+
+    def broker(self, node_id):
+        for entry in self.info["brokers"]:
+            if entry["id"] == int(node_id):
+                return entry
+        raise ClusterError(f"--broker {node_id}: no such broker in {self.path} (brokers: "
+                           f"{', '.join(str(b['id']) for b in self.info['brokers'])})")
+
+    def _refuse_if_running(self):
+        if self.info is not None and any(process_alive(b["pid"]) for b in self.info["brokers"] if b.get("pid")):
+            raise ClusterError(f"a cluster is already running in {self.directory}; run 'down' first")
+
+    def _tls_material(self):
+        """A CA and the admin client's certificate, in the cluster's tls/ directory (PEM)."""
+        tls_dir = os.path.join(self.directory, "tls")
+        os.makedirs(tls_dir, exist_ok=True)
+        ca_cert, ca_key = security.make_ca(tls_dir)
+        admin = security.make_certificate(tls_dir, "admin", ca_cert, ca_key, "admin", server=False, client=True)
+        self.info["tls"] = {"ca": ca_cert, "ca_key": ca_key, "cert": admin["cert"], "key": admin["key"]}
+        return self.info["tls"]
+
+    def _node_keystore(self, node_id):
+        """PEM keystore (key, certificate, CA) of a node, valid as server and as client (inter-broker TLS)."""
+        tls = self.info["tls"]
+        material = security.make_certificate(os.path.dirname(tls["ca"]), f"broker-{node_id}", tls["ca"], tls["ca_key"],
+                                             f"broker-{node_id}", sans=("localhost", HOST), server=True, client=True)
+        return material["chain"]
+
+    def _mount_volume(self, path, size):
+        if os.path.ismount(path):
+            return
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
+                                capture_output=True, text=True, check=False)
+        if result.returncode == 0:
+            self.info["volumes"].append({"path": path, "size": size, "type": "tmpfs"})
+        else:
+            note = (f"cannot mount a {size}-byte filesystem on {path} ({result.stderr.strip() or 'mount failed'}); "
+                    "using a plain directory, so this log dir shares the host filesystem's space")
+            self.info["notes"].append(note)
+            print(f"warning: {note}", file=sys.stderr)
+
+    def _unmount_all(self):
+        # Deepest paths first: a node's metadata volume may sit inside its home next to data volumes.
+        for volume in sorted(self.info.get("volumes", []), key=lambda v: -len(v["path"])):
+            subprocess.run(["umount", "-l", volume["path"]], capture_output=True, check=False)
+        self.info["volumes"] = []
+
+    def signal(self, node_id, signum):
+        entry = self.broker(node_id)
+        if not entry.get("pid") or not process_alive(entry["pid"]):
+            raise ClusterError(f"broker {node_id} is not running")
+        os.kill(entry["pid"], signum)
+        return entry
+
+    def kill(self, node_id):
+        entry = self.signal(node_id, signal.SIGKILL)
+        wait_exit(entry["pid"], 5)
+
+    def _terminate(self, entry, timeout):
+        """SIGTERM (a controlled shutdown), SIGKILL after ``timeout``; True when the node shut down by itself."""
+        if not entry.get("pid") or not process_alive(entry["pid"]):
+            return True
+        os.kill(entry["pid"], signal.SIGCONT)   # a paused node must run to shut down
+        os.kill(entry["pid"], signal.SIGTERM)
+        if wait_exit(entry["pid"], timeout):
+            return True
+        os.kill(entry["pid"], signal.SIGKILL)
+        wait_exit(entry["pid"], 5)
+        return False
+
+    def down(self):
+        self._reload()  # another command (restart, start) may have recorded newer pids since this object read the file
+        running = [e for e in self.info["brokers"] if e.get("pid") and process_alive(e["pid"])]
+        self._shutdown(running)
+        self._unmount_all()
+        self.save()
+
+    def _shutdown(self, entries):
+        for entry in entries:
+            os.kill(entry["pid"], signal.SIGCONT)
+            os.kill(entry["pid"], signal.SIGTERM)
+        for entry in entries:
+            if not wait_exit(entry["pid"], self.shutdown_timeout):
+                os.kill(entry["pid"], signal.SIGKILL)
+                wait_exit(entry["pid"], 5)
+
+    shutdown_timeout = 15.0
+
+    def restart(self, node_id):
+        self.stop(node_id)
+        self.start(node_id)

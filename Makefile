@@ -1,10 +1,12 @@
 # Developer and CI entry points for the headroom.kafka collection.
 #
-#   make venv     create/update the project virtualenv (.venv) from requirements.txt
-#   make sanity   ansible-test sanity for the collection
-#   make lint     ansible-lint with the production profile
-#   make pytest   pytest suite (tests/)
-#   make test     sanity, then pytest
+#   make venv       create/update the project virtualenv (.venv) from requirements.txt
+#   make kafka-libs fetch Apache Kafka, the Strimzi quota plugin and the JMX exporter from Maven Central, once
+#                   (KAFKA_VERSION picks another Kafka 4.x release; KAFKA_HOME uses an installation instead)
+#   make sanity     ansible-test sanity for the collection
+#   make lint       ansible-lint with the production profile
+#   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE=sim: the model)
+#   make test       sanity, ansible-lint, then pytest
 #   make demo     run the demo (scripts/demo.sh)
 #   make bench    run the benchmarks (figures, not pass/fail)
 #   make clean    remove build artefacts and test output
@@ -19,7 +21,7 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv sanity lint pytest test demo bench clean collection-link
+.PHONY: venv kafka-libs sanity lint pytest test demo bench clean collection-link
 
 venv: $(STAMP)
 
@@ -28,6 +30,10 @@ $(STAMP): requirements.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements.txt
 	@touch $@
+
+# Java 17+ and Maven are checked first; the jars land in build/kafka-<version>/libs and are reused afterwards.
+kafka-libs: venv
+	$(VENV)/bin/python -m kafka_sim libs
 
 sanity: venv
 	scripts/ansible-test-sanity.sh
@@ -41,15 +47,15 @@ collection-link:
 lint: venv collection-link
 	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/ansible-lint --offline --profile production
 
-pytest: venv
+pytest: venv kafka-libs
 	$(VENV)/bin/python -m pytest tests
 
-test: venv
+test: venv kafka-libs
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory pytest
 
-demo: venv
+demo: venv kafka-libs
 	scripts/demo.sh
 
 bench: venv

@@ -44,6 +44,8 @@ includeObjectNames:
 LOG4J2 = """\
 # Log4j2 for a test-cluster node: everything at INFO to standard output, which the launcher appends to the node's log.
 status = warn
+# Kafka logs its own shutdown: without this Log4j2 stops at SIGTERM and the shutdown goes to a fallback logger.
+shutdownHook = disable
 appender.stdout.type = Console
 appender.stdout.name = STDOUT
 appender.stdout.layout.type = PatternLayout
@@ -60,8 +62,12 @@ logger.authorizer.level = WARN
 
 
 def new_cluster_id():
-    """A cluster id as ``kafka-storage random-uuid`` prints it (URL-safe base64 of 16 random bytes)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    """A cluster id as ``kafka-storage random-uuid`` prints it: URL-safe base64 of 16 random bytes, never starting with
+    '-' (Kafka's Uuid.randomUuid draws again, since command lines would take such an id for an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
 
 
 def _jaas(username, password):
@@ -273,7 +279,8 @@ class KafkaCluster(ClusterBase):
         while pending:
             for entry in list(pending):
                 if not process_alive(entry["pid"]):
-                    raise ClusterError(f"node {entry['id']} exited during startup:\n{tail(entry['log_file'], 30)}")
+                    role = "broker" if "broker" in entry["roles"] else "controller"
+                    raise ClusterError(f"{role} {entry['id']} exited during startup:\n{tail(entry['log_file'], 30)}")
                 if self._started(entry) and answers(entry["host"], entry["port"]):
                     pending.remove(entry)
             if pending and time.monotonic() > deadline:
@@ -319,8 +326,11 @@ class KafkaCluster(ClusterBase):
                 admin.close()
         return set()
 
-    def offline_log_dir(self, node_id, path=None):
-        """Take a log dir away from a running broker: fill its volume so that Kafka's next write fails."""
+    def offline_log_dir(self, node_id, path=None, timeout=30.0):
+        """Take a log dir of a running broker offline the way disks fail under Kafka: its volume fills up and the next
+        write there fails. A probe partition is placed in that dir, the volume filled and one record produced to it;
+        returns once the broker reports the dir offline (KAFKA_STORAGE_ERROR). A broker whose last log dir fails halts,
+        as Kafka does."""
         entry = self.broker(node_id)
         if not entry["log_dirs"]:
             raise ClusterError(f"node {node_id} is a controller only and has no log dirs")
@@ -329,7 +339,37 @@ class KafkaCluster(ClusterBase):
             raise ClusterError(f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})")
         if not any(v["path"] == path for v in self.info.get("volumes", [])):
             raise ClusterError(f"--log-dir {path} is not on a volume of its own (create the cluster with --volume-size)")
+        topic = f"headroom-offline-probe-{node_id}-{entry['log_dirs'].index(path)}"
+        probe = LogDirProbe(self, entry["id"], topic)
+        probe.place(path, timeout)
         fill_volume(path)
+        probe.write()
+        deadline = time.monotonic() + timeout
+        while not probe.offline(path):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"broker {node_id} still reports {path} online {timeout:.0f}s after it filled up")
+            time.sleep(0.2)
+
+    def active_controller(self):
+        """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by a broker to the controllers), or None."""
+        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
+        from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
+        try:
+            admin = KafkaAdminClient(**kafka_python_config(self, request_timeout_ms=5000))
+        except (KafkaError, OSError):
+            return None
+        try:
+            quorum = admin.describe_metadata_quorum()
+        except (KafkaError, OSError):
+            return None
+        finally:
+            admin.close()
+        for topic in quorum.get("topics", []):
+            for partition in topic.get("partitions", []):
+                leader = partition.get("leader_id")
+                if topic.get("topic_name") == "__cluster_metadata" and leader is not None and leader >= 0:
+                    return leader
+        return None
 
     def add_scram_user(self, username, password, mechanism):
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
@@ -368,3 +408,57 @@ def fill_volume(path, leave=0):
         except OSError:
             pass
     return filler
+
+
+class LogDirProbe:
+    """A one-partition topic on one broker, placed in a chosen log dir, to make that dir's next write happen now."""
+
+    def __init__(self, cluster, broker_id, topic):
+        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
+        self.cluster = cluster
+        self.broker_id = broker_id
+        self.topic = topic
+        self.admin = KafkaAdminClient(**kafka_python_config(cluster, request_timeout_ms=10000))
+
+    def place(self, path, timeout):
+        from kafka.admin import NewTopic  # pylint: disable=import-outside-toplevel
+        from kafka.errors import TopicAlreadyExistsError  # pylint: disable=import-outside-toplevel
+        try:
+            self.admin.create_topics([NewTopic(self.topic, replica_assignments={0: [self.broker_id]})])
+        except TopicAlreadyExistsError:
+            pass
+        deadline = time.monotonic() + timeout
+        while self._dir_of_partition() != path:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"could not place a probe partition in {path} on broker {self.broker_id}")
+            self.admin.alter_replica_log_dirs({(self.topic, 0, self.broker_id): path})
+            time.sleep(0.2)
+
+    def _describe(self):
+        return self.admin.describe_log_dirs(brokers=[self.broker_id])
+
+    def _dir_of_partition(self):
+        for result in self._describe():
+            for log_dir in result.get("log_dirs", result.get("results", [])):
+                for topic in log_dir.get("topics", []):
+                    if topic.get("name") == self.topic and topic.get("partitions"):
+                        return log_dir.get("log_dir")
+        return None
+
+    def write(self):
+        from confluent_kafka import Producer  # pylint: disable=import-outside-toplevel
+        from kafka_sim.client_config import confluent_config  # pylint: disable=import-outside-toplevel
+        producer = Producer(confluent_config(self.cluster, **{"message.timeout.ms": 5000, "acks": "all"}))
+        producer.produce(self.topic, b"x" * 65536, partition=0)
+        producer.flush(10)
+
+    def offline(self, path):
+        try:
+            results = self._describe()
+        except Exception:  # pylint: disable=broad-except  # a halted broker answers nothing: its last dir failed
+            return True
+        for result in results:
+            for log_dir in result.get("log_dirs", result.get("results", [])):
+                if log_dir.get("log_dir") == path:
+                    return log_dir.get("error_code", 0) != 0
+        return not results

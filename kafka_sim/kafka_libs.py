@@ -20,7 +20,14 @@ from kafka_sim.nodes import ClusterError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POM = os.path.join(ROOT, "kafka_sim", "maven", "pom.xml")
 BUILD = os.path.join(ROOT, "build")
-DEFAULT_VERSION = re.search(r"<kafka.version>([^<]+)</kafka.version>", open(POM, encoding="utf-8").read()).group(1)
+
+
+def _pom_property(name):
+    with open(POM, encoding="utf-8") as handle:
+        return re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", handle.read()).group(1)
+
+
+DEFAULT_VERSION = _pom_property("kafka.version")
 AGENT_PREFIX = "jmx_prometheus_javaagent"
 PLUGIN_PREFIX = "kafka-quotas-plugin"
 _STAMP = ".complete"

@@ -209,6 +209,10 @@ class SimCluster(ClusterBase):
                          "in_cluster": bool(registration and registration["alive"] and registration["pid"] == entry.get("pid"))})
         return rows
 
+    def active_controller(self):
+        """Node id of the quorum leader the model elected, or None."""
+        return self.state.read()["quorum"].get("leader")
+
     def add_scram_user(self, username, password, mechanism):
         add_scram_user(self.info["metadata_dir"], username, password, mechanism)
 

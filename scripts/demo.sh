@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make demo: start a local 3-broker test cluster (two combined broker+controller nodes), run playbooks/site.yml
-# against it twice (the second run changes nothing; its last play runs the usage pipeline over the cluster's snapshot
-# topic into .demo/pipeline-live), and show the cluster's volume state. Then generate a synthetic fleet history
+# make demo: start a local 3-broker Apache Kafka cluster (two combined broker+controller nodes; HEADROOM_TEST_ENGINE=sim
+# for the model), run playbooks/site.yml against it twice (the second run changes nothing; its last play runs the usage
+# pipeline over the cluster's snapshot topic into .demo/pipeline-live), and show the cluster's volume state. Then a
+# volume fills: volume_limits says PAUSE and the real Strimzi plugin throttles a real producer until it is freed. Then generate a synthetic fleet history
 # (2 clusters, 12 hours, client traffic with a client over its quota) and run the usage pipeline on it: decisions,
 # forecast, client and topic analyses and an HTML report in .demo/pipeline.
 set -euo pipefail
@@ -33,6 +34,10 @@ echo "== site.yml, second run: nothing to change, nothing restarted"
 echo
 "$PY" scripts/demo_log_dirs.py "$DEMO_DIR/cluster.json"
 echo
+if grep -q '"engine": "kafka"' "$DEMO_DIR/cluster.json" && [ ${#volume[@]} -gt 0 ]; then
+  "$PY" scripts/demo_throttle.py "$DEMO_DIR/cluster.json" 0.1
+  echo
+fi
 echo "== the usage pipeline on a synthetic fleet history: 2 clusters of 3 brokers, 12 hours"
 FLEET=.demo/fleet
 rm -rf "$FLEET" .demo/pipeline
@@ -40,7 +45,7 @@ rm -rf "$FLEET" .demo/pipeline
 "$PY" -m headroom_pipeline run --snapshots "$FLEET/snapshots.jsonl" --traffic "$FLEET/traffic.jsonl" --quotas "$FLEET/quotas.json" \
     --topic-thresholds "$FLEET/topic-thresholds.json" --min-available-ratio 0.1 --out .demo/pipeline
 echo
-echo "Look at: the PLAY RECAP lines (the second run has changed=0), the volume table above, the managed block at the"
+echo "Look at: the PLAY RECAP lines (the second run has changed=0), the volume table and the throttle story above, the managed block at the"
 echo "end of each broker's server.properties under $DEMO_DIR/, and the full logs in .demo/site-first.log and .demo/site-second.log."
 echo "The pipeline on the synthetic fleet: .demo/pipeline/report/index.html (the report) and .demo/pipeline/summary.json"
 echo "(the counts); on the live cluster's snapshot topic (site.yml's last play): .demo/pipeline-live/."

@@ -23,7 +23,7 @@ def main(cluster_file, out):
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "kafka_connection": {"bootstrap_servers": info["bootstrap_servers"].split(",")},
         "kafka_quotas": {"type": "strimzi", "producer_byte_rate": 1048576, "consumer_byte_rate": 2097152,
-                         "min_available_ratio_per_volume": 0.1, "excluded_principals": ["User:ops"], "check_interval": "PT30S"},
+                         "min_available_ratio_per_volume": 0.1, "excluded_principals": ["User:ops"], "check_interval": "PT5S"},
         "quota_plugin_admin": {"bootstrap_servers": info["bootstrap_servers"]},
         "quota_plugin_owner": "root", "quota_plugin_group": "root",
         "kafka_client_quotas": [{"entity": {"user": "analytics"}, "producer_byte_rate": 524288, "consumer_byte_rate": 1048576},

@@ -14,8 +14,8 @@ import pytest
 from ansible_run import run_module
 from test_integration_targets import connection_options
 from test_site import run_site, write_inventory
-from traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
 
+from kafka_sim.traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
 from kafka_sim.kafka_cluster import fill_volume
 
 BASE_RATE = 1 << 20                 # the plugin's produce quota, bytes/s

@@ -10,6 +10,8 @@ import yaml
 
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
+from kafka_sim.cluster import Cluster, process_alive
+
 ROLES = os.path.join(ROOT, "roles")
 
 
@@ -45,8 +47,10 @@ def run_roll(cluster, tmp_path, needs_restart, extra_vars=None, host_vars=None, 
 
 
 def incarnations(cluster):
-    """node id -> (pid, started_ms) of the running broker."""
-    return {node_id: (node["pid"], node["started_ms"]) for node_id, node in cluster.state.registrations(3000).items()}
+    """node id -> (pid, start time in ms) of the running nodes, as the launcher recorded them."""
+    current = Cluster(cluster.directory)
+    return {entry["id"]: (entry["pid"], int(entry["started_at"] * 1000)) for entry in current.info["brokers"]
+            if entry.get("pid") and process_alive(entry["pid"])}
 
 
 def create_replicated_topic(cluster):
@@ -102,9 +106,9 @@ def test_an_unhealthy_cluster_is_not_rolled_unless_forced(kafka_cluster_factory,
 def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3, combined=3, catch_up_ms=1000)
     deadline = time.monotonic() + 10
-    while cluster.state.read()["quorum"]["leader"] not in (1, 2, 3) and time.monotonic() < deadline:
+    while cluster.active_controller() not in (1, 2, 3) and time.monotonic() < deadline:
         time.sleep(0.1)   # the controllers elect a leader within a heartbeat or two
-    leader = cluster.state.read()["quorum"]["leader"]
+    leader = cluster.active_controller()
     assert leader in (1, 2, 3)
     before = incarnations(cluster)
     result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3})

@@ -1,4 +1,9 @@
-"""Conformance tests of the test cluster: the helper modules next to this file (``clients``) are importable by name."""
+"""Conformance tests of the test cluster: the helper modules next to this file (``clients``) are importable by name.
+
+The suite pins down the model's behaviour. It runs on the model by default; ``HEADROOM_CONFORMANCE_ENGINE=kafka``
+runs the same tests against real Apache Kafka brokers, which is how the model's differences from Kafka are found
+(see kafka_sim/README.md).
+"""
 
 import os
 import sys
@@ -8,6 +13,20 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
+
+CONFORMANCE_ENGINE = "HEADROOM_CONFORMANCE_ENGINE"
+
+
+@pytest.fixture(scope="package", autouse=True)
+def conformance_engine():
+    """Clusters created by this suite's fixtures use the conformance engine (the model unless told otherwise)."""
+    saved = os.environ.get("HEADROOM_TEST_ENGINE")
+    os.environ["HEADROOM_TEST_ENGINE"] = os.environ.get(CONFORMANCE_ENGINE, "sim")
+    yield os.environ["HEADROOM_TEST_ENGINE"]
+    if saved is None:
+        os.environ.pop("HEADROOM_TEST_ENGINE", None)
+    else:
+        os.environ["HEADROOM_TEST_ENGINE"] = saved
 
 
 # Admin clients of both libraries for a module's ``cluster`` fixture (each test module defines the cluster it needs).

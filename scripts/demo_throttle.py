@@ -1,0 +1,59 @@
+"""The demo's story on the real cluster: a volume fills, volume_limits says PAUSE, the real Strimzi plugin throttles a
+real producer, the volume is freed and traffic resumes. Usage: demo_throttle.py CLUSTER_JSON MIN_AVAILABLE_RATIO"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from kafka_sim.cluster import Cluster
+from kafka_sim.kafka_cluster import fill_volume
+from kafka_sim.traffic import create_topic, plugin_gauge, produce, wait_until
+
+TOPIC = "demo-throttle"
+
+
+def volume_limits(cluster, ratio):
+    """headroom.kafka.volume_limits as an ad-hoc task, the way an operator would ask."""
+    args = f"bootstrap_servers={cluster.info['bootstrap_servers']} min_available_ratio={ratio}"
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
+               "-e", f"ansible_python_interpreter={sys.executable}", "-m", "headroom.kafka.volume_limits", "-a", args]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(output.split("=>", 1)[1])
+
+
+def show_rate(label, measured):
+    throttle = f", throttled up to {max(measured.throttles_ms) / 1000:.0f} s" if measured.throttles_ms else ", never throttled"
+    print(f"   {label}: {measured.rate / 1024:8.1f} KiB/s accepted{throttle}")
+
+
+def main(cluster_file, ratio):
+    cluster = Cluster(os.path.dirname(cluster_file))
+    brokers = [entry for entry in cluster.info["brokers"] if "broker" in entry["roles"]]
+    observer, victim = brokers[0], brokers[-1]
+    create_topic(cluster, TOPIC, replicas_on=observer["id"])
+    print(f"== the real plugin at work: broker {victim['id']}'s volume fills while a producer writes to broker {observer['id']}")
+    show_rate("producer before", produce(cluster, TOPIC, seconds=3, max_bytes=4 << 20))
+    log_dir = victim["log_dirs"][0]
+    stat = os.statvfs(log_dir)
+    filler = fill_volume(log_dir, leave=int(stat.f_blocks * stat.f_frsize * ratio / 2))
+    started = time.monotonic()
+    try:
+        wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 0.0, 60, what="the throttle")
+        print(f"   {log_dir} filled: the plugin's throttle factor fell to 0 after {time.monotonic() - started:.1f} s "
+              f"(broker {observer['id']}'s metrics at {observer['metrics_url']})")
+        limits = volume_limits(cluster, ratio)
+        print(f"   volume_limits: state {limits['state']}, factor {limits['throttle_factor']}, "
+              f"violations {[(v['broker_id'], v['log_dir']) for v in limits['violations']]}")
+        show_rate("producer while full", produce(cluster, TOPIC, seconds=4))
+    finally:
+        os.remove(filler)
+    freed = time.monotonic()
+    wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, 60, what="the throttle lifting")
+    print(f"   filler deleted: the throttle lifted after {time.monotonic() - freed:.1f} s")
+    show_rate("producer after", produce(cluster, TOPIC, seconds=3, max_bytes=4 << 20))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], float(sys.argv[2]))

@@ -257,6 +257,7 @@ def _report(figures, entities, runs, baseline_runs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=5000)
+    parser.add_argument("--engine", choices=("kafka", "sim"), default=None, help="test cluster engine (default: real Kafka)")
     parser.add_argument("--runs", type=int, default=3, help="runs of ours and of the ansible task (median)")
     parser.add_argument("--baseline-runs", type=int, default=1, help="runs of the naive baseline (median)")
     parser.add_argument("--no-playbook", action="store_true", help="skip the ansible-playbook runs")
@@ -265,8 +266,8 @@ def main():
     workdir = tempfile.mkdtemp(prefix="bench-client-quota-")
     cluster = None
     try:
-        cluster = Cluster(os.path.join(workdir, "cluster"))
-        cluster.create(3, base_port=free_port_block(3))
+        cluster = Cluster(os.path.join(workdir, "cluster"), args.engine)
+        cluster.create(3, base_port=free_port_block(cluster.ports_needed(3)))
         cluster.up(120)
         figures = _measure(cluster.info["bootstrap_servers"], _spec(args.entities), max(args.runs, 1), max(args.baseline_runs, 1),
                            not args.no_playbook, workdir)

@@ -195,7 +195,7 @@ class Clusters:
         """Create and start a cluster on a free port block; return it with the seconds from the start of ``up`` until
         ``up`` returned and until every broker had answered ApiVersions. A start that lost a port to another process is retried on other ports."""
         for attempt in range(1, attempts + 1):
-            cluster = Cluster(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root))
+            cluster = Cluster(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root), "sim")  # the model: 50 brokers
             cluster.create(brokers, base_port=free_port_block(brokers))
             self.running.append(cluster)
             started = time.perf_counter()

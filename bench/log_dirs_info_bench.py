@@ -73,7 +73,7 @@ def _task_once(bootstrap, workdir):
 
 def _measure(brokers, runs, task_runs, workdir):
     directory = tempfile.mkdtemp(prefix="bench-cluster-", dir=workdir)
-    cluster = Cluster(directory)
+    cluster = Cluster(directory, "sim")  # the model: 50 brokers do not fit two cores as JVMs
     cluster.create(brokers, base_port=free_port_block(brokers))
     try:
         cluster.up(120)

@@ -2,7 +2,6 @@
 
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -10,7 +9,7 @@ import uuid
 
 from kafka_sim import properties, security
 from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
-                             parse_size, principal_of, process_alive, security_protocol, tail, wait_exit)
+                             parse_size, principal_of, process_alive, security_protocol, tail)
 from kafka_sim.state import DEFAULT_CATCH_UP_MS, ClusterState
 
 

@@ -43,11 +43,19 @@ class Measured:
         self.acked = 0
         self.elapsed = 0.0
         self.throttles_ms = []
+        self.throttled_at = []
         self.acked_at = []
 
     @property
     def rate(self):
         return self.acked / self.elapsed if self.elapsed else 0.0
+
+    def rate_after_first_throttle(self):
+        """Acknowledged bytes per second from the first throttled response to the end (0 if never throttled)."""
+        if not self.throttled_at:
+            return 0.0
+        start = self.throttled_at[0]
+        return sum(size for at, size in self.acked_at if at > start) / max(self.elapsed - start, 1e-3)
 
     def rate_between(self, start, end):
         """Acknowledged bytes per second between ``start`` and ``end`` seconds after the producer began."""
@@ -62,10 +70,15 @@ def produce(cluster, topic, *, seconds, user=None, password=None, offered_rate=N
     if user:
         config.update({"sasl.username": user, "sasl.password": password})
     measured = Measured()
-    config["throttle_cb"] = lambda event: measured.throttles_ms.append(event.throttle_time * 1000)
+    start = time.monotonic()
+
+    def throttled(event):
+        measured.throttles_ms.append(event.throttle_time * 1000)
+        measured.throttled_at.append(time.monotonic() - start)
+
+    config["throttle_cb"] = throttled
     producer = Producer(confluent_config(cluster, **config))
     payload = b"x" * message_size
-    start = time.monotonic()
 
     def delivered(error, message):
         if error is None:

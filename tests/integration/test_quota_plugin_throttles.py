@@ -86,12 +86,15 @@ def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_clus
         limits = run_module("volume_limits", dict(connection_options(cluster.info), min_available_bytes=LIMIT), str(tmp_path))
         assert (limits["throttle_factor"], limits["state"]) == (0.0, "PAUSE"), "volume_limits agrees at that moment"
 
-        throttled = produce(cluster, TOPIC, seconds=4, **as_user("alice"))
+        throttled = produce(cluster, TOPIC, seconds=5, **as_user("alice"))
         excluded = produce(cluster, TOPIC, seconds=4, max_bytes=8 << 20, **as_user("ops"))
-        print(f"throttle reaction {reaction:.1f} s; alice {before.rate:.0f} -> {throttled.rate:.0f} B/s "
-              f"(throttle {max(throttled.throttles_ms, default=0):.0f} ms); ops {excluded.rate:.0f} B/s")
+        floor_rate = throttled.rate_after_first_throttle()
+        print(f"throttle reaction {reaction:.1f} s; alice {before.rate:.0f} -> {floor_rate:.0f} B/s after the first "
+              f"throttled response ({throttled.rate:.0f} B/s over the run; throttle {max(throttled.throttles_ms, default=0):.0f} ms); "
+              f"ops {excluded.rate:.0f} B/s")
         assert throttled.throttles_ms and max(throttled.throttles_ms) > 1000, "produce responses carry the throttle time"
-        assert throttled.rate < before.rate / 20, "alice's rate collapses to the plugin's floor"
+        # The broker applies a new factor from its next quota update on: what it accepts from then on is the floor.
+        assert floor_rate < before.rate / 20, "alice's rate collapses to the plugin's floor"
         assert not excluded.throttles_ms, "the excluded principal is never throttled"
         assert excluded.rate > BASE_RATE, "and produces faster than even the unthrottled quota"
     finally:
@@ -115,7 +118,7 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
         offset = handle.tell()
     cluster.stop(2)
     try:
-        wait_until(lambda: plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1, 3 * REACTION,
+        wait_until(lambda: plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1, 6 * REACTION,
                    what="the plugin seeing one active broker")
         during = produce(cluster, TOPIC, seconds=3, **as_user("alice"))
         assert during.rate > BASE_RATE / 4, f"broker 1 keeps serving: {during.rate:.0f} B/s"

@@ -11,7 +11,9 @@ import struct
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
 from kafka_sim import wire
-from kafka_sim.client_config import confluent_config, kafka_python_config  # noqa: F401  # re-exported for the tests
+from kafka_sim.client_config import confluent_config, kafka_python_config
+
+__all__ = ["RawClient", "confluent_config", "kafka_python_config"]
 
 
 class RawClient:

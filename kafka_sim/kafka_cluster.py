@@ -382,6 +382,7 @@ class KafkaCluster(ClusterBase):
             admin.close()
 
     def status(self):
+        self._reload()
         unfenced = self.unfenced_brokers()
         rows = []
         for entry in self.info["brokers"]:

@@ -106,6 +106,8 @@ class ClusterBase:
         properties.write_atomic(self.path, json.dumps(self.info, indent=2) + "\n", mode=0o600)
 
     def broker(self, node_id):
+        """A node's entry, read afresh: another command (a role's restart) may have recorded a newer pid meanwhile."""
+        self._reload()
         for entry in self.info["brokers"]:
             if entry["id"] == int(node_id):
                 return entry

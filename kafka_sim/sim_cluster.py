@@ -199,6 +199,7 @@ class SimCluster(ClusterBase):
             self.state.set_fault(entry["id"], "offline_log_dirs", sorted(set(faults) | {path}))
 
     def status(self):
+        self._reload()
         registrations = self.state.registrations(3000)
         rows = []
         for entry in self.info["brokers"]:

@@ -94,11 +94,7 @@ class KafkaCluster(ClusterBase):
         ``controllers_only`` controller nodes after them. KRaft needs a quorum: with neither option, one controller-only
         node is added. ``catch_up_ms`` is the model's knob; real replicas catch up at their own pace."""
         del catch_up_ms
-        self._refuse_if_running()
-        if brokers < 1 or log_dirs_per_broker < 1:
-            raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
-        if not 0 <= combined <= brokers or controllers_only < 0:
-            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
+        self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         libs = ensure_libs()
         os.makedirs(self.directory, exist_ok=True)
         self.info = {"engine": self.engine, "kafka_version": libs.version, "directory": self.directory, "brokers": [],
@@ -135,9 +131,7 @@ class KafkaCluster(ClusterBase):
     def _security_settings(self, tls, scram, client_auth, broker_ids):
         broker, client = {}, {}
         if tls:
-            ca_cert = self._tls_material()["ca"]
-            broker.update({"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_cert,
-                           "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"})
+            broker.update(self._tls_broker_settings(client_auth))
             client["tls"] = self.info["tls"]
         super_users = []
         if tls and client_auth == "required" and not scram:

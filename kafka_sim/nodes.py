@@ -118,6 +118,19 @@ class ClusterBase:
         if self.info is not None and any(process_alive(b["pid"]) for b in self.info["brokers"] if b.get("pid")):
             raise ClusterError(f"a cluster is already running in {self.directory}; run 'down' first")
 
+    def _check_layout(self, brokers, log_dirs_per_broker, combined, controllers_only):
+        self._refuse_if_running()
+        if brokers < 1 or log_dirs_per_broker < 1:
+            raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
+        if not 0 <= combined <= brokers or controllers_only < 0:
+            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
+
+    def _tls_broker_settings(self, client_auth):
+        """A new CA and admin certificate, and the broker settings that trust them (PEM stores, client auth)."""
+        ca_cert = self._tls_material()["ca"]
+        return {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_cert,
+                "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"}
+
     def _tls_material(self):
         """A CA and the admin client's certificate, in the cluster's tls/ directory (PEM)."""
         tls_dir = os.path.join(self.directory, "tls")

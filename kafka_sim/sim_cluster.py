@@ -34,11 +34,7 @@ class SimCluster(ClusterBase):
                client_auth="required", catch_up_ms=DEFAULT_CATCH_UP_MS, extra_properties=None, combined=0, controllers_only=0):
         """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also controllers)
         and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
-        self._refuse_if_running()
-        if brokers < 1 or log_dirs_per_broker < 1:
-            raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
-        if not 0 <= combined <= brokers or controllers_only < 0:
-            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
+        self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         os.makedirs(self.directory, exist_ok=True)
         metadata_dir = os.path.join(self.directory, "metadata")
         self.info = {"engine": self.engine, "directory": self.directory, "metadata_dir": metadata_dir, "brokers": [], "volumes": [], "notes": []}
@@ -110,9 +106,7 @@ class SimCluster(ClusterBase):
     def _security_settings(self, tls, scram, client_auth):
         broker, client = {}, {}
         if tls:
-            ca_cert = self._tls_material()["ca"]
-            broker.update({"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_cert,
-                           "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"})
+            broker.update(self._tls_broker_settings(client_auth))
             client["tls"] = self.info["tls"]
         super_users = []
         if tls and client_auth == "required" and not scram:

@@ -272,7 +272,8 @@ def _report(args, figures):
     if figures["baseline"] is not None:
         rows.append((f"baseline total: pause {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s (1 run)", figures["baseline"]))
     print(f"cores: {os.cpu_count()}")
-    print(f"cluster: {args.engine or 'default engine'}, {BROKERS} brokers, topic {TOPIC!r} {BROKERS} partitions x RF {BROKERS}, catch_up_ms {args.catch_up_ms}, runs {args.runs}")
+    print(f"cluster: {figures['engine']} engine, {BROKERS} brokers, topic {TOPIC!r} {BROKERS} partitions x RF {BROKERS}, "
+          f"catch_up_ms {args.catch_up_ms} (the model's), runs {args.runs}")
     with open(os.path.join(ROOT, "roles", "rolling_restart", "defaults", "main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
     interval = f"{args.poll_interval} s" if args.poll_interval is not None else f"{defaults['rolling_restart_poll_interval']} s (default)"

@@ -12,6 +12,7 @@ from kafka_sim.kafka_cluster import fill_volume
 from kafka_sim.traffic import create_topic, plugin_gauge, produce, wait_until
 
 TOPIC = "demo-throttle"
+QUOTA_WINDOW_S = 11
 
 
 def volume_limits(cluster, ratio):
@@ -34,7 +35,7 @@ def main(cluster_file, ratio):
     observer, victim = brokers[0], brokers[-1]
     create_topic(cluster, TOPIC, replicas_on=observer["id"])
     print(f"== the real plugin at work: broker {victim['id']}'s volume fills while a producer writes to broker {observer['id']}")
-    show_rate("producer before", produce(cluster, TOPIC, seconds=3, max_bytes=4 << 20))
+    show_rate("producer before", produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20))
     log_dir = victim["log_dirs"][0]
     stat = os.statvfs(log_dir)
     filler = fill_volume(log_dir, leave=int(stat.f_blocks * stat.f_frsize * ratio / 2))
@@ -52,7 +53,10 @@ def main(cluster_file, ratio):
     freed = time.monotonic()
     wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, 60, what="the throttle lifting")
     print(f"   filler deleted: the throttle lifted after {time.monotonic() - freed:.1f} s")
-    show_rate("producer after", produce(cluster, TOPIC, seconds=3, max_bytes=4 << 20))
+    # Kafka judges a client's rate over its quota window (11 one-second samples): what it sent while throttled
+    # still counts until those samples roll over.
+    time.sleep(QUOTA_WINDOW_S)
+    show_rate(f"producer after ({QUOTA_WINDOW_S} s, a quota window, later)", produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 #                   (KAFKA_VERSION picks another Kafka 4.x release; KAFKA_HOME uses an installation instead)
 #   make sanity     ansible-test sanity for the collection
 #   make lint       ansible-lint with the production profile
-#   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE=sim: the model)
+#   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE set to sim: the model)
 #   make test       sanity, ansible-lint, then pytest
 #   make demo     run the demo (scripts/demo.sh)
 #   make bench    run the benchmarks (figures, not pass/fail)

@@ -155,27 +155,14 @@ class KafkaCluster(ClusterBase):
     def _create_node(self, node_id, roles, port, controller_port, metrics_port, options):
         """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
         is_broker = "broker" in roles
-        home = os.path.join(self.directory, f"broker-{node_id}" if is_broker else f"controller-{node_id}")
-        os.makedirs(home, exist_ok=True)
+        home, log_dirs = self._node_home(node_id, is_broker, options["log_dirs"], options["size"])
         metadata_dir = os.path.join(home, "metadata")
         os.makedirs(metadata_dir, exist_ok=True)
         if options["size"]:
             self._mount_volume(metadata_dir, METADATA_VOLUME_SIZE)
-        log_dirs = [os.path.join(home, f"logdir-{k}") for k in range(options["log_dirs"])] if is_broker else []
-        for path in log_dirs:
-            os.makedirs(path, exist_ok=True)
-            if options["size"]:
-                self._mount_volume(path, options["size"])
-        listeners = [f"CLIENT://{HOST}:{port}"] if is_broker else []
-        protocols = [f"CLIENT:{self.info['security_protocol']}"] if is_broker else []
-        protocols.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
-        if controller_port is not None:
-            listeners.append(f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}")
-        props = {"node.id": str(node_id), "process.roles": ",".join(roles), "listeners": ",".join(listeners)}
-        if is_broker:
-            props.update({"advertised.listeners": f"CLIENT://{HOST}:{port}", "inter.broker.listener.name": "CLIENT"})
+        protocols = ([f"CLIENT:{self.info['security_protocol']}"] if is_broker else []) + [f"{CONTROLLER_LISTENER}:PLAINTEXT"]
+        props = self._listener_properties(node_id, roles, port, controller_port, protocols)
         props.update({
-            "listener.security.protocol.map": ",".join(protocols),
             "controller.listener.names": CONTROLLER_LISTENER,
             "controller.quorum.voters": self.info["controller_quorum_voters"],
             "log.dirs": ",".join(log_dirs) if log_dirs else metadata_dir,
@@ -188,12 +175,7 @@ class KafkaCluster(ClusterBase):
             "share.coordinator.state.topic.min.isr": "1",
             "log.segment.bytes": str(1 << 20), "log.index.size.max.bytes": str(1 << 20),
         })
-        props.update(options["common"]["broker"])
-        if options["tls"] and is_broker:
-            props["ssl.keystore.location"] = self._node_keystore(node_id)
-        props.update(options["extra"] or {})
-        config_path = os.path.join(home, "server.properties")
-        properties.write_atomic(config_path, properties.render(props), mode=0o600)
+        config_path = self._write_node_config(home, node_id, is_broker, props, options)
         self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port,
                                      "properties": config_path, "log_dirs": log_dirs, "metadata_dir": metadata_dir,
                                      "pid": None, "log_file": os.path.join(home, "broker.log"), "roles": roles,

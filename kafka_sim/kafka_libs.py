@@ -46,11 +46,9 @@ class KafkaLibs:
     @property
     def classpath(self):
         """Every jar of Kafka's libs/ plus the plugin, as bin/kafka-run-class.sh builds it (no test or source jars)."""
-        jars = sorted(glob.glob(os.path.join(self.kafka_libs, "*.jar")))
-        jars += [path for path in sorted(glob.glob(os.path.join(self.extras, "*.jar")))
-                 if not os.path.basename(path).startswith(AGENT_PREFIX) and path not in jars]
-        return os.pathsep.join(p for p in jars if not re.search(r"-(test|sources|javadoc|scaladoc)\.jar$", p)
-                               and not os.path.basename(p).startswith(AGENT_PREFIX))
+        jars = sorted(set(glob.glob(os.path.join(self.kafka_libs, "*.jar")) + glob.glob(os.path.join(self.extras, "*.jar"))))
+        return os.pathsep.join(path for path in jars if not re.search(r"-(test|sources|javadoc|scaladoc)\.jar$", path)
+                               and not os.path.basename(path).startswith(AGENT_PREFIX))
 
     @property
     def agent(self):

@@ -125,6 +125,41 @@ class ClusterBase:
         if not 0 <= combined <= brokers or controllers_only < 0:
             raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
 
+    def _node_home(self, node_id, is_broker, log_dirs, size):
+        """A node's directory and its data log dirs (each a volume of ``size`` bytes when given)."""
+        home = os.path.join(self.directory, f"broker-{node_id}" if is_broker else f"controller-{node_id}")
+        os.makedirs(home, exist_ok=True)
+        paths = [os.path.join(home, f"logdir-{k}") for k in range(log_dirs)] if is_broker else []
+        for path in paths:
+            os.makedirs(path, exist_ok=True)
+            if size:
+                self._mount_volume(path, size)
+        return home, paths
+
+    @staticmethod
+    def _listener_properties(node_id, roles, port, controller_port, protocols):
+        """node.id, process.roles and the listeners of a node; ``protocols`` lists its listener:protocol pairs."""
+        is_broker = "broker" in roles
+        listeners = [f"CLIENT://{HOST}:{port}"] if is_broker else []
+        if controller_port is not None:
+            listeners.append(f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}")
+        props = {"node.id": str(node_id), "process.roles": ",".join(roles), "listeners": ",".join(listeners)}
+        if is_broker:
+            props.update({"advertised.listeners": f"CLIENT://{HOST}:{port}", "inter.broker.listener.name": "CLIENT"})
+        props["listener.security.protocol.map"] = ",".join(protocols)
+        return props
+
+    def _write_node_config(self, home, node_id, is_broker, props, options):
+        """The cluster's security settings, the node's keystore and the user's extra lines over ``props``, written
+        as the node's server.properties (mode 0600: it may hold passwords); returns its path."""
+        props.update(options["common"].get("broker", {}))
+        if options["tls"] and is_broker:
+            props["ssl.keystore.location"] = self._node_keystore(node_id)
+        props.update(options["extra"] or {})
+        config_path = os.path.join(home, "server.properties")
+        properties.write_atomic(config_path, properties.render(props), mode=0o600)
+        return config_path
+
     def _tls_broker_settings(self, client_auth):
         """A new CA and admin certificate, and the broker settings that trust them (PEM stores, client auth)."""
         ca_cert = self._tls_material()["ca"]

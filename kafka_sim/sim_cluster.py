@@ -7,7 +7,7 @@ import sys
 import time
 import uuid
 
-from kafka_sim import properties, security
+from kafka_sim import security
 from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
                              parse_size, principal_of, process_alive, security_protocol, tail)
 from kafka_sim.state import DEFAULT_CATCH_UP_MS, ClusterState
@@ -68,23 +68,9 @@ class SimCluster(ClusterBase):
     def _create_node(self, node_id, roles, port, controller_port, metadata_dir, protocol, options):
         """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
         is_broker = "broker" in roles
-        home = os.path.join(self.directory, f"broker-{node_id}" if is_broker else f"controller-{node_id}")
-        os.makedirs(home, exist_ok=True)
-        log_dirs = [os.path.join(home, f"logdir-{k}") for k in range(options["log_dirs"])] if is_broker else []
-        for path in log_dirs:
-            os.makedirs(path, exist_ok=True)
-            if options["size"]:
-                self._mount_volume(path, options["size"])
-        listeners = [f"CLIENT://{HOST}:{port}"] if is_broker else []
-        protocols = [f"CLIENT:{protocol}"] if is_broker else []
-        if options["quorum"]:
-            protocols.append(f"{CONTROLLER_LISTENER}:PLAINTEXT")
-        if controller_port is not None:
-            listeners.append(f"{CONTROLLER_LISTENER}://{HOST}:{controller_port}")
-        props = {"node.id": str(node_id), "process.roles": ",".join(roles), "listeners": ",".join(listeners)}
-        if is_broker:
-            props.update({"advertised.listeners": f"CLIENT://{HOST}:{port}", "inter.broker.listener.name": "CLIENT"})
-        props["listener.security.protocol.map"] = ",".join(protocols)
+        home, log_dirs = self._node_home(node_id, is_broker, options["log_dirs"], options["size"])
+        protocols = ([f"CLIENT:{protocol}"] if is_broker else []) + ([f"{CONTROLLER_LISTENER}:PLAINTEXT"] if options["quorum"] else [])
+        props = self._listener_properties(node_id, roles, port, controller_port, protocols)
         props.update(options["quorum"])
         if is_broker:
             props["log.dirs"] = ",".join(log_dirs)
@@ -93,12 +79,7 @@ class SimCluster(ClusterBase):
             "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
             "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
         })
-        props.update(options["common"].get("broker", {}))
-        if options["tls"] and is_broker:
-            props["ssl.keystore.location"] = self._node_keystore(node_id)
-        props.update(options["extra"] or {})
-        config_path = os.path.join(home, "server.properties")
-        properties.write_atomic(config_path, properties.render(props), mode=0o600)
+        config_path = self._write_node_config(home, node_id, is_broker, props, options)
         self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port, "properties": config_path,
                                      "log_dirs": log_dirs, "pid": None, "log_file": os.path.join(home, "broker.log"),
                                      "roles": roles, "controller_port": controller_port})

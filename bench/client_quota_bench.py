@@ -2,9 +2,10 @@
 
 Run from the repository root: ``.venv/bin/python bench/client_quota_bench.py [--entities N] [--runs N] [--baseline-runs N] [--no-playbook]``.
 
-Starts its own 3-broker test cluster (kafka_sim) in a temporary directory on free loopback ports and tears it down at
-the end, also on an error or Ctrl-C. Every request goes through the collection's adapter (KafkaAdapter), wrapped to
-count the requests each approach sends. Measured, each from a cluster without client quotas unless said otherwise:
+Starts its own 3-broker test cluster (real Apache Kafka unless ``--engine sim``) in a temporary directory on free
+loopback ports and tears it down at the end, also on an error or Ctrl-C. Every request goes through the collection's
+adapter (KafkaAdapter), wrapped to count the requests each approach sends. Measured, each from a cluster without
+client quotas unless said otherwise:
 
 * ours, first apply: the module's core (``desired_state`` + ``reconcile`` of plugins/modules/client_quota.py, with a
   fresh connection as every task run has), 5,000 users with producer and consumer byte rates;
@@ -16,9 +17,9 @@ count the requests each approach sends. Measured, each from a cluster without cl
 
 Times are medians over ``--runs`` runs (3) for ours and the Ansible task and ``--baseline-runs`` (1) for the naive
 loop, which takes minutes at 5,000 entities; the cluster's quotas are cleared before every first apply (not timed) and
-every result is checked against DescribeClientQuotas. The test cluster keeps its quota store in a file that each
-AlterClientQuotas rewrites, so the naive loop costs more per request as the store grows (a real controller appends one
-record per request instead): the per-request figure printed for it shows what that means.
+every result is checked against DescribeClientQuotas. On real Kafka each AlterClientQuotas is forwarded to the active
+controller, which appends the records to the metadata log; the model (``--engine sim``) rewrites its whole quota store
+per request instead, so the naive loop costs more per request there as the store grows and flatters our ratio.
 """
 
 import argparse
@@ -36,7 +37,7 @@ COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
 from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_sim.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET_SPEEDUP = 20.0
 
@@ -267,7 +268,7 @@ def main():
     cluster = None
     try:
         cluster = Cluster(os.path.join(workdir, "cluster"), args.engine)
-        cluster.create(3, base_port=free_port_block(cluster.ports_needed(3)))
+        cluster.create(3, base_port=base_port_for(3, engine=cluster.engine))
         cluster.up(120)
         figures = _measure(cluster.info["bootstrap_servers"], _spec(args.entities), max(args.runs, 1), max(args.baseline_runs, 1),
                            not args.no_playbook, workdir)

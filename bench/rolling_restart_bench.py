@@ -30,7 +30,7 @@ COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
 from kafka_sim.cluster import Cluster, process_alive  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_sim.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
 
 BROKERS = 3
 TOPIC = "rolled"
@@ -227,7 +227,7 @@ def _one_run(cluster, workdir, label, role_vars):
 
 def _measure(args, workdir):
     cluster = Cluster(tempfile.mkdtemp(prefix="cluster-", dir=workdir), args.engine)
-    cluster.create(BROKERS, base_port=free_port_block(cluster.ports_needed(BROKERS)), catch_up_ms=args.catch_up_ms)
+    cluster.create(BROKERS, base_port=base_port_for(BROKERS, engine=cluster.engine), catch_up_ms=args.catch_up_ms)
     try:
         cluster.up(120)
         _create_topic(cluster)

@@ -450,4 +450,4 @@ def describe(quotas, components, strict):
         if not values or not _matches(entity, exact, specified, strict):
             continue
         entries.append((_ordered_parts(entity, 2), _value_order(values)))
-    return NONE, None, entries
+    return NONE, "", entries   # Kafka answers a successful describe with an empty message, not null

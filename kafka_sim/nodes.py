@@ -105,6 +105,11 @@ class ClusterBase:
     def save(self):
         properties.write_atomic(self.path, json.dumps(self.info, indent=2) + "\n", mode=0o600)
 
+    @property
+    def broker_nodes(self):
+        """The entries of nodes with the broker role (``brokers`` also lists controller-only nodes)."""
+        return [entry for entry in self.info["brokers"] if "broker" in entry["roles"]]
+
     def broker(self, node_id):
         """A node's entry, read afresh: another command (a role's restart) may have recorded a newer pid meanwhile."""
         self._reload()
@@ -232,15 +237,18 @@ class ClusterBase:
         self.save()
 
     def _shutdown(self, entries):
+        """SIGTERM to every node at once; whatever still runs at one shared deadline gets SIGKILL."""
         for entry in entries:
             os.kill(entry["pid"], signal.SIGCONT)
             os.kill(entry["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + self.down_timeout
         for entry in entries:
-            if not wait_exit(entry["pid"], self.shutdown_timeout):
+            if not wait_exit(entry["pid"], max(0.0, deadline - time.monotonic())):
                 os.kill(entry["pid"], signal.SIGKILL)
                 wait_exit(entry["pid"], 5)
 
-    shutdown_timeout = 15.0
+    shutdown_timeout = 15.0   # one node's stop
+    down_timeout = 15.0       # the whole cluster's down
 
     def restart(self, node_id):
         self.stop(node_id)

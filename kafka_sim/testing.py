@@ -51,6 +51,11 @@ def free_port_block(count, attempts=200):
     raise RuntimeError(f"no block of {count} free ports found")
 
 
+def base_port_for(brokers, combined=0, controllers_only=0, engine=None):
+    """A base port with room for every port a cluster of ``engine`` takes (real nodes add controller and metrics ports)."""
+    return free_port_block(engine_class(engine).ports_needed(brokers, combined, controllers_only))
+
+
 class ClusterFactory:
     """Fresh clusters of one engine (``engine``, else ``HEADROOM_TEST_ENGINE``, else real Kafka)."""
 
@@ -63,8 +68,8 @@ class ClusterFactory:
         directory = tempfile.mkdtemp(prefix="cluster-", dir=self.root)
         engine = options.pop("engine", self.engine)
         cluster = Cluster(directory, engine)
-        ports = engine_class(cluster.engine).ports_needed(brokers, options.get("combined", 0), options.get("controllers_only", 0))
-        options.setdefault("base_port", free_port_block(ports))
+        options.setdefault("base_port", base_port_for(brokers, options.get("combined", 0), options.get("controllers_only", 0),
+                                                      cluster.engine))
         timeout = options.pop("timeout", 120.0)
         cluster.create(brokers, **options)
         self.clusters.append(cluster)

@@ -107,7 +107,8 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         if replication_factor > len(live):
             return errors.INVALID_REPLICATION_FACTOR, (
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
-                f"{replication_factor} cannot be reached because only {len(live)} broker(s) are registered.")
+                f"{replication_factor} cannot be reached because only {len(live)} broker(s) are registered or some brokers have all "
+                "their log directories cordoned.")
         replicas_by_partition = _assign(live, num_partitions, replication_factor, name)
     for key, value in configs.items():
         problem = kafka_configs.validate_topic_config(key, value)

@@ -67,7 +67,7 @@ def _authenticate(connection, token):
     if connection.sasl.complete:
         connection.authenticated = True
         connection.principal = f"User:{connection.sasl.username}"
-    return errors.NONE, None, reply
+    return errors.NONE, "", reply   # Kafka's generated message default: "" rather than null
 
 
 def sasl_authenticate(_broker, connection, request):

@@ -160,20 +160,20 @@ def _describe_resource(broker, view, resource, include_synonyms):
     name = resource.resource_name
     if resource.resource_type == BROKER:
         if name == "":
-            return errors.NONE, None, _cluster_default_entries(broker, include_synonyms)
+            return errors.NONE, "", _cluster_default_entries(broker, include_synonyms)
         node_id = _parse_broker_id(name)
         if node_id is None:
             return errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}", []
         if node_id != broker.node_id:
             return errors.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}", []
-        return errors.NONE, None, _broker_entries(broker, include_synonyms)
+        return errors.NONE, "", _broker_entries(broker, include_synonyms)
     if resource.resource_type == TOPIC:
         invalid = topics.invalid_name(name)
         if invalid:
             return errors.INVALID_TOPIC_EXCEPTION, invalid, []
         if name not in view:
-            return errors.UNKNOWN_TOPIC_OR_PARTITION, None, []
-        return errors.NONE, None, _topic_entries(broker, view[name], include_synonyms)
+            return errors.UNKNOWN_TOPIC_OR_PARTITION, "", []
+        return errors.NONE, "", _topic_entries(broker, view[name], include_synonyms)
     return errors.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type} for this test broker", []
 
 

@@ -17,6 +17,16 @@ if HERE not in sys.path:
 CONFORMANCE_ENGINE = "HEADROOM_CONFORMANCE_ENGINE"
 
 
+def pytest_collection_modifyitems(items):
+    """On real Kafka, tests of the model's own features are skipped with the reason the model differs."""
+    if os.environ.get(CONFORMANCE_ENGINE, "sim") == "sim":
+        return
+    for item in items:
+        marker = item.get_closest_marker("model_only")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"model only: {marker.kwargs.get('reason') or marker.args[0]}"))
+
+
 @pytest.fixture(scope="package", autouse=True)
 def conformance_engine():
     """Clusters created by this suite's fixtures use the conformance engine (the model unless told otherwise)."""

@@ -29,7 +29,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from clients import RawClient, confluent_config
 from kafka_sim.broker import wait_for
 from kafka_sim.cluster import Cluster, process_alive
-from kafka_sim.testing import free_port_block
+from kafka_sim.testing import base_port_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BROKER_KEYS = {"id", "host", "port", "properties", "log_dirs", "pid", "log_file"}
@@ -74,14 +74,14 @@ class CliCluster:
 @pytest.fixture(scope="module")
 def cli_cluster(kafka_cluster_root):
     directory = tempfile.mkdtemp(prefix="cli-", dir=kafka_cluster_root)
-    base = free_port_block(3)
+    base = base_port_for(3)
     result = cli("up", "--dir", directory, "--brokers", 3, "--base-port", base, "--volume-size", "8M", "--log-dirs-per-broker", 2,
                  "--catch-up-ms", 1000)
     try:
         assert result.returncode == 0, result.stderr
         # Right after ``up`` returned: every broker answers and every broker is in the cluster.
         cluster = Cluster(directory)
-        first_look = {"answers": [api_versions_answered(b["host"], b["port"]) for b in cluster.info["brokers"]],
+        first_look = {"answers": [api_versions_answered(b["host"], b["port"]) for b in cluster.broker_nodes],
                       "brokers": metadata_brokers(cluster)}
         yield CliCluster(directory, result, first_look)
     finally:
@@ -97,11 +97,13 @@ def test_up_writes_cluster_json_and_returns_when_every_broker_answers(cli_cluste
     assert stat.S_IMODE(os.stat(cluster.path).st_mode) == 0o600
     assert info["security_protocol"] == "PLAINTEXT" and "tls" not in info and "sasl" not in info
     assert len(info["cluster_id"]) == 22 and info["cluster_id"] in cli_cluster.result.stdout
-    assert info["bootstrap_servers"] == ",".join(f"{b['host']}:{b['port']}" for b in info["brokers"])
+    brokers = cluster.broker_nodes
+    assert info["bootstrap_servers"] == ",".join(f"{b['host']}:{b['port']}" for b in brokers)
     assert info["bootstrap_servers"] in cli_cluster.result.stdout
-    assert os.path.isdir(info["metadata_dir"])
-    assert [b["id"] for b in info["brokers"]] == [1, 2, 3]
-    for broker in info["brokers"]:
+    # The model's nodes share one metadata dir; each real node has its own.
+    assert all(os.path.isdir(path) for path in [info.get("metadata_dir")] + [n.get("metadata_dir") for n in info["brokers"]] if path)
+    assert [b["id"] for b in brokers] == [1, 2, 3]
+    for broker in brokers:
         assert BROKER_KEYS <= set(broker)
         assert process_alive(broker["pid"])
         assert os.path.isfile(broker["properties"]) and os.path.isfile(broker["log_file"])
@@ -112,8 +114,9 @@ def test_up_writes_cluster_json_and_returns_when_every_broker_answers(cli_cluste
     assert isinstance(info["notes"], list)
     if info["notes"]:
         pytest.skip(f"volumes not mounted here: {info['notes']}")
-    assert sorted(v["path"] for v in info["volumes"]) == sorted(p for b in info["brokers"] for p in b["log_dirs"])
-    for volume in info["volumes"]:
+    log_dir_volumes = [v for v in info["volumes"] if any(v["path"] in b["log_dirs"] for b in brokers)]
+    assert sorted(v["path"] for v in log_dir_volumes) == sorted(p for b in brokers for p in b["log_dirs"])
+    for volume in log_dir_volumes:
         assert volume["size"] == 8 << 20 and volume["type"] == "tmpfs" and os.path.ismount(volume["path"])
         st = os.statvfs(volume["path"])
         assert st.f_blocks * st.f_frsize == 8 << 20
@@ -121,10 +124,11 @@ def test_up_writes_cluster_json_and_returns_when_every_broker_answers(cli_cluste
 
 def test_status(cli_cluster):
     rows = status(cli_cluster.directory)
-    info = cli_cluster.cluster.info
-    assert sorted(rows) == [1, 2, 3]
-    for broker in info["brokers"]:
-        assert rows[broker["id"]] == {"id": broker["id"], "port": broker["port"], "pid": broker["pid"], "running": True, "in_cluster": True}
+    brokers = cli_cluster.cluster.broker_nodes
+    assert sorted(rows) == sorted(n["id"] for n in cli_cluster.cluster.info["brokers"])
+    for broker in brokers:
+        row = {key: rows[broker["id"]][key] for key in ("id", "port", "pid", "running", "in_cluster")}
+        assert row == {"id": broker["id"], "port": broker["port"], "pid": broker["pid"], "running": True, "in_cluster": True}
 
 
 def test_stop_start_restart_kill(cli_cluster):
@@ -240,7 +244,7 @@ def test_down_stops_every_process_and_unmounts(cli_cluster):
 @pytest.mark.parametrize("problem", ["bad-value", "port-taken"])
 def test_up_with_a_refused_config_fails_and_leaves_no_process(kafka_cluster_root, problem):
     directory = tempfile.mkdtemp(prefix="cli-bad-", dir=kafka_cluster_root)
-    base = free_port_block(3)
+    base = base_port_for(3)
     args = ["up", "--dir", directory, "--brokers", 3, "--base-port", base, "--timeout", 30]
     blocker = None
     if problem == "bad-value":
@@ -262,7 +266,7 @@ def test_up_with_a_refused_config_fails_and_leaves_no_process(kafka_cluster_root
         assert result.stderr.startswith("error: broker ")
         assert reason in result.stderr
         info = Cluster(directory).info
-        assert not any(process_alive(b["pid"]) for b in info["brokers"] if b.get("pid"))
+        assert not any(process_alive(b["pid"]) for b in info["brokers"] if b.get("pid"))   # controller nodes included
     finally:
         if Cluster(directory).info:
             Cluster(directory).down()
@@ -270,7 +274,7 @@ def test_up_with_a_refused_config_fails_and_leaves_no_process(kafka_cluster_root
 
 def test_up_with_tls_and_scram_writes_client_credentials(kafka_cluster_root):
     directory = tempfile.mkdtemp(prefix="cli-tls-", dir=kafka_cluster_root)
-    result = cli("up", "--dir", directory, "--brokers", 1, "--base-port", free_port_block(1), "--tls", "--scram")
+    result = cli("up", "--dir", directory, "--brokers", 1, "--base-port", base_port_for(1), "--tls", "--scram")
     try:
         assert result.returncode == 0, result.stderr
         cluster = Cluster(directory)

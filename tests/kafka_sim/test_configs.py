@@ -164,7 +164,7 @@ def test_keys_unknown_to_kafka_are_sensitive(cluster, client, name):
 def test_describe_broker_synonyms(cluster):
     """log.retention.ms lists its own static value, then log.retention.hours' default (DynamicBrokerConfig synonyms)."""
     code, message, configs = describe_raw(cluster, [(BROKER, "1", ["log.retention.ms", "num.partitions", "log.retention.hours"])])[0]
-    assert (code, message) == (NONE, None)
+    assert (code, message) == (NONE, "")
     assert set(configs) == {"log.retention.ms", "num.partitions", "log.retention.hours"}
     assert synonyms_of(configs["log.retention.ms"]) == [("log.retention.ms", "7200000", STATIC), ("log.retention.hours", "168", DEFAULT)]
     assert synonyms_of(configs["num.partitions"]) == [("num.partitions", "1", STATIC), ("num.partitions", "1", DEFAULT)]
@@ -209,7 +209,7 @@ def test_describe_other_broker_id_is_invalid_request(cluster, name, message, ver
 
 def test_cluster_default_resource_and_precedence(cluster):
     """"" holds only dynamic cluster-wide defaults; a per-broker value beats it; DELETE falls back."""
-    assert describe_raw(cluster, [(BROKER, "", None)])[0] == (NONE, None, {})
+    assert describe_raw(cluster, [(BROKER, "", None)])[0] == (NONE, "", {})
     try:
         assert alter_raw(cluster, [(BROKER, "", [("log.cleaner.threads", SET, "3")])]) == [(NONE, None)]
         assert alter_raw(cluster, [(BROKER, "1", [("log.cleaner.threads", SET, "2")])]) == [(NONE, None)]
@@ -230,7 +230,7 @@ def test_cluster_default_resource_and_precedence(cluster):
     finally:
         alter_raw(cluster, [(BROKER, "", [("log.cleaner.threads", DELETE, None)])])
         alter_raw(cluster, [(BROKER, "1", [("log.cleaner.threads", DELETE, None)])])
-    assert describe_raw(cluster, [(BROKER, "", None)])[0] == (NONE, None, {})
+    assert describe_raw(cluster, [(BROKER, "", None)])[0] == (NONE, "", {})
 
 
 # -- DescribeConfigs: TOPIC -----------------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_describe_topic_defaults_and_synonyms(cluster, client, confluent_admin):
 def test_describe_topic_errors(cluster, confluent_admin):
     missing = f"missing-{uuid.uuid4().hex[:10]}"
     results = describe_raw(cluster, [(TOPIC, missing, None), (TOPIC, "bad name", None)])
-    assert results[0] == (UNKNOWN_TOPIC_OR_PARTITION, None, {})
+    assert results[0] == (UNKNOWN_TOPIC_OR_PARTITION, "", {})
     assert results[1][0] == INVALID_TOPIC and results[1][2] == {}
     resource = ConfluentResource(ResourceType.TOPIC, missing)
     with pytest.raises(KafkaException) as caught:

@@ -121,7 +121,7 @@ def test_killing_the_leader_moves_leadership(kafka_cluster_factory):
     before = [produce_one(cluster, client, topic, {"before": client})[0] for client in CLIENTS]
     assert before == [0, 1]
     old = leader(cluster, "confluent", topic, 1)
-    survivors = [b["id"] for b in cluster.info["brokers"] if b["id"] != old]
+    survivors = [b["id"] for b in cluster.broker_nodes if b["id"] != old]
     cluster.kill(old)
     killed = time.monotonic()
     for client in CLIENTS:

@@ -129,7 +129,8 @@ def produce_raw(cluster, node_id, topic):
 
 
 def mounted_volumes(cluster):
-    if len(cluster.info["volumes"]) != sum(len(b["log_dirs"]) for b in cluster.info["brokers"]):
+    log_dirs = {path for b in cluster.broker_nodes for path in b["log_dirs"]}
+    if len([v for v in cluster.info["volumes"] if v["path"] in log_dirs]) != len(log_dirs):
         pytest.skip(f"no tmpfs volumes here: {cluster.info['notes']}")
     return cluster
 
@@ -145,7 +146,7 @@ def volumes(kafka_cluster_root):
 
 
 def test_sizes_of_plain_directories(kafka_cluster):
-    for broker in kafka_cluster.info["brokers"]:
+    for broker in kafka_cluster.broker_nodes:
         results = describe(kafka_cluster, broker["id"])
         assert sorted(results) == sorted(broker["log_dirs"])
         for path, result in results.items():
@@ -153,7 +154,7 @@ def test_sizes_of_plain_directories(kafka_cluster):
 
 
 def test_sizes_of_tmpfs_volumes_two_per_broker(volumes):
-    (broker,) = volumes.info["brokers"]
+    (broker,) = volumes.broker_nodes
     results = describe(volumes, broker["id"])
     assert sorted(results) == sorted(broker["log_dirs"]) and len(results) == 2
     for path, result in results.items():
@@ -168,7 +169,7 @@ def test_sizes_of_tmpfs_volumes_two_per_broker(volumes):
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_sizes_absent_below_v4(volumes, version):
-    (broker,) = volumes.info["brokers"]
+    (broker,) = volumes.broker_nodes
     raw = describe_raw(volumes, broker["id"], version)
     assert sorted(raw) == sorted(broker["log_dirs"])
     for result in raw.values():
@@ -192,7 +193,7 @@ def test_producing_grows_partition_and_used_bytes(volumes, client):
 
 def test_full_volumes_fail_produce_then_the_log_dir_then_the_broker(kafka_cluster_factory):
     cluster = mounted_volumes(kafka_cluster_factory(1, volume_size="16M", log_dirs_per_broker=2))
-    (broker,) = cluster.info["brokers"]
+    (broker,) = cluster.broker_nodes
     first = create_topic(cluster, "fill-first")
     first_dir = placed(cluster, first)
     second = create_topic(cluster, "fill-second")
@@ -234,7 +235,7 @@ def test_offline_log_dir(kafka_cluster_factory, kind):
     cluster = kafka_cluster_factory(1, volume_size="16M" if kind == "tmpfs" else None, log_dirs_per_broker=2)
     if kind == "tmpfs":
         mounted_volumes(cluster)
-    (broker,) = cluster.info["brokers"]
+    (broker,) = cluster.broker_nodes
     topic = create_topic(cluster, "doomed")
     lost = placed(cluster, topic)
     kept = next(path for path in broker["log_dirs"] if path != lost)

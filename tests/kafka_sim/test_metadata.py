@@ -82,7 +82,7 @@ def describe_cluster_raw(cluster, version=2, include_fenced=True, via=1):
 
 
 def healthy(cluster, topic, client="confluent", via=1):
-    ids = sorted(b["id"] for b in cluster.info["brokers"])
+    ids = sorted(b["id"] for b in cluster.broker_nodes)
     seen = view(cluster, client, topic, via)
     return sorted(seen["brokers"]) == ids and all(isr == sorted(replicas) for _l, replicas, isr, _o in seen["partitions"].values())
 
@@ -91,7 +91,7 @@ def healthy(cluster, topic, client="confluent", via=1):
 @pytest.mark.parametrize("client", CLIENTS)
 def test_metadata_names_brokers_cluster_and_partitions(kafka_cluster, client):
     topic = create_topic(kafka_cluster, unique("meta"))
-    expected_brokers = {b["id"]: (b["host"], b["port"]) for b in kafka_cluster.info["brokers"]}
+    expected_brokers = {b["id"]: (b["host"], b["port"]) for b in kafka_cluster.broker_nodes}
     seen = view(kafka_cluster, client, topic)
     assert seen["brokers"] == expected_brokers
     assert seen["cluster_id"] == kafka_cluster.info["cluster_id"]
@@ -131,7 +131,7 @@ def test_describe_cluster_versions(kafka_cluster, version, include_fenced):
     assert response.cluster_id == kafka_cluster.info["cluster_id"]
     assert response.controller_id in (1, 2, 3)
     assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [
-        (b["id"], b["host"], b["port"]) for b in kafka_cluster.info["brokers"]]
+        (b["id"], b["host"], b["port"]) for b in kafka_cluster.broker_nodes]
     if version >= 2:
         assert [b.is_fenced for b in response.brokers] == [False, False, False]
 

@@ -32,8 +32,8 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim import properties
 from kafka_sim.broker import wait_for
-from kafka_sim.cluster import Cluster, ClusterError, add_scram_user
-from kafka_sim.testing import ClusterFactory, free_port_block
+from kafka_sim.cluster import Cluster, ClusterError
+from kafka_sim.testing import ClusterFactory, base_port_for
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM = 55
@@ -136,7 +136,9 @@ def test_cluster_json_and_kafka_configs_of_combined_and_controller_nodes(combine
         assert props[node_id]["advertised.listeners"] == f"CLIENT://127.0.0.1:{entries[node_id]['port']}"
     assert props[4]["process.roles"] == "broker" and "CONTROLLER" not in props[4]["listeners"]
     assert props[5]["process.roles"] == "controller" and props[5]["listeners"] == f"CONTROLLER://127.0.0.1:{entries[5]['controller_port']}"
-    assert "log.dirs" not in props[5] and "advertised.listeners" not in props[5]
+    # A controller keeps only its metadata log (Kafka's controllers may name it in log.dirs as well).
+    assert props[5].get("log.dirs", props[5]["metadata.log.dir"]) == props[5]["metadata.log.dir"]
+    assert "advertised.listeners" not in props[5]
     for node_props in props.values():
         assert node_props["controller.listener.names"] == "CONTROLLER"
         assert "CONTROLLER:PLAINTEXT" in node_props["listener.security.protocol.map"].split(",")
@@ -165,7 +167,10 @@ def test_controller_listener_answers_only_controller_apis(combined_cluster, node
     with RawClient(entry["host"], port) as raw:
         response = raw.request(api_versions_request(), 3)
         assert response.error_code == 0
-        assert supported(response) == {18: (0, 4), DESCRIBE_QUORUM: (0, 2)}
+        ranges = supported(response)
+        # Kafka's controllers also advertise the raft and forwarded admin APIs the model does not implement.
+        assert {key: ranges.get(key) for key in (18, DESCRIBE_QUORUM)} == {18: (0, 4), DESCRIBE_QUORUM: (0, 2)}
+        assert not {0, 3, 35} & set(ranges)      # no Produce, Metadata or DescribeLogDirs on a controller listener
         assert raw.request(quorum_request(), 2) is not None      # still open, and DescribeQuorum is answered
     for message, version in ((MetadataRequest(topics=[], allow_auto_topic_creation=False), 12), (DescribeLogDirsRequest(topics=None), 4),
                              (DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
@@ -255,6 +260,7 @@ def test_other_topics_and_partitions_are_unknown(combined_cluster, topic, partit
         (topic, [(index, UNKNOWN_TOPIC_OR_PARTITION) for index in partitions])]
 
 
+@pytest.mark.model_only("brokers without controller nodes: a real KRaft cluster always has a controller quorum")
 def test_without_controller_nodes_there_is_no_quorum_to_ask(kafka_cluster):
     for version in (0, 2):
         response = describe_quorum(kafka_cluster, 1, version)
@@ -311,8 +317,9 @@ def test_no_leader_without_a_majority_of_voters(kafka_cluster_factory):
     followers = sorted(set((1, 2, 3)) - {leader})
     for follower in followers:
         cluster.stop(follower)
-    # A lone voter cannot be a quorum: KRaft's leader resigns (check-quorum), brokers find no active controller.
-    assert leader_and_epoch(cluster, leader) is None
+    # A lone voter cannot be a quorum: KRaft's leader resigns (check-quorum, once its fetch timeout passes without a
+    # majority), brokers find no active controller.
+    assert wait_for(lambda: leader_and_epoch(cluster, leader) is None, 10), "the lone voter stayed leader"
     on_listener = partition_of(describe_quorum(cluster, leader, port=cluster.broker(leader)["controller_port"]))
     assert on_listener.error_code == NOT_LEADER_OR_FOLLOWER
     cluster.start(followers[0])
@@ -331,7 +338,7 @@ def test_single_combined_node(kafka_cluster_factory):
 # -- authorization and the command line --------------------------------------------------------------------------------
 def test_describe_quorum_needs_describe_on_the_cluster(kafka_cluster_factory):
     cluster = kafka_cluster_factory(1, combined=1, scram=True)
-    add_scram_user(cluster.info["metadata_dir"], "alice", "alice-secret", "SCRAM-SHA-512")
+    cluster.add_scram_user("alice", "alice-secret", "SCRAM-SHA-512")
     admin = KafkaAdminClient(**kafka_python_config(cluster))
     try:
         assert admin.describe_metadata_quorum()["topics"][0]["partitions"][0]["leader_id"] == 1
@@ -352,7 +359,8 @@ def test_cli_up_with_combined_and_controller_only_nodes(kafka_cluster_root):
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "kafka_sim", *map(str, args)], capture_output=True, text=True, timeout=90,
                               cwd=ROOT, env=env, check=False)
-    result = cli("up", "--dir", directory, "--brokers", 2, "--combined", 1, "--controllers-only", 1, "--base-port", free_port_block(4))
+    base = base_port_for(2, combined=1, controllers_only=1)
+    result = cli("up", "--dir", directory, "--brokers", 2, "--combined", 1, "--controllers-only", 1, "--base-port", base)
     try:
         assert result.returncode == 0, result.stderr
         cluster = Cluster(directory)

@@ -15,7 +15,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from clients import RawClient
 from kafka_sim.cluster import Cluster, ClusterError, process_alive
-from kafka_sim.testing import free_port_block
+from kafka_sim.testing import base_port_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CALLBACK = "client.quota.callback.class"
@@ -64,15 +64,17 @@ def run_broker(properties, timeout=30):
 def prepared(root, extra_properties):
     """A one-broker cluster with its files written but no process started."""
     cluster = Cluster(tempfile.mkdtemp(prefix="plugin-", dir=root))
-    cluster.create(1, base_port=free_port_block(1), extra_properties=extra_properties)
+    cluster.create(1, base_port=base_port_for(1), extra_properties=extra_properties)
     return cluster
 
 
+@pytest.mark.model_only("starts the model's broker process by itself; on real Kafka the cluster's up and the failure "
+                        "molecule scenario show the plugin's refusal")
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_broker_refuses_to_start(kafka_cluster_root, case):
     extra, reason = REFUSED[case]
     cluster = prepared(kafka_cluster_root, extra)
-    (broker,) = cluster.info["brokers"]
+    (broker,) = cluster.broker_nodes
     result = run_broker(broker["properties"])
     assert result.returncode == 1
     assert f"Exiting Kafka due to fatal exception during startup: {reason}" in result.stderr
@@ -90,7 +92,7 @@ def test_cluster_up_reports_the_plugin_reason(kafka_cluster_factory):
 
 def test_valid_plugin_config_starts(kafka_cluster_factory):
     cluster = kafka_cluster_factory(1, extra_properties=VALID)
-    (broker,) = cluster.info["brokers"]
+    (broker,) = cluster.broker_nodes
     assert process_alive(broker["pid"])
     with RawClient.to_broker(cluster, 1) as raw:
         assert raw.request(ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3).error_code == 0
@@ -99,7 +101,7 @@ def test_valid_plugin_config_starts(kafka_cluster_factory):
 def test_edited_properties_refuse_then_start(kafka_cluster_factory):
     """Editing a running broker's server.properties takes effect at its next start, as with Kafka."""
     cluster = kafka_cluster_factory(1)
-    (broker,) = cluster.info["brokers"]
+    (broker,) = cluster.broker_nodes
     with open(broker["properties"], encoding="utf-8") as handle:
         original = handle.read()
     cluster.stop(1)

@@ -28,7 +28,6 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim import security, wire
-from kafka_sim.cluster import add_scram_user
 from kafka_sim.testing import ClusterFactory
 
 NONE, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 0, 33, 34, 58
@@ -173,7 +172,7 @@ def test_raw_scram_exchange(scram_cluster, mechanism):
     sasl = scram_cluster.info["sasl"]
     with RawClient.to_broker(scram_cluster, 1) as client:
         final = scram_login(client, mechanism, sasl["username"], sasl["password"])
-        assert (final.error_code, final.error_message) == (NONE, None)
+        assert (final.error_code, final.error_message) == (NONE, "")
         assert client.request(metadata_request(), 1).cluster_id is None   # Metadata v1 carries no cluster id
         assert len(client.request(wire.build(MetadataRequest, 12, {"topics": None}), 12).brokers) == 2
 
@@ -247,7 +246,7 @@ def test_sasl_requests_after_authentication(scram_cluster):
 
 def test_added_user_authenticates_only_with_its_mechanism(scram_cluster):
     """add_scram_user stores one mechanism's credential; the other mechanism does not know the user."""
-    add_scram_user(scram_cluster.info["metadata_dir"], "carol", "carol-secret", "SCRAM-SHA-256")
+    scram_cluster.add_scram_user("carol", "carol-secret", "SCRAM-SHA-256")
     with RawClient.to_broker(scram_cluster, 2) as client:
         assert scram_login(client, "SCRAM-SHA-256", "carol", "carol-secret").error_code == NONE
     with RawClient.to_broker(scram_cluster, 2) as client:

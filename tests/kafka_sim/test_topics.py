@@ -138,9 +138,11 @@ REPLICATION_MESSAGE = "Replication factor must be larger than 0, or -1 to use th
     pytest.param(1, -2, INVALID_REPLICATION_FACTOR, REPLICATION_MESSAGE, id="negative-replication"),
     pytest.param(0, 0, INVALID_REPLICATION_FACTOR, REPLICATION_MESSAGE, id="replication-checked-first"),
     pytest.param(1, 4, INVALID_REPLICATION_FACTOR, "Unable to replicate the partition 4 time(s): The target replication factor of 4 "
-                 "cannot be reached because only 3 broker(s) are registered.", id="more-than-brokers"),
+                 "cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
+                 id="more-than-brokers"),
     pytest.param(-1, 4, INVALID_REPLICATION_FACTOR, "Unable to replicate the partition 4 time(s): The target replication factor of 4 "
-                 "cannot be reached because only 3 broker(s) are registered.", id="default-partitions-more-than-brokers"),
+                 "cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
+                 id="default-partitions-more-than-brokers"),
 ])
 def test_partition_and_replication_counts(cluster, client, partitions, replication_factor, code, message):
     name = unique()

@@ -395,7 +395,7 @@ def test_describe_matches(components, strict, keys):
     """EXACT, DEFAULT and SPECIFIED components, strict and not."""
     before = copy.deepcopy(DESCRIBE_STORE)
     code, message, entries = cq.describe(DESCRIBE_STORE, components, strict)
-    assert (code, message) == (cq.NONE, None)
+    assert (code, message) == (cq.NONE, "")
     assert [cq.entity_key(dict(parts)) for parts, _ignored in entries] == keys
     for parts, values in entries:
         assert values == DESCRIBE_STORE[cq.entity_key(dict(parts))]
@@ -442,7 +442,7 @@ def test_describe_entity_parts_and_values_in_java_order():
 
 def test_describe_empty_store():
     """Nothing stored, nothing described."""
-    assert cq.describe({}, [("user", DEFAULT, None)], False) == (cq.NONE, None, [])
+    assert cq.describe({}, [("user", DEFAULT, None)], False) == (cq.NONE, "", [])
 
 
 def test_describe_after_alter_round_trip():
@@ -455,5 +455,5 @@ def test_describe_after_alter_round_trip():
     ], False)
     quotas = json.loads(json.dumps(quotas))
     assert cq.describe(quotas, [("user", DEFAULT, None)], True) == (
-        cq.NONE, None, [([("user", None)], {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0})])
+        cq.NONE, "", [([("user", None)], {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0})])
     assert cq.describe(quotas, [("ip", EXACT, "10.1.2.3")], False)[2] == [([("ip", "10.1.2.3")], {"connection_creation_rate": 10.0})]

@@ -18,7 +18,7 @@ from kafka_sim import properties, security
 from kafka_sim.client_config import kafka_python_config
 from kafka_sim.kafka_libs import ensure_libs
 from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
-                             parse_size, principal_of, process_alive, security_protocol, tail)
+                             is_stack_frame, parse_size, principal_of, process_alive, security_protocol, tail)
 
 METADATA_VOLUME_SIZE = 64 << 20
 # Heap and JIT for many small JVMs on two cores: C1 only and the serial collector start faster and use less memory;
@@ -177,6 +177,9 @@ class KafkaCluster(ClusterBase):
             "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "log.segment.bytes": str(1 << 20), "log.index.size.max.bytes": str(1 << 20),
+            # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice that
+            # does not fit the small heap and the JVM exits on OutOfMemoryError.
+            "log.cleaner.dedupe.buffer.size": str(16 << 20),
         })
         config_path = self._write_node_config(home, node_id, is_broker, props, options)
         self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port,
@@ -209,7 +212,7 @@ class KafkaCluster(ClusterBase):
             output, _ignored = process.communicate(timeout=120)
             if process.returncode != 0:
                 # The reason is the exception's message; its stack frames would push it out of the excerpt.
-                reason = "\n".join(line for line in output.strip().splitlines() if not line.lstrip().startswith("at "))
+                reason = "\n".join(line for line in output.strip().splitlines() if not is_stack_frame(line))
                 failures.append(f"node {entry['id']}: {reason[-800:]}")
         if failures:
             raise ClusterError("kafka-storage format failed:\n" + "\n".join(failures))

@@ -26,6 +26,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
+# Dynamic broker configs that KafkaConfig's own ConfigDef does not define (DynamicConfig.Broker adds them): a broker's
+# DescribeConfigs lists them only once they are set.
+UNLISTED_UNLESS_SET = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                 "replica.alter.log.dirs.io.max.bytes.per.second"})
+
 # DescribeConfigs v3+ ``ConfigType`` codes (DescribeConfigsResponse.ConfigType).
 CONFIG_TYPES = {"UNKNOWN": 0, "BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 

@@ -66,11 +66,18 @@ def answers(host, port):
 
 
 def tail(path, lines=20):
+    """The last ``lines`` lines of a node's log, without Java stack frames (they would push the reason out)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:])
+            kept = [line for line in handle if not is_stack_frame(line)]
     except FileNotFoundError:
         return "(no log)"
+    return "".join(kept[-lines:])
+
+
+def is_stack_frame(line):
+    stripped = line.lstrip()
+    return stripped.startswith("at ") or (stripped.startswith("... ") and stripped.rstrip().endswith(" more"))
 
 
 def principal_of(cert_path):

@@ -46,7 +46,8 @@ class SimCluster(ClusterBase):
         voters = [{"id": node_id, "directory_id": str(uuid.uuid4()), "endpoints": [{"name": CONTROLLER_LISTENER, "host": HOST, "port": port}]}
                   for node_id, port in controller_ports.items()]
         # kafka-storage format --initial-controllers: the voter set of a dynamic quorum is in the formatted metadata.
-        cluster_id = ClusterState(metadata_dir).format(catch_up_ms=catch_up_ms, voters=voters)
+        min_insync = str((extra_properties or {}).get("min.insync.replicas", "1"))   # the nodes' static value
+        cluster_id = ClusterState(metadata_dir).format(catch_up_ms=catch_up_ms, voters=voters, min_insync_replicas=min_insync)
         self.info["cluster_id"] = cluster_id
         protocol = security_protocol(tls, scram)
         self.info["security_protocol"] = protocol

@@ -81,17 +81,20 @@ class ClusterState:
         self._registrations = {}
 
     # -- the document -----------------------------------------------------------------------
-    def format(self, cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS, voters=None):
+    def format(self, cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS, voters=None, min_insync_replicas="1"):
         """Create the metadata directory if it is new (``kafka-storage format``); return the cluster id.
 
         ``voters`` ([{id, directory_id, endpoints}]) are the initial controllers of a dynamic quorum
-        (``--initial-controllers``), recorded as Kafka's VotersRecord."""
+        (``--initial-controllers``), recorded as Kafka's VotersRecord. A new Kafka 4.x cluster has eligible leader
+        replicas enabled (KIP-966), for which the controller records the static ``min.insync.replicas`` as a dynamic
+        cluster-wide default."""
         os.makedirs(os.path.join(self.directory, BROKERS_DIR), exist_ok=True)
         os.makedirs(os.path.join(self.directory, FAULTS_DIR), exist_ok=True)
 
         def change(state):
             if voters is not None:
                 set_voters(state, voters)
+            state["configs"]["broker"].setdefault("", {}).setdefault("min.insync.replicas", min_insync_replicas)
             return state["cluster_id"]
         return self.update(change, cluster_id=cluster_id, catch_up_ms=catch_up_ms)
 

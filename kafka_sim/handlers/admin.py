@@ -96,7 +96,7 @@ def _broker_entry(name, value, layers, include_synonyms, per_broker):
 def _broker_entries(broker, include_synonyms):
     """The broker's current config: every key Kafka defines plus every key configured (static or dynamic)."""
     layers = _broker_layers(broker)
-    names = set(kc.BROKER_CONFIGS)
+    names = set(kc.BROKER_CONFIGS) - kc.UNLISTED_UNLESS_SET
     for values, _ignored in layers[:3]:
         names.update(k for k, v in values.items() if v is not None)
     entries = []

@@ -84,9 +84,10 @@ def metadata(broker, connection, request):
             if invalid:
                 entries.append(_error_topic(errors.INVALID_TOPIC_EXCEPTION, name))
             elif allow_auto and topics.auto_create_enabled(broker):
-                error, _ignored = topics.create(broker, name, -1, -1, None, {}, validate_only=False)
-                entries.append(_error_topic(errors.LEADER_NOT_AVAILABLE if error in (errors.NONE, errors.TOPIC_ALREADY_EXISTS)
-                                            else errors.UNKNOWN_TOPIC_OR_PARTITION, name))
+                # Kafka 4.x forwards the creation to the controller and answers UNKNOWN_TOPIC_OR_PARTITION meanwhile
+                # (not LEADER_NOT_AVAILABLE as ZooKeeper-era brokers did); the client retries and finds the topic.
+                topics.create(broker, name, -1, -1, None, {}, validate_only=False)
+                entries.append(_error_topic(errors.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:
                 entries.append(_error_topic(errors.UNKNOWN_TOPIC_OR_PARTITION, name))
     listener = connection.endpoint.name

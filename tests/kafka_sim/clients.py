@@ -4,16 +4,59 @@ The raw client sends one request at an exact API version over a plain or TLS soc
 library exposes; conformance tests use it for version handling and for APIs a library lacks.
 """
 
+import itertools
 import socket
 import ssl
 import struct
+import time
 
+from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
 from kafka_sim import wire
 from kafka_sim.client_config import confluent_config, kafka_python_config
 
-__all__ = ["RawClient", "confluent_config", "kafka_python_config"]
+__all__ = ["RawClient", "confluent_config", "kafka_python_config", "metadata_barrier", "settled"]
+
+BARRIER_USER = "conformance-metadata-barrier"
+_barrier_values = itertools.count(1)
+
+
+def settled(read, expected, timeout=5.0):
+    """``read()`` once it returns ``expected`` (or its last value after ``timeout``).
+
+    Kafka answers AlterClientQuotas and IncrementalAlterConfigs once the controller has committed the change; each
+    broker applies it when its metadata catches up, so a describe right after a write may still see the old value.
+    """
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
+def metadata_barrier(cluster, timeout=5.0):
+    """Wait until every broker has applied every metadata change committed so far (configs, quotas).
+
+    Brokers apply the metadata log in order: once a marker quota written now shows on a broker, so does everything
+    committed before it. The model applies changes before it answers, so there the marker shows at once.
+    """
+    value = float(next(_barrier_values))
+    entity = [{"entity_type": "user", "entity_name": BARRIER_USER}]
+    with RawClient.to_broker(cluster) as client:
+        response = client.request(wire.build(AlterClientQuotasRequest, 1, {"validate_only": False, "entries": [
+            {"entity": entity, "ops": [{"key": "request_percentage", "value": value, "remove": False}]}]}), 1)
+    assert response.entries[0].error_code == 0, response
+    describe = wire.build(DescribeClientQuotasRequest, 1, {"strict": True, "components": [
+        {"entity_type": "user", "match_type": 0, "match": BARRIER_USER}]})
+
+    def marker(node_id):
+        with RawClient.to_broker(cluster, node_id) as client:
+            entries = client.request(describe, 1).entries or []
+        return [v.value for e in entries for v in e.values]
+    for entry in cluster.broker_nodes:
+        assert settled(lambda n=entry["id"]: marker(n), [value], timeout) == [value], f"broker {entry['id']} did not catch up"
 
 
 class RawClient:

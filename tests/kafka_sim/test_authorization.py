@@ -25,7 +25,7 @@ from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, Describ
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
+from clients import RawClient, confluent_config, kafka_python_config, settled
 from kafka_sim import security, wire
 from kafka_sim.testing import ClusterFactory
 
@@ -150,6 +150,11 @@ def quotas_of(identity, user):
     return {v.key: v.value for e in response.entries for v in e.values}
 
 
+def assert_quotas(identity, user, expected):
+    """Brokers apply committed quotas asynchronously: poll until the expected quotas show (or time runs out)."""
+    assert settled(lambda: quotas_of(identity, user), expected) == expected
+
+
 def alter_config_confluent(identity, resource_type, name, ops, validate_only=False):
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if op == SET else AlterConfigOpType.DELETE) for k, op, v in ops]
     resource = ConfigResource(ResourceType(resource_type), name, incremental_configs=entries)
@@ -191,8 +196,8 @@ def test_super_user_alters_quotas(identities):
     _ignored, admin, _other = identities
     assert alter_quotas_raw(admin, [([("user", "q-raw")], [("producer_byte_rate", 1024)])]) == {(("user", "q-raw"),): (NONE, None)}
     assert alter_quotas_kafka_python(admin, [([("user", "q-kp")], [("consumer_byte_rate", 2048)])]) == {(("user", "q-kp"),): (NONE, None)}
-    assert quotas_of(admin, "q-raw") == {"producer_byte_rate": 1024.0}
-    assert quotas_of(admin, "q-kp") == {"consumer_byte_rate": 2048.0}
+    assert_quotas(admin, "q-raw", {"producer_byte_rate": 1024.0})
+    assert_quotas(admin, "q-kp", {"consumer_byte_rate": 2048.0})
     alter_quotas_raw(admin, [([("user", "q-raw")], [("producer_byte_rate", None)]), ([("user", "q-kp")], [("consumer_byte_rate", None)])])
 
 
@@ -200,12 +205,13 @@ def test_super_user_alters_configs(identities, topic):
     _ignored, admin, _other = identities
     try:
         assert alter_config_confluent(admin, BROKER, "1", [("log.cleaner.threads", SET, "2")]) == (NONE, None)
-        assert config_value(admin, BROKER, "1", "log.cleaner.threads") == "2"
+        assert settled(lambda: config_value(admin, BROKER, "1", "log.cleaner.threads"), "2") == "2"
         assert alter_config_kafka_python(admin, BROKER, "1", [("log.cleaner.threads", SET, "3")]) == "OK"
-        assert config_value(admin, BROKER, "1", "log.cleaner.threads") == "3"
+        assert settled(lambda: config_value(admin, BROKER, "1", "log.cleaner.threads"), "3") == "3"
         assert alter_config_confluent(admin, TOPIC, topic, [("retention.ms", SET, "1000")]) == (NONE, None)
         assert alter_config_kafka_python(admin, TOPIC, topic, [("segment.ms", SET, "2000")]) == "OK"
-        assert (config_value(admin, TOPIC, topic, "retention.ms"), config_value(admin, TOPIC, topic, "segment.ms")) == ("1000", "2000")
+        both = ("1000", "2000")
+        assert settled(lambda: (config_value(admin, TOPIC, topic, "retention.ms"), config_value(admin, TOPIC, topic, "segment.ms")), both) == both
     finally:
         alter_config_confluent(admin, BROKER, "1", [("log.cleaner.threads", DELETE, None)])
         alter_config_confluent(admin, TOPIC, topic, [("retention.ms", DELETE, None), ("segment.ms", DELETE, None)])
@@ -221,7 +227,7 @@ def test_other_principal_may_not_alter_quotas(identities):
     assert {k: v[0] for k, v in alter_quotas_raw(other, entries).items()} == expected
     assert {k: v[0] for k, v in alter_quotas_kafka_python(other, entries).items()} == expected
     assert {k: v[0] for k, v in alter_quotas_raw(other, entries, validate_only=True).items()} == expected
-    assert quotas_of(admin, "denied") == {}
+    assert_quotas(admin, "denied", {})
 
 
 def test_authorization_comes_before_quota_validation(identities):
@@ -243,14 +249,14 @@ def test_other_principal_may_not_alter_broker_configs(identities):
             {"resource_type": BROKER, "resource_name": "", "configs": [{"name": "log.cleaner.threads", "config_operation": SET, "value": "2"}]}]})
         response = client.request(request, 1)
     assert [(r.error_code, r.error_message) for r in response.responses] == [CLUSTER_DENIED]
-    assert config_value(admin, BROKER, "1", "log.cleaner.threads") == "1"
+    assert settled(lambda: config_value(admin, BROKER, "1", "log.cleaner.threads"), "1") == "1"
 
 
 def test_other_principal_may_not_alter_topic_configs(identities, topic):
     _ignored, admin, other = identities
     assert alter_config_confluent(other, TOPIC, topic, [("retention.ms", SET, "1000")]) == TOPIC_DENIED
     assert alter_config_kafka_python(other, TOPIC, topic, [("retention.ms", SET, "1000")]) == kafka_python_outcome(*TOPIC_DENIED)
-    assert config_value(admin, TOPIC, topic, "retention.ms") == "604800000"
+    assert settled(lambda: config_value(admin, TOPIC, topic, "retention.ms"), "604800000") == "604800000"
 
 
 def test_request_checks_come_before_authorization(identities, topic):

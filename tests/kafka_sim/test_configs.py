@@ -24,7 +24,7 @@ from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KafkaPythonResource
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from clients import RawClient
+from clients import RawClient, metadata_barrier
 from kafka_sim import kafka_configs, properties, wire
 from kafka_sim.testing import ClusterFactory
 
@@ -32,6 +32,9 @@ TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 17, 40, 42
 TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = 1, 2, 3, 4, 5
+# Every new Kafka 4.x cluster has eligible leader replicas (KIP-966): the controller records the static
+# min.insync.replicas as a dynamic cluster-wide default.
+CLUSTER_DEFAULTS = {"min.insync.replicas": "1"}
 STATIC_PROPERTIES = {
     "log.retention.ms": "7200000",
     "client.quota.callback.static.produce": "1048576",
@@ -47,9 +50,10 @@ def cluster(kafka_cluster_root):
 
 
 @pytest.fixture
-def topic(confluent_admin):
+def topic(cluster, confluent_admin):
     name = f"configs-{uuid.uuid4().hex[:10]}"
     confluent_admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    metadata_barrier(cluster)    # every broker knows the topic before a test asks any of them
     return name
 
 
@@ -70,6 +74,8 @@ def alter_raw(cluster, resources, validate_only=False, node_id=1, version=1):
         for t, n, ops in resources]})
     with RawClient.to_broker(cluster, node_id) as client:
         response = client.request(request, version)
+    if not validate_only:
+        metadata_barrier(cluster)
     return [(r.error_code, r.error_message) for r in response.responses]
 
 
@@ -86,8 +92,9 @@ _KAFKA_PYTHON_SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "DYNAMIC_BROKER_CONFIG": 2, 
 
 
 class Confluent:
-    def __init__(self, admin):
+    def __init__(self, admin, cluster):
         self.admin = admin
+        self.cluster = cluster
 
     def alter(self, resource_type, name, ops, validate_only=False):
         entries = [ConfigEntry(k, v, incremental_operation=_CONFLUENT_OPS[op]) for k, op, v in ops]
@@ -96,6 +103,8 @@ class Confluent:
             self.admin.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(15)
         except KafkaException as exc:
             return exc.args[0].code(), exc.args[0].str()
+        if not validate_only:
+            metadata_barrier(self.cluster)
         return NONE, None
 
     def describe(self, resource_type, name):
@@ -106,14 +115,16 @@ class Confluent:
 
 
 class KafkaPython:
-    def __init__(self, admin):
+    def __init__(self, admin, cluster):
         self.admin = admin
+        self.cluster = cluster
 
     def alter(self, resource_type, name, ops, validate_only=False):
         resource = KafkaPythonResource("TOPIC" if resource_type == TOPIC else "BROKER", name, {k: (op, v) for k, op, v in ops})
         result = self.admin.alter_configs([resource], validate_only=validate_only, raise_on_unknown=False, incremental=True)
-        outcome = result["topic" if resource_type == TOPIC else "broker"][name]
-        return outcome
+        if not validate_only:
+            metadata_barrier(self.cluster)
+        return result["topic" if resource_type == TOPIC else "broker"][name]
 
     def describe(self, resource_type, name):
         resource = KafkaPythonResource("TOPIC" if resource_type == TOPIC else "BROKER", name)
@@ -129,8 +140,8 @@ def outcome(client, code, message=None):
 
 
 @pytest.fixture(params=["confluent", "kafka-python"])
-def client(request, confluent_admin, kafka_python_admin):
-    return Confluent(confluent_admin) if request.param == "confluent" else KafkaPython(kafka_python_admin)
+def client(request, cluster, confluent_admin, kafka_python_admin):
+    return Confluent(confluent_admin, cluster) if request.param == "confluent" else KafkaPython(kafka_python_admin, cluster)
 
 
 # -- DescribeConfigs: BROKER ----------------------------------------------------------------------------------------
@@ -138,13 +149,14 @@ def client(request, confluent_admin, kafka_python_admin):
 def test_describe_own_broker_lists_every_config(cluster, client):
     described = client.describe(BROKER, "1")
     static = properties.load(cluster.broker(1)["properties"])
-    assert set(kafka_configs.BROKER_CONFIGS) <= set(described)
+    assert set(kafka_configs.BROKER_CONFIGS) - kafka_configs.UNLISTED_UNLESS_SET <= set(described)
+    assert not kafka_configs.UNLISTED_UNLESS_SET & set(described)
     assert set(static) <= set(described)
     for name, value in static.items():
         entry = described[name]
-        assert entry[1] == STATIC, name
+        assert entry[1] == (DYNAMIC_DEFAULT if name in CLUSTER_DEFAULTS else STATIC), name
         if name in kafka_configs.BROKER_CONFIGS:
-            assert entry[0] == value and entry[3] is False, name
+            assert entry[0] == CLUSTER_DEFAULTS.get(name, value) and entry[3] is False, name
     assert described["num.partitions"] == ("1", STATIC, True, False)
     assert described["log.retention.ms"] == ("7200000", STATIC, False, False)
     assert described["background.threads"] == ("10", DEFAULT, False, False)
@@ -191,7 +203,7 @@ def test_kafka_python_describe_synonyms(kafka_python_admin):
 def test_configuration_keys(cluster, keys, expected):
     configs = describe_raw(cluster, [(BROKER, "1", keys)])[0][2]
     if expected is None:
-        assert set(kafka_configs.BROKER_CONFIGS) <= set(configs)
+        assert set(kafka_configs.BROKER_CONFIGS) - kafka_configs.UNLISTED_UNLESS_SET <= set(configs)
     else:
         assert set(configs) == expected
 
@@ -208,29 +220,36 @@ def test_describe_other_broker_id_is_invalid_request(cluster, name, message, ver
 
 
 def test_cluster_default_resource_and_precedence(cluster):
-    """"" holds only dynamic cluster-wide defaults; a per-broker value beats it; DELETE falls back."""
-    assert describe_raw(cluster, [(BROKER, "", None)])[0] == (NONE, "", {})
+    """"" holds only dynamic cluster-wide defaults; a per-broker value beats it; DELETE falls back. (Kafka lets
+    log.cleaner.threads at most double or halve in one change: 1 -> 2 cluster-wide, then 1 on broker 1.)"""
+    assert cluster_defaults(cluster) == CLUSTER_DEFAULTS
     try:
-        assert alter_raw(cluster, [(BROKER, "", [("log.cleaner.threads", SET, "3")])]) == [(NONE, None)]
-        assert alter_raw(cluster, [(BROKER, "1", [("log.cleaner.threads", SET, "2")])]) == [(NONE, None)]
+        assert alter_raw(cluster, [(BROKER, "", [("log.cleaner.threads", SET, "2")])]) == [(NONE, None)]
+        assert alter_raw(cluster, [(BROKER, "1", [("log.cleaner.threads", SET, "1")])]) == [(NONE, None)]
         code, _ignored, defaults = describe_raw(cluster, [(BROKER, "", None)], node_id=3)[0]
-        assert code == NONE and list(defaults) == ["log.cleaner.threads"]
+        assert code == NONE and sorted(defaults) == sorted(["log.cleaner.threads", *CLUSTER_DEFAULTS])
         entry = defaults["log.cleaner.threads"]
-        assert (entry["value"], entry["config_source"], entry["read_only"], entry["is_sensitive"]) == ("3", DYNAMIC_DEFAULT, False, False)
-        assert synonyms_of(entry) == [("log.cleaner.threads", "3", DYNAMIC_DEFAULT)]
+        assert (entry["value"], entry["config_source"], entry["read_only"], entry["is_sensitive"]) == ("2", DYNAMIC_DEFAULT, False, False)
+        assert synonyms_of(entry) == [("log.cleaner.threads", "2", DYNAMIC_DEFAULT)]
         own = describe_raw(cluster, [(BROKER, "1", ["log.cleaner.threads"])])[0][2]["log.cleaner.threads"]
-        assert (own["value"], own["config_source"]) == ("2", DYNAMIC_BROKER)
-        assert synonyms_of(own) == [("log.cleaner.threads", "2", DYNAMIC_BROKER), ("log.cleaner.threads", "3", DYNAMIC_DEFAULT),
+        assert (own["value"], own["config_source"]) == ("1", DYNAMIC_BROKER)
+        assert synonyms_of(own) == [("log.cleaner.threads", "1", DYNAMIC_BROKER), ("log.cleaner.threads", "2", DYNAMIC_DEFAULT),
                                     ("log.cleaner.threads", "1", DEFAULT)]
         other = describe_raw(cluster, [(BROKER, "2", ["log.cleaner.threads"])], node_id=2)[0][2]["log.cleaner.threads"]
-        assert (other["value"], other["config_source"]) == ("3", DYNAMIC_DEFAULT)
+        assert (other["value"], other["config_source"]) == ("2", DYNAMIC_DEFAULT)
         assert alter_raw(cluster, [(BROKER, "1", [("log.cleaner.threads", DELETE, None)])]) == [(NONE, None)]
         own = describe_raw(cluster, [(BROKER, "1", ["log.cleaner.threads"])])[0][2]["log.cleaner.threads"]
-        assert (own["value"], own["config_source"]) == ("3", DYNAMIC_DEFAULT)
+        assert (own["value"], own["config_source"]) == ("2", DYNAMIC_DEFAULT)
     finally:
         alter_raw(cluster, [(BROKER, "", [("log.cleaner.threads", DELETE, None)])])
         alter_raw(cluster, [(BROKER, "1", [("log.cleaner.threads", DELETE, None)])])
-    assert describe_raw(cluster, [(BROKER, "", None)])[0] == (NONE, "", {})
+    assert cluster_defaults(cluster) == CLUSTER_DEFAULTS
+
+
+def cluster_defaults(cluster):
+    code, message, entries = describe_raw(cluster, [(BROKER, "", None)])[0]
+    assert (code, message) == (NONE, "")
+    return {name: entry["value"] for name, entry in entries.items()}
 
 
 # -- DescribeConfigs: TOPIC -----------------------------------------------------------------------------------------
@@ -242,14 +261,19 @@ def test_describe_topic_defaults_and_synonyms(cluster, client, confluent_admin):
     assert set(described) == set(kafka_configs.TOPIC_CONFIGS)
     assert described["cleanup.policy"] == ("compact", TOPIC_SOURCE, False, False)
     assert described["retention.ms"] == ("7200000", STATIC, False, False)
-    assert described["min.insync.replicas"] == ("1", STATIC, False, False)
-    assert described["segment.bytes"] == ("1073741824", DEFAULT, False, False)
+    assert described["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT, False, False)
+    # The real test cluster keeps segments small on its small volumes (a static log.segment.bytes); the model does not.
+    static_segment = properties.load(cluster.broker(1)["properties"]).get("log.segment.bytes")
+    segment = (static_segment, STATIC) if static_segment else ("1073741824", DEFAULT)
+    assert described["segment.bytes"] == segment + (False, False)
     assert described["remote.storage.enable"] == ("false", DEFAULT, False, False)
     configs = describe_raw(cluster, [(TOPIC, name, None)])[0][2]
     assert synonyms_of(configs["cleanup.policy"]) == [("cleanup.policy", "compact", TOPIC_SOURCE), ("log.cleanup.policy", "delete", DEFAULT)]
     assert synonyms_of(configs["retention.ms"]) == [("log.retention.ms", "7200000", STATIC), ("log.retention.hours", "168", DEFAULT)]
-    assert synonyms_of(configs["min.insync.replicas"]) == [("min.insync.replicas", "1", STATIC), ("min.insync.replicas", "1", DEFAULT)]
-    assert synonyms_of(configs["segment.bytes"]) == [("log.segment.bytes", "1073741824", DEFAULT)]
+    assert synonyms_of(configs["min.insync.replicas"]) == [("min.insync.replicas", "1", DYNAMIC_DEFAULT), ("min.insync.replicas", "1", STATIC),
+                                                           ("min.insync.replicas", "1", DEFAULT)]
+    assert synonyms_of(configs["segment.bytes"])[-1] == ("log.segment.bytes", "1073741824", DEFAULT)
+    assert synonyms_of(configs["segment.bytes"])[0] == ("log.segment.bytes", *segment)
     assert synonyms_of(configs["remote.storage.enable"]) == []
     assert synonyms_of(configs["flush.ms"]) == [] and configs["flush.ms"]["config_source"] == DEFAULT
     assert configs["retention.ms"]["config_type"] == 5 and configs["cleanup.policy"]["config_type"] == 7
@@ -397,7 +421,7 @@ def test_alter_broker_request_shape_errors(cluster):
         (INVALID_REQUEST, "Error due to duplicate config keys"),
         (INVALID_REQUEST, "Null value not supported for : num.io.threads"),
     ]
-    assert describe_raw(cluster, [(BROKER, "", None)])[0][2] == {}
+    assert cluster_defaults(cluster) == CLUSTER_DEFAULTS
     assert describe_raw(cluster, [(BROKER, "2", ["log.cleaner.threads"])], node_id=2)[0][2]["log.cleaner.threads"]["value"] == "1"
 
 

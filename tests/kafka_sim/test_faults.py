@@ -62,6 +62,7 @@ def slow_broker(kafka_cluster):
         kafka_cluster.state.set_fault(1, "latency_ms", None)
 
 
+@pytest.mark.model_only("added response latency")
 def test_latency_delays_responses_of_that_broker_only(slow_broker):
     assert round_trip(slow_broker, 1) >= LATENCY_MS / 1000.0
     assert round_trip(slow_broker, 2) < LATENCY_MS / 1000.0

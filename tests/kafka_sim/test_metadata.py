@@ -245,6 +245,7 @@ def test_unresponsive_broker_leaves_within_session_timeout(churn, how):
     assert all(back[client] == [1, 2, 3] for client in CLIENTS) and back["fenced"] == [], back
 
 
+@pytest.mark.model_only("--catch-up-ms holds a restarted broker's replicas out of the ISR; Kafka's catch up in milliseconds here")
 def test_restarted_broker_is_under_replicated_until_caught_up(churn):
     churn.stop(2)
     churn.start(2)

@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-from clients import RawClient, kafka_python_config
+from clients import RawClient, kafka_python_config, settled
 from kafka_sim import wire
 from kafka_sim.testing import ClusterFactory
 
@@ -81,6 +81,11 @@ def quotas_of(cluster, *pairs, node_id=1):
     return entries.get(key(*pairs), {})
 
 
+def assert_stored(cluster, *pairs, expected, node_id=1):
+    """Brokers apply committed quotas asynchronously: poll until the expected quotas show (or time runs out)."""
+    assert settled(lambda: quotas_of(cluster, *pairs, node_id=node_id), expected) == expected
+
+
 def reset(cluster):
     """Remove every stored quota (remove ops on everything DescribeClientQuotas lists)."""
     code, _ignored, entries = describe(cluster)
@@ -88,7 +93,7 @@ def reset(cluster):
     if entries:
         results = alter(cluster, [(list(entity), [(k, None) for k in values]) for entity, values in entries.items()])
         assert all(result == (NONE, None) for result in results.values())
-    assert describe(cluster)[2] == {}
+    assert settled(lambda: describe(cluster)[2], {}) == {}
 
 
 # -- AlterClientQuotas validation -----------------------------------------------------------------------------------
@@ -130,7 +135,7 @@ def test_alter_validation_error_on_the_entry(cluster, entity, ops, message, vers
     results = alter(cluster, [(entity, ops)], version=version)
     assert results == {key(*entity): (INVALID_REQUEST, message)}
     if len(entity) == 1 and entity[0][0] in ("user", "client-id", "ip") and entity[0][1]:
-        assert quotas_of(cluster, *entity) == {}
+        assert_stored(cluster, *entity, expected={})
 
 
 @pytest.mark.parametrize("entity, ops, stored", [
@@ -147,17 +152,17 @@ def test_alter_validation_error_on_the_entry(cluster, entity, ops, message, vers
 ])
 def test_alter_accepts_and_describe_returns(cluster, entity, ops, stored):
     assert alter(cluster, [(entity, ops)]) == {key(*entity): (NONE, None)}
-    assert quotas_of(cluster, *entity) == stored
+    assert_stored(cluster, *entity, expected=stored)
     assert alter(cluster, [(entity, [(k, None) for k, _ignored in ops])]) == {key(*entity): (NONE, None)}
-    assert quotas_of(cluster, *entity) == {}
+    assert_stored(cluster, *entity, expected={})
 
 
 def test_repeated_entity_type_keeps_the_last_name(cluster):
     """AlterClientQuotasRequest.entries() puts the parts in a map: a repeated type silently keeps its last name."""
     results = alter(cluster, [([("user", "first"), ("user", "last")], [("producer_byte_rate", 7)])])
     assert results == {key(("user", "last")): (NONE, None)}
-    assert quotas_of(cluster, ("user", "last")) == {"producer_byte_rate": 7.0}
-    assert quotas_of(cluster, ("user", "first")) == {}
+    assert_stored(cluster, ("user", "last"), expected={"producer_byte_rate": 7.0})
+    assert_stored(cluster, ("user", "first"), expected={})
     alter(cluster, [([("user", "last")], [("producer_byte_rate", None)])])
 
 
@@ -170,8 +175,8 @@ def test_one_bad_op_leaves_the_entity_unchanged_while_other_entries_apply(cluste
         (bad, [("consumer_byte_rate", 2000), ("producer_byte_rate", -1)]),
     ])
     assert results == {key(*good): (NONE, None), key(*bad): (INVALID_REQUEST, "Quota producer_byte_rate must be greater than 0")}
-    assert quotas_of(cluster, *good) == {"producer_byte_rate": 1000.0}
-    assert quotas_of(cluster, *bad) == {"consumer_byte_rate": 500.0}
+    assert_stored(cluster, *good, expected={"producer_byte_rate": 1000.0})
+    assert_stored(cluster, *bad, expected={"consumer_byte_rate": 500.0})
     alter(cluster, [(good, [("producer_byte_rate", None)]), (bad, [("consumer_byte_rate", None)])])
 
 
@@ -185,12 +190,12 @@ def test_remove_ops_are_not_validated(cluster):
         ("connection_creation_rate", None),
     ])])
     assert results == {key(*entity): (NONE, None)}
-    assert quotas_of(cluster, *entity) == {"consumer_byte_rate": 2000.0}
+    assert_stored(cluster, *entity, expected={"consumer_byte_rate": 2000.0})
     never = [("client-id", "never-set")]
     assert alter(cluster, [(never, [("request_percentage", None)])]) == {key(*never): (NONE, None)}
-    assert quotas_of(cluster, *never) == {}
+    assert_stored(cluster, *never, expected={})
     alter(cluster, [(entity, [("consumer_byte_rate", None)])])
-    assert quotas_of(cluster, *entity) == {}
+    assert_stored(cluster, *entity, expected={})
 
 
 def test_remove_ops_do_not_skip_entity_validation(cluster):
@@ -204,10 +209,10 @@ def test_validate_only_runs_every_check_and_writes_nothing(cluster):
     bad = [("client-id", "dry-run")]
     results = alter(cluster, [(good, [("producer_byte_rate", 1024)]), (bad, [("consumer_byte_rate", 0.25)])], validate_only=True)
     assert results == {key(*good): (NONE, None), key(*bad): (INVALID_REQUEST, "consumer_byte_rate cannot be a fractional value.")}
-    assert quotas_of(cluster, *good) == {}
+    assert_stored(cluster, *good, expected={})
     alter(cluster, [(good, [("producer_byte_rate", 1024)])])
     assert alter(cluster, [(good, [("producer_byte_rate", None)])], validate_only=True) == {key(*good): (NONE, None)}
-    assert quotas_of(cluster, *good) == {"producer_byte_rate": 1024.0}
+    assert_stored(cluster, *good, expected={"producer_byte_rate": 1024.0})
     alter(cluster, [(good, [("producer_byte_rate", None)])])
 
 
@@ -232,7 +237,9 @@ def filter_quotas(cluster):
     entries = [(entity, [("connection_creation_rate" if entity[0][0] == "ip" else "request_percentage", 10 + index)])
                for index, entity in enumerate(FILTER_ENTITIES.values())]
     assert set(alter(cluster, entries).values()) == {(NONE, None)}
-    yield {name: key(*entity) for name, entity in FILTER_ENTITIES.items()}
+    keys = {name: key(*entity) for name, entity in FILTER_ENTITIES.items()}
+    assert settled(lambda: set(describe(cluster)[2]), set(keys.values())) == set(keys.values())
+    yield keys
     reset(cluster)
 
 
@@ -269,7 +276,7 @@ def test_default_entities_have_a_null_name(cluster, filter_quotas):
     assert entries == {(("client-id", None), ("user", None)): {"request_percentage": 14.0}}
     assert filter_quotas["<default>"] == (("user", None),)
     literal = [("user", "<default>")]
-    assert quotas_of(cluster, *literal) == {}
+    assert_stored(cluster, *literal, expected={})
 
 
 @pytest.mark.parametrize("components, code, message", [
@@ -299,9 +306,9 @@ def test_quotas_are_cluster_wide(cluster):
     entity = [("user", "everywhere"), ("client-id", "svc")]
     assert alter(cluster, [(entity, [("producer_byte_rate", 5000)])], node_id=1) == {key(*entity): (NONE, None)}
     for node_id in (2, 3):
-        assert quotas_of(cluster, *entity, node_id=node_id) == {"producer_byte_rate": 5000.0}
+        assert_stored(cluster, *entity, node_id=node_id, expected={"producer_byte_rate": 5000.0})
     assert alter(cluster, [(entity, [("producer_byte_rate", None)])], node_id=3) == {key(*entity): (NONE, None)}
-    assert quotas_of(cluster, *entity, node_id=1) == {}
+    assert_stored(cluster, *entity, node_id=1, expected={})
 
 
 def test_quotas_survive_restarting_every_broker(cluster):
@@ -314,9 +321,9 @@ def test_quotas_survive_restarting_every_broker(cluster):
     # Controllers first: a broker is up once the controllers have registered it.
     for entry in sorted(cluster.info["brokers"], key=lambda e: "broker" in e["roles"]):
         cluster.start(entry["id"])
-    assert quotas_of(cluster, ("user", "durable"), node_id=2) == {"producer_byte_rate": 1048576.0}
-    assert quotas_of(cluster, ("user", None), node_id=3) == {"consumer_byte_rate": 2097152.0, "request_percentage": 50.0}
-    assert quotas_of(cluster, ("ip", None), node_id=1) == {"connection_creation_rate": 100.0}
+    assert_stored(cluster, ("user", "durable"), node_id=2, expected={"producer_byte_rate": 1048576.0})
+    assert_stored(cluster, ("user", None), node_id=3, expected={"consumer_byte_rate": 2097152.0, "request_percentage": 50.0})
+    assert_stored(cluster, ("ip", None), node_id=1, expected={"connection_creation_rate": 100.0})
     reset(cluster)
 
 
@@ -345,11 +352,14 @@ def test_kafka_python_admin_client_connections(cluster):
         results = {_entity_key(e.entity): (e.error_code, e.error_message) for e in response.entries}
         assert results == {(("user", "kp-user"),): (NONE, None),
                            (("user", None),): (INVALID_REQUEST, "producer_byte_rate cannot be a fractional value.")}
-        response = _admin_send(admin, DescribeClientQuotasRequest(
-            components=[component(entity_type="user", match_type=SPECIFIED, match=None)], strict=False), node_id=3)
-        assert (response.error_code, response.error_message) == (NONE, "")
-        assert {_entity_key(e.entity): {v.key: v.value for v in e.values} for e in response.entries} == {
-            (("user", "kp-user"),): {"producer_byte_rate": 8192.0}}
+        expected = {(("user", "kp-user"),): {"producer_byte_rate": 8192.0}}
+
+        def described():
+            response = _admin_send(admin, DescribeClientQuotasRequest(
+                components=[component(entity_type="user", match_type=SPECIFIED, match=None)], strict=False), node_id=3)
+            assert (response.error_code, response.error_message) == (NONE, "")
+            return {_entity_key(e.entity): {v.key: v.value for v in e.values} for e in response.entries}
+        assert settled(described, expected) == expected
         response = _admin_send(admin, DescribeClientQuotasRequest(
             components=[component(entity_type="user", match_type=EXACT, match=None)], strict=False))
         assert (response.error_code, response.entries) == (INVALID_REQUEST, None)

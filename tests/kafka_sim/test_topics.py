@@ -8,7 +8,7 @@ replication factor (INVALID_REPLICATION_FACTOR 38) before the partition count (I
 runs all of it and creates nothing. From v5 a result carries the partition count, replication factor and configs.
 
 A broker auto-creates an unknown topic named in a Metadata request when the request allows it (v4+, always before)
-and ``auto.create.topics.enable`` is true, answering LEADER_NOT_AVAILABLE while it does.
+and ``auto.create.topics.enable`` is true, answering UNKNOWN_TOPIC_OR_PARTITION while the controller creates it.
 """
 
 import uuid
@@ -20,14 +20,14 @@ from kafka import KafkaProducer
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
-from kafka_sim import kafka_configs, wire
+from clients import RawClient, confluent_config, kafka_python_config, settled
+from kafka_sim import kafka_configs, properties, wire
 from kafka_sim.testing import ClusterFactory
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, INVALID_TOPIC = 0, 3, 5, 17
+NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC = 0, 3, 17
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT = 36, 37, 38, 39
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
-DYNAMIC_TOPIC, STATIC, DEFAULT = 1, 4, 5
+DYNAMIC_TOPIC, DYNAMIC_DEFAULT, STATIC, DEFAULT = 1, 3, 4, 5
 DEFAULTS = {"num.partitions": "2", "default.replication.factor": "2"}
 
 
@@ -67,6 +67,16 @@ def metadata_raw(cluster, names, version=12, allow_auto_creation=False, node_id=
 
 def exists(cluster, name):
     return metadata_raw(cluster, [name])[name][0] == NONE
+
+
+# CreateTopics answers once the controller has committed the topic; brokers learn of it when their metadata catches
+# up, so what a broker says right after is polled for.
+def assert_created(cluster, name):
+    assert settled(lambda: exists(cluster, name), True), f"{name} did not show up in Metadata"
+
+
+def assert_metadata(cluster, name, expected, node_id=1):
+    assert settled(lambda: metadata_raw(cluster, [name], node_id=node_id)[name], expected) == expected
 
 
 class Confluent:
@@ -117,14 +127,14 @@ def test_invalid_names(cluster, client, name):
 def test_longest_legal_name(cluster, client):
     name = unique("long").ljust(249, "x")
     assert client.create(name, 1, 1) == (NONE, None)
-    assert exists(cluster, name)
+    assert_created(cluster, name)
 
 
 def test_exists(cluster, client):
     name = unique()
     assert client.create(name, 1, 1) == (NONE, None)
     assert client.create(name, 3, 2) == (TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-    assert metadata_raw(cluster, [name])[name] == (NONE, 1, 1)
+    assert_metadata(cluster, name, (NONE, 1, 1))
 
 
 PARTITIONS_MESSAGE = "Number of partitions was set to an invalid non-positive value."
@@ -177,7 +187,7 @@ def test_null_config_value(cluster):
 def test_defaults_come_from_the_broker(cluster, client):
     name = unique()
     assert client.create(name) == (NONE, None)
-    assert metadata_raw(cluster, [name])[name] == (NONE, 2, 2)
+    assert_metadata(cluster, name, (NONE, 2, 2))
 
 
 # -- Manual assignments ---------------------------------------------------------------------------------------------
@@ -185,8 +195,12 @@ def test_defaults_come_from_the_broker(cluster, client):
 def test_manual_assignment(cluster, client, confluent_admin):
     name = unique()
     assert client.create(name, assignments=[[1, 2], [2, 3], [3, 1]]) == (NONE, None)
-    partitions = confluent_admin.list_topics(name, timeout=10).topics[name].partitions
-    assert {index: list(p.replicas) for index, p in partitions.items()} == {0: [1, 2], 1: [2, 3], 2: [3, 1]}
+    expected = {0: [1, 2], 1: [2, 3], 2: [3, 1]}
+
+    def replicas():
+        partitions = confluent_admin.list_topics(name, timeout=10).topics[name].partitions
+        return {index: list(p.replicas) for index, p in partitions.items()}
+    assert settled(replicas, expected) == expected
 
 
 @pytest.mark.parametrize("assignments, code, message", [
@@ -245,11 +259,13 @@ def test_response_carries_counts_and_configs(cluster, version):
     assert [c.name for c in result.configs] == sorted(kafka_configs.TOPIC_CONFIGS)
     assert configs["cleanup.policy"] == ("compact", DYNAMIC_TOPIC, False, False)
     assert configs["retention.ms"] == ("60000", DYNAMIC_TOPIC, False, False)
-    assert configs["segment.bytes"] == ("1073741824", DEFAULT, False, False)
-    assert configs["min.insync.replicas"] == ("1", STATIC, False, False)
+    # The real test cluster keeps segments small on its small volumes (a static log.segment.bytes); the model does not.
+    static_segment = properties.load(cluster.broker(1)["properties"]).get("log.segment.bytes")
+    assert configs["segment.bytes"] == ((static_segment, STATIC) if static_segment else ("1073741824", DEFAULT)) + (False, False)
+    assert configs["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT, False, False)   # KIP-966 records it cluster-wide
     if version >= 7:
         assert result.topic_id.int != 0
-    assert metadata_raw(cluster, [name])[name] == (NONE, 3, 2)
+    assert_metadata(cluster, name, (NONE, 3, 2))
 
 
 @pytest.mark.parametrize("version", [2, 3, 4])
@@ -257,7 +273,7 @@ def test_response_before_v5_has_no_counts(cluster, version):
     name = unique()
     result = create_raw(cluster, [topic_spec(name, 1, 1)], version=version).topics[0]
     assert result.to_dict() == {"name": name, "error_code": NONE, "error_message": None}
-    assert exists(cluster, name)
+    assert_created(cluster, name)
 
 
 def test_validate_only_response(cluster):
@@ -275,7 +291,8 @@ def test_duplicate_names_and_reserved_topic(cluster):
     assert len(response.topics) == 3
     assert results == {fine: (NONE, None), dup: (INVALID_REQUEST, "Duplicate topic name."),
                        "__cluster_metadata": (INVALID_REQUEST, "Creation of internal topic __cluster_metadata is prohibited.")}
-    assert exists(cluster, fine) and not exists(cluster, dup) and not exists(cluster, "__cluster_metadata")
+    assert_created(cluster, fine)
+    assert not exists(cluster, dup) and not exists(cluster, "__cluster_metadata")
 
 
 # -- Auto-creation through Metadata ---------------------------------------------------------------------------------
@@ -283,15 +300,16 @@ def test_duplicate_names_and_reserved_topic(cluster):
 @pytest.mark.parametrize("version", [4, 9, 12])
 def test_metadata_auto_creates_when_allowed(cluster, version):
     name = unique("auto")
-    assert metadata_raw(cluster, [name], version=version, allow_auto_creation=True)[name][0] == LEADER_NOT_AVAILABLE
-    assert metadata_raw(cluster, [name], node_id=2)[name] == (NONE, 2, 2)
+    # Kafka 4.x answers the request that triggers the creation with UNKNOWN_TOPIC_OR_PARTITION; the topic follows.
+    assert metadata_raw(cluster, [name], version=version, allow_auto_creation=True)[name][0] == UNKNOWN_TOPIC_OR_PARTITION
+    assert_metadata(cluster, name, (NONE, 2, 2), node_id=2)
 
 
 @pytest.mark.parametrize("version", [1, 3])
 def test_metadata_before_v4_always_auto_creates(cluster, version):
     name = unique("auto")
-    assert metadata_raw(cluster, [name], version=version)[name][0] == LEADER_NOT_AVAILABLE
-    assert exists(cluster, name)
+    assert metadata_raw(cluster, [name], version=version)[name][0] == UNKNOWN_TOPIC_OR_PARTITION
+    assert_created(cluster, name)
 
 
 def test_metadata_does_not_auto_create_when_not_allowed(cluster):
@@ -331,7 +349,7 @@ def test_auto_creation_disabled(kafka_cluster_factory):
     producer.flush(5)
     assert not exists(cluster, name) and not exists(cluster, confluent_topic)
     assert Confluent(AdminClient(confluent_config(cluster))).create(name, 1, 1) == (NONE, None)
-    assert exists(cluster, name)
+    assert_created(cluster, name)
 
 
 def test_manual_assignment_with_fenced_brokers(kafka_cluster_factory):

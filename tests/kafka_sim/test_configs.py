@@ -257,6 +257,7 @@ def cluster_defaults(cluster):
 def test_describe_topic_defaults_and_synonyms(cluster, client, confluent_admin):
     name = f"configs-{uuid.uuid4().hex[:10]}"
     confluent_admin.create_topics([NewTopic(name, 1, 1, config={"cleanup.policy": "compact"})])[name].result(10)
+    metadata_barrier(cluster)
     described = client.describe(TOPIC, name)
     assert set(described) == set(kafka_configs.TOPIC_CONFIGS)
     assert described["cleanup.policy"] == ("compact", TOPIC_SOURCE, False, False)

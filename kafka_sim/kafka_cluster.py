@@ -120,7 +120,7 @@ class KafkaCluster(ClusterBase):
             self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metrics_base + index,
                               {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common,
                                "extra": extra_properties})
-        self.info["bootstrap_servers"] = ",".join(f"{HOST}:{b['port']}" for b in self.info["brokers"] if "broker" in b["roles"])
+        self.info["bootstrap_servers"] = self._bootstrap_servers()
         self.info.update(common["client"])
         self._write_shared_files(libs)
         self.save()
@@ -294,7 +294,7 @@ class KafkaCluster(ClusterBase):
         """Ids of the brokers the cluster reports as registered and unfenced (DescribeCluster through a live broker)."""
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
         from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
-        live = [e for e in self.info["brokers"] if "broker" in e["roles"] and e.get("pid") and process_alive(e["pid"])]
+        live = [e for e in self.broker_nodes if e.get("pid") and process_alive(e["pid"])]
         for entry in live:
             config = kafka_python_config(self, bootstrap_servers=f"{entry['host']}:{entry['port']}",
                                          request_timeout_ms=5000)

@@ -117,6 +117,9 @@ class ClusterBase:
         """The entries of nodes with the broker role (``brokers`` also lists controller-only nodes)."""
         return [entry for entry in self.info["brokers"] if "broker" in entry["roles"]]
 
+    def _bootstrap_servers(self):
+        return ",".join(f"{HOST}:{entry['port']}" for entry in self.broker_nodes)
+
     def broker(self, node_id):
         """A node's entry, read afresh: another command (a role's restart) may have recorded a newer pid meanwhile."""
         self._reload()

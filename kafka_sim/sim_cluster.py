@@ -62,7 +62,7 @@ class SimCluster(ClusterBase):
             self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metadata_dir, protocol,
                               {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common, "quorum": quorum,
                                "extra": extra_properties})
-        self.info["bootstrap_servers"] = ",".join(f"{HOST}:{b['port']}" for b in self.info["brokers"] if "broker" in b["roles"])
+        self.info["bootstrap_servers"] = self._bootstrap_servers()
         self.info.update(common.get("client", {}))
         self.save()
 

@@ -31,7 +31,7 @@ def show_rate(label, measured):
 
 def main(cluster_file, ratio):
     cluster = Cluster(os.path.dirname(cluster_file))
-    brokers = [entry for entry in cluster.info["brokers"] if "broker" in entry["roles"]]
+    brokers = cluster.broker_nodes
     observer, victim = brokers[0], brokers[-1]
     create_topic(cluster, TOPIC, replicas_on=observer["id"])
     print(f"== the real plugin at work: broker {victim['id']}'s volume fills while a producer writes to broker {observer['id']}")

@@ -51,16 +51,12 @@ def plugin_cluster(kafka_cluster_root, tmp_path_factory):
         factory.close()
 
 
-def brokers(cluster):
-    return [entry for entry in cluster.info["brokers"] if "broker" in entry["roles"]]
-
-
 def as_user(user):
     return {"user": user, "password": USERS[user]}
 
 
 def test_every_broker_runs_the_plugin_site_yml_configured(plugin_cluster):
-    for entry in brokers(plugin_cluster):
+    for entry in plugin_cluster.broker_nodes:
         assert plugin_gauge(entry, "StaticQuotaCallback", "Produce") == BASE_RATE, "the broker's own metric, not our file"
         assert wait_until(lambda e=entry: plugin_gauge(e, "VolumeSource", "ActiveLogDirs") == 2, 30,
                           what=f"broker {entry['id']} observing both log dirs")

@@ -50,11 +50,6 @@ def changed_counts(stdout):
     return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
 
 
-def broker_entries(cluster):
-    """The nodes with the broker role (a KRaft cluster may also have controller-only nodes, which the plugin skips)."""
-    return [entry for entry in cluster.info["brokers"] if "broker" in entry["roles"]]
-
-
 def pids(cluster):
     """Process ids of the running nodes, by node id, as the launcher recorded them."""
     current = Cluster(cluster.directory)
@@ -68,9 +63,9 @@ def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path
     first = run_site(inventory)
     assert first.returncode == 0, first.stdout[-15000:]
     after_first = pids(cluster)
-    assert all(after_first[e["id"]] != before[e["id"]] for e in broker_entries(cluster)), \
+    assert all(after_first[e["id"]] != before[e["id"]] for e in cluster.broker_nodes), \
         "every broker restarts once with the plugin configured"
-    for entry in broker_entries(cluster):
+    for entry in cluster.broker_nodes:
         with open(entry["properties"], encoding="utf-8") as handle:
             text = handle.read()
         assert "client.quota.callback.class=io.strimzi.kafka.quotas.StaticQuotaCallback" in text
@@ -121,7 +116,7 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
     cluster = kafka_cluster_factory(3, catch_up_ms=500)
     free_form = {"client.quota.callback.static.produce": "5", "client.quota.callback.static.storage.soft": "1000",
                  "client.quota.callback.static.request": "7"}
-    for entry in broker_entries(cluster):
+    for entry in cluster.broker_nodes:
         with open(entry["properties"], "a", encoding="utf-8") as handle:
             handle.write("".join(f"{key}={value}\n" for key, value in free_form.items()))
     inventory = write_inventory(cluster, tmp_path, {"kafka_broker_properties": free_form,
@@ -131,7 +126,7 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
     assert SECRET not in first.stdout + first.stderr
     assert "client.quota.callback.static.produce is overridden by kafka_quotas" in first.stdout
     assert "client.quota.callback.static.storage.soft is a legacy quota plugin key" in first.stdout
-    for entry in broker_entries(cluster):
+    for entry in cluster.broker_nodes:
         with open(entry["properties"], encoding="utf-8") as handle:
             text = handle.read()
         assert "# overridden by headroom.kafka kafka_quotas: client.quota.callback.static.produce=5" in text
@@ -156,7 +151,7 @@ def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(kafka_cluster_fact
     servers = cluster.info["bootstrap_servers"].split(",")
     assert summary["settings"]["snapshots"].startswith(f"kafka://{','.join(servers)}/__headroom_volume_usage"), \
         "the snapshots default to the topic site.yml publishes them to"
-    assert summary["rows_read"] >= len(broker_entries(cluster)), "at least the snapshot this run published, one per broker"
+    assert summary["rows_read"] >= len(cluster.broker_nodes), "at least the snapshot this run published, one per broker"
     assert summary["rows_read"] == summary["rows_used"] + summary["rows_rejected"]
     assert (out / "decisions").is_dir()
     task = re.search(r"^TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(\w+): \[([^\]]+)\]", result.stdout, re.M)

@@ -13,10 +13,20 @@ import time
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 
-from kafka_sim import wire
+from kafka_sim import properties, wire
 from kafka_sim.client_config import confluent_config, kafka_python_config
 
-__all__ = ["RawClient", "confluent_config", "kafka_python_config", "metadata_barrier", "settled"]
+__all__ = ["RawClient", "confluent_config", "kafka_python_config", "metadata_barrier", "segment_bytes", "settled"]
+
+STATIC, DEFAULT = 4, 5   # DescribeConfigs config sources
+
+
+def segment_bytes(cluster):
+    """(value, source) of segment.bytes as a topic sees it: the real test cluster keeps segments small on its small
+    volumes (a static log.segment.bytes); the model leaves Kafka's default."""
+    static = properties.load(cluster.broker(1)["properties"]).get("log.segment.bytes")
+    return (static, STATIC) if static else ("1073741824", DEFAULT)
+
 
 BARRIER_USER = "conformance-metadata-barrier"
 _barrier_values = itertools.count(1)

@@ -24,7 +24,7 @@ from kafka import errors as kafka_errors
 from kafka.admin import ConfigResource as KafkaPythonResource
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from clients import RawClient, metadata_barrier
+from clients import RawClient, metadata_barrier, segment_bytes
 from kafka_sim import kafka_configs, properties, wire
 from kafka_sim.testing import ClusterFactory
 
@@ -263,9 +263,7 @@ def test_describe_topic_defaults_and_synonyms(cluster, client, confluent_admin):
     assert described["cleanup.policy"] == ("compact", TOPIC_SOURCE, False, False)
     assert described["retention.ms"] == ("7200000", STATIC, False, False)
     assert described["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT, False, False)
-    # The real test cluster keeps segments small on its small volumes (a static log.segment.bytes); the model does not.
-    static_segment = properties.load(cluster.broker(1)["properties"]).get("log.segment.bytes")
-    segment = (static_segment, STATIC) if static_segment else ("1073741824", DEFAULT)
+    segment = segment_bytes(cluster)
     assert described["segment.bytes"] == segment + (False, False)
     assert described["remote.storage.enable"] == ("false", DEFAULT, False, False)
     configs = describe_raw(cluster, [(TOPIC, name, None)])[0][2]

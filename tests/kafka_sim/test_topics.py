@@ -20,8 +20,8 @@ from kafka import KafkaProducer
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from clients import RawClient, confluent_config, kafka_python_config, settled
-from kafka_sim import kafka_configs, properties, wire
+from clients import RawClient, confluent_config, kafka_python_config, segment_bytes, settled
+from kafka_sim import kafka_configs, wire
 from kafka_sim.testing import ClusterFactory
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC = 0, 3, 17
@@ -259,9 +259,7 @@ def test_response_carries_counts_and_configs(cluster, version):
     assert [c.name for c in result.configs] == sorted(kafka_configs.TOPIC_CONFIGS)
     assert configs["cleanup.policy"] == ("compact", DYNAMIC_TOPIC, False, False)
     assert configs["retention.ms"] == ("60000", DYNAMIC_TOPIC, False, False)
-    # The real test cluster keeps segments small on its small volumes (a static log.segment.bytes); the model does not.
-    static_segment = properties.load(cluster.broker(1)["properties"]).get("log.segment.bytes")
-    assert configs["segment.bytes"] == ((static_segment, STATIC) if static_segment else ("1073741824", DEFAULT)) + (False, False)
+    assert configs["segment.bytes"] == segment_bytes(cluster) + (False, False)
     assert configs["min.insync.replicas"] == ("1", DYNAMIC_DEFAULT, False, False)   # KIP-966 records it cluster-wide
     if version >= 7:
         assert result.topic_id.int != 0

@@ -6,8 +6,9 @@
 #   make sanity     ansible-test sanity for the collection
 #   make lint       ansible-lint with the production profile
 #   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE set to sim: the model)
-#   make test       sanity, ansible-lint, then pytest
+#   make test       sanity, ansible-lint, pytest, then the conformance suite on real Kafka
 #   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_sim) against real Kafka brokers
+#                   (pytest runs it against the model)
 #   make demo     run the demo (scripts/demo.sh)
 #   make bench    run the benchmarks (figures, not pass/fail)
 #   make clean    remove build artefacts and test output
@@ -48,18 +49,24 @@ collection-link:
 lint: venv collection-link
 	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/ansible-lint --offline --profile production
 
+# Test files run on PYTEST_WORKERS processes (pytest-xdist), each file in one process so that a module's cluster is
+# started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+
 pytest: venv kafka-libs
-	$(VENV)/bin/python -m pytest tests
+	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests
 
 # The same tests that pin the model, run against real brokers: every difference is fixed in the model or listed in
 # kafka_sim/README.md (model-only tests are skipped there with that reason).
 conformance-kafka: venv kafka-libs
-	HEADROOM_CONFORMANCE_ENGINE=kafka $(VENV)/bin/python -m pytest tests/kafka_sim --ignore=tests/kafka_sim/unit
+	HEADROOM_CONFORMANCE_ENGINE=kafka $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests/kafka_sim --ignore=tests/kafka_sim/unit
 
 test: venv kafka-libs
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory pytest
+	$(MAKE) --no-print-directory conformance-kafka
 
 demo: venv kafka-libs
 	scripts/demo.sh

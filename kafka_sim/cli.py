@@ -6,6 +6,7 @@ import signal
 import sys
 
 from kafka_sim.cluster import ENGINE_VARIABLE, ENGINES, Cluster, ClusterError
+from kafka_sim.kafka_cluster import write_class_archive
 from kafka_sim.kafka_libs import ensure_libs
 from kafka_sim.state import DEFAULT_CATCH_UP_MS
 
@@ -53,7 +54,8 @@ def _parser():
     user.add_argument("--user", required=True)
     user.add_argument("--password", required=True)
     user.add_argument("--mechanism", default="SCRAM-SHA-512", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"))
-    commands.add_parser("libs", help="fetch the jars of real Kafka (once; KAFKA_VERSION, KAFKA_HOME) and print where they are")
+    commands.add_parser("libs", help="fetch the jars of real Kafka and archive the classes its nodes load "
+                                     "(once; KAFKA_VERSION, KAFKA_HOME) and print where they are")
     broker = commands.add_parser("broker", help="run one model broker in the foreground from its properties file")
     broker.add_argument("--config", required=True)
     return parser
@@ -75,7 +77,8 @@ def _run(args):
         return run(args.config)
     if args.command == "libs":
         libs = ensure_libs()
-        print(f"Apache Kafka {libs.version}: {libs.kafka_libs} (plugin: {libs.plugin}, agent: {libs.agent})")
+        print(f"Apache Kafka {libs.version}: {libs.kafka_libs} (plugin: {libs.plugin}, agent: {libs.agent}, "
+              f"class archive: {write_class_archive(libs)})")
         return 0
     cluster = Cluster(args.dir, getattr(args, "engine", None))
     if args.command == "up":

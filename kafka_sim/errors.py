@@ -29,6 +29,7 @@ SASL_AUTHENTICATION_FAILED = 58
 INVALID_RECORD = 87
 UNKNOWN_TOPIC_ID = 100
 INCONSISTENT_TOPIC_ID = 103
+MISMATCHED_ENDPOINT_TYPE = 114
 UNSUPPORTED_ENDPOINT_TYPE = 115
 
 NAMES = {value: name for name, value in globals().items() if name.isupper() and isinstance(value, int)}

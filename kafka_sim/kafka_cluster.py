@@ -11,14 +11,17 @@ import base64
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 import uuid
 
 from kafka_sim import properties, security
 from kafka_sim.client_config import kafka_python_config
 from kafka_sim.kafka_libs import ensure_libs
+from kafka_sim.log_dir_probe import LogDirProbe, fill_volume
 from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
-                             is_stack_frame, parse_size, principal_of, process_alive, security_protocol, tail)
+                             free_port_block, parse_size, principal_of, process_alive, security_protocol, tail)
+from kafka_sim.storage_format import format_storage
 
 METADATA_VOLUME_SIZE = 64 << 20
 # Heap and JIT for many small JVMs on two cores: C1 only and the serial collector start faster and use less memory;
@@ -79,9 +82,13 @@ class KafkaCluster(ClusterBase):
 
     engine = "kafka"
     shutdown_timeout = 30.0
-    # Brokers shutting down together wait on each other's controlled shutdown (leaders have nowhere to go) until the
-    # controller gives up on them; ``down`` throws the volumes away, so a short wait before SIGKILL loses nothing.
-    down_timeout = 5.0
+    # A healthy cluster shuts down in about a second; nodes that lost their quorum, or brokers whose leaders have
+    # nowhere to go, wait until the controller gives up on them. ``down`` throws the volumes away, so a short wait
+    # before SIGKILL loses nothing.
+    down_timeout = 2.0
+    # JVM options of this launcher's nodes beyond JVM_OPTIONS (default: map the class archive if there is one).
+    jvm_options = None
+    metrics_agent = True
 
     @staticmethod
     def ports_needed(brokers, combined=0, controllers_only=0):
@@ -201,30 +208,16 @@ class KafkaCluster(ClusterBase):
         if scram_password:
             for mechanism in security.MECHANISMS:
                 args += ["--add-scram", f"{mechanism}=[name={ADMIN_USER},password={scram_password}]"]
-        processes = []
-        for entry in self.info["brokers"]:
-            command = [libs.java, *self._log_options(entry), "-cp", libs.classpath, "kafka.tools.StorageTool", *args,
-                       "-c", entry["properties"]]
-            processes.append((entry, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,  # pylint: disable=consider-using-with
-                                                      stdin=subprocess.DEVNULL, text=True)))
-        failures = []
-        for entry, process in processes:
-            output, _ignored = process.communicate(timeout=120)
-            if process.returncode != 0:
-                # The reason is the exception's message; its stack frames would push it out of the excerpt.
-                reason = "\n".join(line for line in output.strip().splitlines() if not is_stack_frame(line))
-                failures.append(f"node {entry['id']}: {reason[-800:]}")
-        if failures:
-            raise ClusterError("kafka-storage format failed:\n" + "\n".join(failures))
+        format_storage(libs, self.info["brokers"], args, self._log_options(self.info["brokers"][0]))
 
     def _log_options(self, entry):
         return [f"-Dlog4j2.configurationFile={self.info['log4j2']}", f"-Dkafka.logs.dir={os.path.dirname(entry['log_file'])}"]
 
     # -- processes ------------------------------------------------------------------------------------------------
     def _launch(self, entry, libs):
-        agent = f"-javaagent:{libs.agent}={HOST}:{entry['metrics_port']}:{self.info['exporter_config']}"
-        command = [libs.java, *JVM_OPTIONS, *self._log_options(entry), agent, "-cp", libs.classpath, "kafka.Kafka",
-                   entry["properties"]]
+        agent = [f"-javaagent:{libs.agent}={HOST}:{entry['metrics_port']}:{self.info['exporter_config']}"] if self.metrics_agent else []
+        command = [libs.java, *JVM_OPTIONS, *(self.jvm_options or libs.sharing_options()), *self._log_options(entry), *agent,
+                   "-cp", libs.classpath, "kafka.Kafka", entry["properties"]]
         with open(entry["log_file"], "ab") as log:
             entry["log_offset"] = log.tell()
             process = subprocess.Popen(  # pylint: disable=consider-using-with  # the node outlives this command
@@ -377,73 +370,34 @@ class KafkaCluster(ClusterBase):
         return rows
 
 
-def fill_volume(path, leave=0):
-    """Write a filler file until the filesystem at ``path`` has at most ``leave`` bytes available to the broker."""
-    filler = os.path.join(path, "filler.bin")
-    stat = os.statvfs(path)
-    available = stat.f_bavail * stat.f_frsize
-    chunk = b"\0" * (1 << 20)
-    with open(filler, "ab") as handle:
-        remaining = available - leave
+def write_class_archive(libs, timeout=120.0):
+    """Java class-data sharing for the nodes: the classes a node loads while it starts and answers clients are
+    archived once (``python -m kafka_sim libs``), and every later node maps them instead of loading and verifying them
+    again. Returns the archive's path; an archive that exists is kept."""
+    archive = libs.class_archive
+    if os.path.exists(archive):
+        return archive
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    staging = f"{archive}.{os.getpid()}.partial"
+    with tempfile.TemporaryDirectory(prefix="kafka-class-archive-") as directory:
+        cluster = KafkaCluster(directory)
+        # Without the exporter's agent: Java archives with an agent loaded only under a diagnostic option, and then
+        # warns at every start that maps the archive. The agent's own jar comes last on the classpath, so nodes
+        # started with it still map the archive.
+        cluster.metrics_agent = False
+        cluster.jvm_options = [f"-XX:ArchiveClassesAtExit={staging}"]
+        cluster.create(1, base_port=free_port_block(KafkaCluster.ports_needed(1, combined=1)), combined=1)
         try:
-            while remaining > 0:
-                written = handle.write(chunk[:min(len(chunk), remaining)])
-                remaining -= written
-                handle.flush()
-        except OSError:
-            pass
-    return filler
-
-
-class LogDirProbe:
-    """A one-partition topic on one broker, placed in a chosen log dir, to make that dir's next write happen now."""
-
-    def __init__(self, cluster, broker_id, topic):
-        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
-        self.cluster = cluster
-        self.broker_id = broker_id
-        self.topic = topic
-        self.admin = KafkaAdminClient(**kafka_python_config(cluster, request_timeout_ms=10000))
-
-    def place(self, path, timeout):
-        from kafka.admin import NewTopic  # pylint: disable=import-outside-toplevel
-        from kafka.errors import TopicAlreadyExistsError  # pylint: disable=import-outside-toplevel
-        try:
-            self.admin.create_topics([NewTopic(self.topic, replica_assignments={0: [self.broker_id]})])
-        except TopicAlreadyExistsError:
-            pass
-        deadline = time.monotonic() + timeout
-        while self._dir_of_partition() != path:
-            if time.monotonic() > deadline:
-                raise ClusterError(f"could not place a probe partition in {path} on broker {self.broker_id}")
-            self.admin.alter_replica_log_dirs({(self.topic, 0, self.broker_id): path})
-            time.sleep(0.2)
-
-    def _describe(self):
-        return self.admin.describe_log_dirs(brokers=[self.broker_id])
-
-    def _dir_of_partition(self):
-        for result in self._describe():
-            for log_dir in result.get("log_dirs", result.get("results", [])):
-                for topic in log_dir.get("topics", []):
-                    if topic.get("name") == self.topic and topic.get("partitions"):
-                        return log_dir.get("log_dir")
-        return None
-
-    def write(self):
-        from confluent_kafka import Producer  # pylint: disable=import-outside-toplevel
-        from kafka_sim.client_config import confluent_config  # pylint: disable=import-outside-toplevel
-        producer = Producer(confluent_config(self.cluster, **{"message.timeout.ms": 5000, "acks": "all"}))
-        producer.produce(self.topic, b"x" * 65536, partition=0)
-        producer.flush(10)
-
-    def offline(self, path):
-        try:
-            results = self._describe()
-        except Exception:  # pylint: disable=broad-except  # a halted broker answers nothing: its last dir failed
-            return True
-        for result in results:
-            for log_dir in result.get("log_dirs", result.get("results", [])):
-                if log_dir.get("log_dir") == path:
-                    return log_dir.get("error_code", 0) != 0
-        return not results
+            cluster.up(timeout)
+            cluster.active_controller()
+            # Java writes the archive as it exits: a controlled shutdown, never SIGKILL, and the full wait.
+            for entry in cluster.info["brokers"]:
+                cluster.stop(entry["id"], timeout)
+            if not os.path.exists(staging):
+                raise ClusterError(f"Java wrote no class archive at {staging}:\n{tail(cluster.info['brokers'][0]['log_file'])}")
+            os.replace(staging, archive)
+        finally:
+            cluster.down()
+            if os.path.exists(staging):
+                os.unlink(staging)
+    return archive

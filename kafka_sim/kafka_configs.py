@@ -888,6 +888,29 @@ def validate_dynamic_broker_updates(configs: Mapping[str, str | None], *, per_br
     return None
 
 
+def validate_reconfiguration(current: Mapping[str, str], new: Mapping[str, str]) -> str | None:
+    """What a broker's reconfigurable components refuse when its effective config goes from ``current`` to ``new``
+    (DynamicBrokerConfig.processReconfiguration, validate only): None, or the INVALID_REQUEST message Kafka 4.3 sends.
+
+    Of those components only the log cleaner refuses values its ConfigDef accepts (LogCleaner.validateReconfiguration):
+    ``log.cleaner.threads`` may at most double or halve (integer half) in one change, and 0 fails in its arithmetic.
+    """
+    name = "log.cleaner.threads"
+    before, after = int(current[name]), int(new[name])
+    if before == after:
+        return None
+    if after == 0:
+        return "/ by zero"
+    if after < before // 2:
+        reason = f"Log cleaner threads cannot be reduced to less than half the current value {before}"
+    elif after > before * 2:
+        reason = f"Log cleaner threads cannot be increased to more than double the current value {before}"
+    else:
+        return None
+    # processReconfiguration wraps the reason as ConfigException(name="Invalid dynamic configuration", value=cause).
+    return f"Invalid value org.apache.kafka.common.config.ConfigException: {reason} for configuration Invalid dynamic configuration"
+
+
 def validate_dynamic_broker_update(name: str, value: str | None, *, per_broker: bool) -> str | None:
     """``validate_dynamic_broker_updates`` for one key: None if Kafka accepts ``name=value`` dynamically, else its message."""
     return validate_dynamic_broker_updates({name: value}, per_broker=per_broker)

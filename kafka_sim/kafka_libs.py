@@ -10,6 +10,7 @@ stamp there and download nothing.
 """
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -56,6 +57,19 @@ class KafkaLibs:
         if not found:
             raise ClusterError(f"no {AGENT_PREFIX} jar in {self.extras}; run 'python -m kafka_sim libs'")
         return found[-1]
+
+    @property
+    def class_archive(self):
+        """Where the nodes' class-data-sharing archive is (it may not exist yet): one per classpath and JVM, since
+        Java maps an archive only into the JVM and classpath that wrote it."""
+        key = "\n".join([os.path.realpath(self.java), self.classpath])
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return os.path.join(BUILD, "class-archives", f"kafka-{self.version}-{digest}.jsa")
+
+    def sharing_options(self):
+        """JVM options that map the class archive, once ``python -m kafka_sim libs`` wrote it (else none)."""
+        archive = self.class_archive
+        return [f"-XX:SharedArchiveFile={archive}"] if os.path.exists(archive) else []
 
     @property
     def plugin(self):

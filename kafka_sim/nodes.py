@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -63,6 +64,48 @@ def answers(host, port):
             return True
     except OSError:
         return False
+
+
+# Random port blocks start above the launcher's default ports (19092 up), which clusters started without
+# --base-port (molecule's, the demo's) take.
+RANDOM_PORTS_FROM = 20000
+
+
+def port_range(count):
+    """Where to look for broker ports: below the kernel's ephemeral range if there is room, so that no outgoing
+    connection takes a port between the check and the broker's bind."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as handle:
+            low, high = (int(value) for value in handle.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    if low - RANDOM_PORTS_FROM >= 100 * count:
+        return RANDOM_PORTS_FROM, low - count
+    if high + 100 * count < 65535:
+        return high + 1, 65535 - count
+    return RANDOM_PORTS_FROM, 60000 - count
+
+
+def free_port_block(count, attempts=200, span=None):
+    """A base port such that ``count`` consecutive loopback ports are free right now, drawn from ``span`` (first and
+    last base port), else from ``port_range``."""
+    first, last = span or port_range(count)
+    for _ignored in range(attempts):
+        base = random.randint(first, last)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", port))
+                sockets.append(sock)
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise RuntimeError(f"no block of {count} free ports found")
 
 
 def tail(path, lines=20):

@@ -5,55 +5,35 @@
 """
 
 import os
-import random
 import shutil
-import socket
 import tempfile
 
 import pytest
 
 from kafka_sim.cluster import Cluster, engine_class
+from kafka_sim.nodes import free_port_block, port_range
+
+__all__ = ["ClusterFactory", "base_port_for", "free_port_block", "kafka_cluster", "kafka_cluster_factory",
+           "kafka_cluster_root", "running_as_root", "worker_ports"]
 
 
-def port_range(count):
-    """Where to look for broker ports: below the kernel's ephemeral range if there is room, so that no outgoing
-    connection takes a port between the check and the broker's bind."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as handle:
-            low, high = (int(value) for value in handle.read().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999
-    if low - 10000 >= count:
-        return 10000, low - count
-    if high + count < 65535:
-        return high + 1, 65535 - count
-    return 20000, 60000 - count
-
-
-def free_port_block(count, attempts=200):
-    """A base port such that ``count`` consecutive loopback ports are free right now."""
+def worker_ports(count):
+    """The base ports this pytest process draws from: with pytest-xdist each worker (gw0, gw1, ...) gets a slice of
+    its own, so that two workers never pick the same block between one's check and its brokers' bind."""
     first, last = port_range(count)
-    for _ignored in range(attempts):
-        base = random.randint(first, last)
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind(("127.0.0.1", port))
-                sockets.append(sock)
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise RuntimeError(f"no block of {count} free ports found")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if workers < 2 or not worker.startswith("gw"):
+        return first, last
+    width = (last + count - first) // workers
+    start = first + int(worker[2:]) % workers * width
+    return start, start + width - count
 
 
 def base_port_for(brokers, combined=0, controllers_only=0, engine=None):
     """A base port with room for every port a cluster of ``engine`` takes (real nodes add controller and metrics ports)."""
-    return free_port_block(engine_class(engine).ports_needed(brokers, combined, controllers_only))
+    count = engine_class(engine).ports_needed(brokers, combined, controllers_only)
+    return free_port_block(count, span=worker_ports(count))
 
 
 class ClusterFactory:

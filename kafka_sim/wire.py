@@ -65,8 +65,9 @@ APIS = {api.key: api for api in (
 API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 PRODUCE_KEY = ProduceRequest.API_KEY
 DESCRIBE_QUORUM_KEY = DescribeQuorumRequest.API_KEY
+DESCRIBE_CLUSTER_KEY = DescribeClusterRequest.API_KEY
 # What a controller listener answers (of the APIs implemented here; Kafka's message schemas list "controller" for them).
-CONTROLLER_API_KEYS = frozenset({API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY})
+CONTROLLER_API_KEYS = frozenset({API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY})
 
 _INT32 = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")

@@ -8,7 +8,7 @@ import sys
 import time
 
 from kafka_sim.cluster import Cluster
-from kafka_sim.kafka_cluster import fill_volume
+from kafka_sim.log_dir_probe import fill_volume
 from kafka_sim.traffic import create_topic, plugin_gauge, produce, wait_until
 
 TOPIC = "demo-throttle"

@@ -1,7 +1,10 @@
-"""Make the collection importable as ``ansible_collections.headroom.kafka`` and the test cluster package importable."""
+"""Make the collection importable as ``ansible_collections.headroom.kafka`` and the test cluster package importable;
+one local SparkSession for every test that runs the pipeline in-process."""
 
 import os
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -22,3 +25,14 @@ def _link_collection():
 
 
 _link_collection()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """Starting a JVM costs seconds: one session per pytest process, which no test may stop (a job run in-process
+    leaves a caller's session running)."""
+    from headroom_pipeline.session import spark_session
+
+    session = spark_session("local[2]", app_name="headroom-pipeline-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

@@ -286,10 +286,25 @@ def _preprocess(broker, resource):
     result = _broker_ops(broker.state.read()["configs"]["broker"].get(scope, {}), resource.configs)
     if isinstance(result, tuple):
         return result
-    problem = kc.validate_dynamic_broker_updates(result, per_broker=scope != "")
+    problem = kc.validate_dynamic_broker_updates(result, per_broker=scope != "") or _refused_reconfiguration(broker, scope, result)
     if problem:
         return errors.INVALID_REQUEST, problem
     return None, result
+
+
+def _refused_reconfiguration(broker, scope, updated):
+    """The receiving broker checks the change against its own effective config: a new cluster-wide default counts
+    where no per-broker value of its own overrides it (DynamicBrokerConfig.validate)."""
+    layers = _broker_layers(broker)
+    replaced = 0 if scope != "" else 1
+    new_layers = [(updated, source) if index == replaced else (values, source) for index, (values, source) in enumerate(layers)]
+    return kc.validate_reconfiguration(_effective(layers), _effective(new_layers))
+
+
+def _effective(layers):
+    values = dict(_STATIC_DEFAULTS)
+    values.update(_resolved_broker_values(layers))
+    return values
 
 
 def _remote_storage_enabled(broker):

@@ -102,15 +102,36 @@ def metadata(broker, connection, request):
     }
 
 
+_ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
+
+
+def _describe_cluster_error(request, expected):
+    """AuthHelper.computeDescribeClusterResponse's refusals: a bare response (no cluster id, endpoint type left at
+    its default), INVALID_REQUEST for version 0, which cannot name an endpoint type."""
+    requested = request.body.endpoint_type if request.version >= 1 else 1
+    if requested not in _ENDPOINT_TYPES:
+        code, message = errors.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {requested}"
+    elif requested != expected:
+        code = errors.MISMATCHED_ENDPOINT_TYPE
+        message = (f"The request was sent to an endpoint of type {_ENDPOINT_TYPES[expected]}, "
+                   f"but we wanted an endpoint of type {_ENDPOINT_TYPES[requested]}")
+    else:
+        return None
+    return {"throttle_time_ms": 0, "error_code": errors.INVALID_REQUEST if request.version == 0 else code,
+            "error_message": message, "endpoint_type": 1, "cluster_id": "", "controller_id": -1, "brokers": []}
+
+
 def describe_cluster(broker, connection, request):
-    body = request.body
-    endpoint_type = body.endpoint_type if request.version >= 1 else 1
-    response = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": endpoint_type,
+    """Brokers describe the brokers (KafkaApis); controller listeners the controllers (ControllerApis, KIP-919)."""
+    expected = 2 if connection.controller else 1
+    refused = _describe_cluster_error(request, expected)
+    if refused is not None:
+        return refused
+    response = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": expected,
                 "cluster_id": broker.state.read()["cluster_id"], "controller_id": -1, "brokers": []}
-    if endpoint_type != 1:
-        response["error_code"] = 114  # MISMATCHED_ENDPOINT_TYPE: brokers answer only for the broker endpoint type
-        response["error_message"] = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
-        return response
+    if connection.controller:
+        return _describe_controllers(broker, connection, request, response)
+    body = request.body
     nodes = broker.nodes()
     include_fenced = request.version >= 2 and body.include_fenced_brokers
     shown = {node_id: node for node_id, node in nodes.items()
@@ -122,6 +143,26 @@ def describe_cluster(broker, connection, request):
         if request.version >= 2:
             entry["is_fenced"] = not node["alive"]
         response["brokers"].append(entry)
+    return response
+
+
+def _describe_controllers(broker, connection, request, response):
+    """Every registered controller's endpoint on this listener, running or not, and the quorum leader as this
+    controller knows it (-1 when that is no controller listed). Controllers require ALTER on the cluster."""
+    if not broker.may_alter_cluster(connection.principal):
+        return {**response, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": "Cluster authorization failed.", "cluster_id": "", "endpoint_type": 1}
+    view = broker.quorum_view()
+    voters = view[1] if view else []
+    for voter in sorted(voters, key=lambda voter: voter["id"]):
+        endpoint = _endpoint_for(voter, connection.endpoint.name)
+        if endpoint is not None:
+            entry = {"broker_id": voter["id"], "host": endpoint["host"], "port": endpoint["port"], "rack": None}
+            if request.version >= 2:
+                entry["is_fenced"] = False
+            response["brokers"].append(entry)
+    leader = view[0]["leader"] if view else -1
+    response["controller_id"] = leader if any(entry["broker_id"] == leader for entry in response["brokers"]) else -1
     return response
 
 

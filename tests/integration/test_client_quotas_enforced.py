@@ -79,27 +79,22 @@ def traffic_rows(results):
     return rows
 
 
-def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, tmp_path):
+def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, tmp_path, spark):
     """The client analysis, fed the per-second traffic the broker accepted and the quotas client_quota_info read back:
     ``fast`` used its whole quota and had seconds over it (throttled); ``steady`` used half and never went over."""
     from headroom_pipeline import clients, ingest, schemas
     from headroom_pipeline.config import PipelineConfig
-    from headroom_pipeline.session import spark_session
     from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
 
     results, described, _workdir = quota_run
     quotas_file = tmp_path / "quotas.json"
     quotas_file.write_text(json.dumps(described))
-    spark = spark_session("local[1]", app_name="client-quotas-enforced", conf={"spark.sql.shuffle.partitions": "1"})
-    try:
-        traffic = spark.createDataFrame(traffic_rows(results), schemas.TRAFFIC_ROWS)
-        config = PipelineConfig(snapshots="unused", out="unused", client_window=1.0)
-        windows, _recommendations = clients.client_analysis(traffic, ingest.load_quotas(str(quotas_file)), None, config)
-        names = cqm.column_names("", "produce", "producer_byte_rate")
-        settled = [row.asDict() for row in windows.where(windows.window_start >= WINDOW_START)
-                   .where(windows.window_end <= WINDOW_START + datetime.timedelta(seconds=SECONDS - SETTLED)).collect()]
-    finally:
-        spark.stop()
+    traffic = spark.createDataFrame(traffic_rows(results), schemas.TRAFFIC_ROWS)
+    config = PipelineConfig(snapshots="unused", out="unused", client_window=1.0)
+    windows, _recommendations = clients.client_analysis(traffic, ingest.load_quotas(str(quotas_file)), None, config)
+    names = cqm.column_names("", "produce", "producer_byte_rate")
+    settled = [row.asDict() for row in windows.where(windows.window_start >= WINDOW_START)
+               .where(windows.window_end <= WINDOW_START + datetime.timedelta(seconds=SECONDS - SETTLED)).collect()]
     by_client = {name: [row for row in settled if row["client_id"] == name] for name in ("fast", "steady")}
     fast_use = sum(row[names["fraction"]] for row in by_client["fast"]) / len(by_client["fast"])
     steady_use = sum(row[names["fraction"]] for row in by_client["steady"]) / len(by_client["steady"])

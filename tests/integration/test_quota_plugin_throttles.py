@@ -15,8 +15,8 @@ from ansible_run import run_module
 from test_integration_targets import connection_options
 from test_site import run_site, write_inventory
 
+from kafka_sim.log_dir_probe import fill_volume
 from kafka_sim.traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
-from kafka_sim.kafka_cluster import fill_volume
 
 BASE_RATE = 1 << 20                 # the plugin's produce quota, bytes/s
 LIMIT = 32 << 20                    # min.available.bytes per volume

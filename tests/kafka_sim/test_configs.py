@@ -132,6 +132,10 @@ class KafkaPython:
         return {k: (e["value"], _KAFKA_PYTHON_SOURCES[e["config_source"]], e["read_only"], e["is_sensitive"]) for k, e in result.items()}
 
 
+# How Kafka 4.3 words a change its log cleaner refuses (the reason wrapped in a ConfigException's "Invalid value").
+CLEANER_REFUSAL = "Invalid value org.apache.kafka.common.config.ConfigException: {} for configuration Invalid dynamic configuration"
+
+
 def outcome(client, code, message=None):
     """What ``client.alter`` returns for an error code and message."""
     if isinstance(client, KafkaPython):
@@ -392,6 +396,28 @@ def test_alter_broker_list_configs(cluster):
         alter_raw(cluster, [(BROKER, "", [("log.cleanup.policy", DELETE, None)])])
 
 
+def test_log_cleaner_threads_at_most_double_or_halve_per_change(cluster):
+    """Checked by the receiving broker against its own effective value; a cluster-wide default counts where the broker
+    has no value of its own."""
+    threads = "log.cleaner.threads"
+    try:
+        assert alter_raw(cluster, [(BROKER, "1", [(threads, SET, "2")])]) == [(NONE, None)]
+        assert alter_raw(cluster, [(BROKER, "1", [(threads, SET, "4")])]) == [(NONE, None)]
+        assert alter_raw(cluster, [(BROKER, "1", [(threads, SET, "1")])]) == [(INVALID_REQUEST, CLEANER_REFUSAL.format(
+            "Log cleaner threads cannot be reduced to less than half the current value 4"))]
+        # Back to the default 1 in one step is refused the same way (DELETE changes the effective value too).
+        assert alter_raw(cluster, [(BROKER, "1", [(threads, DELETE, None)])]) == [(INVALID_REQUEST, CLEANER_REFUSAL.format(
+            "Log cleaner threads cannot be reduced to less than half the current value 4"))]
+        assert alter_raw(cluster, [(BROKER, "1", [(threads, SET, "2")])]) == [(NONE, None)]
+        assert alter_raw(cluster, [(BROKER, "", [(threads, SET, "0")])], node_id=2) == [(INVALID_REQUEST, "/ by zero")]
+        assert alter_raw(cluster, [(BROKER, "", [(threads, SET, "3")])], node_id=2) == [(INVALID_REQUEST, CLEANER_REFUSAL.format(
+            "Log cleaner threads cannot be increased to more than double the current value 1"))]
+        assert describe_raw(cluster, [(BROKER, "1", [threads])])[0][2][threads]["value"] == "2"
+    finally:
+        alter_raw(cluster, [(BROKER, "1", [(threads, DELETE, None)])])
+    assert describe_raw(cluster, [(BROKER, "1", [threads])])[0][2][threads]["value"] == "1"
+
+
 @pytest.mark.parametrize("ops, code, message", [
     pytest.param([("num.partitions", SET, "3")], INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]",
                  id="read-only"),
@@ -401,6 +427,10 @@ def test_alter_broker_list_configs(cluster):
                  "Invalid value many for configuration log.cleaner.threads: Not a number of type INT", id="not-a-number"),
     pytest.param([("log.cleaner.threads", APPEND, "2")], INVALID_CONFIG, "Config value append is not allowed for config key: log.cleaner.threads",
                  id="append-non-list"),
+    # In range for the ConfigDef, refused by the log cleaner (LogCleaner.validateReconfiguration) from the current 1.
+    pytest.param([("log.cleaner.threads", SET, "3")], INVALID_REQUEST, CLEANER_REFUSAL.format(
+        "Log cleaner threads cannot be increased to more than double the current value 1"), id="cleaner-threads-tripled"),
+    pytest.param([("log.cleaner.threads", SET, "0")], INVALID_REQUEST, "/ by zero", id="no-cleaner-threads"),
 ])
 def test_alter_broker_errors(client, ops, code, message):
     assert client.alter(BROKER, "1", [("background.threads", SET, "12"), *ops]) == outcome(client, code, message)

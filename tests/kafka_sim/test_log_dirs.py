@@ -49,6 +49,11 @@ def describe(cluster, node_id):
     return {result["log_dir"]: result for result in entry["log_dirs"]}
 
 
+def offline_in(results, path):
+    """``results`` once they report ``path`` offline, else None."""
+    return results if results[path]["error_code"] != 0 else None
+
+
 def describe_raw(cluster, node_id, version):
     with RawClient.to_broker(cluster, node_id) as raw:
         response = raw.request(DescribeLogDirsRequest(topics=None), version)
@@ -204,7 +209,9 @@ def test_full_volumes_fail_produce_then_the_log_dir_then_the_broker(kafka_cluste
     assert error == KAFKA_STORAGE_ERROR
     assert stored >= (VOLUME - 2 * CHUNK) // CHUNK - 1
 
-    results = describe(cluster, broker["id"])
+    # The produce fails at once; Kafka takes the dir offline on its log-dir-failure thread a moment later.
+    results = wait_for(lambda: offline_in(describe(cluster, broker["id"]), first_dir), 10, 0.1)
+    assert results, f"{first_dir} still online after its volume filled"
     failed = results[first_dir]
     assert (failed["error_code"], failed["total_bytes"], failed["usable_bytes"], failed["topics"]) == (KAFKA_STORAGE_ERROR, -1, -1, [])
     assert_matches_filesystem(results[second_dir], second_dir, TMPFS_TOLERANCE)

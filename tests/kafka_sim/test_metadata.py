@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
+from clients import RawClient, confluent_config, kafka_python_config, metadata_barrier
 from kafka_sim.broker import wait_for
 from kafka_sim.testing import ClusterFactory
 
@@ -38,6 +38,8 @@ def create_topic(cluster, name, partitions=3, replication_factor=3, config=None)
     admin = AdminClient(confluent_config(cluster))
     futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})], operation_timeout=10)
     futures[name].result(timeout=15)
+    # Kafka answers once the controller committed the topic; each broker learns it when its metadata catches up.
+    metadata_barrier(cluster)
     return name
 
 
@@ -136,12 +138,18 @@ def test_describe_cluster_versions(kafka_cluster, version, include_fenced):
         assert [b.is_fenced for b in response.brokers] == [False, False, False]
 
 
-def test_describe_cluster_for_controller_endpoint_is_refused(kafka_cluster):
-    request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2, include_fenced_brokers=False)
+@pytest.mark.parametrize("endpoint_type, code, message", [
+    (2, 114, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"),
+    (0, 115, "Unsupported endpoint type 0"),
+], ids=["controller-type", "unknown-type"])
+def test_describe_cluster_for_another_endpoint_type_is_refused(kafka_cluster, endpoint_type, code, message):
+    request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=endpoint_type,
+                                     include_fenced_brokers=False)
     with RawClient.to_broker(kafka_cluster, 1) as raw:
         response = raw.request(request, 1)
-    assert response.error_code == 114     # MISMATCHED_ENDPOINT_TYPE
-    assert response.brokers == []
+    # MISMATCHED_ENDPOINT_TYPE / UNSUPPORTED_ENDPOINT_TYPE in a bare response: no cluster id, the default endpoint type.
+    assert (response.error_code, response.error_message, response.endpoint_type, response.cluster_id, response.controller_id,
+            response.brokers) == (code, message, 1, "", -1, [])
 
 
 # -- brokers leaving and rejoining ----------------------------------------------------------------------------------

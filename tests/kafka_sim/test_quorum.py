@@ -3,8 +3,10 @@
 - ``combined=K`` makes the first K brokers ``process.roles=broker,controller`` nodes with a CONTROLLER listener after
   the client ports; ``controllers_only=K`` adds controller nodes. Combined nodes are brokers in Metadata and
   DescribeCluster; controller-only nodes are not, and have no client listener (no DescribeLogDirs on them).
-- A controller listener answers only the controller APIs implemented here (ApiVersions, DescribeQuorum) and closes
-  the connection on anything else; brokers advertise DescribeQuorum v0-v2.
+- A controller listener answers only the controller APIs implemented here (ApiVersions, DescribeQuorum,
+  DescribeCluster) and closes the connection on anything else; brokers advertise DescribeQuorum v0-v2.
+- DescribeCluster on a controller listener (KIP-919) describes the controllers, each at its controller listener, and
+  the quorum leader, for the CONTROLLER endpoint type only (MISMATCHED_ENDPOINT_TYPE otherwise, INVALID_REQUEST in v0).
 - DescribeQuorum to a broker is forwarded to the active controller: topic ``__cluster_metadata`` partition 0 with the
   leader, its epoch, the high watermark, the voters (the controllers) and observers (broker-only nodes), and (v2) the
   voters' CONTROLLER listeners. On a controller listener only the leader answers; followers say NOT_LEADER_OR_FOLLOWER.
@@ -37,6 +39,7 @@ from kafka_sim.testing import ClusterFactory, base_port_for
 
 METADATA_TOPIC = "__cluster_metadata"
 DESCRIBE_QUORUM = 55
+DESCRIBE_CLUSTER = 60
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -172,13 +175,50 @@ def test_controller_listener_answers_only_controller_apis(combined_cluster, node
         assert response.error_code == 0
         ranges = supported(response)
         # Kafka's controllers also advertise the raft and forwarded admin APIs the model does not implement.
-        assert {key: ranges.get(key) for key in (18, DESCRIBE_QUORUM)} == {18: (0, 4), DESCRIBE_QUORUM: (0, 2)}
+        assert {key: ranges.get(key) for key in (18, DESCRIBE_QUORUM, DESCRIBE_CLUSTER)} == {
+            18: (0, 4), DESCRIBE_QUORUM: (0, 2), DESCRIBE_CLUSTER: (0, 2)}
         assert not {0, 3, 35} & set(ranges)      # no Produce, Metadata or DescribeLogDirs on a controller listener
         assert raw.request(quorum_request(), 2) is not None      # still open, and DescribeQuorum is answered
-    # (DescribeCluster is not here: Kafka's controllers answer it since KIP-919, the model's close the connection.)
     for message, version in ((MetadataRequest(topics=[], allow_auto_topic_creation=False), 12), (DescribeLogDirsRequest(topics=None), 4)):
         with RawClient(entry["host"], port) as raw:
             assert closed_without_reply(raw, message, version), message
+
+
+def describe_cluster_at_controller(cluster, node_id, version, endpoint_type=2):
+    entry = cluster.broker(node_id)
+    request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=endpoint_type,
+                                     include_fenced_brokers=True)
+    with RawClient(entry["host"], entry["controller_port"]) as raw:
+        return raw.request(request, version)
+
+
+@pytest.mark.parametrize("node_id", [1, 5])
+@pytest.mark.parametrize("version", [1, 2])
+def test_controller_listener_describes_the_controllers(combined_cluster, node_id, version):
+    controllers = sorted((e["id"], e["host"], e["controller_port"]) for e in combined_cluster.info["brokers"]
+                         if "controller" in e["roles"])
+    leader = partition_of(describe_quorum(combined_cluster, 1)).leader_id
+    response = describe_cluster_at_controller(combined_cluster, node_id, version)
+    assert (response.error_code, response.error_message, response.endpoint_type, response.cluster_id, response.controller_id) == (
+        0, None, 2, combined_cluster.info["cluster_id"], leader)
+    # Kafka lists the registrations in no particular order.
+    assert sorted((b.broker_id, b.host, b.port) for b in response.brokers) == controllers
+    assert all(b.rack is None for b in response.brokers)
+    if version >= 2:
+        assert [b.is_fenced for b in response.brokers] == [False] * len(controllers)
+
+
+@pytest.mark.parametrize("version, endpoint_type, code, message", [
+    (0, 1, 42, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"),
+    (1, 1, 114, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"),
+    (2, 3, 115, "Unsupported endpoint type 3"),
+], ids=["v0-means-broker", "broker-type", "unknown-type"])
+def test_controller_listener_refuses_other_endpoint_types(combined_cluster, version, endpoint_type, code, message):
+    response = describe_cluster_at_controller(combined_cluster, 5, version, endpoint_type)
+    assert (response.error_code, response.error_message, response.cluster_id, response.controller_id, response.brokers) == (
+        code, message, "", -1, [])
+    if version >= 1:
+        assert response.endpoint_type == 1     # the response's default: Kafka does not echo the requested type
 
 
 @pytest.mark.parametrize("node_id", [1, 4])

@@ -117,8 +117,20 @@ def _describe_cluster_error(request, expected):
                    f"but we wanted an endpoint of type {_ENDPOINT_TYPES[requested]}")
     else:
         return None
-    return {"throttle_time_ms": 0, "error_code": errors.INVALID_REQUEST if request.version == 0 else code,
-            "error_message": message, "endpoint_type": 1, "cluster_id": "", "controller_id": -1, "brokers": []}
+    return _bare_refusal(errors.INVALID_REQUEST if request.version == 0 else code, message)
+
+
+def _bare_refusal(code, message):
+    """Kafka's refusals carry no cluster id and leave the endpoint type at its default."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "endpoint_type": 1, "cluster_id": "",
+            "controller_id": -1, "brokers": []}
+
+
+def _described_node(node_id, endpoint, rack, fenced, version):
+    entry = {"broker_id": node_id, "host": endpoint["host"], "port": endpoint["port"], "rack": rack}
+    if version >= 2:
+        entry["is_fenced"] = fenced
+    return entry
 
 
 def describe_cluster(broker, connection, request):
@@ -138,11 +150,8 @@ def describe_cluster(broker, connection, request):
              if "broker" in node["roles"] and (node["alive"] or include_fenced)}
     live = broker.live_brokers(nodes)
     response["controller_id"] = controller_id(live)
-    for node, endpoint in brokers_on_listener(shown, connection.endpoint.name):
-        entry = {"broker_id": node["node_id"], "host": endpoint["host"], "port": endpoint["port"], "rack": node["rack"]}
-        if request.version >= 2:
-            entry["is_fenced"] = not node["alive"]
-        response["brokers"].append(entry)
+    response["brokers"] = [_described_node(node["node_id"], endpoint, node["rack"], not node["alive"], request.version)
+                           for node, endpoint in brokers_on_listener(shown, connection.endpoint.name)]
     return response
 
 
@@ -150,17 +159,12 @@ def _describe_controllers(broker, connection, request, response):
     """Every registered controller's endpoint on this listener, running or not, and the quorum leader as this
     controller knows it (-1 when that is no controller listed). Controllers require ALTER on the cluster."""
     if not broker.may_alter_cluster(connection.principal):
-        return {**response, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "Cluster authorization failed.", "cluster_id": "", "endpoint_type": 1}
+        return _bare_refusal(errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     view = broker.quorum_view()
-    voters = view[1] if view else []
-    for voter in sorted(voters, key=lambda voter: voter["id"]):
-        endpoint = _endpoint_for(voter, connection.endpoint.name)
-        if endpoint is not None:
-            entry = {"broker_id": voter["id"], "host": endpoint["host"], "port": endpoint["port"], "rack": None}
-            if request.version >= 2:
-                entry["is_fenced"] = False
-            response["brokers"].append(entry)
+    voters = sorted(view[1] if view else [], key=lambda voter: voter["id"])
+    endpoints = [(voter["id"], _endpoint_for(voter, connection.endpoint.name)) for voter in voters]
+    response["brokers"] = [_described_node(node_id, endpoint, None, False, request.version)
+                           for node_id, endpoint in endpoints if endpoint is not None]
     leader = view[0]["leader"] if view else -1
     response["controller_id"] = leader if any(entry["broker_id"] == leader for entry in response["brokers"]) else -1
     return response

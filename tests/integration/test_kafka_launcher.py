@@ -37,10 +37,16 @@ def _created(root, brokers=2, **options):
     return cluster
 
 
-@pytest.mark.parametrize("compiler", ["one-jvm", "no-jdk"])
-def test_every_node_is_formatted_with_one_cluster_id(tmp_path, monkeypatch, compiler):
-    if compiler == "no-jdk":   # a runtime-only Java: Kafka's StorageTool, one JVM per node
+@pytest.fixture(params=["one-jvm", "no-jdk"])
+def formatter(request, monkeypatch):
+    """Both ways of formatting: the launcher's one-JVM formatter, and (a runtime-only Java) one StorageTool per node."""
+    if request.param == "no-jdk":
         monkeypatch.setattr(storage_format, "tool_classpath", lambda java, name: None)
+    return request.param
+
+
+def test_every_node_is_formatted_with_one_cluster_id(tmp_path, formatter):
+    del formatter
     cluster = _created(str(tmp_path), scram=True)
     cluster_id = cluster.info["cluster_id"]
     assert _formatted_ids(cluster) == {1: (cluster_id, "1"), 2: (cluster_id, "2"), 3: (cluster_id, "3")}
@@ -49,10 +55,8 @@ def test_every_node_is_formatted_with_one_cluster_id(tmp_path, monkeypatch, comp
     assert os.path.getsize(os.path.join(controller["metadata_dir"], "bootstrap.checkpoint")) > 0
 
 
-@pytest.mark.parametrize("compiler", ["one-jvm", "no-jdk"])
-def test_a_refused_format_names_each_node_and_kafkas_reason(tmp_path, monkeypatch, compiler):
-    if compiler == "no-jdk":
-        monkeypatch.setattr(storage_format, "tool_classpath", lambda java, name: None)
+def test_a_refused_format_names_each_node_and_kafkas_reason(tmp_path, formatter):
+    del formatter
     with pytest.raises(ClusterError) as raised:
         _created(str(tmp_path), extra_properties={"node.id": "first"})
     message = str(raised.value)

@@ -1,23 +1,41 @@
-"""The command line: ``python -m headroom_pipeline run --snapshots PATH --out DIR [options]``."""
+"""The command line: ``python -m headroom_pipeline run --snapshots PATH --out DIR [options]``.
+
+stdout carries exactly one JSON line after a run that finished, and nothing otherwise: while the job runs, file
+descriptor 1 is pointed at stderr, so that Spark's JVM (which inherits it), its Python workers and any library that
+prints go to stderr, and the result line is written to the real stdout once the job is done. Every line printed
+goes through sources.mask_secrets.
+"""
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import traceback
 
-from headroom_pipeline.config import ConfigError, PipelineConfig, seconds
-from headroom_pipeline.sources import SourceUnavailable
+from headroom_pipeline.config import DEFAULT_MAX_TIMELINE_ROWS, ConfigError, PipelineConfig, instant, seconds
+from headroom_pipeline.sources import SourceUnavailable, mask_secrets
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
 
-def _duration(option):
+def _argument_type(convert, option):
+    """An argparse type from a config converter: its ConfigError becomes argparse's message for the option."""
     def parse(text):
         try:
-            return seconds(text, option)
+            return convert(text, option)
         except ConfigError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return parse
+
+
+def _duration(option):
+    return _argument_type(seconds, option)
+
+
+def _instant(option):
+    return _argument_type(instant, option)
 
 
 def _setting(text):
@@ -39,9 +57,16 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return f"{text} (default: %(default)s)".lstrip()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors quote what they could not parse: a kafka:// URL given in the wrong place has its secrets masked."""
+
+    def error(self, message):
+        super().error(mask_secrets(message))
+
+
 def parser():
-    top = argparse.ArgumentParser(prog="python -m headroom_pipeline",
-                                  description="Fleet-scale history of Kafka volume usage and client quotas on Spark.")
+    top = _Parser(prog="python -m headroom_pipeline",
+                  description="Fleet-scale history of Kafka volume usage and client quotas on Spark.")
     commands = top.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="read snapshots (and traffic, quotas), write decisions, forecast, analyses and a report",
                               formatter_class=_HelpFormatter)
@@ -54,6 +79,19 @@ def parser():
     inputs.add_argument("--proposed-quotas", metavar="FILE", help="a proposed quota set in the same form, for the what-if analysis")
     inputs.add_argument("--topic-thresholds", metavar="FILE", help="topic threshold plan: {total_bytes_in_per_sec_threshold, topics: {name: threshold}}")
     inputs.add_argument("--cluster", default="default", help="cluster name for snapshots without ClusterId")
+    times = run.add_argument_group(
+        "plausible time stamps (a SnapshotAt or ts outside them is rejected with the reason)",
+        "Stamps must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. "
+        "Without --since/--until, a stamp more than --plausible-window before or after the median stamp of its input is "
+        "implausible: a broker whose clock was reset to 1970 or ran ahead cannot move the median, and its records would "
+        "otherwise stretch the decision timeline over decades.")
+    times.add_argument("--since", type=_instant("--since"), metavar="INSTANT",
+                       help="earliest stamp accepted, ISO 8601 with a zone such as 2026-11-01T00:00:00Z (replaces the lower bound from the median)")
+    times.add_argument("--until", type=_instant("--until"), metavar="INSTANT", help="latest stamp accepted (replaces the upper bound from the median)")
+    times.add_argument("--plausible-window", type=_duration("--plausible-window"), default="P366D", metavar="DURATION",
+                       help="how far from the median stamp of its input a stamp may be")
+    times.add_argument("--max-timeline-rows", type=int, default=DEFAULT_MAX_TIMELINE_ROWS, metavar="N",
+                       help="the largest decision timeline, in check instants x volumes, to compute; a larger one fails before it is built")
     run.add_argument("--out", required=True, metavar="DIR", help="output directory (its outputs are replaced on every run)")
     spark = run.add_argument_group("Spark")
     spark.add_argument("--master", default=None, help="Spark master URL (default local[*] on loopback; under spark-submit, spark-submit's)")
@@ -90,6 +128,7 @@ def config_from_args(args):
     return PipelineConfig(
         snapshots=args.snapshots, out=args.out, traffic=args.traffic, quotas=args.quotas, proposed_quotas=args.proposed_quotas,
         topic_thresholds=args.topic_thresholds, master=args.master, driver_memory=args.driver_memory, cluster=args.cluster,
+        since=args.since, until=args.until, plausible_window=args.plausible_window, max_timeline_rows=args.max_timeline_rows,
         min_available_bytes=args.min_available_bytes, min_available_ratio=args.min_available_ratio, check_interval=args.check_interval,
         throttle_factor_validity=args.throttle_factor_validity, throttle_factor_fallback=args.throttle_factor_fallback,
         max_age=args.max_age, missing_data_action=args.missing_data_action, forecast_window=args.forecast_window,
@@ -106,15 +145,55 @@ def main(argv=None):
 
         print(json.dumps(generate.write(args.out, clusters=args.clusters, brokers=args.brokers, hours=args.hours), indent=2))
         return 0
+    with stdout_reserved():
+        status, result = _run(args)
+    if result is not None:
+        print(json.dumps(result), flush=True)
+    return status
+
+
+def _run(args):
+    """(exit status, the JSON line's content or None); every message on stderr, secrets masked."""
     from headroom_pipeline import job  # after argument parsing: --help needs no Spark
 
     try:
         summary = job.run(config_from_args(args))
     except ConfigError as exc:
-        print(f"headroom_pipeline: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _said("error", exc, EXIT_BAD_INPUT)
     except (job.JobError, SourceUnavailable) as exc:
-        print(f"headroom_pipeline: failed: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    print(json.dumps({key: summary[key] for key in ("rows_read", "rows_used", "rows_rejected", "out", "report") if key in summary}))
-    return 0
+        return _said("failed", exc, EXIT_FAILED)
+    except Exception as exc:  # pylint: disable=broad-except  # whatever it is, it ends in one failure line
+        if not type(exc).__module__.startswith(("py4j", "pyspark")):
+            sys.stderr.write(mask_secrets("".join(traceback.format_exception(exc))))     # a bug: where it is matters
+        return _said("failed", f"{type(exc).__name__}: {job.failure_reason(exc)}", EXIT_FAILED)
+    for warning in summary.get("warnings") or []:
+        print(f"headroom_pipeline: warning: {mask_secrets(warning)}", file=sys.stderr)
+    keys = ("rows_read", "rows_used", "rows_rejected", "out", "report", "warnings")
+    return 0, {key: summary[key] for key in keys if summary.get(key) is not None and summary.get(key) != []}
+
+
+def _said(kind, message, status):
+    print(f"headroom_pipeline: {kind}: {mask_secrets(str(message))}", file=sys.stderr, flush=True)
+    return status, None
+
+
+@contextlib.contextmanager
+def stdout_reserved():
+    """File descriptor 1 points at stderr inside the block and at stdout again after it.
+
+    Spark's JVM, started inside, inherits descriptor 1 as it is then and keeps it: its log lines, stack traces and
+    progress output can never reach stdout, nor can its Python workers' or anything printed in this process.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:                 # no stdout at all: nothing to keep clean
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -1,7 +1,8 @@
 """The job's settings, checked before Spark starts: a bad value names the option, the value and what is allowed."""
 
 import dataclasses
-from typing import Optional
+import datetime
+from typing import Optional, Union
 
 from headroom_pipeline.collection import ensure_importable
 
@@ -9,8 +10,16 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils.durations import DurationError, parse_positive_duration  # noqa: E402
+# The instants the modules accept are the ones the pipeline accepts.
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import OptionError, parse_datetime  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (  # noqa: E402
     MISSING_DATA_ACTIONS, LimitError, validate_strimzi_limits)
+
+
+# Two times the largest run measured (10 million snapshot rows in a 1.25 GiB heap, README's Performance): a run
+# beyond it is more likely a mistake (a stamp decades off, a one-second --check-interval) than a fleet's history.
+DEFAULT_MAX_TIMELINE_ROWS = 20_000_000
+DEFAULT_PLAUSIBLE_WINDOW = 366 * 86400.0
 
 
 class ConfigError(ValueError):
@@ -28,6 +37,11 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     master: Optional[str] = None                 # None: local[*], or spark-submit's master under spark-submit
     driver_memory: Optional[str] = None
     cluster: str = "default"                      # cluster name for snapshots without ClusterId
+    # Plausible time stamps (checks.TimeWindow): explicit bounds, else this far either side of the input's median.
+    since: Union[datetime.datetime, str, None] = None
+    until: Union[datetime.datetime, str, None] = None
+    plausible_window: float = DEFAULT_PLAUSIBLE_WINDOW
+    max_timeline_rows: Optional[int] = DEFAULT_MAX_TIMELINE_ROWS   # check instants x volumes; None: no bound
     # The shipped plugin (policy strimzi): computed when one of the two limits is given.
     min_available_bytes: Optional[int] = None
     min_available_ratio: Optional[float] = None
@@ -69,6 +83,13 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
                               ("--quota-window-size", self.quota_window_size)):
             if not value > 0:
                 raise ConfigError(f"{option} must be a positive duration (got {value!r})")
+        self.since, self.until = instant(self.since, "--since"), instant(self.until, "--until")
+        if self.since is not None and self.until is not None and not self.since < self.until:
+            raise ConfigError(f"--since must be before --until (got {self.since.isoformat()} and {self.until.isoformat()})")
+        if not self.plausible_window > 0:
+            raise ConfigError(f"--plausible-window must be a positive duration (got {self.plausible_window!r})")
+        if self.max_timeline_rows is not None and not (isinstance(self.max_timeline_rows, int) and self.max_timeline_rows >= 1):
+            raise ConfigError(f"--max-timeline-rows must be a whole number >= 1 (got {self.max_timeline_rows!r})")
         if self.max_age is not None and not self.max_age > 0:
             raise ConfigError(f"--max-age must be a positive duration (got {self.max_age!r})")
         if not 0.0 <= self.throttle_factor_fallback <= 1.0:
@@ -89,4 +110,17 @@ def seconds(value, option):
     try:
         return parse_positive_duration(value, option).total_seconds()
     except DurationError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def instant(value, option):
+    """An aware UTC datetime from ISO 8601 text with a zone (or an aware datetime), from 1970 through 9999, by the
+    modules' rules (option_checks.parse_datetime); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        raise ConfigError(f"{option} must be an ISO 8601 date-time with a time zone, such as 2026-11-01T00:00:00Z (got {value!r})")
+    try:
+        return parse_datetime(value, option)
+    except OptionError as exc:
         raise ConfigError(str(exc)) from None

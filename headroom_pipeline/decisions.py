@@ -29,9 +29,15 @@ Plan, linear in the data, one sort of the messages and one pass for both policie
 4. window functions over the instants of a cluster count the known brokers and run the plugin's clock (last
    observed instant, last factor), and each instant becomes one row per policy.
 
+Its size is bounded before any of that is built: the rows judged grow with check instants x volumes, so a span of
+decades (one stamp from a reset clock) or a tiny interval would run the driver out of memory; decision_timeline
+refuses such a timeline with TimelineTooLarge, naming the cluster, its span and the interval.
+
 Output columns: cluster, at (timestamp), policy, throttle_factor (double), state, fallback_applied, observed,
 violations (array<struct<broker_id, log_dir>>, in decision order), volumes_considered, brokers_considered.
 """
+
+import datetime
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
@@ -52,12 +58,22 @@ VIOLATIONS = T.ArrayType(VIOLATION, False)
 TIMELINE_COLUMNS = ["cluster", "at", "policy", "throttle_factor", "state", "fallback_applied", "observed", "violations",
                     "volumes_considered", "brokers_considered"]
 LIMIT_COLUMNS = ["soft_type", "soft_level", "hard_type", "hard_level"]
+# The grid of a cluster's instants is exploded in chunks of this many: one array of all of them would be as long
+# as the cluster's history is in check intervals (tens of millions of elements for a decade of minutes).
+GRID_CHUNK = 4096
+MICROS = 1_000_000
+
+
+class TimelineTooLarge(ValueError):
+    """The timeline would judge more rows than allowed; the message says which cluster, span and interval."""
 
 
 # -- per-volume rules (staged projections over volume rows, so that no expression is built twice) -----------------
 def _known_sizes() -> Column:
-    """A volume of known size: a log dir whose total and usable bytes are both >= 0 (null or -1: unknown, skipped)."""
-    return F.col("log_dir").isNotNull() & F.coalesce((F.col("total_bytes") >= 0) & (F.col("usable_bytes") >= 0), F.lit(False))
+    """A volume that can be judged: total and usable bytes both >= 0 (null or -1: unknown) and usable not above total
+    (sizes that contradict each other); the rest is skipped, as volume_limits.volume_problem skips it."""
+    total, usable = F.col("total_bytes"), F.col("usable_bytes")
+    return F.col("log_dir").isNotNull() & F.coalesce((total >= 0) & (usable >= 0) & (usable <= total), F.lit(False))
 
 
 def _available_ratio() -> Column:
@@ -294,9 +310,54 @@ def _served_ranges(config: PipelineConfig, policies):
     return {policy: ranges[policy] for policy in policies}
 
 
+def _grid(bounds: DataFrame, interval: int) -> DataFrame:
+    """(cluster, t) for every instant from each cluster's first through its last, exploded chunk by chunk."""
+    chunk = max(1, min(GRID_CHUNK, 2 ** 62 // interval // 4))       # chunk * interval stays far from overflow
+    step = interval * chunk
+    starts = bounds.select("cluster", "last", F.explode(F.sequence("first", "last", F.lit(step))).alias("start"))
+    chunk_end = F.least(F.col("start") + F.lit(step - interval), F.col("last"))
+    return starts.select("cluster", F.explode(F.sequence("start", chunk_end, F.lit(interval))).alias("t"))
+
+
+def timeline_size(timed: DataFrame, interval: int) -> dict:
+    """The rows the timeline judges, estimated before it is built: per cluster, check instants (span / interval)
+    x volumes (each broker's largest volume list, at least 1), summed; and the cluster with the most of them.
+
+    Every broker reporting every interval makes the estimate exact; silences make it an upper bound.
+    """
+    per_broker = timed.groupBy("cluster", "broker_id").agg(
+        F.min("first_instant").alias("first"), F.max("first_instant").alias("last"),
+        F.max(F.greatest(F.size("volumes"), F.lit(1))).alias("volumes"))
+    per_cluster = per_broker.groupBy("cluster").agg(F.min("first").alias("first"), F.max("last").alias("last"),
+                                                    F.sum("volumes").cast("double").alias("volumes"))
+    instants = ((F.col("last") - F.col("first")) / F.lit(float(interval)) + 1).alias("instants")
+    sized = per_cluster.select("cluster", "first", "last", "volumes", instants).withColumn("rows", F.col("instants") * F.col("volumes"))
+    row = sized.agg(F.sum("rows").alias("rows"), F.sum("instants").alias("instants"), F.count(F.lit(1)).alias("clusters"),
+                    F.max_by(F.struct("cluster", "first", "last", "volumes", "instants", "rows"), "rows").alias("largest")).first()
+    largest = row["largest"].asDict() if row["largest"] is not None else None
+    return {"rows": row["rows"] or 0.0, "instants": row["instants"] or 0.0, "clusters": row["clusters"], "largest": largest}
+
+
+def _refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
+    if max_rows is None or size["rows"] <= max_rows:
+        return
+    largest = size["largest"]
+    span = f"{_stamp(largest['first'])} to {_stamp(largest['last'])}"
+    raise TimelineTooLarge(
+        f"{size['rows']:,.0f} rows to judge (check instants x volumes, {size['clusters']:,} cluster(s)) exceed --max-timeline-rows "
+        f"{max_rows:,}; the largest, cluster {largest['cluster']!r}, spans {span}: {largest['instants']:,.0f} check instants every "
+        f"{interval / MICROS:g} s for {largest['volumes']:,.0f} volume(s). Narrow the snapshots' time with --since/--until, raise --check-interval, "
+        "or raise --max-timeline-rows (and --driver-memory) if the span is right")
+
+
+def _stamp(micros: int) -> str:
+    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=int(micros))
+    return moment.isoformat().replace("+00:00", "Z")
+
+
 def _events(timed: DataFrame, bounds: DataFrame, config: PipelineConfig, interval: int, policies) -> DataFrame:
     """Volume rows judged by every policy (columns prefixed with the policy) and one row per instant of each cluster."""
-    grid = bounds.select("cluster", F.explode(F.sequence("first", "last", F.lit(interval))).alias("t"))
+    grid = _grid(bounds, interval)
     capped = timed.join(F.broadcast(bounds.select("cluster", "last")), "cluster")
     judged = _served_volume_rows(capped, _served_ranges(config, policies), interval)
     for policy in policies:
@@ -358,7 +419,8 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
     """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
 
     messages: the MESSAGES frame (schemas.MESSAGES). policies: a subset of ("graded", "strimzi") to compute only
-    those. One row per (cluster, instant, policy), columns TIMELINE_COLUMNS.
+    those. One row per (cluster, instant, policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the
+    timeline is built, when it would judge more than config.max_timeline_rows rows (timeline_size).
     """
     interval = duration_micros(config.check_interval)
     if interval < 1:
@@ -374,6 +436,7 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
     # messages), kept on local disk by Spark's block manager (the heap is left to the aggregations) and dropped
     # when the frame is garbage collected.
     timed = _timed(messages, interval).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+    _refuse_if_too_large(timeline_size(timed, interval), interval, config.max_timeline_rows)
     bounds = timed.groupBy("cluster").agg(F.min("first_instant").alias("first"), F.max("first_instant").alias("last"))
     per_instant = _per_instant(_events(timed, bounds, config, interval, policies), policies)
     so_far = Window.partitionBy("cluster").orderBy("t").rowsBetween(Window.unboundedPreceding, Window.currentRow)

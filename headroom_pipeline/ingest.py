@@ -1,16 +1,21 @@
 """Read the inputs into the normalized frames, and every record that cannot be used into ``rejected`` with a reason.
 
 Nothing is dropped silently: each input record ends up in exactly one of the two, so rows read = rows used + rows
-rejected (the job checks it and writes the three counts to the summary).
+rejected (the job checks it and writes the three counts to the summary). The checks themselves, time stamps'
+plausible window included, are checks.py's; where files come from and how Spark is given them, sources.py's.
 """
 
 import dataclasses
 import json
+import logging
+from typing import Optional
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from headroom_pipeline import schemas, sources
+from headroom_pipeline import checks, schemas, sources
+from headroom_pipeline.checks import TimeBounds, TimeWindow
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import ConfigError
 
@@ -18,11 +23,7 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec  # noqa: E402
-from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import SNAPSHOT_LIMIT_NAMES  # noqa: E402
 
-# ISO 8601 date-time with a zone, as module_utils.snapshots accepts it (normalized below into the form Spark casts).
-TIMESTAMP_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)$"
-LIMIT_TYPE_OF_NAME = {name: limit_type for limit_type, name in SNAPSHOT_LIMIT_NAMES.items()}
 REJECTED_COLUMNS = ["input", "source", "record", "reason"]
 # Raw frames read from Parquet carry the timestamp-typed columns as they are, under this prefix.
 NATIVE_TIME_PREFIX = "native_time_"
@@ -30,52 +31,72 @@ NATIVE_TIME_PREFIX = "native_time_"
 
 @dataclasses.dataclass
 class Ingested:
-    """Accepted rows, rejected rows (input, source, record, reason) and how many records were read."""
+    """Accepted rows, rejected rows (input, source, record, reason), how many records were read and the time
+    bounds the records were held to."""
     rows: DataFrame
     rejected: DataFrame
     read: int
-
-
-def parse_timestamp(text: Column) -> Column:
-    """A timestamp from ISO 8601 text with a zone; null when the text is not one (no exception, even under ANSI).
-
-    Spark casts the common forms; lower-case z, a comma before the fraction and times without seconds, which
-    module_utils.snapshots also accepts, are rewritten first.
-    """
-    normalized = F.regexp_replace(F.translate(text, ",z", ".Z"), r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})([Z+-])", "$1T$2:00$3")
-    return F.when(text.rlike(TIMESTAMP_WITH_ZONE), normalized.try_cast("timestamp"))
+    time_bounds: Optional[TimeBounds] = None
 
 
 def time_field(raw: DataFrame, field: str):
-    """(value, missing) of a time field of the raw records: the Parquet timestamp where the files have one (its text
-    form is then only rendered for rejected records), else the timestamp parsed from the text (null when unparsable)."""
+    """(value, missing, well_formed) of a time field of the raw records: the Parquet timestamp where the files have
+    one (its text form is then only rendered for rejected records), else the timestamp parsed from the text (null
+    when unparsable; well_formed says whether the text has the ISO 8601 form at all)."""
     native = NATIVE_TIME_PREFIX + field
     if native in raw.columns:
-        return F.col(native), F.col(native).isNull()
-    return parse_timestamp(F.col("parsed")[field]), F.col("parsed")[field].isNull()
-
-
-def _first_reason(*checks):
-    """The first (condition, reason) that holds, else null."""
-    return F.coalesce(*[F.when(condition, F.lit(reason)) for condition, reason in checks])
+        return F.col(native), F.col(native).isNull(), F.lit(True)
+    text = F.col("parsed")[field]
+    return checks.parse_timestamp(text), text.isNull(), checks.is_timestamp_text(text)
 
 
 # -- raw records -------------------------------------------------------------------------------------------------
+def _source_column(links) -> Column:
+    """The file a record came from as a plain path: Spark reports it as a URI (percent-encoded; "+" is itself, so it
+    is protected from the decoder, which reads it as a space), and files read through a link by the link's path."""
+    uri = F.regexp_replace(F.input_file_name(), r"\+", "%2B")
+    path = F.regexp_replace(F.coalesce(F.try_url_decode(uri), F.input_file_name()), "^file:(//)?", "")
+    if not links:
+        return path
+    originals = F.create_map(*[F.lit(item) for pair in links.items() for item in (pair[0], sources.shown_path(pair[1]))])
+    return F.coalesce(originals[path], path)
+
+
 def _raw_json(spark, files, schema):
-    """(source, record, parsed, not_object) from JSON-lines files; blank lines are not records."""
-    lines = spark.read.text(files).withColumn("source", F.input_file_name())
+    """(source, record, parsed, not_object) from JSON-lines files; blank lines are not records.
+
+    Read as text and parsed with the explicit schema: nothing is inferred, so no content can make reading fail.
+    """
+    locations, links = sources.spark_locations(files)
+    lines = spark.read.options(**sources.LOCAL_READ_OPTIONS).text(locations).withColumn("source", _source_column(links))
     lines = lines.where(F.trim("value") != "")
     parsed = lines.select("source", F.col("value").alias("record"), F.from_json("value", schema).alias("parsed"))
-    return parsed.withColumn("not_object", not_json_object(F.col("record"), F.col("parsed")))
+    return parsed.withColumn("not_object", checks.not_json_object(F.col("record"), F.col("parsed")))
+
+
+def _castable(frame, name, data_type):
+    """Whether Spark can cast the column at all (a list where a number belongs cannot): checked by analysis only,
+    with PySpark's logging of the refusal (a page of JSON on stderr per column) silenced, as the refusal is expected."""
+    query_context_log = logging.getLogger("DataFrameQueryContextLogger")
+    disabled, query_context_log.disabled = query_context_log.disabled, True
+    try:
+        frame.select(F.col(name).try_cast(data_type)).schema  # pylint: disable=expression-not-assigned
+    except AnalysisException:
+        return False
+    finally:
+        query_context_log.disabled = disabled
+    return True
 
 
 def _raw_parquet(spark, files, schema):
-    """(source, record, parsed) from Parquet; columns missing from the files are null, extra columns are ignored."""
-    frame = spark.read.parquet(*files)
+    """(source, record, parsed) from Parquet; columns missing from the files are null, extra columns are ignored,
+    and a column of a type that cannot be cast reads as missing (its records are rejected for it)."""
+    locations, links = sources.spark_locations(files)
+    frame = spark.read.options(**sources.LOCAL_READ_OPTIONS).parquet(*locations)
     present = set(frame.columns)
     columns, native = [], []
     for field in schema.fields:
-        if field.name not in present:
+        if field.name not in present or not _castable(frame, field.name, field.dataType):
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
         elif field.dataType == schemas.T.StringType() and isinstance(frame.schema[field.name].dataType, schemas.T.TimestampType):
             # A timestamp column is already a point in time: used as it is (see native_time), and rendered in the
@@ -83,10 +104,10 @@ def _raw_parquet(spark, files, schema):
             columns.append(F.date_format(field.name, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias(field.name))
             native.append(F.col(field.name).alias(NATIVE_TIME_PREFIX + field.name))
         else:
-            columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
+            columns.append(F.col(field.name).try_cast(field.dataType).alias(field.name))
     # Every Parquet row is an object. Its text form is only needed for the rows that are rejected; the optimizer
     # prunes the to_json from the accepted rows, so reading stays a columnar scan.
-    parsed = frame.select(F.input_file_name().alias("source"), F.struct(*columns).alias("parsed"), *native)
+    parsed = frame.select(_source_column(links).alias("source"), F.struct(*columns).alias("parsed"), *native)
     native_names = [NATIVE_TIME_PREFIX + field.name for field in schema.fields if NATIVE_TIME_PREFIX + field.name in parsed.columns]
     return parsed.select("source", F.to_json("parsed").alias("record"), "parsed", F.lit(False).alias("not_object"), *native_names)
 
@@ -97,7 +118,7 @@ def _raw_kafka(spark, url, schema, records=None):
     rows = [(where, key, value) for where, key, value in records if value is not None]   # tombstones are deletions, not records
     frame = spark.createDataFrame(rows, "source string, key string, record string")
     parsed = frame.select("source", "record", F.from_json("record", schema).alias("parsed"), "key")
-    return parsed.withColumn("not_object", not_json_object(F.col("record"), F.col("parsed")))
+    return parsed.withColumn("not_object", checks.not_json_object(F.col("record"), F.col("parsed")))
 
 
 def _raw(spark, location, schema, option, kafka_records=None):
@@ -116,81 +137,39 @@ def _split(raw, reason, accepted_columns, input_name):
     return accepted, rejected
 
 
+def _timed(raw, field, window):
+    """``raw`` with the time field's columns, the record count and the time bounds (one pass over the records)."""
+    at, missing, well_formed = time_field(raw, field)
+    raw = raw.withColumns({"at": at, "at_missing": missing, "at_well_formed": well_formed})
+    usable = F.col("at_well_formed") & F.col("at").isNotNull() & checks.in_instant_range(F.col("at"))
+    read, bounds = checks.count_and_bounds(raw, field, F.col("at"), usable, window or TimeWindow())
+    times = checks.time_checks(field, F.col("at"), F.col("at_missing"), F.col("at_well_formed")) + bounds.checks(F.col("at"))
+    return raw, read, bounds, times
+
+
 # -- snapshots ---------------------------------------------------------------------------------------------------
-def _limit_reason(limit: Column, field: str):
-    names = list(LIMIT_TYPE_OF_NAME)
-    return [
-        (limit.isNotNull() & (limit["type"].isNull() | ~limit["type"].isin(names)), f"{field}.type must be one of {', '.join(sorted(names))}"),
-        (limit.isNotNull() & (limit["level"].isNull() | (limit["level"] < 0) | F.isnan(limit["level"])), f"{field}.level must be a number >= 0"),
-        (limit.isNotNull() & (limit["type"] == "MinFreePercentage") & (limit["level"] > 100),
-         f"{field}.level is a percentage for MinFreePercentage and must be between 0 and 100"),
-    ]
-
-
-def _limit_type(limit: Column) -> Column:
-    mapping = F.create_map(*[item for pair in LIMIT_TYPE_OF_NAME.items() for item in (F.lit(pair[0]), F.lit(pair[1]))])
-    return mapping[limit["type"]]
-
-
-def has_null(values: Column) -> Column:
-    """True when an array holds a null element."""
-    return F.size(F.array_compact(values)) != F.size(values)
-
-
-def not_json_object(record: Column, parsed: Column) -> Column:
-    """True for text that is not one JSON object (Spark's permissive parser yields a struct of nulls for it)."""
-    return parsed.isNull() | ~F.ltrim(record).startswith("{") | F.get_json_object(record, "$").isNull()
-
-
-def snapshot_checks(not_object: Column, parsed: Column, at: Column, key: Column, at_missing: Column):
-    """(condition, reason) pairs in the order they are checked; the first that holds rejects the record."""
-    volumes = parsed["Volumes"]
-    # The volumes' fields as arrays (a missing volume gives a null element): array functions, which Spark compiles,
-    # where a per-element lambda is not needed.
-    names, capacities, consumed = volumes["VolumeName"], volumes["Capacity"], volumes["Consumed"]
-    soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
-    return [
-        (not_object, "not a JSON object in the usage snapshot schema"),
-        (at_missing, "SnapshotAt is missing"),
-        (at.isNull(), "SnapshotAt must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z"),
-        (parsed["BrokerId"].isNull() & key.isNull(), "BrokerId is missing (or not a whole number)"),
-        (F.coalesce(parsed["BrokerId"], key.try_cast("long")) < 0, "BrokerId must be a broker id, a whole number >= 0"),
-        (key.isNotNull() & parsed["BrokerId"].isNotNull() & (key.try_cast("long").isNull() | (key.try_cast("long") != parsed["BrokerId"])),
-         "BrokerId does not match the record key"),
-        (volumes.isNull(), "Volumes is missing (or not a list of {VolumeName, Capacity, Consumed})"),
-        (has_null(names) | F.array_contains(names, ""), "a volume lacks its VolumeName"),
-        (has_null(capacities) | has_null(consumed), "a volume lacks Capacity or Consumed (or they are not whole numbers of bytes)"),
-        ((F.array_min(capacities) < 0) | (F.array_min(consumed) < 0), "a volume has a negative size"),
-        (F.exists(volumes, lambda v: v["Consumed"] > v["Capacity"]), "a volume's Consumed exceeds its Capacity"),
-        (F.size(F.array_distinct(names)) != F.size(volumes), "a VolumeName appears twice"),
-        *_limit_reason(soft, "SoftLimit"),
-        *_limit_reason(hard, "HardLimit"),
-    ]
-
-
-def load_snapshots(spark, location, cluster_default="default", option="--snapshots", kafka_records=None) -> Ingested:
+def load_snapshots(spark, location, cluster_default="default", option="--snapshots", kafka_records=None, window=None) -> Ingested:
     """Usage snapshot messages as the MESSAGES frame (one row per accepted message).
 
-    ``kafka_records``: the records of a kafka:// location when the caller has read them already.
+    ``kafka_records``: the records of a kafka:// location when the caller has read them already. ``window``: the
+    TimeWindow of plausible SnapshotAt (default: 366 days either side of the median).
     """
-    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records)
-    at, at_missing = time_field(raw, "SnapshotAt")
-    raw = raw.withColumns({"at": at, "at_missing": at_missing})
+    raw, read, bounds, times = _timed(_raw(spark, location, schemas.SNAPSHOT, option, kafka_records), "SnapshotAt", window)
     parsed = F.col("parsed")
-    reason = _first_reason(*snapshot_checks(F.col("not_object"), parsed, F.col("at"), F.col("key"), F.col("at_missing")))
+    reason = checks.first_reason(*checks.snapshot_checks(F.col("not_object"), parsed, F.col("key"), times))
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
     accepted_columns = [
         F.coalesce(parsed["ClusterId"], F.lit(cluster_default)).alias("cluster"),
         F.coalesce(parsed["BrokerId"], F.col("key").try_cast("long")).alias("broker_id"),
         F.col("at"),
-        _limit_type(soft).alias("soft_type"), soft["level"].alias("soft_level"),
-        _limit_type(hard).alias("hard_type"), hard["level"].alias("hard_level"),
+        checks.limit_type(soft).alias("soft_type"), soft["level"].alias("soft_level"),
+        checks.limit_type(hard).alias("hard_type"), hard["level"].alias("hard_level"),
         F.transform(parsed["Volumes"], lambda v: F.struct(
             v["VolumeName"].alias("log_dir"), v["Capacity"].alias("total_bytes"),
             (v["Capacity"] - v["Consumed"]).alias("usable_bytes"))).alias("volumes"),
     ]
     accepted, rejected = _split(raw, reason, accepted_columns, "snapshots")
-    return Ingested(accepted, rejected, raw.count())
+    return Ingested(accepted, rejected, read, bounds)
 
 
 def explode_volumes(messages: DataFrame) -> DataFrame:
@@ -201,28 +180,14 @@ def explode_volumes(messages: DataFrame) -> DataFrame:
 
 
 # -- traffic -----------------------------------------------------------------------------------------------------
-def traffic_checks(not_object: Column, parsed: Column, ts: Column, ts_missing: Column):
-    return [
-        (not_object, "not a JSON object with ts, broker_id, user, client_id, topic, bytes_in and bytes_out"),
-        (ts_missing, "ts is missing"),
-        (ts.isNull(), "ts must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09Z"),
-        (parsed["broker_id"].isNull(), "broker_id is missing (or not a whole number)"),
-        (parsed["broker_id"] < 0, "broker_id must be a whole number >= 0"),
-        (parsed["bytes_in"].isNull() | parsed["bytes_out"].isNull(), "bytes_in and bytes_out are required (whole numbers of bytes)"),
-        ((parsed["bytes_in"] < 0) | (parsed["bytes_out"] < 0), "bytes_in and bytes_out must be >= 0"),
-    ]
-
-
-def load_traffic(spark, location, option="--traffic") -> Ingested:
-    """Client traffic rows as the TRAFFIC_ROWS frame."""
-    raw = _raw(spark, location, schemas.TRAFFIC, option)
-    ts, ts_missing = time_field(raw, "ts")
-    raw = raw.withColumns({"ts_parsed": ts, "ts_missing": ts_missing})
+def load_traffic(spark, location, option="--traffic", window=None) -> Ingested:
+    """Client traffic rows as the TRAFFIC_ROWS frame; ``window``: the TimeWindow of plausible ts."""
+    raw, read, bounds, times = _timed(_raw(spark, location, schemas.TRAFFIC, option), "ts", window)
     parsed = F.col("parsed")
-    reason = _first_reason(*traffic_checks(F.col("not_object"), parsed, F.col("ts_parsed"), F.col("ts_missing")))
-    accepted_columns = [F.col("ts_parsed").alias("ts")] + [parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"]
+    reason = checks.first_reason(*checks.traffic_checks(F.col("not_object"), parsed, times))
+    accepted_columns = [F.col("at").alias("ts")] + [parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"]
     accepted, rejected = _split(raw, reason, accepted_columns, "traffic")
-    return Ingested(accepted, rejected, raw.count())
+    return Ingested(accepted, rejected, read, bounds)
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The job: check inputs, ingest, run the stages, write the outputs and the summary.
 
 Output directory (each run replaces these; other files in DIR are left alone):
-  summary.json                 counts (rows_read = rows_used + rows_rejected), per-stage counts, timings, settings
+  summary.json                 counts (rows_read = rows_used + rows_rejected), per-stage counts, timings, settings,
+                               the time bounds each input was held to, warnings (an input with no usable record)
   volumes/                     the normalized history: one row per volume and snapshot (Parquet)
   decisions/policy=<policy>/   the decision timeline per cluster and check instant (Parquet)
   forecast/                    per volume: growth trend and when it crosses its limits, ranked (Parquet)
@@ -11,6 +12,7 @@ Output directory (each run replaces these; other files in DIR are left alone):
   report/index.html            the HTML report with its PNG charts
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -42,6 +44,7 @@ class Progress:
     def __init__(self, enabled, total):
         self.enabled, self.total, self.step, self.timings = enabled, total, 0, {}
         self.started = time.monotonic()
+        self.current = "start"          # the stage a failure is reported in
 
     def stage(self, name):
         return _Stage(self, name)
@@ -57,6 +60,7 @@ class _Stage:
 
     def __enter__(self):
         self.progress.step += 1
+        self.progress.current = self.name
         self.begin = time.monotonic()
         self.progress.say(f"{self.progress.step}/{self.progress.total} {self.name} ...")
         return self
@@ -101,101 +105,205 @@ def _write(frame, path, partition_by=None):
     writer.parquet(path)
 
 
-def _count(spark, path, fmt="parquet"):
-    if not os.path.exists(path):
-        return 0
-    return spark.read.format(fmt).load(path).count()
+def _has_parquet(path):
+    """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
+    and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
+    return os.path.isdir(path) and any(name.endswith(".parquet") for unused_root, unused_dirs, names in os.walk(path) for name in names)
+
+
+def _count(spark, path):
+    return spark.read.parquet(path).count() if _has_parquet(path) else 0
 
 
 def run(config):
-    """Run every stage; return the summary (also written to DIR/summary.json)."""
+    """Run every stage; return the summary (also written to DIR/summary.json).
+
+    Raises ConfigError for bad input found before Spark starts and JobError for anything that fails after: an error
+    inside Spark or its JVM (out of memory, a file that cannot be read, the JVM gone) ends as a JobError naming the
+    stage, never as a summary of a run that did not finish.
+    """
     quotas, proposed, plan, kafka_records = _check_inputs(config)
-    from headroom_pipeline import decisions, forecast, ingest
-    from headroom_pipeline.session import global_window_warnings_quiet, spark_session
+    from headroom_pipeline.session import spark_session
 
     out = config.out
-    os.makedirs(out, exist_ok=True)
-    _remove_outputs_of_previous_run(out, config, plan)
+    try:
+        os.makedirs(out, exist_ok=True)
+        _remove_outputs_of_previous_run(out, config, plan)
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write to {out!r}: {exc.strerror or exc}") from None
     stages = 5 + (2 if config.traffic else 0) + (1 if config.traffic and plan else 0) + (1 if config.report else 0)
     progress = Progress(config.progress, stages)
-    summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config)}
+    summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config), "warnings": []}
     from pyspark.sql import SparkSession
 
     owned = SparkSession.getActiveSession() is None      # a caller's session (tests, notebooks) is left running
-    with progress.stage("start Spark"):
-        spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
-        summary["spark"] = _spark_facts(spark)
-    try:
-        with progress.stage("read snapshots") as stage:
-            snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster, kafka_records=kafka_records)
-            messages = snapshots.rows.persist(cache_level())
-            rejected = [snapshots.rejected]
-            used = messages.count()
-            volumes_path = os.path.join(out, "volumes")
-            _write(ingest.explode_volumes(messages), volumes_path)
-            summary["inputs"]["snapshots"] = {"read": snapshots.read, "used": used}
-            stage.detail = f"({snapshots.read:,} records, {used:,} used)"
-        traffic = None
-        if config.traffic:
-            with progress.stage("read traffic") as stage:
-                loaded = ingest.load_traffic(spark, config.traffic)
-                traffic = loaded.rows.persist(cache_level())
-                rejected.append(loaded.rejected)
-                summary["inputs"]["traffic"] = {"read": loaded.read, "used": traffic.count()}
-                stage.detail = f"({loaded.read:,} records)"
-        with progress.stage("reject unusable records") as stage:
-            _write_rejected(rejected, os.path.join(out, "rejected"))
-            counts = _rejected_counts(spark, os.path.join(out, "rejected"))
-            for name, figures in summary["inputs"].items():
-                figures["rejected"] = counts.get(name, 0)
-            stage.detail = f"({sum(counts.values()):,} rejected)"
-        with progress.stage("decision timeline") as stage:
-            _write(decisions.decision_timeline(messages, config), os.path.join(out, "decisions"), "policy")
-            summary["stages"]["decisions"] = _decision_counts(spark, os.path.join(out, "decisions"))
-            stage.detail = f"({summary['stages']['decisions']['rows']:,} rows)"
-        with progress.stage("volume forecast") as stage:
-            with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
-                _write(forecast.volume_forecast(spark.read.parquet(volumes_path), config), os.path.join(out, "forecast"))
-            summary["stages"]["forecast"] = _forecast_counts(spark, os.path.join(out, "forecast"))
-            stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
-        messages.unpersist()
-        if traffic is not None:
-            with progress.stage("client quota analysis") as stage:
-                from headroom_pipeline import clients
-
-                windows, recommendations = clients.client_analysis(traffic, quotas, proposed, config)
-                _write(windows, os.path.join(out, "clients"))
-                _write(recommendations, os.path.join(out, "client_recommendations"))
-                summary["stages"]["clients"] = _client_counts(spark, out)
-                stage.detail = f"({summary['stages']['clients']['windows']:,} windows)"
-            if plan:
-                with progress.stage("topic thresholds") as stage:
-                    from headroom_pipeline import topics
-
-                    thresholds, exceeded = topics.topic_analysis(traffic, plan, config)
-                    _write(thresholds, os.path.join(out, "topic_thresholds"))
-                    _write(exceeded, os.path.join(out, "topics"))
-                    summary["stages"]["topics"] = {"thresholds": _count(spark, os.path.join(out, "topic_thresholds")),
-                                                   "windows_exceeded": _count(spark, os.path.join(out, "topics"))}
-                    stage.detail = f"({summary['stages']['topics']['windows_exceeded']:,} windows over threshold)"
-            traffic.unpersist()
-        _account(summary)
-        summary["timings_seconds"] = progress.timings
-        _write_summary(out, summary)
-        if config.report:
-            with progress.stage("report") as stage:
-                from headroom_pipeline import report
-
-                summary["report"] = report.write_report(spark, out, summary)
-                stage.detail = summary["report"]
-            summary["timings_seconds"] = progress.timings
-            _write_summary(out, summary)
-    finally:
-        if owned:
-            spark.stop()
+    with failures_named(progress):
+        with progress.stage("start Spark"):
+            spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
+            summary["spark"] = _spark_facts(spark)
+        try:
+            _run_stages(spark, config, summary, progress, (quotas, proposed, plan, kafka_records))
+        finally:
+            if owned:
+                _stop(spark)
     progress.say(f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
                  + (f"; report {summary['report']}" if summary.get("report") else ""))
     return summary
+
+
+def _run_stages(spark, config, summary, progress, inputs):
+    from headroom_pipeline import decisions, forecast, ingest, schemas
+    from headroom_pipeline.session import global_window_warnings_quiet
+
+    quotas, proposed, plan, kafka_records = inputs
+    out, window = config.out, _time_window(config)
+    with progress.stage("read snapshots") as stage:
+        snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster, kafka_records=kafka_records, window=window)
+        messages = snapshots.rows.persist(cache_level())
+        rejected = [snapshots.rejected]
+        used = messages.count()
+        volumes_path = os.path.join(out, "volumes")
+        _write(ingest.explode_volumes(messages), volumes_path)
+        summary["inputs"]["snapshots"] = {"read": snapshots.read, "used": used, "time_bounds": snapshots.time_bounds.describe()}
+        stage.detail = f"({snapshots.read:,} records, {used:,} used)"
+    traffic = None
+    if config.traffic:
+        with progress.stage("read traffic") as stage:
+            loaded = ingest.load_traffic(spark, config.traffic, window=window)
+            traffic = loaded.rows.persist(cache_level())
+            rejected.append(loaded.rejected)
+            summary["inputs"]["traffic"] = {"read": loaded.read, "used": traffic.count(), "time_bounds": loaded.time_bounds.describe()}
+            stage.detail = f"({loaded.read:,} records)"
+    with progress.stage("reject unusable records") as stage:
+        _write_rejected(rejected, os.path.join(out, "rejected"))
+        counts = _rejected_counts(spark, os.path.join(out, "rejected"))
+        for name, figures in summary["inputs"].items():
+            figures["rejected"] = counts.get(name, 0)
+        stage.detail = f"({sum(counts.values()):,} rejected)"
+    with progress.stage("decision timeline") as stage:
+        _write(decisions.decision_timeline(messages, config), os.path.join(out, "decisions"), "policy")
+        summary["stages"]["decisions"] = _decision_counts(spark, os.path.join(out, "decisions"))
+        stage.detail = f"({summary['stages']['decisions']['rows']:,} rows)"
+    with progress.stage("volume forecast") as stage:
+        with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
+            volumes = spark.read.schema(schemas.VOLUMES).parquet(volumes_path)   # never inferred: it may hold no file
+            _write(forecast.volume_forecast(volumes, config), os.path.join(out, "forecast"))
+        summary["stages"]["forecast"] = _forecast_counts(spark, os.path.join(out, "forecast"))
+        stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
+    messages.unpersist()
+    if traffic is not None:
+        _client_and_topic_stages(spark, config, summary, progress, traffic, (quotas, proposed, plan))
+    _account(summary)
+    summary["warnings"] = _nothing_usable(summary["inputs"])
+    summary["timings_seconds"] = progress.timings
+    _ensure_spark_ran_through(spark)
+    _write_summary(out, summary)
+    if config.report:
+        with progress.stage("report") as stage:
+            from headroom_pipeline import report
+
+            summary["report"] = report.write_report(spark, out, summary)
+            stage.detail = summary["report"]
+        summary["timings_seconds"] = progress.timings
+        _ensure_spark_ran_through(spark)
+        _write_summary(out, summary)
+
+
+def _client_and_topic_stages(spark, config, summary, progress, traffic, analyses):
+    quotas, proposed, plan = analyses
+    out = config.out
+    with progress.stage("client quota analysis") as stage:
+        from headroom_pipeline import clients
+
+        windows, recommendations = clients.client_analysis(traffic, quotas, proposed, config)
+        _write(windows, os.path.join(out, "clients"))
+        _write(recommendations, os.path.join(out, "client_recommendations"))
+        summary["stages"]["clients"] = _client_counts(spark, out)
+        stage.detail = f"({summary['stages']['clients']['windows']:,} windows)"
+    if plan:
+        with progress.stage("topic thresholds") as stage:
+            from headroom_pipeline import topics
+
+            thresholds, exceeded = topics.topic_analysis(traffic, plan, config)
+            _write(thresholds, os.path.join(out, "topic_thresholds"))
+            _write(exceeded, os.path.join(out, "topics"))
+            summary["stages"]["topics"] = {"thresholds": _count(spark, os.path.join(out, "topic_thresholds")),
+                                           "windows_exceeded": _count(spark, os.path.join(out, "topics"))}
+            stage.detail = f"({summary['stages']['topics']['windows_exceeded']:,} windows over threshold)"
+    traffic.unpersist()
+
+
+def _time_window(config):
+    from headroom_pipeline.checks import TimeWindow
+
+    return TimeWindow(since=config.since, until=config.until, spread=config.plausible_window)
+
+
+def _nothing_usable(inputs):
+    """A warning per input of which no record could be used: the run is complete, but says nothing about the fleet."""
+    warnings = []
+    for name, figures in inputs.items():
+        if figures["used"]:
+            continue
+        if not figures["read"]:
+            warnings.append(f"--{name}: no records to read (empty input); its outputs are empty")
+        else:
+            warnings.append(f"--{name}: none of the {figures['read']:,} records read could be used (each is in rejected/ with "
+                            "its reason); its outputs are empty")
+    return warnings
+
+
+# -- failures ---------------------------------------------------------------------------------------------------
+MAX_REASON = 600
+
+
+@contextlib.contextmanager
+def failures_named(progress):
+    """Any error of Spark, its JVM or the machine inside the block becomes a JobError naming the stage it hit, with
+    a one-line reason: the job never reports success after one, and never ends in a traceback for one."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    from headroom_pipeline.decisions import TimelineTooLarge
+
+    try:
+        yield
+    except TimelineTooLarge as exc:
+        raise JobError(f"{progress.current}: {exc}") from None
+    except (Py4JError, PySparkException, OSError, EOFError, MemoryError) as exc:
+        raise JobError(f"{progress.current}: {failure_reason(exc)}") from None
+
+
+def failure_reason(exc):
+    """One line that says what went wrong, from an exception of Spark, Py4J or the JVM (whose texts run to pages)."""
+    try:
+        text = str(exc)
+    except Exception:  # pylint: disable=broad-except  # a Py4J error asks the JVM for its text, and the JVM may be gone
+        text = ""
+    if "OutOfMemoryError" in text or isinstance(exc, MemoryError):
+        return ("out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory, or narrow the input "
+                "(--since/--until, fewer files)")
+    if isinstance(exc, (ConnectionError, EOFError)) or type(exc).__name__ == "Py4JNetworkError":
+        return f"lost Spark's JVM ({type(exc).__name__}: it stopped, ran out of memory or was killed; its log is above)"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
+        lines = lines[1:]                           # Py4J's own first line says only which call it was
+    reason = lines[0].lstrip(": ") if lines else type(exc).__name__
+    return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON] + "..."
+
+
+def _ensure_spark_ran_through(spark):
+    """A SparkContext that stopped (its JVM hit a fatal error) leaves outputs that cannot be trusted."""
+    if spark.sparkContext._jsc.sc().isStopped():  # pylint: disable=protected-access
+        raise JobError("Spark stopped during the run (its log above says why): the outputs are incomplete")
+
+
+def _stop(spark):
+    """Stop a session the job started; a JVM that is already gone has nothing left to stop."""
+    try:
+        spark.stop()
+    except Exception:  # pylint: disable=broad-except  # the failure that killed it is the one reported
+        pass
 
 
 def _remove_outputs_of_previous_run(out, config, plan):
@@ -233,7 +341,15 @@ def _spark_facts(spark):
 
 
 def _settings(config):
-    return {key: value for key, value in vars(config).items() if key not in ("spark_conf",)}
+    """The run's settings for the summary: locations with their secrets masked, instants in ISO 8601."""
+    from headroom_pipeline.sources import mask_location
+
+    settings = {}
+    for key, value in vars(config).items():
+        if key == "spark_conf":          # Spark settings may carry credentials (spark.hadoop.fs.s3a.secret.key)
+            continue
+        settings[key] = value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else mask_location(value)
+    return settings
 
 
 def _write_rejected(frames, path):
@@ -244,11 +360,11 @@ def _write_rejected(frames, path):
 
 
 def _rejected_counts(spark, path):
-    if not os.path.exists(path):
+    """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
+    if not os.path.isdir(path):
         return {}
-    rows = spark.read.json(path).groupBy("input").count().collect() if any(
-        name.startswith("input=") for name in os.listdir(path)) else []
-    return {row["input"]: row["count"] for row in rows}
+    return {name[len("input="):]: spark.read.schema("reason string").json(os.path.join(path, name)).count()
+            for name in os.listdir(path) if name.startswith("input=")}
 
 
 def _account(summary):
@@ -264,6 +380,8 @@ def _account(summary):
 def _decision_counts(spark, path):
     from pyspark.sql import functions as F
 
+    if not _has_parquet(path):
+        return {"rows": 0, "clusters": 0, "not_open": 0, "fallback_applied": 0}
     frame = spark.read.parquet(path)
     row = frame.agg(F.count(F.lit(1)).alias("rows"), F.countDistinct("cluster").alias("clusters"),
                     F.sum(F.when(F.col("state") != "OPEN", 1).otherwise(0)).alias("not_open"),
@@ -274,6 +392,8 @@ def _decision_counts(spark, path):
 def _forecast_counts(spark, path):
     from pyspark.sql import functions as F
 
+    if not _has_parquet(path):
+        return {"volumes": 0, "crossing_hard_limit": 0}
     row = spark.read.parquet(path).agg(F.count(F.lit(1)).alias("volumes"),
                                        F.count("crosses_hard_limit_at").alias("crossing_hard_limit")).first()
     return {key: int(row[key] or 0) for key in ("volumes", "crossing_hard_limit")}
@@ -282,6 +402,8 @@ def _forecast_counts(spark, path):
 def _client_counts(spark, out):
     from pyspark.sql import functions as F
 
+    if not _has_parquet(os.path.join(out, "clients")):
+        return {"windows": 0, "windows_throttled": 0, "clients": _count(spark, os.path.join(out, "client_recommendations"))}
     row = spark.read.parquet(os.path.join(out, "clients")).agg(
         F.count(F.lit(1)).alias("windows"), F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).alias("windows_throttled")).first()
     return {"windows": int(row["windows"] or 0), "windows_throttled": int(row["windows_throttled"] or 0),

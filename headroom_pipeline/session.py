@@ -2,9 +2,13 @@
 
 import contextlib
 import os
+import pathlib
 
 # Executors run the same Python as the driver; a local master must not bind to the machine's external interface.
 LOOPBACK = "127.0.0.1"
+# The driver's log configuration: log lines on stderr, stdout left to the job's result (see the file).
+LOG_CONFIGURATION = pathlib.Path(__file__).resolve().with_name("log4j2.properties")
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 def under_spark_submit():
@@ -41,7 +45,6 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         "spark.ui.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.parquet.compression.codec": "snappy",
-        "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN",
     }
     if local:
         # Also under spark-submit: the driver's listeners start with the SparkContext, in getOrCreate below.
@@ -49,6 +52,7 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
     if driver_memory:
         settings["spark.driver.memory"] = driver_memory
     settings.update(conf or {})
+    settings[DRIVER_JAVA_OPTIONS] = _with_log_configuration(settings.get(DRIVER_JAVA_OPTIONS))
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
@@ -61,6 +65,13 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         partitions = max(4, 2 * context.defaultParallelism) if context.master.startswith("local") else 200
         session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return session
+
+
+def _with_log_configuration(java_options):
+    """The driver's Java options with the job's log configuration first (as a URI: no spaces to split on), so that
+    a -Dlog4j2.configurationFile of the caller's, later on the line, still wins."""
+    ours = f"-Dlog4j2.configurationFile={LOG_CONFIGURATION.as_uri()}"
+    return f"{ours} {java_options}" if java_options else ours
 
 
 def _spark_submit_master():

@@ -1,8 +1,17 @@
-"""Where input rows come from: files (one, a directory or a glob; JSON lines or Parquet) or the snapshot topic."""
+"""Where input rows come from: files (one, a directory or a glob; JSON lines or Parquet) or the snapshot topic.
 
+Files are handed to Spark as absolute ``file:`` URIs that name exactly one file each: Hadoop would read a ':' in
+a relative path as a scheme, expand ``{}[]*?`` and ``\\`` as a glob, and Spark skips a file whose name starts with
+``.`` or ``_`` without a word. A file Hadoop cannot name even so is read through a symbolic link with a plain name.
+"""
+
+import atexit
 import glob
 import math
 import os
+import re
+import shutil
+import tempfile
 import urllib.parse
 
 from headroom_pipeline.config import ConfigError
@@ -13,6 +22,27 @@ PARQUET_SUFFIXES = (".parquet", ".parq")
 KAFKA_OPTIONS = ("security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname", "sasl_mechanism",
                  "sasl_username", "request_timeout")
 SECRET_ENVIRONMENT = {"sasl_password": "HEADROOM_KAFKA_SASL_PASSWORD", "ssl_password": "HEADROOM_KAFKA_SSL_PASSWORD"}
+MASK = "***"
+# A parameter whose name says it holds a secret has its value masked in every message, whatever its spelling.
+SECRET_NAME = re.compile(r"pass(word|wd|phrase)?|pwd|secret|token|credential|jaas", re.IGNORECASE)
+# In a location, name=value after ?, &, ;, #, / or at the start; the value runs to the next "&name=" (a password
+# may hold a bare &) or the end.
+_PARAMETER = re.compile(r"(?P<lead>^|[?&;#/])(?P<name>[^=?&;#/]*)=(?P<value>.*?)(?=[&;][^&;=#?/]*=|$)", re.DOTALL)
+# In a message, the same after a quote, a space or a bracket too, and the value ends where the quoted text does.
+_LOOSE_PARAMETER = re.compile(r"(?P<lead>^|[?&;#/'\"\s(\[,])(?P<name>[^=?&;#/'\"\s]*)=(?P<value>[^&;'\"\s]*)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/*")
+# A URL quoted in a message (file: URIs, which have no user information, aside).
+_URL_IN_MESSAGE = re.compile(r"(?<![A-Za-z0-9+.-])(?!file:)[A-Za-z][A-Za-z0-9+.-]*:/[^\s'\"]*")
+_HARMLESS_VALUE = re.compile(r"[?&;](?:%s)=[^&;]*" % "|".join(KAFKA_OPTIONS))
+# Characters Hadoop expands in a path (Globber), escaped with a backslash to mean themselves.
+GLOB_CHARACTERS = "{}[]*?\\"
+# Spark's reader, given the local file system without its checksum layer: that layer builds the name of each file's
+# ".<name>.crc" as a relative URI, which fails on a ':' in the name. Only Hadoop writes those checksum files, and an
+# input's are then left unverified, as a file copied by any other tool has none.
+LOCAL_READ_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
+PARQUET_MAGIC = b"PAR1"
+TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_LINKS = {}
 
 
 class SourceUnavailable(RuntimeError):
@@ -20,7 +50,55 @@ class SourceUnavailable(RuntimeError):
 
 
 def is_kafka(location):
-    return isinstance(location, str) and location.startswith(KAFKA_SCHEME)
+    return isinstance(location, str) and location[:len(KAFKA_SCHEME)].lower() == KAFKA_SCHEME
+
+
+def mask_location(location):
+    """``location`` (one kafka:// URL or path, all of it) with every secret it may carry replaced by ***: the user
+    information before an @ (kafka://user:password@host), the values of parameters named like a password, secret
+    or token (sasl_password, ssl_password, ...), and the passwords the job was given in its environment.
+
+    Errors, progress lines, summary.json and the report quote locations through this function.
+    """
+    if not isinstance(location, str):
+        return location
+    return _without_environment_secrets(_PARAMETER.sub(_masked_parameter, _masked_user_information(location)))
+
+
+def mask_secrets(message):
+    """A message with the secrets of any URL or name=value in it masked as mask_location does: the last line of
+    defence for every line the command prints, since a location's fragments (a topic) may be quoted on their own."""
+    if not isinstance(message, str):
+        return message
+    message = _URL_IN_MESSAGE.sub(lambda match: mask_location(match[0]), message)
+    return _without_environment_secrets(_LOOSE_PARAMETER.sub(_masked_parameter, message))
+
+
+def _without_environment_secrets(text):
+    for variable in SECRET_ENVIRONMENT.values():
+        secret = os.environ.get(variable)
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def _masked_parameter(match):
+    if not SECRET_NAME.search(urllib.parse.unquote_plus(match["name"])):
+        return match[0]
+    return f"{match['lead']}{match['name']}={MASK}"
+
+
+def _masked_user_information(text):
+    """Everything from the scheme through the last @ that is not inside a known harmless parameter (an @ in
+    sasl_username=alice@example.com is not the end of user information)."""
+    scheme = _SCHEME.match(text)
+    if not scheme:
+        return text
+    start = scheme.end()
+    harmless = [match.span() for match in _HARMLESS_VALUE.finditer(text, start)]
+    ends = [index for index, character in enumerate(text) if index >= start and character == "@"
+            and not any(begin <= index < end for begin, end in harmless)]
+    return text[:start] + MASK + text[ends[-1]:] if ends else text
 
 
 def resolve_files(location, option):
@@ -36,23 +114,92 @@ def resolve_files(location, option):
     else:
         files = sorted(path for path in glob.glob(location, recursive=True) if os.path.isfile(path))
     if not files:
-        raise ConfigError(f"{option}: no file matches {location!r} (give a file, a directory or a glob of JSON lines or Parquet files)")
+        raise ConfigError(f"{option}: no file matches {mask_location(location)!r} (give a file, a directory or a glob of JSON lines or Parquet files)")
     parquet = [path for path in files if path.endswith(PARQUET_SUFFIXES)]
     if parquet and len(parquet) != len(files):
-        raise ConfigError(f"{option}: {location!r} mixes Parquet and other files; give one format per option")
+        raise ConfigError(f"{option}: {mask_location(location)!r} mixes Parquet and other files; give one format per option")
+    for path in parquet:
+        _check_parquet_file(path, option)
     return ("parquet" if parquet else "json"), files
+
+
+def _check_parquet_file(path, option):
+    """A .parquet file that is not one (empty, truncated) fails here, named, rather than in Spark's footer reader."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(PARQUET_MAGIC))
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(size - len(PARQUET_MAGIC), 0))
+            tail = handle.read(len(PARQUET_MAGIC))
+    except OSError as exc:
+        raise ConfigError(f"{option}: cannot read {path!r}: {exc.strerror}") from None
+    if size < 3 * len(PARQUET_MAGIC) or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+        raise ConfigError(f"{option}: {path!r} is not a Parquet file ({size} bytes without Parquet's header and footer); "
+                          "give JSON lines another suffix than .parquet/.parq")
+
+
+def spark_locations(files):
+    """(locations, links): what Spark's reader (with LOCAL_READ_OPTIONS) is given to read exactly ``files``, and
+    {link path: file} for the files read through a symbolic link."""
+    locations, links = [], {}
+    for path in files:
+        absolute = os.path.abspath(path)
+        if not _hadoop_can_read(absolute):
+            link = _link_to(absolute)
+            links[link] = absolute
+            absolute = link
+        locations.append("file:" + re.sub(r"([{}\[\]*?\\])", r"\\\1", absolute))
+    return locations, links
+
+
+def _hadoop_can_read(absolute):
+    """Hadoop names any file by its escaped absolute path, except a path with both a ':' and a glob character (its
+    Globber rebuilds each name as a relative URI); Spark silently skips names starting with . or _."""
+    name = os.path.basename(absolute)
+    try:
+        absolute.encode("utf-8")
+    except UnicodeEncodeError:          # a name that is not UTF-8 cannot cross to the JVM
+        return False
+    if name.startswith((".", "_")) or name.endswith("._COPYING_"):
+        return False
+    return not (":" in absolute and any(character in absolute for character in GLOB_CHARACTERS))
+
+
+def _link_to(absolute):
+    """A symbolic link with a plain name to ``absolute``, in a directory removed when the process ends."""
+    if "directory" not in _LINKS:
+        _LINKS["directory"] = tempfile.mkdtemp(prefix="headroom-pipeline-inputs-")
+        atexit.register(shutil.rmtree, _LINKS["directory"], True)
+    _LINKS["count"] = _LINKS.get("count", 0) + 1
+    suffix = ".parquet" if absolute.endswith(PARQUET_SUFFIXES) else ".jsonl"
+    link = os.path.join(_LINKS["directory"], f"input-{_LINKS['count']:08d}{suffix}")
+    os.symlink(absolute, link)
+    return link
+
+
+def shown_path(absolute):
+    """A file's path as messages and rejected rows show it (a name that is not UTF-8 with its odd bytes replaced)."""
+    return absolute.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def parse_kafka_url(url, option="--snapshots"):
     """(connection options, topic) from kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...]."""
-    parsed = urllib.parse.urlsplit(url)
+    try:
+        parsed = urllib.parse.urlsplit(url)
+    except ValueError as exc:      # an unbalanced [ of an IPv6 address, say
+        raise ConfigError(f"{option}: {mask_location(url)!r} is not a URL ({exc}); it must look like kafka://host:port[,host:port]/topic") from None
     topic = parsed.path.lstrip("/")
     if "@" in parsed.netloc:
         # Never echoed: the text before @ would be a user and password, and would end up in errors and the summary.
         raise ConfigError(f"{option}: a kafka:// URL takes no credentials before the host; give sasl_username as a parameter "
                           f"and the password in {SECRET_ENVIRONMENT['sasl_password']}")
     if not parsed.netloc or not topic or "/" in topic:
-        raise ConfigError(f"{option}: {url!r} must look like kafka://host:port[,host:port]/topic")
+        raise ConfigError(f"{option}: {mask_location(url)!r} must look like kafka://host:port[,host:port]/topic")
+    if not TOPIC_NAME.match(topic) or topic in (".", ".."):
+        # Kafka's own rule; text after the host that breaks it is more likely a misplaced credential than a topic.
+        raise ConfigError(f"{option}: the topic of {mask_location(url)!r} is not a Kafka topic name "
+                          "(1 to 249 letters, digits, '.', '_' and '-')")
     options = {"bootstrap_servers": [s for s in parsed.netloc.split(",") if s]}
     for key, values in urllib.parse.parse_qs(parsed.query, keep_blank_values=True).items():
         if key not in KAFKA_OPTIONS:

@@ -14,7 +14,7 @@ class ModuleDocFragment:
 options:
   bootstrap_servers:
     description:
-      - Kafka brokers to bootstrap from, as C(host:port) items.
+      - Kafka brokers to bootstrap from, as C(host:port) items (an IPv6 address in brackets, C([::1]:9092)).
       - Set the connection options once for every module with C(module_defaults) and the action group
         C(group/headroom.kafka.kafka).
     type: list
@@ -42,7 +42,9 @@ options:
     type: bool
     default: true
   sasl_mechanism:
-    description: SASL mechanism for C(SASL_PLAINTEXT) and C(SASL_SSL) listeners.
+    description:
+      - SASL mechanism for C(SASL_PLAINTEXT) and C(SASL_SSL) listeners. The SASL options are refused with another
+        O(security_protocol), and the TLS file options with a protocol without TLS.
     type: str
     choices: [PLAIN, SCRAM-SHA-256, SCRAM-SHA-512]
   sasl_username:
@@ -52,7 +54,11 @@ options:
     description: SASL password.
     type: str
   request_timeout:
-    description: Seconds to wait for a broker to answer a request, and for the initial connection.
+    description:
+      - Seconds to wait for a broker to answer a request, and for the initial connection to each bootstrap server in
+        turn, from V(0.1) to V(3600).
+      - A broker that refuses the credentials or the TLS session fails the task at once, naming the user, the SASL
+        mechanism and the broker.
     type: float
     default: 30
 requirements:

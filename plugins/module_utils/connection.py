@@ -7,6 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import re
+
+from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (
     CONFLUENT_KAFKA_IMPORT_ERROR, HAS_CONFLUENT_KAFKA, HAS_KAFKA_PYTHON, KAFKA_PYTHON_IMPORT_ERROR, KafkaAdapter)
 
@@ -28,6 +32,51 @@ CONNECTION_REQUIRED_IF = [
     ["security_protocol", "SASL_PLAINTEXT", ["sasl_mechanism", "sasl_username", "sasl_password"]],
     ["security_protocol", "SASL_SSL", ["sasl_mechanism", "sasl_username", "sasl_password"]],
 ]
+
+
+CONNECTION_RANGES = {"request_timeout": option_checks.REQUEST_TIMEOUT}
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_OPTIONS = ("sasl_mechanism", "sasl_username", "sasl_password")
+SSL_FILE_OPTIONS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password")
+# host:port, host:port with an IPv6 address in brackets; the port a TCP port.
+_SERVER = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+):([0-9]{1,5})$")
+
+
+def connection_problem(params):
+    """Why the connection options can never work, or None: a malformed server, a number out of range, an option the
+    chosen security_protocol does not use, a TLS file that is not a file. Checked before anything talks to Kafka."""
+    servers = params.get("bootstrap_servers") or []
+    if not servers:
+        return "bootstrap_servers must list at least one broker as host:port (got {0!r})".format(params.get("bootstrap_servers"))
+    for index, server in enumerate(servers):
+        match = _SERVER.match(server.strip()) if isinstance(server, str) else None
+        if not match or not 1 <= int(match.group(1)) <= 65535:
+            return "bootstrap_servers[{0}] must be host:port with a port from 1 to 65535 (got {1!r})".format(index, server)
+    try:
+        option_checks.check_params(params, CONNECTION_RANGES)
+    except option_checks.OptionError as exc:
+        return str(exc)
+    protocol = params.get("security_protocol") or "PLAINTEXT"
+    for names, protocols in ((SASL_OPTIONS, SASL_PROTOCOLS), (SSL_FILE_OPTIONS, SSL_PROTOCOLS)):
+        given = [name for name in names if params.get(name) is not None]
+        if given and protocol not in protocols:
+            return "{0} applies to security_protocol {1} only (got security_protocol {2})".format(
+                " and ".join(given), " or ".join(protocols), protocol)
+    for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        path = params.get(name)
+        if path is not None and not os.path.isfile(path):
+            return "{0} must be a readable file (got {1!r}: {2})".format(
+                name, path, "a directory" if os.path.isdir(path) else "no such file")
+    return None
+
+
+def check(module, ranges=None):
+    """Fail the module, naming the option, when a connection option or a number of ``ranges`` can never work."""
+    problem = connection_problem(module.params)
+    if problem:
+        module.fail_json(msg=problem)
+    option_checks.enforce(module, ranges or {})
 
 
 def argument_spec(**module_options):

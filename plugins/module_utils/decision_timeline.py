@@ -196,7 +196,7 @@ def _strimzi_row(instant, latest, observed, clock, interval, validity, limits):
     clock.succeed(instant, decision["throttle_factor"])
     return {"throttle_factor": decision["throttle_factor"], "fallback_applied": False, "observed": True,
             "violations": [[v["broker_id"], v["log_dir"]] for v in decision["violations"]],
-            "volumes_considered": len(volumes) - len(decision["skipped"]), "brokers_considered": len(included)}
+            "volumes_considered": len(volumes) - len(decision["skipped_volumes"]), "brokers_considered": len(included)}
 
 
 # -- policy graded -------------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+import ssl
 import time
 import traceback
 
@@ -28,6 +30,16 @@ except ImportError:
     KAFKA_PYTHON_IMPORT_ERROR = traceback.format_exc()
 
 try:
+    # kafka-python's connection layer, to end a bootstrap at the first refusal of credentials or TLS (see
+    # _RefusalAwareConnectionManager). Without it bootstraps still work, they only fail slowly.
+    from kafka.net.compat import KafkaNetClient
+    from kafka.net.manager import KafkaConnectionManager
+    from kafka.net.selector import NetworkSelector
+    HAS_KAFKA_PYTHON_NET = True
+except ImportError:
+    HAS_KAFKA_PYTHON_NET = False
+
+try:
     import confluent_kafka
     from confluent_kafka.admin import AdminClient, NewTopic
     HAS_CONFLUENT_KAFKA = True
@@ -39,6 +51,9 @@ except ImportError:
 DESCRIBE_LOG_DIRS_KEY = 35
 KIP_827_VERSION = 4           # DescribeLogDirs v4 added TotalBytes and UsableBytes (Kafka 3.3)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
+# librdkafka reports a refused login or TLS session only to the error callback, served between calls: waits for a
+# broker are cut into slices (the first this long), so that a refusal ends them within a slice, not at the timeout.
+CONFLUENT_WAIT_SLICE = 0.2
 
 
 class KafkaAdapterError(Exception):
@@ -58,6 +73,192 @@ def kafka_error_name(code):
     return name if name and name != "UNKNOWN" else "UNKNOWN_ERROR_{0}".format(code)
 
 
+# -- refused credentials and TLS ----------------------------------------------------------------------------------
+# Both libraries retry a broker that refuses the client's password or certificate until their timeout, and then
+# report only that they could not connect. Every broker checks the same credentials, so the first refusal is the
+# answer: these helpers recognise it and say what was refused, by whom, and why.
+AUTHENTICATION, TLS_HANDSHAKE, TLS_SETUP = "authentication", "TLS handshake", "TLS setup"
+
+# ssl errors that mean the connection dropped (a broker stopping), not that the other side refused the session.
+_TRANSIENT_SSL_ERRORS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+# librdkafka: "sasl_ssl://host:9093/bootstrap: SASL authentication error: <reason> (after 310ms in state AUTH_REQ)"
+_LIBRDKAFKA_BROKER_PREFIX = re.compile(r"^(?:[a-z_]+://)?(?P<broker>[^\s/]+:\d+)(?:/[^\s:]*)?: (?P<reason>.*)$", re.DOTALL)
+_LIBRDKAFKA_STATE_SUFFIX = re.compile(r"\s*\(after \d+ms in state [A-Z_]+\)\s*$")
+_LIBRDKAFKA_REASON_PREFIXES = ("SASL authentication error: ", "SSL handshake failed: ", "Receive failed: ", "Send failed: ")
+# The broker's TLS alert when it rejects the client certificate arrives on the first read, reported as a transport
+# error; "close notify" is an orderly shutdown and may pass.
+_TLS_ALERT = re.compile(r"(?:ssl/tls|sslv3|tlsv1[0-9.]*) alert (?!close notify)", re.IGNORECASE)
+# librdkafka's own advice names its option (ssl.ca.location); the message gives the module's option instead.
+_LIBRDKAFKA_CA_ADVICE = re.compile(r"[:,]? *(?:broker certificate could not be verified, )?verify that ssl\.ca\.location .*$", re.DOTALL)
+
+
+class ConnectionRefusal(Exception):
+    """A broker refused this client's credentials or TLS session, or the client's TLS files do not load: trying again,
+    or another broker, cannot help. ``kind`` is AUTHENTICATION, TLS_HANDSHAKE or TLS_SETUP; ``broker`` is host:port."""
+
+    def __init__(self, kind, reason, broker=None):
+        super(ConnectionRefusal, self).__init__("{0} failed: {1}".format(kind, reason))
+        self.kind = kind
+        self.reason = reason
+        self.broker = broker
+
+
+def tls_reason(text):
+    """An ssl or OpenSSL error text without the library's codes: '[SSL: X] certificate verify failed: ... (_ssl.c:1006)'
+    and 'error:0A000086:SSL routines::certificate verify failed' both become 'certificate verify failed...'."""
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text.strip())
+    text = re.sub(r"\s*\(_ssl\.c:\d+\)$", "", text)
+    text = re.sub(r"error:[0-9A-Fa-f]+:SSL routines::", "", text)
+    return _LIBRDKAFKA_CA_ADVICE.sub("", text).strip()
+
+
+def kafka_python_refusal(exc):
+    """The ConnectionRefusal a failed kafka-python connection attempt amounts to, or None when trying again may help.
+
+    SASL failures are the broker's answer (SaslAuthenticate, SaslHandshake); a TLS failure counts when the ssl module
+    raised it for a certificate or an alert, not for a dropped connection."""
+    if isinstance(exc, ConnectionRefusal):
+        return exc
+    if HAS_KAFKA_PYTHON and isinstance(exc, (kafka_errors.SaslAuthenticationFailedError, kafka_errors.UnsupportedSaslMechanismError,
+                                             kafka_errors.IllegalSaslStateError)):
+        reason = str(exc.args[0]) if exc.args else (exc.description or exc.__class__.__name__)
+        prefix = exc.__class__.__name__ + ": "
+        while reason.startswith(prefix):        # kafka-python puts the class name in front of the broker's message
+            reason = reason[len(prefix):]
+        return ConnectionRefusal(AUTHENTICATION, reason)
+    # The handshake error is wrapped as KafkaConnectionError('Handshake failed: ...') with the ssl error as context;
+    # an alert on the first read is wrapped as KafkaConnectionError(<ssl error>).
+    for candidate in (exc, exc.__cause__, exc.__context__) + tuple(exc.args[:1]):
+        if isinstance(candidate, ssl.SSLError) and not isinstance(candidate, _TRANSIENT_SSL_ERRORS):
+            return ConnectionRefusal(TLS_HANDSHAKE, tls_reason(str(candidate)))
+    return None
+
+
+def librdkafka_refusal(error_name, text):
+    """The ConnectionRefusal an error librdkafka passed to the error callback amounts to, or None.
+
+    error_name is KafkaError.name() (_AUTHENTICATION, _SSL, _TRANSPORT, ...), text KafkaError.str(): it starts with the
+    broker ("sasl_plaintext://host:port/bootstrap: ...") and ends with the connection state it failed in."""
+    if error_name == "_AUTHENTICATION":
+        kind = AUTHENTICATION
+    elif error_name == "_SSL" or (error_name == "_TRANSPORT" and _TLS_ALERT.search(text or "")):
+        kind = TLS_HANDSHAKE
+    else:
+        return None
+    broker, reason = None, _LIBRDKAFKA_STATE_SUFFIX.sub("", text or "").strip()
+    match = _LIBRDKAFKA_BROKER_PREFIX.match(reason)
+    if match:
+        broker, reason = match.group("broker"), match.group("reason")
+    for prefix in _LIBRDKAFKA_REASON_PREFIXES:
+        if reason.startswith(prefix):
+            reason = reason[len(prefix):]
+    return ConnectionRefusal(kind, tls_reason(reason) if kind == TLS_HANDSHAKE else reason, broker)
+
+
+def _tls_advice(reason):
+    """Which option to look at for a TLS failure, from the reason the library gave."""
+    lowered = reason.lower()
+    if "verify failed" in lowered:
+        return "the brokers' certificate is not trusted: check ssl_cafile (and ssl_check_hostname for a name mismatch)"
+    if _TLS_ALERT.search(reason) and ("certificate" in lowered or "unknown ca" in lowered):
+        return "the broker refused the client certificate: check ssl_certfile and ssl_keyfile"
+    return None
+
+
+def refusal_message(refusal, security_protocol, sasl_mechanism=None, sasl_username=None, broker=None):
+    """One sentence for a ConnectionRefusal: what failed, for which principal and mechanism, at which broker and why.
+
+    The password is never part of it: neither library puts it in an error, and callers strip it again to be sure."""
+    where = "{0} ({1})".format(refusal.broker or broker or "the bootstrap servers", security_protocol)
+    if refusal.kind == AUTHENTICATION:
+        who = "user '{0}'".format(sasl_username) if sasl_username else "the configured principal"
+        how = " with SASL mechanism {0}".format(sasl_mechanism) if sasl_mechanism else ""
+        return "authentication failed for {0}{1} at {2}: {3}".format(who, how, where, refusal.reason)
+    if refusal.kind == TLS_SETUP:
+        return "TLS setup failed for {0}: cannot load the TLS files: {1}; check ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password".format(
+            where, refusal.reason)
+    advice = _tls_advice(refusal.reason)
+    return "TLS handshake failed with {0}: {1}{2}".format(where, refusal.reason, "; " + advice if advice else "")
+
+
+def without_secrets(text, secrets):
+    """text with every secret replaced: the last line of defence for messages that quote a library."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "********")
+    return text
+
+
+if HAS_KAFKA_PYTHON_NET:
+    class _RefusalAwareConnectionManager(KafkaConnectionManager):
+        """kafka-python's connection manager, except that a bootstrap server refusing the credentials or the TLS
+        session ends the bootstrap at once, with the broker's reason.
+
+        kafka-python 3 retries such a server until bootstrap_timeout_ms and then says only "Unable to bootstrap". It also
+        drops the bytes that arrive together with the end of the stream, and Kafka sends its SaslAuthenticate error
+        just before it closes the connection: most failed logins would look like "socket disconnected"."""
+
+        def __init__(self, *args, **kwargs):
+            super(_RefusalAwareConnectionManager, self).__init__(*args, **kwargs)
+            self.refusals = {}      # bootstrap node id -> ConnectionRefusal
+
+        def get_connection(self, node_id, *args, **kwargs):
+            refusal = self.refusals.get(node_id)
+            if refusal is not None:
+                # The bootstrap loop lets everything but NodeNotReadyError through: this ends it.
+                raise refusal
+            fresh = node_id not in self._conns
+            conn = super(_RefusalAwareConnectionManager, self).get_connection(node_id, *args, **kwargs)
+            if fresh and self.cluster.is_bootstrap(node_id):
+                conn.init_future.add_errback(self._remember_refusal, node_id)
+            return conn
+
+        def _remember_refusal(self, node_id, exc):
+            refusal = kafka_python_refusal(exc)
+            if refusal is not None:
+                self.refusals[node_id] = refusal
+
+        async def _build_transport(self, node, timeout_at=None):
+            try:
+                transport = await super(_RefusalAwareConnectionManager, self)._build_transport(node, timeout_at=timeout_at)
+            except kafka_errors.KafkaError:
+                raise
+            except Exception as exc:  # pylint: disable=broad-except  # connecting raises KafkaErrors; this is the TLS context
+                raise ConnectionRefusal(TLS_SETUP, tls_reason(str(exc) or exc.__class__.__name__))
+            transport._sock_recv = bytes_before_end_of_stream(transport._sock_recv)  # pylint: disable=protected-access
+            return transport
+
+    def _refusal_aware_clients(created):
+        """A ``kafka_client`` for KafkaAdminClient: the library's client around a _RefusalAwareConnectionManager. Each
+        client is added to ``created``: when the bootstrap fails the admin client does not exist, and only this list
+        can stop the client's IO thread."""
+        def build(**configs):
+            net = NetworkSelector(**configs)
+            client = KafkaNetClient(net=net, manager=_RefusalAwareConnectionManager(net, **configs), **configs)
+            created.append(client)
+            return client
+        return build
+
+
+def bytes_before_end_of_stream(receive):
+    """Wrap a kafka-python transport's _sock_recv (returns (bytes, error)) so that bytes read together with the end of
+    the stream reach the connection, which the library would discard; the next read meets the end again and reports it."""
+    def receive_everything():
+        data, error = receive()
+        return (data, None) if data and error is not None else (data, error)
+    return receive_everything
+
+
+def _close_unstarted(clients):
+    """Close the network clients of an admin client whose bootstrap failed (KafkaAdminClient.close's steps)."""
+    for client in clients:
+        try:
+            client.close()
+            client._net.stop()  # pylint: disable=protected-access
+        except Exception:  # pylint: disable=broad-except  # cleaning up must not hide why the bootstrap failed
+            pass
+
+
 class KafkaAdapter:
     """A connection to one cluster, built from the collection's common connection options."""
 
@@ -68,6 +269,10 @@ class KafkaAdapter:
             bootstrap_servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
         self.bootstrap_servers = list(bootstrap_servers)
         self.security_protocol = security_protocol
+        self.sasl_mechanism = sasl_mechanism
+        self.sasl_username = sasl_username
+        self._sasl_password = sasl_password
+        self._ssl_password = ssl_password
         self.request_timeout_ms = int(request_timeout * 1000)
         self._kafka_python_config = {
             "bootstrap_servers": self.bootstrap_servers, "client_id": client_id, "security_protocol": security_protocol,
@@ -96,7 +301,9 @@ class KafkaAdapter:
                    ssl_cafile=params.get("ssl_cafile"), ssl_certfile=params.get("ssl_certfile"), ssl_keyfile=params.get("ssl_keyfile"),
                    ssl_password=params.get("ssl_password"), ssl_check_hostname=params.get("ssl_check_hostname", True),
                    sasl_mechanism=params.get("sasl_mechanism"), sasl_username=params.get("sasl_username"),
-                   sasl_password=params.get("sasl_password"), request_timeout=params.get("request_timeout") or 30)
+                   sasl_password=params.get("sasl_password"),
+                   # The value as given: its range is checked before the adapter is built, and 0 must not become 30.
+                   request_timeout=30 if params.get("request_timeout") is None else params["request_timeout"])
 
     # -- connection -----------------------------------------------------------------------------------------------
     @property
@@ -107,21 +314,40 @@ class KafkaAdapter:
         """The kafka-python admin client, bootstrapped from the first bootstrap server that answers in time.
 
         Servers are tried one at a time, each with the request timeout, so one frozen broker in the list cannot use
-        up the whole connection budget; the error names every server and why it failed."""
+        up the whole connection budget; the error names every server and why it failed.
+
+        A refused password or TLS session ends the search at the first server that says so, within moments: every
+        broker checks the same credentials, and waiting for the timeout on each would only hide the reason."""
         if self._admin is None:
             if not HAS_KAFKA_PYTHON:
                 raise KafkaAdapterError("the kafka-python library (3.x) is required on the host running this module")
             failures = []
             for server in self.bootstrap_servers:
                 config = dict(self._kafka_python_config, bootstrap_servers=[server])
+                clients = []
+                if HAS_KAFKA_PYTHON_NET:
+                    config["kafka_client"] = _refusal_aware_clients(clients)
                 try:
                     self._admin = KafkaAdminClient(**config)
                     break
                 except Exception as exc:  # pylint: disable=broad-except  # every connection/TLS/auth failure becomes one message
+                    _close_unstarted(clients)
+                    refusal = kafka_python_refusal(exc)
+                    if refusal is not None:
+                        raise self._refusal_error(refusal, "cannot connect to {0}".format(self.where), broker=server, error=exc)
                     failures.append("{0}: {1}".format(server, _describe(exc)))
             if self._admin is None:
-                raise KafkaAdapterError("cannot connect to {0}: {1}".format(self.where, "; ".join(failures)), broker=self.where)
+                raise KafkaAdapterError(self._without_secrets("cannot connect to {0}: {1}".format(self.where, "; ".join(failures))),
+                                        broker=self.where)
         return self._admin
+
+    def _refusal_error(self, refusal, context, broker=None, error=None):
+        """KafkaAdapterError for a ConnectionRefusal: ``context`` (what could not be done) and the refusal."""
+        message = "{0}: {1}".format(context, refusal_message(refusal, self.security_protocol, self.sasl_mechanism, self.sasl_username, broker))
+        return KafkaAdapterError(self._without_secrets(message), broker=refusal.broker or broker or self.where, error=error)
+
+    def _without_secrets(self, text):
+        return without_secrets(text, (self._sasl_password, self._ssl_password))
 
     def close(self):
         if self._admin is not None:
@@ -272,14 +498,47 @@ class KafkaAdapter:
 
     # -- topics, produce, consume (confluent-kafka) -----------------------------------------------------------------
     def _confluent(self):
+        """A confluent-kafka configuration, and the error callback in it that keeps a refusal of credentials or TLS."""
         if not HAS_CONFLUENT_KAFKA:
             raise KafkaAdapterError("the confluent-kafka library is required on the host running this module")
-        return dict(self._confluent_config)
+        errors = _RefusalRecorder()
+        return dict(self._confluent_config, error_cb=errors), errors
+
+    def _fail_on_refusal(self, errors, context):
+        if errors.refusal is not None:
+            raise self._refusal_error(errors.refusal, context)
+
+    def _list_topics(self, client, errors, context, topic=None):
+        """client.list_topics within the request timeout, failing as soon as a broker refuses the credentials or TLS.
+
+        librdkafka retries a refusing broker until the call times out, then reports a transport failure; the refusal
+        itself goes to the error callback, which only polling the client serves. So the wait is cut into slices with
+        a poll between them. Each slice is twice as long as the one before: a list_topics that times out abandons its
+        request, and a broker slower than the first slices must still be heard."""
+        deadline = time.monotonic() + self.request_timeout_ms / 1000.0
+        slice_length = CONFLUENT_WAIT_SLICE
+        while True:
+            wait = min(slice_length, deadline - time.monotonic())
+            try:
+                return client.list_topics(topic, timeout=max(wait, 0.001))
+            except confluent_kafka.KafkaException as exc:
+                client.poll(0)
+                self._fail_on_refusal(errors, context)
+                still_connecting = exc.args[0].code() in (confluent_kafka.KafkaError._TRANSPORT,  # pylint: disable=protected-access
+                                                          confluent_kafka.KafkaError._TIMED_OUT)  # pylint: disable=protected-access
+                if wait < slice_length or not still_connecting:
+                    raise
+            slice_length *= 2
 
     def ensure_topic(self, name, partitions=1, replication_factor=-1, configs=None):
         """Create the topic if it does not exist; True when it was created."""
-        admin = AdminClient(self._confluent())
-        metadata = admin.list_topics(timeout=self.request_timeout_ms / 1000.0)
+        config, errors = self._confluent()
+        admin = AdminClient(config)
+        context = "cannot create topic {0} via {1}".format(name, self.where)
+        try:
+            metadata = self._list_topics(admin, errors, context)
+        except confluent_kafka.KafkaException as exc:
+            raise KafkaAdapterError("{0}: {1}".format(context, exc.args[0].str()), broker=self.where)
         if name in metadata.topics and not metadata.topics[name].error:
             return False
         futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})],
@@ -293,17 +552,31 @@ class KafkaAdapter:
         return True
 
     def produce(self, topic, records):
-        """Produce (key, value) byte pairs; returns the list of per-record error strings (empty when all were acknowledged)."""
+        """Produce (key, value) byte pairs; returns the list of per-record error strings (empty when all were acknowledged).
+
+        A broker refusing the credentials or TLS raises KafkaAdapterError as soon as the client reports it."""
         failures = []
 
         def delivered(err, _msg):
             if err is not None:
                 failures.append(err.str())
 
-        producer = confluent_kafka.Producer(dict(self._confluent(), **{"acks": "all", "enable.idempotence": False}))
+        config, errors = self._confluent()
+        producer = confluent_kafka.Producer(dict(config, **{"acks": "all", "enable.idempotence": False}))
         for key, value in records:
             producer.produce(topic, key=key, value=value, on_delivery=delivered)
-        remaining = producer.flush(self.request_timeout_ms / 1000.0)
+        # flush serves the error callback too: waiting in slices lets a refusal end the wait (see _list_topics).
+        deadline = time.monotonic() + self.request_timeout_ms / 1000.0
+        while True:
+            wait = min(CONFLUENT_WAIT_SLICE, deadline - time.monotonic())
+            remaining = producer.flush(max(wait, 0))
+            if errors.refusal is not None:
+                # Nothing can be delivered: drop the records (and serve their reports), or librdkafka warns about them.
+                producer.purge()
+                producer.flush(0)
+                self._fail_on_refusal(errors, "cannot produce to topic {0} via {1}".format(topic, self.where))
+            if not remaining or wait < CONFLUENT_WAIT_SLICE:
+                break
         if remaining:
             failures.extend(["not acknowledged within the request timeout"] * remaining)
         return failures
@@ -313,8 +586,9 @@ class KafkaAdapter:
         consumer = None
         try:
             # Inside the try: a bad TLS file or key password fails here, and must read like any other read failure.
-            consumer = confluent_kafka.Consumer(dict(self._confluent(), **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
-            return self._read_all(consumer, topic)
+            config, errors = self._confluent()
+            consumer = confluent_kafka.Consumer(dict(config, **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
+            return self._read_all(consumer, errors, topic)
         except confluent_kafka.KafkaException as exc:
             raise self._read_error(topic, _describe(exc))
         finally:
@@ -324,10 +598,11 @@ class KafkaAdapter:
     def _read_error(self, topic, reason):
         return KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, reason), broker=self.where)
 
-    def _read_all(self, consumer, topic):
+    def _read_all(self, consumer, errors, topic):
         """read_all's body: metadata, end offsets, then poll until every partition reached its end offset."""
         timeout = self.request_timeout_ms / 1000.0
-        metadata = consumer.list_topics(topic, timeout=timeout)
+        context = "cannot read topic {0} via {1}".format(topic, self.where)
+        metadata = self._list_topics(consumer, errors, context, topic)
         error = metadata.topics[topic].error if topic in metadata.topics else None
         if topic not in metadata.topics or (error is not None and error.code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART):
             return []       # a topic nobody has written yet holds no records
@@ -346,6 +621,7 @@ class KafkaAdapter:
         deadline = time.monotonic() + timeout
         while pending:
             message = consumer.poll(timeout)
+            self._fail_on_refusal(errors, context)
             if message is None:
                 raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
             if message.error():
@@ -357,6 +633,18 @@ class KafkaAdapter:
             if message.offset() + 1 >= pending.get(message.partition(), 0):
                 pending.pop(message.partition(), None)
         return records
+
+
+class _RefusalRecorder:
+    """A confluent-kafka error_cb that keeps the first refusal of credentials or TLS librdkafka reports (it runs on
+    the thread that polls the client)."""
+
+    def __init__(self):
+        self.refusal = None
+
+    def __call__(self, error):
+        if self.refusal is None:
+            self.refusal = librdkafka_refusal(error.name(), error.str())
 
 
 def _describe(exc):

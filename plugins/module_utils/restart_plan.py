@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID
+
 
 class RestartPlanError(ValueError):
     """A node list the plan cannot order; the message names the field and value."""
@@ -36,6 +38,13 @@ def restart_order(nodes, active_controller=None):
         roles = [role.strip() for role in roles]
         if not set(roles) <= set(["broker", "controller"]):
             raise RestartPlanError("nodes[{0}].roles must be broker and/or controller (got {1!r})".format(index, node["roles"]))
+        node_id = node["node_id"]
+        if isinstance(node_id, str) and node_id.strip().isdigit():
+            node_id = int(node_id.strip())      # inventory variables often arrive as text
+        if BROKER_ID.problem(node_id):
+            raise RestartPlanError("nodes[{0}].node_id must be a Kafka node id, a whole number from 0 to {1} (got {2!r})".format(
+                index, BROKER_ID.maximum, node["node_id"]))
+        node = dict(node, node_id=node_id)
         if node["node_id"] in seen:
             raise RestartPlanError("nodes[{0}].node_id {1} is used by two hosts".format(index, node["node_id"]))
         seen.add(node["node_id"])

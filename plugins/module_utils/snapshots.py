@@ -25,12 +25,11 @@ import json
 import math
 import re
 
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID, BYTES, OptionError, parse_datetime
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (
-    SNAPSHOT_LIMIT_NAMES, LimitError, validate_graded_limits, validate_limit)
+    SNAPSHOT_LIMIT_NAMES, LimitError, validate_graded_limits, validate_limit, volume_problem)
 
 LIMIT_TYPES_BY_NAME = dict((name, limit_type) for limit_type, name in SNAPSHOT_LIMIT_NAMES.items())
-_TIMESTAMP = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)$")
 _UTC = datetime.timezone.utc
 
 
@@ -51,27 +50,11 @@ def format_timestamp(moment):
 
 
 def parse_timestamp(text, field="SnapshotAt"):
-    """An aware datetime from ISO 8601 date-time text with a zone (Z or +hh:mm); fractions up to nanoseconds."""
-    if isinstance(text, datetime.datetime):
-        return text if text.tzinfo is not None else text.replace(tzinfo=_UTC)
-    match = _TIMESTAMP.match(text.strip()) if isinstance(text, str) else None
-    if not match:
-        raise SnapshotError("{0} must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z "
-                            "(got {1!r})".format(field, text))
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
-    if zone in ("Z", "z"):
-        offset = datetime.timedelta(0)
-    else:
-        digits = zone[1:].replace(":", "")
-        offset = datetime.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-        if zone[0] == "-":
-            offset = -offset
+    """An aware UTC datetime from ISO 8601 date-time text with a zone (option_checks.parse_datetime's rules)."""
     try:
-        moment = datetime.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0),
-                                   int((fraction or "0").ljust(9, "0")[:6]), tzinfo=datetime.timezone(offset))
-    except ValueError as exc:
-        raise SnapshotError("{0} is not a valid date-time (got {1!r}): {2}".format(field, text, exc))
-    return moment.astimezone(_UTC)
+        return parse_datetime(text, field)
+    except OptionError as exc:
+        raise SnapshotError(str(exc))
 
 
 # -- log dir rows ------------------------------------------------------------------------------------------------
@@ -93,9 +76,15 @@ def _size(value, where, field):
     if value is None:
         return None
     number = _integer(value)
-    if number is None:
-        raise SnapshotError("{0}.{1} must be a whole number of bytes or null (got {2!r})".format(where, field, value))
+    if number is None or number > BYTES.maximum:
+        raise SnapshotError("{0}.{1} must be a whole number of bytes up to {2}, or null (got {3!r})".format(where, field, BYTES.maximum, value))
     return number if number >= 0 else None
+
+
+def _broker_id(value):
+    """A broker id (0 to 2^31-1) from an int, an integral float or digits; None when it is not one."""
+    number = _integer(value)
+    return None if number is None or BROKER_ID.problem(number) else number
 
 
 def normalize_log_dirs(rows, option="log_dirs"):
@@ -107,6 +96,7 @@ def normalize_log_dirs(rows, option="log_dirs"):
     if not isinstance(rows, list):
         raise SnapshotError("{0} must be a list of log dirs (got {1!r})".format(option, rows))
     result = []
+    seen = {}
     for index, row in enumerate(rows):
         where = "{0}[{1}]".format(option, index)
         if not isinstance(row, dict):
@@ -115,11 +105,15 @@ def normalize_log_dirs(rows, option="log_dirs"):
         if missing:
             raise SnapshotError("{0} lacks {1}: every log dir needs broker_id, log_dir, total_bytes and usable_bytes "
                                 "(null when unknown), as log_dirs_info returns them".format(where, ", ".join(missing)))
-        broker_id = _integer(row["broker_id"])
-        if broker_id is None or broker_id < 0:
-            raise SnapshotError("{0}.broker_id must be a broker id, a whole number >= 0 (got {1!r})".format(where, row["broker_id"]))
+        broker_id = _broker_id(row["broker_id"])
+        if broker_id is None:
+            raise SnapshotError("{0}.broker_id must be {1} (got {2!r})".format(where, BROKER_ID.describe(), row["broker_id"]))
         if not isinstance(row["log_dir"], str) or not row["log_dir"]:
             raise SnapshotError("{0}.log_dir must be the log dir's path (got {1!r})".format(where, row["log_dir"]))
+        if (broker_id, row["log_dir"]) in seen:
+            raise SnapshotError("{0} is broker {1}'s log dir {2!r} again (the first is {3}); each log dir once".format(
+                where, broker_id, row["log_dir"], seen[(broker_id, row["log_dir"])]))
+        seen[(broker_id, row["log_dir"])] = where
         result.append({"broker_id": broker_id, "log_dir": row["log_dir"], "total_bytes": _size(row["total_bytes"], where, "total_bytes"),
                        "usable_bytes": _size(row["usable_bytes"], where, "usable_bytes"), "error": row.get("error")})
     return result
@@ -160,13 +154,7 @@ def build_messages(rows, soft_limit, hard_limit, snapshot_at, cluster_id=None):
     for row in sorted(rows, key=lambda r: (r["broker_id"], r["log_dir"])):
         volumes = by_broker.setdefault(row["broker_id"], [])
         total, usable = row["total_bytes"], row["usable_bytes"]
-        reason = None
-        if row.get("error"):
-            reason = "log dir error {0}".format(row["error"])
-        elif total is None or usable is None:
-            reason = "size unknown"
-        elif usable > total:
-            reason = "usable bytes exceed total bytes"
+        reason = volume_problem(row)
         if reason:
             skipped.append({"broker_id": row["broker_id"], "log_dir": row["log_dir"], "error": row.get("error"), "reason": reason})
             continue
@@ -203,7 +191,7 @@ def _key_broker(key):
             key = key.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    return _integer(key)
+    return _broker_id(key)
 
 
 def parse_message(value, key=None):
@@ -223,9 +211,9 @@ def parse_message(value, key=None):
     key_broker = _key_broker(key)
     if value.get("BrokerId") is None and key is None:
         raise SnapshotError("BrokerId is missing")
-    broker_id = _integer(value.get("BrokerId")) if value.get("BrokerId") is not None else key_broker
-    if broker_id is None or broker_id < 0:
-        raise SnapshotError("BrokerId must be a broker id, a whole number >= 0, and the record key the same id as text "
+    broker_id = _broker_id(value.get("BrokerId")) if value.get("BrokerId") is not None else key_broker
+    if broker_id is None:
+        raise SnapshotError("BrokerId must be " + BROKER_ID.describe() + ", and the record key the same id as text "
                             "(got BrokerId {0!r}, key {1!r})".format(value.get("BrokerId"), key))
     if key is not None and key_broker is not None and key_broker != broker_id:
         raise SnapshotError("BrokerId {0} does not match the record key {1!r}".format(broker_id, key))
@@ -240,8 +228,12 @@ def parse_message(value, key=None):
         where = "Volumes[{0}]".format(index)
         if not isinstance(volume, dict) or not isinstance(volume.get("VolumeName"), str) or not volume.get("VolumeName"):
             raise SnapshotError("{0} must be {{VolumeName, Capacity, Consumed}} with a VolumeName (got {1!r})".format(where, volume))
-        checked.append({"VolumeName": volume["VolumeName"], "Capacity": _size(volume.get("Capacity"), where, "Capacity"),
-                        "Consumed": _size(volume.get("Consumed"), where, "Consumed")})
+        if any(other["VolumeName"] == volume["VolumeName"] for other in checked):
+            raise SnapshotError("{0}.VolumeName {1!r} appears twice; each volume once".format(where, volume["VolumeName"]))
+        capacity, consumed = _size(volume.get("Capacity"), where, "Capacity"), _size(volume.get("Consumed"), where, "Consumed")
+        if capacity is not None and consumed is not None and consumed > capacity:
+            raise SnapshotError("{0}.Consumed {1} exceeds its Capacity {2}".format(where, consumed, capacity))
+        checked.append({"VolumeName": volume["VolumeName"], "Capacity": capacity, "Consumed": consumed})
     message = {"SnapshotAt": value["SnapshotAt"]}
     for field in ("HardLimit", "SoftLimit"):
         if value.get(field) is not None:

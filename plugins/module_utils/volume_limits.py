@@ -46,11 +46,27 @@ def volume_key(volume):
     return (volume["broker_id"], volume["log_dir"])
 
 
+def volume_problem(volume):
+    """Why a volume cannot be judged, or None: every module and the pipeline skip such a volume with this reason.
+
+    An error (an offline log dir), an unknown size (null or Kafka's -1), or usable bytes above the total (sizes
+    that contradict each other, such as a snapshot's Consumed above its Capacity: its used bytes would be negative).
+    """
+    if volume.get("error"):
+        return "log dir error {0}".format(volume["error"])
+    total, usable = volume.get("total_bytes"), volume.get("usable_bytes")
+    if not (_known(total) and _known(usable)):
+        return "size unknown"
+    if usable > total:
+        return "usable bytes exceed total bytes"
+    return None
+
+
 def usable_volumes(volumes):
-    """Split volumes into those with known sizes and those skipped (size unknown: offline or not reported)."""
+    """Split volumes into those that can be judged and those skipped (volume_problem says why)."""
     known, skipped = [], []
     for volume in volumes:
-        if _known(volume.get("total_bytes")) and _known(volume.get("usable_bytes")):
+        if volume_problem(volume) is None:
             known.append(volume)
         else:
             skipped.append(volume)
@@ -102,7 +118,7 @@ def strimzi_decision(volumes, min_available_bytes=None, min_available_ratio=None
         "state": OPEN if factor == 1.0 else PAUSE,
         "violations": violations,
         "least_headroom": _figures(least) if least else None,
-        "skipped": [_figures(v) for v in skipped],
+        "skipped_volumes": [_figures(v, reason=volume_problem(v)) for v in skipped],
     }
 
 
@@ -207,7 +223,7 @@ def graded_decision(volumes, soft_limit, hard_limit, complete=True, missing_data
         "state": state_of(factor),
         "violations": violations,
         "least_headroom": _figures(scored[0][1], volume_factor=scored[0][0]) if scored else None,
-        "skipped": [_figures(v) for v in skipped],
+        "skipped_volumes": [_figures(v, reason=volume_problem(v)) for v in skipped],
         "complete": bool(complete),
         "missing_data_applied": missing_data_applied,
     }
@@ -216,7 +232,7 @@ def graded_decision(volumes, soft_limit, hard_limit, complete=True, missing_data
 def _figures(volume, **extra):
     total, usable = volume.get("total_bytes"), volume.get("usable_bytes")
     figures = {"broker_id": volume["broker_id"], "log_dir": volume["log_dir"], "total_bytes": total, "usable_bytes": usable}
-    if _known(total) and _known(usable):
+    if _known(total) and _known(usable) and usable <= total:
         figures["used_bytes"] = total - usable
         figures["available_ratio"] = available_ratio(volume)
     figures.update(extra)

@@ -362,13 +362,18 @@ def reconcile(adapter, desired, exclusive=False, check_mode=False):
     return {"changed": bool(changes), "changes": _changes_for_output(changes), "quotas": quotas_for_output(final), "diff": _diff(changes)}
 
 
+ARGUMENT_SPEC = connection.argument_spec(**MODULE_OPTIONS)
+OPTION_RANGES = {}   # quota values are checked with the quota set (quota_spec), naming the item
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(**MODULE_OPTIONS),
+        argument_spec=ARGUMENT_SPEC,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         required_if=connection.CONNECTION_REQUIRED_IF,
         supports_check_mode=True,
     )
+    connection.check(module, OPTION_RANGES)
     try:
         desired = quota_spec.desired_state(spec_from_params(module.params["quotas"]))
     except quota_spec.QuotaSpecError as exc:

@@ -136,14 +136,19 @@ def read_quotas(adapter, components, strict=False):
     return [{"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)} for entity, values in rows]
 
 
+ARGUMENT_SPEC = connection.argument_spec(**MODULE_OPTIONS)
+OPTION_RANGES = {}   # quota values are checked with the quota set (quota_spec), naming the item
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(**MODULE_OPTIONS),
+        argument_spec=ARGUMENT_SPEC,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         required_if=connection.CONNECTION_REQUIRED_IF,
         mutually_exclusive=[["ip", "user"], ["ip", "client_id"]],
         supports_check_mode=True,
     )
+    connection.check(module, OPTION_RANGES)
     try:
         components = filter_components(module.params["user"], module.params["client_id"], module.params["ip"])
     except quota_spec.QuotaSpecError as exc:

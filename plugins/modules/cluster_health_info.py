@@ -26,23 +26,29 @@ extends_documentation_fragment:
 options:
   expected_brokers:
     description:
-      - Broker ids that must be active. Brokers registered but fenced are always expected.
+      - Broker ids that must be active, each once, from V(0) to V(2147483647). Brokers registered but fenced are always
+        expected.
     type: list
     elements: int
   wait_timeout:
     description:
       - Seconds to wait for the cluster to become healthy, polling every O(wait_interval) seconds; V(0) reports at once.
+      - From V(0) to V(86400) (a day). The module returns within O(wait_timeout) plus the time of one poll (at most
+        O(request_timeout) per broker it asks).
       - The module fails with the remaining problems when the cluster is not healthy in time.
     type: float
     default: 0
   wait_interval:
-    description: Seconds between two polls while waiting.
+    description:
+      - Seconds between two polls while waiting, from V(0.05) to V(3600); the last sleep is cut short at O(wait_timeout).
     type: float
     default: 0.5
   wait_consecutive:
     description:
       - How many polls in a row must find the cluster healthy while waiting, so a broker that flaps is not taken for
-        a recovered one.
+        a recovered one. From V(1) to V(1000).
+      - A O(wait_timeout) shorter than (O(wait_consecutive) - 1) times O(wait_interval) is refused, as it could never
+        see enough polls.
     type: int
     default: 3
 seealso:
@@ -128,23 +134,37 @@ from ansible.module_utils.basic import AnsibleModule
 
 import time
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, health
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, health, option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
+
+
+ARGUMENT_SPEC = connection.argument_spec(
+    expected_brokers=dict(type="list", elements="int"),
+    wait_timeout=dict(type="float", default=0),
+    wait_interval=dict(type="float", default=0.5),
+    wait_consecutive=dict(type="int", default=3),
+)
+OPTION_RANGES = {
+    "expected_brokers": option_checks.BROKER_IDS,
+    "wait_timeout": option_checks.seconds(0, 86400),
+    "wait_interval": option_checks.seconds(0.05, 3600),
+    "wait_consecutive": option_checks.Number(1, 1000, integer=True),
+}
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(
-            expected_brokers=dict(type="list", elements="int"),
-            wait_timeout=dict(type="float", default=0),
-            wait_interval=dict(type="float", default=0.5),
-            wait_consecutive=dict(type="int", default=3),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         required_if=connection.CONNECTION_REQUIRED_IF,
         supports_check_mode=True,
     )
+    connection.check(module, OPTION_RANGES)
     params = module.params
+    needed = (params["wait_consecutive"] - 1) * params["wait_interval"]
+    if 0 < params["wait_timeout"] < needed:
+        module.fail_json(msg="wait_timeout {0} is shorter than the {1} s that wait_consecutive {2} polls wait_interval {3} s apart take; "
+                             "the wait could never succeed".format(params["wait_timeout"], needed, params["wait_consecutive"], params["wait_interval"]))
     adapter = connection.connect(module)
     started = time.monotonic()
     deadline = started + max(params["wait_timeout"], 0)
@@ -166,7 +186,7 @@ def main():
                 if result["healthy"]:
                     result["active_controller"] = adapter.active_controller()  # on the open connection, once
                 break
-            time.sleep(params["wait_interval"])
+            time.sleep(max(min(params["wait_interval"], deadline - time.monotonic()), 0))
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc), healthy=False, problems=[str(exc)])
     finally:

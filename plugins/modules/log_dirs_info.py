@@ -134,13 +134,18 @@ from ansible_collections.headroom.kafka.plugins.module_utils import connection, 
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
 
+ARGUMENT_SPEC = connection.argument_spec(fail_on_missing=dict(type="bool", default=False))
+OPTION_RANGES = {}
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(fail_on_missing=dict(type="bool", default=False)),
+        argument_spec=ARGUMENT_SPEC,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         required_if=connection.CONNECTION_REQUIRED_IF,
         supports_check_mode=True,
     )
+    connection.check(module, OPTION_RANGES)
     adapter = connection.connect(module)
     try:
         view = log_dirs.collect(adapter)

@@ -51,7 +51,8 @@ options:
   path:
     description:
       - A JSON-lines file, one message per line. O(state=publish) appends to it (creating the file, not its
-        directory); O(state=read) reads it.
+        directory); O(state=read) reads it (a file that does not exist yet holds no snapshots, with a warning).
+      - An empty path, a directory, or a path inside a directory that does not exist fails the task.
       - At least one of O(path) and O(topic) is required. When both are given, O(state=read) reads both and keeps
         the latest message per broker across them.
     type: path
@@ -59,11 +60,13 @@ options:
     description:
       - The topic the messages go to, keyed by broker id (as text). O(state=publish) creates it with one partition
         and C(cleanup.policy=compact) when it does not exist.
+      - A name Kafka accepts (1 to 249 of letters, digits, V(.), V(_) and V(-); not V(.) or V(..)).
     type: str
   replication_factor:
-    description: Replication factor of O(topic) when it is created; V(-1) takes the brokers' default.
+    description:
+      - With O(state=publish) and O(topic), the replication factor of O(topic) when it is created; V(-1) (the
+        default) takes the brokers' default, otherwise from V(1) to the number of brokers in the cluster.
     type: int
-    default: -1
   log_dirs:
     description:
       - With O(state=publish), the log dirs to publish, as RV(headroom.kafka.log_dirs_info#module:log_dirs) returns them
@@ -75,13 +78,14 @@ options:
   cluster_id:
     description:
       - With O(state=publish) and O(log_dirs), the C(ClusterId) written in the messages (null when not given).
-      - Ignored with a fresh query, which writes the cluster's own id.
+      - Refused without O(log_dirs), since a fresh query writes the cluster's own id.
     type: str
   snapshot_at:
     description:
       - With O(state=publish) and O(log_dirs), when the log dirs were read (for example
-        RV(headroom.kafka.log_dirs_info#module:snapshot_at)); ISO 8601 with a time zone. Defaults to now.
-      - Ignored with a fresh query, which writes the moment of the query.
+        RV(headroom.kafka.log_dirs_info#module:snapshot_at)); ISO 8601 with a time zone, from 1970 to 9999.
+        Defaults to now.
+      - Refused without O(log_dirs), since a fresh query writes the moment of the query.
     type: str
   soft_limit:
     description:
@@ -117,13 +121,12 @@ options:
     description:
       - With O(state=read), messages whose C(SnapshotAt) is older than this, relative to now, are stale and ignored.
       - An ISO 8601 duration as C(java.time.Duration) parses it (V(PT5M), V(PT30S), V(PT0.5S), V(P1D),
-        V(PT1H30M)), or a number of seconds.
+        V(PT1H30M)), or a number of seconds. V(PT5M) when not given.
     type: str
-    default: PT5M
   expected_brokers:
     description:
       - With O(state=read), ids of brokers that must have a fresh snapshot besides the active ones (for example a
-        broker that is stopped for maintenance).
+        broker that is stopped for maintenance); each once, from V(0) to V(2147483647).
     type: list
     elements: int
 notes:
@@ -289,7 +292,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, option_checks, snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
@@ -297,7 +300,10 @@ LIMIT_OPTIONS = dict(
     type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
     level=dict(type="float", required=True),
 )
-PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_limit")
+PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_limit", "replication_factor")
+READ_ONLY = ("max_age", "expected_brokers")
+DEFAULT_MAX_AGE = "PT5M"
+DEFAULT_REPLICATION_FACTOR = -1
 COMPACTED = {"cleanup.policy": "compact"}
 
 
@@ -361,6 +367,63 @@ class Publication:
         self.to_topic = len(self.messages) - len(failures)
 
 
+def check_static(module):
+    """Settings that can never work fail the task, naming the option, before anything is read or written."""
+    params = module.params
+    mode = params["state"]
+    wrong_mode = [name for name in (READ_ONLY if mode == "publish" else PUBLISH_ONLY) if params[name] is not None]
+    if wrong_mode:
+        module.fail_json(msg="{0} belong(s) to state {1}; state {2} takes {3}".format(
+            ", ".join(wrong_mode), "read" if mode == "publish" else "publish", mode,
+            "path and/or topic, max_age and expected_brokers" if mode == "read" else
+            "path and/or topic, soft_limit, hard_limit, and with log_dirs cluster_id and snapshot_at; replication_factor with topic"))
+    if mode == "publish" and params["log_dirs"] is None:
+        fresh_only = [name for name in ("cluster_id", "snapshot_at") if params[name] is not None]
+        if fresh_only:
+            module.fail_json(msg="{0} go(es) with log_dirs; a fresh query writes the cluster's own id and the moment of the query".format(
+                " and ".join(fresh_only)))
+    if params["replication_factor"] is not None and params["topic"] is None:
+        module.fail_json(msg="replication_factor applies to topic; give topic or leave replication_factor out")
+    try:
+        if params["topic"] is not None:
+            option_checks.check_topic_name("topic", params["topic"])
+        option_checks.check_replication_factor("replication_factor", params["replication_factor"])
+    except option_checks.OptionError as exc:
+        module.fail_json(msg=str(exc))
+    if params["path"] is not None:
+        problem = path_problem(params["path"])
+        if problem:
+            module.fail_json(msg="path {0}".format(problem))
+
+
+def path_problem(path):
+    """Why path can never be a snapshot file, or None (a file that does not exist yet is fine)."""
+    if not path.strip():
+        return "must name a file (got {0!r})".format(path)
+    if os.path.isdir(path):
+        return "must be a file, not a directory (got {0!r})".format(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        return "is inside {0!r}, which is not a directory".format(directory)
+    if not os.path.isdir(directory):
+        return "is inside a directory that does not exist ({0!r}); create it first".format(directory)
+    return None
+
+
+def check_replication_against_cluster(module, adapter):
+    """A replication factor above the number of brokers can never create the topic: fail before anything is written."""
+    wanted = module.params["replication_factor"]
+    if wanted is None or wanted <= 0:
+        return
+    try:
+        cluster = adapter.describe_cluster()
+    except KafkaAdapterError as exc:
+        module.fail_json(msg=str(exc))
+    brokers = len(cluster["brokers"]) + len(cluster.get("fenced_brokers", []))
+    if wanted > brokers:
+        module.fail_json(msg="replication_factor must be from 1 to the number of brokers, {0} (got {1})".format(brokers, wanted))
+
+
 def publish(module):
     params = module.params
     if params["soft_limit"] is None or params["hard_limit"] is None:
@@ -377,6 +440,8 @@ def publish(module):
     needs_kafka = rows is None or params["topic"] is not None
     adapter = connection.connect(module, need_confluent=params["topic"] is not None) if needs_kafka else None
     try:
+        if params["topic"] is not None:
+            check_replication_against_cluster(module, adapter)
         cluster_id, missing = params["cluster_id"], []
         if rows is None:
             try:
@@ -392,7 +457,8 @@ def publish(module):
             if params["path"]:
                 publication.write_path(params["path"])
             if params["topic"]:
-                publication.produce(adapter, params["topic"], params["replication_factor"])
+                replication_factor = params["replication_factor"]
+                publication.produce(adapter, params["topic"], DEFAULT_REPLICATION_FACTOR if replication_factor is None else replication_factor)
     finally:
         if adapter is not None:
             adapter.close()
@@ -422,12 +488,8 @@ def read_path(module, path):
 
 def read(module):
     params = module.params
-    given = [name for name in PUBLISH_ONLY if params[name] is not None]
-    if given:
-        module.fail_json(msg="{0} belong(s) to state publish; state read takes path and/or topic, max_age and expected_brokers".format(
-            ", ".join(given)))
     try:
-        max_age = durations.parse_positive_duration(params["max_age"], "max_age")
+        max_age = durations.parse_positive_duration(params["max_age"] or DEFAULT_MAX_AGE, "max_age")
     except durations.DurationError as exc:
         module.fail_json(msg=str(exc))
     records = read_path(module, params["path"]) if params["path"] else []
@@ -457,26 +519,36 @@ def read(module):
     module.exit_json(changed=False, **result)
 
 
+ARGUMENT_SPEC = connection.argument_spec(
+    state=dict(type="str", default="publish", choices=["publish", "read"]),
+    path=dict(type="path"),
+    topic=dict(type="str"),
+    replication_factor=dict(type="int"),
+    log_dirs=dict(type="list", elements="dict"),
+    cluster_id=dict(type="str"),
+    snapshot_at=dict(type="str"),
+    soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
+    hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
+    max_age=dict(type="str"),
+    expected_brokers=dict(type="list", elements="int"),
+)
+OPTION_RANGES = {
+    "expected_brokers": option_checks.BROKER_IDS,
+    "soft_limit.level": option_checks.Number(0, option_checks.LONG_MAX),
+    "hard_limit.level": option_checks.Number(0, option_checks.LONG_MAX),
+}
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(
-            state=dict(type="str", default="publish", choices=["publish", "read"]),
-            path=dict(type="path"),
-            topic=dict(type="str"),
-            replication_factor=dict(type="int", default=-1),
-            log_dirs=dict(type="list", elements="dict"),
-            cluster_id=dict(type="str"),
-            snapshot_at=dict(type="str"),
-            soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
-            hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
-            max_age=dict(type="str", default="PT5M"),
-            expected_brokers=dict(type="list", elements="int"),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         required_if=[["state", "publish", ["path", "topic"], True], ["state", "read", ["path", "topic"], True],
                      ["state", "publish", ["soft_limit", "hard_limit"]]] + connection.CONNECTION_REQUIRED_IF,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         supports_check_mode=True,
     )
+    connection.check(module, OPTION_RANGES)
+    check_static(module)
     if module.params["state"] == "publish":
         publish(module)
     else:

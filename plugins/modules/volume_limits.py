@@ -47,7 +47,9 @@ options:
     description:
       - The volumes to evaluate, one item per broker and log dir, as RV(headroom.kafka.log_dirs_info#module:log_dirs)
         returns them. Each item needs C(broker_id), C(log_dir), C(total_bytes) and C(usable_bytes); a size that is
-        null or negative is unknown and the volume is skipped. Other keys are ignored.
+        null or negative is unknown and the volume is skipped, as is a volume whose usable bytes exceed its total
+        (RV(skipped_volumes) says why). C(broker_id) is a broker id (V(0) to V(2147483647)); each log dir of a broker
+        appears once. Other keys are ignored except C(error) (a log dir with an error is skipped).
       - When given, Kafka is not contacted.
       - When neither O(log_dirs) nor O(snapshots) is given, the module queries the cluster.
       - Mutually exclusive with O(snapshots).
@@ -62,7 +64,8 @@ options:
     default: true
   expected_brokers:
     description:
-      - Ids of the brokers the cluster should have, for example every broker of the inventory.
+      - Ids of the brokers the cluster should have, for example every broker of the inventory; each once, from V(0)
+        to V(2147483647).
       - A broker listed here without data makes the data incomplete even when it is not active. A cleanly stopped
         broker leaves the cluster's list of active brokers, so without this option its absence goes unnoticed.
     type: list
@@ -105,6 +108,7 @@ options:
     description:
       - The produce quota in bytes per second (the plugin's C(client.quota.callback.static.produce)). When given,
         RV(effective_produce_byte_rate) is C(max(produce_byte_rate * throttle_factor, 1)), the quota producers get.
+      - Greater than V(0), up to V(9223372036854775807) (a Java long, as the plugin reads it).
     type: float
   soft_limit:
     description:
@@ -279,12 +283,16 @@ least_headroom:
   type: dict
   sample: {"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": 16777216, "usable_bytes": 6283264,
            "used_bytes": 10493952, "available_ratio": 0.3745}
-skipped:
-  description: Volumes of unknown size (offline log dirs, or brokers answering without sizes), not evaluated.
+skipped_volumes:
+  description:
+    - Volumes that were not evaluated, each with its C(reason) - V(size unknown) (offline log dirs, or brokers
+      answering without sizes), V(log dir error ...), or V(usable bytes exceed total bytes) (sizes that contradict
+      each other). Every module of the collection and the pipeline skip the same volumes.
+    - Named so that Ansible's own C(skipped) keeps meaning that the task did not run.
   returned: always
   type: list
   elements: dict
-  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": null, "usable_bytes": null}]
+  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": null, "usable_bytes": null, "reason": "size unknown"}]
 complete:
   description: Whether there was data from every broker (see O(complete), O(expected_brokers) and O(snapshots)).
   returned: always
@@ -320,7 +328,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, option_checks, snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
@@ -329,6 +337,8 @@ LIMIT_OPTIONS = dict(
     level=dict(type="float", required=True),
 )
 STRIMZI_OPTIONS = ("min_available_bytes", "min_available_ratio")
+# Bytes or a percentage; the rules narrow percentages to 100 and order the two limits.
+LIMIT_LEVEL = option_checks.Number(0, option_checks.LONG_MAX)
 GRADED_OPTIONS = ("soft_limit", "hard_limit")
 
 
@@ -362,8 +372,6 @@ def check_options(module):
             rules.validate_graded_limits(graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"]))
     except rules.LimitError as exc:
         module.fail_json(msg=str(exc))
-    if params["produce_byte_rate"] is not None and not params["produce_byte_rate"] > 0:
-        module.fail_json(msg="produce_byte_rate must be greater than 0 bytes per second (got {0})".format(params["produce_byte_rate"]))
     max_age = None
     if params["max_age"] is not None:
         if params["snapshots"] is None:
@@ -435,29 +443,41 @@ def failure_message(result):
     return "; ".join(parts)
 
 
+ARGUMENT_SPEC = connection.argument_spec(
+    log_dirs=dict(type="list", elements="dict"),
+    complete=dict(type="bool", default=True),
+    expected_brokers=dict(type="list", elements="int"),
+    snapshots=dict(type="list", elements="dict"),
+    max_age=dict(type="str"),
+    policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
+    min_available_bytes=dict(type="int"),
+    min_available_ratio=dict(type="float"),
+    produce_byte_rate=dict(type="float"),
+    soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
+    hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
+    missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
+    fail_on=dict(type="str", default="never", choices=["never", "throttle", "pause"]),
+)
+OPTION_RANGES = {
+    "expected_brokers": option_checks.BROKER_IDS,
+    "min_available_bytes": option_checks.BYTES,
+    "min_available_ratio": option_checks.Number(0, 1),
+    "produce_byte_rate": option_checks.Number(0, option_checks.LONG_MAX, unit="bytes per second", above=True),
+    "soft_limit.level": LIMIT_LEVEL,
+    "hard_limit.level": LIMIT_LEVEL,
+}
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=connection.argument_spec(
-            log_dirs=dict(type="list", elements="dict"),
-            complete=dict(type="bool", default=True),
-            expected_brokers=dict(type="list", elements="int"),
-            snapshots=dict(type="list", elements="dict"),
-            max_age=dict(type="str"),
-            policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
-            min_available_bytes=dict(type="int"),
-            min_available_ratio=dict(type="float"),
-            produce_byte_rate=dict(type="float"),
-            soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
-            hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
-            missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
-            fail_on=dict(type="str", default="never", choices=["never", "throttle", "pause"]),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         mutually_exclusive=[list(STRIMZI_OPTIONS), ["log_dirs", "snapshots"]],
         required_if=[["policy", "strimzi", list(STRIMZI_OPTIONS), True], ["policy", "graded", list(GRADED_OPTIONS)]]
         + connection.CONNECTION_REQUIRED_IF,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         supports_check_mode=True,
     )
+    connection.check(module, OPTION_RANGES)
     params = module.params
     rows, messages, max_age = check_options(module)
     volumes, source, missing, stale = gather(module, rows, messages, max_age)

@@ -163,3 +163,17 @@ def test_the_systemd_method_restarts_each_nodes_own_unit(kafka_cluster_factory, 
     assert after[1] == before[1]
     assert after[2][0] != before[2][0] and after[3][0] != before[3][0]
     assert after[3][1] >= after[2][1] + 500, "one at a time: node 3 went down only after node 2 had caught up"
+
+
+def test_a_health_wait_typo_stops_the_roll_before_any_restart(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3)
+    before = incarnations(cluster)
+    for number, settings in enumerate(({"rolling_restart_poll_interval": "nan"}, {"rolling_restart_poll_interval": 1e308},
+                                       {"rolling_restart_healthy_polls": 0},
+                                       {"rolling_restart_health_timeout": 1, "rolling_restart_poll_interval": 2})):
+        run_dir = tmp_path / str(number)
+        run_dir.mkdir()
+        result = run_roll(cluster, run_dir, needs_restart={1, 2, 3}, extra_vars=settings)
+        assert result.returncode != 0, settings
+        assert "rolling_restart_poll_interval 0.05 to 3600 seconds" in result.stdout, result.stdout[-3000:]
+        assert incarnations(cluster) == before, f"a broker was restarted with {settings}"

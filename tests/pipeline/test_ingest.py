@@ -46,7 +46,7 @@ def test_snapshot_records_are_accepted_or_rejected_with_a_reason(spark, tmp_path
         "a volume's Consumed exceeds its Capacity",
         "SnapshotAt is missing",
         "HardLimit.level is a percentage for MinFreePercentage and must be between 0 and 100",
-        "BrokerId must be a broker id, a whole number >= 0",
+        "BrokerId must be a broker id, a whole number from 0 to 2147483647",
     ])
 
 

@@ -25,6 +25,11 @@ def test_order(nodes, active, expected):
     ([node("a", None)], "nodes[0].node_id is required"),
     ([node("a", 1, "zookeeper")], "nodes[0].roles must be broker and/or controller"),
     ([node("a", 1), node("b", 1)], "nodes[1].node_id 1 is used by two hosts"),
+    ([node("a", 1), node("b", "1")], "nodes[1].node_id 1 is used by two hosts"),
+    ([node("a", -1)], "nodes[0].node_id must be a Kafka node id, a whole number from 0 to 2147483647"),
+    ([node("a", 2 ** 31)], "nodes[0].node_id must be a Kafka node id"),
+    ([node("a", "one")], "nodes[0].node_id must be a Kafka node id"),
+    ([node("a", float("nan"))], "nodes[0].node_id must be a Kafka node id"),
 ])
 def test_invalid(nodes, message):
     with pytest.raises(RestartPlanError, match=message.replace("[", r"\[").replace("]", r"\]")):

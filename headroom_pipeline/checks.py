@@ -27,14 +27,13 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 # The instants and broker ids the modules accept are the ones the pipeline accepts.
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import EARLIEST_INSTANT, KAFKA_ID_MAX, LATEST_INSTANT  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID, EARLIEST_INSTANT, KAFKA_ID_MAX, LATEST_INSTANT  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import SNAPSHOT_LIMIT_NAMES  # noqa: E402
 
 UTC = datetime.timezone.utc
 # ISO 8601 date-time with a zone, as module_utils.snapshots accepts it (normalized below into the form Spark casts).
 TIMESTAMP_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)$"
 BROKER_ID_MAX = KAFKA_ID_MAX                      # Kafka's broker ids are Java ints >= 0
-BROKER_ID_RANGE = f"a whole number from 0 to {BROKER_ID_MAX}"
 MEDIAN_ACCURACY = 10000                           # percentile_approx: rank error at most 1/10000 of the records
 LIMIT_TYPE_OF_NAME = {name: limit_type for limit_type, name in SNAPSHOT_LIMIT_NAMES.items()}
 
@@ -231,7 +230,7 @@ def snapshot_checks(not_object: Column, parsed: Column, key: Column, times):
         (not_object, "not a JSON object in the usage snapshot schema"),
         *times,
         (broker.isNull() & key.isNull(), "BrokerId is missing (or not a whole number)"),
-        (not_broker_id(F.coalesce(broker, key_broker)), f"BrokerId must be a broker id, {BROKER_ID_RANGE}"),
+        (not_broker_id(F.coalesce(broker, key_broker)), f"BrokerId must be {BROKER_ID.describe()}"),
         (key.isNotNull() & broker.isNotNull() & (key_broker.isNull() | (key_broker != broker)), "BrokerId does not match the record key"),
         *volume_checks(parsed["Volumes"]),
         *limit_checks(parsed["SoftLimit"], "SoftLimit"),
@@ -245,7 +244,7 @@ def traffic_checks(not_object: Column, parsed: Column, times):
         (not_object, "not a JSON object with ts, broker_id, user, client_id, topic, bytes_in and bytes_out"),
         *times,
         (parsed["broker_id"].isNull(), "broker_id is missing (or not a whole number)"),
-        (not_broker_id(parsed["broker_id"]), f"broker_id must be a broker id, {BROKER_ID_RANGE}"),
+        (not_broker_id(parsed["broker_id"]), f"broker_id must be {BROKER_ID.describe()}"),
         (parsed["bytes_in"].isNull() | parsed["bytes_out"].isNull(), "bytes_in and bytes_out are required (whole numbers of bytes)"),
         ((parsed["bytes_in"] < 0) | (parsed["bytes_out"] < 0), "bytes_in and bytes_out must be >= 0"),
     ]

@@ -14,7 +14,8 @@ import shutil
 import tempfile
 import urllib.parse
 
-from headroom_pipeline.config import ConfigError
+from headroom_pipeline.config import ConfigError  # makes the collection importable
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem  # noqa: E402  pylint: disable=wrong-import-order
 
 KAFKA_SCHEME = "kafka://"
 PARQUET_SUFFIXES = (".parquet", ".parq")
@@ -41,7 +42,6 @@ GLOB_CHARACTERS = "{}[]*?\\"
 # input's are then left unverified, as a file copied by any other tool has none.
 LOCAL_READ_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 PARQUET_MAGIC = b"PAR1"
-TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 _LINKS = {}
 
 
@@ -196,7 +196,7 @@ def parse_kafka_url(url, option="--snapshots"):
                           f"and the password in {SECRET_ENVIRONMENT['sasl_password']}")
     if not parsed.netloc or not topic or "/" in topic:
         raise ConfigError(f"{option}: {mask_location(url)!r} must look like kafka://host:port[,host:port]/topic")
-    if not TOPIC_NAME.match(topic) or topic in (".", ".."):
+    if topic_name_problem(topic):
         # Kafka's own rule; text after the host that breaks it is more likely a misplaced credential than a topic.
         raise ConfigError(f"{option}: the topic of {mask_location(url)!r} is not a Kafka topic name "
                           "(1 to 249 letters, digits, '.', '_' and '-')")

@@ -410,13 +410,15 @@ def path_problem(path):
     return None
 
 
-def check_replication_against_cluster(module, adapter):
-    """A replication factor above the number of brokers can never create the topic: fail before anything is written."""
+def check_replication_against_cluster(module, adapter, cluster=None):
+    """A replication factor above the number of brokers can never create the topic: fail before anything is written.
+
+    ``cluster``: the brokers and fenced brokers the module already read (a fresh log dir query), else asked here."""
     wanted = module.params["replication_factor"]
     if wanted is None or wanted <= 0:
         return
     try:
-        cluster = adapter.describe_cluster()
+        cluster = cluster or adapter.describe_cluster()
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc))
     brokers = len(cluster["brokers"]) + len(cluster.get("fenced_brokers", []))
@@ -440,9 +442,7 @@ def publish(module):
     needs_kafka = rows is None or params["topic"] is not None
     adapter = connection.connect(module, need_confluent=params["topic"] is not None) if needs_kafka else None
     try:
-        if params["topic"] is not None:
-            check_replication_against_cluster(module, adapter)
-        cluster_id, missing = params["cluster_id"], []
+        cluster_id, missing, view = params["cluster_id"], [], None
         if rows is None:
             try:
                 view = log_dirs.collect(adapter)
@@ -450,6 +450,8 @@ def publish(module):
                 module.fail_json(msg=str(exc))
             rows, missing = view["log_dirs"], view["missing_brokers"]
             cluster_id, stamp = view["cluster_id"], view["snapshot_at"]
+        if params["topic"] is not None:
+            check_replication_against_cluster(module, adapter, view)
         stamp = stamp or snapshots.format_timestamp(snapshots.now_utc())
         messages, skipped = snapshots.build_messages(rows, soft, hard, stamp, cluster_id)
         publication = Publication(module, messages)

@@ -1,30 +1,30 @@
-"""The pipeline's decision timeline and forecast: our Spark job against pandas and DuckDB on 1M and 10M snapshot rows.
+"""The pipeline at scale: the job as a user runs it against the Spark floor, pandas and DuckDB, on 10k to 100M snapshot rows.
 
-Run from the repository root: ``.venv/bin/python bench/pipeline_bench.py [--rows 1000000 10000000] [--engines spark pandas duckdb]``.
+Run from the repository root: ``.venv/bin/python bench/pipeline_bench.py [--rows ...] [--engines ...] [--no-cores] [--no-standalone]``.
 
-Data: a generated fleet of many clusters x 10 brokers with one volume each, one usage snapshot message per broker every
+Data: a generated fleet of clusters of 10 brokers with one volume each, one usage snapshot message per broker every
 60 s (a "snapshot row" is one message), used bytes following retention's saw-tooth with a slow growth on some volumes,
 short gaps per broker, cluster-wide gaps (the plugin's admin call fails, so its fallback shows), a few brokers that
 stop reporting, a few duplicated messages and volumes that cross the limits. It is written with numpy and pyarrow
 straight into Parquet in the snapshot schema (SnapshotAt as a Parquet timestamp) under build/bench/pipeline-<rows>/
-and reused while its parameters are unchanged. Every engine reads the same files.
+and reused while its parameters are unchanged. Every run reads the same files.
 
-Per engine and size, in a subprocess of its own (so that memory is measured per run): read the snapshots, decision
-timeline (policy strimzi with min_available_ratio 0.1, and policy graded), forecast, each result written to Parquet
-by the engine itself. Reported: wall time of that work; for Spark also the session start (JVM start-up) on its own,
-the time including it, and its phases; peak resident memory (VmHWM) of the JVM for Spark (run with
-spark.driver.memory=1280m, so that the whole JVM, not only its heap, stays within the 2 GB target) and of the Python
-process for pandas and DuckDB. Output: a table on stdout and
-build/bench/pipeline_bench.json, with the issue's ratios (pandas / Spark and Spark / DuckDB at the largest size, Spark
-largest / smallest size) and a verdict per target. The engines' outputs are compared row by row. A run that fails,
-runs out of memory or takes longer than its time limit is reported as such instead of stopping the benchmark.
+Runs, each a process of its own: the job's command line (``python -m headroom_pipeline run``; its summary.json's
+stage timings give the JVM start apart from the work), the Spark floor (pipeline_floor.py, same session settings),
+the pandas and DuckDB baselines (pipeline_baselines.py) and the floor in DuckDB; at 10M rows also the job with
+local[1] and local[2] and on a standalone Spark cluster through spark-submit. Reported: work time, JVM start, peak
+resident memory, the job's work over the floor's, the exchanges of the job's plans before and after (pipeline_plans.py),
+the outputs compared row by row, and a verdict per target; the same as JSON in build/bench/pipeline_bench.json. A run
+that fails, runs out of memory or takes longer than its time limit is reported as such instead of stopping the benchmark.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import threading
@@ -36,14 +36,32 @@ sys.path[:0] = [path for path in (ROOT, BENCH_DIR) if path not in sys.path]
 
 BUILD = os.path.join(ROOT, "build", "bench")
 RESULT_FILE = os.path.join(BUILD, "pipeline_bench.json")
-ENGINES = ("spark", "pandas", "duckdb")
-DEFAULT_ROWS = (1_000_000, 10_000_000)
-DRIVER_MEMORY = "1280m"        # heap; with metaspace, code cache and buffers the JVM stays under 2 GB (10^9) resident
+# spark: the job as a user runs it; floor: the least work Spark must do (pipeline_floor.py); pandas, duckdb: the
+# baselines of pipeline_baselines.py; duckdb-floor: the floor's SQL in DuckDB.
+ENGINES = ("spark", "floor", "pandas", "duckdb", "duckdb-floor")
+OUTPUT_ENGINES = ("spark", "pandas", "duckdb")           # those that write the job's outputs, compared row by row
+JOB = "spark"                                            # the label of the job's run in local[*]
+DEFAULT_ROWS = (10_000, 1_000_000, 10_000_000, 100_000_000)
+JOB_ARGUMENTS = ["run", "--min-available-ratio", "0.1", "--no-report"]
+DRIVER_MEMORY = "2g"              # the driver heap (spark.driver.memory) of every Spark run, job and floor alike
 MIN_AVAILABLE_RATIO = 0.1
 RUN_TIME_LIMIT = 20 * 60          # seconds; a pandas or DuckDB run that takes longer is stopped and reported
 SPARK_TIME_LIMIT = 60 * 60        # seconds; the same for a Spark run
 MEMORY_HEADROOM = 0.9             # a run is stopped when the machine's available memory falls below 10 % of its total
-TARGETS = {"pandas_over_spark_10m": 2.0, "spark_excl_start_over_duckdb_10m": 5.0, "spark_10m_over_1m": 6.0, "spark_driver_peak_gib": 2.0}
+FLOOR_TARGETS = {10_000: 2.0, 1_000_000: 3.0, 10_000_000: 2.0}     # the job's work at most this many times the floor's
+CORES_ROWS = 10_000_000           # the size of the local[1] / local[2] and standalone cluster runs
+SCALE_ROWS, SCALE_RATIO = 100_000_000, 12.0
+SPEED_UP = 1.6
+# The standalone cluster: two workers of one core each (the machine's two cores), one executor each; the driver binds
+# to loopback, where the workers reach it.
+CLUSTER_WORKER_MEMORY = "2g"
+CLUSTER_SUBMIT_ARGS = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+                       "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=1536m"]
+SMALL_PLAN_ROWS = 10_000          # the plans' shape does not depend on the size: they are counted on a small input
+# The job of issue 10 (commit 75921cf), counted the same way: the decision timeline ran three queries (the timed
+# messages checkpointed to disk, the size estimate, the timeline), the forecast one.
+BEFORE_COMMIT = "75921cf"
+EXCHANGES_BEFORE = {"decision timeline": {"shuffle": 10, "broadcast": 3, "queries": 3}, "forecast": {"shuffle": 2, "broadcast": 0, "queries": 1}}
 
 # -- the generated fleet -------------------------------------------------------------------------------------------
 GENERATOR_VERSION = 1
@@ -291,44 +309,6 @@ def _announce_phase(name, seconds):
     print(f"PHASE {json.dumps({'phase': name, 'seconds': seconds})}", file=sys.stderr, flush=True)
 
 
-def run_spark(data, out, spark_conf=None):
-    """Session start, then read + decision timeline + forecast with results written as Parquet, as the job runs them."""
-    from headroom_pipeline.session import spark_session
-
-    began = time.monotonic()
-    spark = spark_session("local[*]", app_name="pipeline-bench", driver_memory=DRIVER_MEMORY, conf=spark_conf)
-    session_seconds = time.monotonic() - began
-    _announce_phase("session start", round(session_seconds, 3))
-    try:
-        from headroom_pipeline import decisions, forecast, ingest
-        from headroom_pipeline.job import cache_level
-        from pipeline_baselines import PhaseClock
-
-        config = bench_config()
-        clock = PhaseClock(_announce_phase)
-        snapshots = ingest.load_snapshots(spark, data)
-        messages = snapshots.rows.persist(cache_level())
-        used = messages.count()
-        clock.lap("read")
-        decisions.decision_timeline(messages, config).write.mode("overwrite").partitionBy("policy").parquet(os.path.join(out, "decisions"))
-        clock.lap("decision timeline")
-        forecast.volume_forecast(ingest.explode_volumes(messages), config).write.mode("overwrite").parquet(os.path.join(out, "forecast"))
-        clock.lap("forecast")
-        messages.unpersist()
-        jvm = spark.sparkContext._jvm  # pylint: disable=protected-access
-        heap_peak = sum(pool.getPeakUsage().getUsed() for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
-                        if str(pool.getType()) == "Heap memory")
-        java = _java_pids(os.getpid())
-        jvm_peak = max((_status_kib(pid, "VmHWM") or 0 for pid in java), default=0) / 1024.0
-        return {"seconds": round(sum(clock.phases.values()), 3), "session_seconds": round(session_seconds, 3),
-                "total_seconds": round(session_seconds + sum(clock.phases.values()), 3), "phases": clock.phases,
-                "rows_read": snapshots.read, "rows_used": used, "jvm_peak_rss_mib": round(jvm_peak, 1),
-                "jvm_heap_peak_mib": round(heap_peak / 2 ** 20, 1), "jvm_heap_max_mib": round(jvm.java.lang.Runtime.getRuntime().maxMemory() / 2 ** 20, 1),
-                "python_peak_rss_mib": round(_self_peak_mib(), 1)}
-    finally:
-        spark.stop()
-
-
 def run_baseline(engine, data, out):
     import pipeline_baselines
 
@@ -343,14 +323,18 @@ def run_baseline(engine, data, out):
             "python_peak_rss_mib": round(_self_peak_mib(), 1)}
 
 
-def worker(engine, data, out, spark_conf):
-    """The child process: run one engine, print its figures as one JSON line."""
-    import shutil
-
+def worker(engine, data, out):
+    """The child process of a baseline: run it, print its figures as one JSON line."""
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    result = run_spark(data, out, spark_conf) if engine == "spark" else run_baseline(engine, data, out)
-    print("RESULT " + json.dumps(result), flush=True)
+    print("RESULT " + json.dumps(run_baseline(engine, data, out)), flush=True)
+
+
+def plan_worker(data, out):
+    """The child process that counts the exchanges of the job's plans on ``data`` (printed as one JSON line)."""
+    import pipeline_plans
+
+    print("RESULT " + json.dumps(pipeline_plans.job_exchanges(data, out, bench_config())), flush=True)
 
 
 # -- the parent: one subprocess per run, watched -------------------------------------------------------------------
@@ -408,42 +392,82 @@ def _keep_log(out, stderr):
     return path
 
 
-def measure(engine, rows, data, time_limit, progress, spark_conf=None):
-    """One engine on one size in a subprocess; its figures, or its status when it did not finish."""
-    custom = "-custom-conf" if spark_conf and engine == "spark" else ""       # experiments keep the plain run's output
-    out = os.path.join(BUILD, f"pipeline-out-{engine}-{rows}{custom}")
-    command = [sys.executable, os.path.abspath(__file__), "--worker", engine, "--data", data, "--out", out]
-    command += [f"--spark-conf={key}={value}" for key, value in (spark_conf or {}).items()]
-    progress(f"{engine} on {rows:,} rows ...")
+def _command(run, data, out, spark_conf, cluster):
+    """The command line of one run: the job as a user runs it, the floor, or a baseline worker."""
+    engine, master = run["engine"], run.get("master")
+    conf = [item for key, value in spark_conf.items() for item in ("--conf", f"{key}={value}")]
+    if engine == "spark" and master and master.startswith("spark://"):
+        return ([cluster.spark_submit, "--master", master, "--driver-memory", DRIVER_MEMORY, *CLUSTER_SUBMIT_ARGS, *conf,
+                 os.path.join(ROOT, "headroom_pipeline", "__main__.py"), *JOB_ARGUMENTS, "--snapshots", data, "--out", out], cluster.env)
+    if engine == "spark":
+        return ([sys.executable, "-m", "headroom_pipeline", *JOB_ARGUMENTS, "--snapshots", data, "--out", out,
+                 "--master", master, "--driver-memory", DRIVER_MEMORY, *conf], None)
+    if engine in ("floor", "duckdb-floor"):
+        command = [sys.executable, os.path.join(BENCH_DIR, "pipeline_floor.py"), "--snapshots", data, "--out", out]
+        if engine == "floor":
+            return command + ["--master", master, "--driver-memory", DRIVER_MEMORY, *conf], None
+        return command + ["--engine", "duckdb"], None
+    return [sys.executable, os.path.abspath(__file__), "--worker", engine, "--data", data, "--out", out], None
+
+
+def _result(run, stdout, out):
+    """The run's figures: for the job from its summary.json (JVM start apart from the work), else its JSON line."""
+    if run["engine"] == "spark":
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as handle:
+            summary = json.load(handle)
+        timings = summary["timings_seconds"]
+        work = sum(seconds for stage, seconds in timings.items() if stage != "start Spark")
+        return {"seconds": round(work, 3), "session_seconds": timings.get("start Spark"), "total_seconds": round(work + timings.get("start Spark", 0), 3),
+                "phases": timings, "rows_read": summary["rows_read"], "rows_used": summary["rows_used"], "rows_rejected": summary["rows_rejected"],
+                "spark": summary.get("spark")}
+    line = next((line for line in reversed(stdout.splitlines()) if line.startswith(("RESULT ", "{"))), None)
+    if line is None:
+        return None
+    result = json.loads(line[len("RESULT "):] if line.startswith("RESULT ") else line)
+    if run["engine"] in ("floor", "duckdb-floor"):
+        result = {"seconds": result["work_seconds"], "session_seconds": result["session_seconds"],
+                  "total_seconds": round(result["work_seconds"] + result["session_seconds"], 3), "phases": result["phases"]}
+    return result
+
+
+def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
+    """One run (engine, size, master) in a process of its own; its figures, or its status when it did not finish."""
+    engine, rows = run["engine"], run["rows"]
+    out = os.path.join(BUILD, f"pipeline-out-{run['label'].replace('[', '-').replace(']', '').replace('*', 'all').replace(' ', '-')}-{rows}")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    command, environment = _command(run, data, out, spark_conf or {}, cluster)
+    progress(f"{run['label']} on {rows:,} rows ...")
     load_before = [round(value, 2) for value in os.getloadavg()]
     began = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT,
+                               env=environment)
     watch = Watch(process, time_limit)
     watch.start()
     stdout, stderr = process.communicate()
     watch.done.set()
     watch.join()
     wall = time.monotonic() - began
-    run = {"engine": engine, "rows": rows, "out": os.path.relpath(out, ROOT), "process_seconds": round(wall, 3),
-           "load_average_before": load_before, "load_average_after": [round(value, 2) for value in os.getloadavg()]}
-    result = next((json.loads(line[len("RESULT "):]) for line in stdout.splitlines() if line.startswith("RESULT ")), None)
+    run = dict(run, out=os.path.relpath(out, ROOT), process_seconds=round(wall, 3), load_average_before=load_before,
+               load_average_after=[round(value, 2) for value in os.getloadavg()])
+    try:
+        result = _result(run, stdout, out) if process.returncode == 0 else None
+    except (OSError, ValueError, KeyError):
+        result = None
     if watch.stopped_because:
         run.update(status="stopped", reason=watch.stopped_because)
-    elif process.returncode != 0 or result is None:
+    elif result is None:
         errors = _error_lines(stderr)
         reason = "killed (out of memory?)" if process.returncode in (-9, 137) else f"exit status {process.returncode}"
         cause = next((line.split(":", 1)[1].strip() for line in errors if line.startswith("Caused by:")), None)
         run.update(status="failed", reason=cause or reason, errors=errors, log=os.path.relpath(_keep_log(out, stderr), ROOT))
     else:
         run.update(status="ok", **result)
-    if run["status"] != "ok":
-        finished = [json.loads(line[len("PHASE "):]) for line in stderr.splitlines() if line.startswith("PHASE ")]
-        run["phases_finished"] = {item["phase"]: item["seconds"] for item in finished}
-    if engine == "spark":
-        run.setdefault("jvm_peak_rss_mib", round(watch.jvm_peak_kib / 1024.0, 1))
+    if engine in ("spark", "floor"):
+        run["jvm_peak_rss_mib"] = round(watch.jvm_peak_kib / 1024.0, 1)
     else:
         run.setdefault("python_peak_rss_mib", round(watch.worker_peak_kib / 1024.0, 1))
-    progress(f"{engine} on {rows:,} rows: {run['status']}" + (f" in {run['seconds']:.1f}s" if run["status"] == "ok" else f" ({run['reason']})"))
+    progress(f"{run['label']} on {rows:,} rows: {run['status']}" + (f", work {run['seconds']:.1f}s" if run["status"] == "ok" else f" ({run['reason']})"))
     return run
 
 
@@ -491,78 +515,82 @@ def compare_outputs(runs, progress):
     comparisons = []
     for rows in sorted({run["rows"] for run in runs}):
         finished = [run for run in runs if run["rows"] == rows and run["status"] == "ok"]
+        finished = [run for run in finished if run["engine"] in OUTPUT_ENGINES]
         for other in finished[1:]:
             reference = finished[0]
-            comparison = {"rows": rows, "reference": reference["engine"], "engine": other["engine"]}
+            comparison = {"rows": rows, "reference": reference["label"], "engine": other["label"]}
             for table, query in (("decisions", DECISION_DIFFERENCES), ("forecast", FORECAST_DIFFERENCES)):
                 sql = query.format(left=_output_relation(reference, table), right=_output_relation(other, table))
                 names = [column[0] for column in connection.execute(sql).description]
                 comparison[table] = dict(zip(names, connection.execute(sql).fetchone()))
             comparisons.append(comparison)
-            progress(f"{other['engine']} vs {reference['engine']} on {rows:,} rows: decisions {comparison['decisions']}, forecast {comparison['forecast']}")
+            progress(f"{other['label']} vs {reference['label']} on {rows:,} rows: decisions {comparison['decisions']}, forecast {comparison['forecast']}")
     return comparisons
 
 
+# -- the standalone cluster ------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def standalone_cluster(progress):
+    """A standalone Spark cluster on loopback (a master and two workers, each its own JVM), as the tests start it."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "pipeline"))
+    import spark_standalone  # pylint: disable=import-outside-toplevel
+
+    workdir = os.path.join(BUILD, "spark-standalone")
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    progress("starting a standalone Spark cluster (a master, two workers) ...")
+    with spark_standalone.standalone_cluster(workdir, workers=2, cores_per_worker=1, worker_memory=CLUSTER_WORKER_MEMORY) as cluster:
+        yield cluster
+
+
 # -- report ---------------------------------------------------------------------------------------------------------
-def _find(runs, engine, rows):
-    return next((run for run in runs if run["engine"] == engine and run["rows"] == rows and run["status"] == "ok"), None)
+def _find(runs, label, rows):
+    return next((run for run in runs if run["label"] == label and run["rows"] == rows and run["status"] == "ok"), None)
 
 
-def ratios_and_verdicts(runs, sizes, driver_memory=DRIVER_MEMORY):
-    """The issue's ratios (largest size, largest / smallest size) and whether each target is met."""
-    large, small = max(sizes), min(sizes)
-    spark, pandas, duck, spark_small = _find(runs, "spark", large), _find(runs, "pandas", large), _find(runs, "duckdb", large), _find(runs, "spark", small)
-
-    def ratio(numerator, denominator):
-        return round(numerator / denominator, 3) if numerator is not None and denominator else None
-
-    figures = {
-        "pandas_over_spark_incl_start": ratio(pandas and pandas["seconds"], spark and spark["total_seconds"]),
-        "pandas_over_spark_excl_start": ratio(pandas and pandas["seconds"], spark and spark["seconds"]),
-        "spark_excl_start_over_duckdb": ratio(spark and spark["seconds"], duck and duck["seconds"]),
-        "spark_incl_start_over_duckdb": ratio(spark and spark["total_seconds"], duck and duck["seconds"]),
-        "spark_large_over_small_excl_start": ratio(spark and spark["seconds"], spark_small and spark_small["seconds"]) if large != small else None,
-        "spark_large_over_small_incl_start": ratio(spark and spark["total_seconds"], spark_small and spark_small["total_seconds"]) if large != small else None,
-        "spark_jvm_peak_rss_gib": round(max(run.get("jvm_peak_rss_mib") or 0 for run in runs if run["engine"] == "spark") / 1024, 3)
-        if any(run["engine"] == "spark" and run.get("jvm_peak_rss_mib") for run in runs) else None,
-    }
-    targets = [
-        (f"Spark (incl. JVM start) at least {TARGETS['pandas_over_spark_10m']:g}x faster than pandas at {large:,} rows",
-         figures["pandas_over_spark_incl_start"], lambda value: value >= TARGETS["pandas_over_spark_10m"], "x"),
-        (f"Spark (excl. JVM start) within {TARGETS['spark_excl_start_over_duckdb_10m']:g}x of DuckDB at {large:,} rows",
-         figures["spark_excl_start_over_duckdb"], lambda value: value <= TARGETS["spark_excl_start_over_duckdb_10m"], "x"),
-        (f"Spark time {large:,} / {small:,} rows (excl. JVM start) at most {TARGETS['spark_10m_over_1m']:g}" if large != small
-         else "Spark time largest / smallest size (needs two sizes)",
-         figures["spark_large_over_small_excl_start"], lambda value: value <= TARGETS["spark_10m_over_1m"], ""),
-        (f"driver (JVM) peak RSS at most {TARGETS['spark_driver_peak_gib']:g} GiB (spark.driver.memory={driver_memory})",
-         figures["spark_jvm_peak_rss_gib"], lambda value: value <= TARGETS["spark_driver_peak_gib"], " GiB"),
-    ]
-    # A Spark run that did not finish at the largest size fails the timing targets: it has no time to compare.
-    unfinished = next((run for run in runs if run["engine"] == "spark" and run["rows"] == large and run["status"] != "ok"), None)
-    verdicts = []
-    for name, value, check, unit in targets:
-        verdict = {"target": name, "measured": value, "unit": unit, "verdict": "n/a" if value is None else ("PASS" if check(value) else "FAIL")}
-        if value is None and unfinished is not None and unit != " GiB":
-            verdict.update(verdict="FAIL", note=f"Spark did not finish at {large:,} rows: {unfinished['status']} ({unfinished.get('reason')})")
-        verdicts.append(verdict)
-    return figures, verdicts
+def _ratio(numerator, denominator):
+    return round(numerator["seconds"] / denominator["seconds"], 3) if numerator and denominator and denominator["seconds"] else None
 
 
-def print_report(runs, comparisons, verdicts, out=sys.stdout):
+def ratios_and_verdicts(runs, comparisons, sizes):
+    """The issue's figures and whether each target is met: job / floor per size, 100M / 10M, local[1] / local[2]."""
+    targets = []
+    for rows in sizes:
+        limit = FLOOR_TARGETS.get(rows)
+        if limit:
+            value = _ratio(_find(runs, JOB, rows), _find(runs, "floor", rows))
+            targets.append((f"job's work at most {limit:g}x the Spark floor's at {rows:,} rows", value, value is not None and value <= limit, "x"))
+    if SCALE_ROWS in sizes:
+        scale = _find(runs, JOB, SCALE_ROWS)
+        targets.append((f"job completes at {SCALE_ROWS:,} rows with the driver heap at {DRIVER_MEMORY}", "done" if scale else "not done", bool(scale), ""))
+        if CORES_ROWS in sizes:
+            value = _ratio(scale, _find(runs, JOB, CORES_ROWS))
+            targets.append((f"job's work {SCALE_ROWS:,} / {CORES_ROWS:,} rows at most {SCALE_RATIO:g}", value, value is not None and value <= SCALE_RATIO, ""))
+    one, two = _find(runs, "spark local[1]", CORES_ROWS), _find(runs, "spark local[2]", CORES_ROWS)
+    if one or two:
+        value = _ratio(one, two)
+        targets.append((f"local[1] / local[2] work at {CORES_ROWS:,} rows at least {SPEED_UP:g}", value, value is not None and value >= SPEED_UP, "x"))
+    if comparisons:
+        different = sum(comparison[table][key] for comparison in comparisons for table in ("decisions", "forecast")
+                        for key in ("missing", "different") + (("rank_different",) if table == "forecast" else ()))
+        targets.append(("outputs of every engine and master equal the job's", different, different == 0, " rows differ"))
+    return [{"target": name, "measured": value, "unit": unit, "verdict": "n/a" if value is None else ("PASS" if ok else "FAIL")}
+            for name, value, ok, unit in targets]
+
+
+def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
     def number(value, digits=1):
         return "-" if value is None else f"{value:,.{digits}f}"
 
-    header = ["rows", "engine", "status", "read s", "decisions s", "forecast s", "work s", "JVM start s", "total s", "peak RSS MiB", "outputs"]
+    header = ["rows", "run", "status", "work s", "JVM start s", "total s", "work / floor", "peak RSS MiB"]
     lines = []
     for run in runs:
-        phases = run.get("phases") or run.get("phases_finished") or {}
-        memory = run.get("jvm_peak_rss_mib") if run["engine"] == "spark" else run.get("python_peak_rss_mib")
-        outputs = run.get("outputs") or {}
-        lines.append([f"{run['rows']:,}", run["engine"], run["status"] if run["status"] == "ok" else f"{run['status']}: {run.get('reason')}",
-                      number(phases.get("read"), 2), number(phases.get("decision timeline"), 2), number(phases.get("forecast"), 2),
-                      number(run.get("seconds"), 2), number(run.get("session_seconds", phases.get("session start")), 2), number(run.get("total_seconds"), 2),
-                      number(memory, 0) + (" (JVM)" if run["engine"] == "spark" else ""),
-                      ", ".join(f"{name} {count:,}" for name, count in outputs.items())])
+        memory = run.get("jvm_peak_rss_mib") if run["engine"] in ("spark", "floor") else run.get("python_peak_rss_mib")
+        floor = _find(runs, "floor", run["rows"])
+        lines.append([f"{run['rows']:,}", run["label"], run["status"] if run["status"] == "ok" else f"{run['status']}: {run.get('reason')}",
+                      number(run.get("seconds"), 2), number(run.get("session_seconds"), 2), number(run.get("total_seconds"), 2),
+                      number(_ratio(run, floor), 2) if run["status"] == "ok" and run["engine"] != "floor" else "-",
+                      number(memory, 0) + (" (JVM)" if run["engine"] in ("spark", "floor") else " (Python)")])
     widths = [max(len(str(row[index])) for row in [header] + lines) for index in range(len(header))]
     print("| " + " | ".join(name.ljust(width) for name, width in zip(header, widths)) + " |", file=out)
     print("|" + "|".join("-" * (width + 2) for width in widths) + "|", file=out)
@@ -570,14 +598,19 @@ def print_report(runs, comparisons, verdicts, out=sys.stdout):
         print("| " + " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths)) + " |", file=out)
     for run in runs:
         if run["engine"] == "spark" and run["status"] == "ok":
-            print(f"spark {run['rows']:,} rows: JVM heap {run['jvm_heap_max_mib']:,.0f} MiB max, sum of the heap pools' peaks "
-                  f"{run['jvm_heap_peak_mib']:,.0f} MiB (an upper bound: the pools peak at different times); "
-                  f"Python driver process peak RSS {run['python_peak_rss_mib']:,.0f} MiB", file=out)
-    for run in runs:
+            stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in run["phases"].items() if stage != "start Spark")
+            print(f"{run['label']} {run['rows']:,} rows: {stages}", file=out)
         if run["status"] != "ok":
-            print(f"{run['engine']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s ({run.get('reason')}); "
-                  f"phases finished: {run.get('phases_finished') or 'none'}" + (f"; log {run['log']}" if run.get("log") else ""), file=out)
+            print(f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s ({run.get('reason')})"
+                  + (f"; log {run['log']}" if run.get("log") else ""), file=out)
     print(file=out)
+    if exchanges:
+        for name, before in EXCHANGES_BEFORE.items():
+            after = exchanges.get(name, {})
+            print(f"exchanges, {name}: before {before['shuffle']} shuffle + {before['broadcast']} broadcast in {before['queries']} queries "
+                  f"(commit {BEFORE_COMMIT}); now {after.get('shuffle')} shuffle + {after.get('broadcast')} broadcast in {after.get('queries')} queries",
+                  file=out)
+        print(file=out)
     for comparison in comparisons:
         decisions, forecast = comparison["decisions"], comparison["forecast"]
         print(f"{comparison['engine']} vs {comparison['reference']} at {comparison['rows']:,} rows: decisions {decisions['compared']:,} compared, "
@@ -585,7 +618,7 @@ def print_report(runs, comparisons, verdicts, out=sys.stdout):
               f"{forecast['different']} different, {forecast['rank_different']} ranked differently", file=out)
     print(file=out)
     for verdict in verdicts:
-        measured = verdict.get("note") or ("-" if verdict["measured"] is None else f"{verdict['measured']:g}{verdict['unit']}")
+        measured = "-" if verdict["measured"] is None else f"{verdict['measured']}{verdict['unit']}"
         print(f"{verdict['verdict']:4}  {verdict['target']}: {measured}", file=out)
 
 
@@ -613,16 +646,47 @@ def machine():
     return info
 
 
+def _runs_of(sizes, engines, cores, standalone):
+    """The runs to make, in order: per size every engine (the job in local[*]); then the job in local[1] and local[2],
+    and on the standalone cluster, at CORES_ROWS."""
+    runs = []
+    for rows in sizes:
+        for engine in [engine for engine in ENGINES if engine in engines]:
+            master = "local[*]" if engine in ("spark", "floor") else None
+            runs.append({"engine": engine, "rows": rows, "master": master, "label": JOB if engine == "spark" else engine})
+    if cores:
+        runs += [{"engine": "spark", "rows": CORES_ROWS, "master": master, "label": f"spark {master}"} for master in ("local[1]", "local[2]")]
+    if standalone:
+        runs.append({"engine": "spark", "rows": CORES_ROWS, "master": "standalone", "label": "spark standalone"})
+    return runs
+
+
+def count_exchanges(progress):
+    """The exchanges of the job's plans (decision timeline, forecast), counted in a Spark process of its own."""
+    data = snapshot_data(SMALL_PLAN_ROWS, progress)
+    out = os.path.join(BUILD, "pipeline-plans")
+    process = subprocess.run([sys.executable, os.path.abspath(__file__), "--plans", "--data", data, "--out", out], capture_output=True, text=True,
+                             check=False, cwd=ROOT)
+    line = next((line for line in process.stdout.splitlines() if line.startswith("RESULT ")), None)
+    if line is None:
+        progress(f"counting exchanges failed: {_error_lines(process.stderr)}")
+        return None
+    return json.loads(line[len("RESULT "):])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=list(DEFAULT_ROWS), help="snapshot rows per size (default: 1000000 10000000)")
+    parser.add_argument("--rows", type=int, nargs="+", default=list(DEFAULT_ROWS), help="snapshot rows per size (default: 10k 1M 10M 100M)")
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines to run (default: all)")
+    parser.add_argument("--no-cores", action="store_true", help=f"skip the local[1] / local[2] runs at {CORES_ROWS:,} rows")
+    parser.add_argument("--no-standalone", action="store_true", help=f"skip the run on a standalone Spark cluster at {CORES_ROWS:,} rows")
     parser.add_argument("--time-limit", type=float, default=RUN_TIME_LIMIT, help="seconds a pandas or DuckDB run may take before it is stopped (default 1200)")
     parser.add_argument("--spark-time-limit", type=float, default=SPARK_TIME_LIMIT, help="seconds a Spark run may take before it is stopped (default 3600)")
     parser.add_argument("--json", default=RESULT_FILE, help="where to write every figure (default build/bench/pipeline_bench.json)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for the Spark runs, on top of the job's session settings (repeatable; for experiments)")
-    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+                        help="a Spark setting for the job and floor runs, on top of the job's session settings (repeatable; for experiments)")
+    parser.add_argument("--worker", choices=("pandas", "duckdb"), help=argparse.SUPPRESS)
+    parser.add_argument("--plans", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -630,26 +694,38 @@ def main():
     if len(spark_conf) != len(args.spark_conf):
         parser.error("--spark-conf takes KEY=VALUE")
     if args.worker:
-        worker(args.worker, args.data, args.out, spark_conf)
+        worker(args.worker, args.data, args.out)
+        return 0
+    if args.plans:
+        plan_worker(args.data, args.out)
         return 0
 
     def progress(text):
         print(f"[pipeline_bench] {text}", file=sys.stderr, flush=True)
 
     sizes = sorted(set(args.rows))
+    cores = not args.no_cores and "spark" in args.engines
+    standalone = not args.no_standalone and "spark" in args.engines
+    if cores or standalone:
+        sizes = sorted(set(sizes) | {CORES_ROWS})
+    exchanges = count_exchanges(progress)
     runs = []
-    for rows in sizes:
-        data = snapshot_data(rows, progress)
-        for engine in [engine for engine in ENGINES if engine in args.engines]:
-            runs.append(measure(engine, rows, data, args.spark_time_limit if engine == "spark" else args.time_limit, progress, spark_conf))
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(standalone_cluster(progress)) if standalone else None
+        for run in _runs_of(sizes, args.engines, cores, standalone):
+            data = snapshot_data(run["rows"], progress)
+            if run["master"] == "standalone":
+                run["master"] = cluster.master_url
+            limit = args.spark_time_limit if run["engine"] in ("spark", "floor") else args.time_limit
+            runs.append(measure(run, data, limit, progress, spark_conf, cluster))
     comparisons = compare_outputs(runs, progress)
-    figures, verdicts = ratios_and_verdicts(runs, sizes, spark_conf.get("spark.driver.memory", DRIVER_MEMORY))
-    print_report(runs, comparisons, verdicts)
-    settings = {"driver_memory": DRIVER_MEMORY, "min_available_ratio": MIN_AVAILABLE_RATIO, "spark_conf": spark_conf,
+    verdicts = ratios_and_verdicts(runs, comparisons, sizes)
+    print_report(runs, comparisons, verdicts, exchanges)
+    settings = {"driver_memory": DRIVER_MEMORY, "min_available_ratio": MIN_AVAILABLE_RATIO, "spark_conf": spark_conf, "job": JOB_ARGUMENTS,
                 "time_limit_seconds": args.time_limit, "spark_time_limit_seconds": args.spark_time_limit,
                 "fleets": {rows: fleet_parameters(rows) for rows in sizes}}
-    document = {"machine": machine(), "settings": settings,
-                "runs": runs, "comparisons": comparisons, "ratios": figures, "targets": verdicts}
+    document = {"machine": machine(), "settings": settings, "runs": runs, "comparisons": comparisons, "targets": verdicts,
+                "exchanges": {"before": EXCHANGES_BEFORE, "before_commit": BEFORE_COMMIT, "now": exchanges}}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2)

@@ -15,19 +15,20 @@ freshness (config.freshness), all in whole microseconds:
   message's soft and hard limits (missing or unusable limits: skipped); factor = the smallest; when some known
   broker is stale and missing_data_action is pause, factor 0.0 with fallback_applied.
 
-Plan, linear in the data, one sort of the messages and one pass for both policies:
+Plan, linear in the data: the messages are shuffled once, by cluster, and everything after finds its rows in place
+(a window over a broker's messages, an aggregation per (cluster, instant) and a window over a cluster's instants all
+accept rows partitioned by cluster), so the plan has one shuffle and no second pass over the messages:
 
-1. deduplicate and time the messages with windows over each broker's messages (first instant, next message); the
-   result is checkpointed to local disk, since the grid and the volume rows both read it;
+1. deduplicate and time the messages with windows over each broker's messages (first instant, next message);
 2. each message is exploded over the instants from its first through the last at which it still counts for some
-   policy (its broker's next message, capped by V for strimzi and F for graded, and by the cluster's last
-   instant), then over its volumes; each row carries whether it is the message's arrival and, per policy, whether
-   it counts, and is judged by every policy's per-volume rule (column expressions);
-3. those rows and one row per instant of the cluster (sequence(first, last): gaps get rows too) are grouped by
-   (cluster, instant) with numeric aggregates only; the violation lists come from the violating rows alone and are
-   joined back;
-4. window functions over the instants of a cluster count the known brokers and run the plugin's clock (last
-   observed instant, last factor), and each instant becomes one row per policy.
+   policy (its broker's next message, capped by V for strimzi and F for graded), then over its volumes; each row
+   carries whether it is the message's arrival and, per policy, whether it counts, and is judged by every policy's
+   per-volume rule (column expressions);
+3. those rows are grouped by (cluster, instant): numeric figures and the violation lists in one aggregation;
+4. instants past the cluster's last message's are dropped (a broker's last message counted up to V or F past it);
+   window functions over the instants of a cluster count the known brokers and run the plugin's clock (last observed
+   instant, last factor); each row is followed by the instants no message counts at up to the next row (a silent
+   cluster), which carry the clock and nothing else; each instant becomes one row per policy.
 
 Its size is bounded before any of that is built: the rows judged grow with check instants x volumes, so a span of
 decades (one stamp from a reset clock) or a tiny interval would run the driver out of memory; decision_timeline
@@ -39,13 +40,13 @@ violations (array<struct<broker_id, log_dir>>, in decision order), volumes_consi
 
 import datetime
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
+from headroom_pipeline.schemas import volume_element, volume_fields
 
 ensure_importable()
 
@@ -58,9 +59,6 @@ VIOLATIONS = T.ArrayType(VIOLATION, False)
 TIMELINE_COLUMNS = ["cluster", "at", "policy", "throttle_factor", "state", "fallback_applied", "observed", "violations",
                     "volumes_considered", "brokers_considered"]
 LIMIT_COLUMNS = ["soft_type", "soft_level", "hard_type", "hard_level"]
-# The grid of a cluster's instants is exploded in chunks of this many: one array of all of them would be as long
-# as the cluster's history is in check intervals (tens of millions of elements for a decade of minutes).
-GRID_CHUNK = 4096
 MICROS = 1_000_000
 
 
@@ -236,37 +234,44 @@ def _on_or_before(micros: Column, interval: int) -> Column:
     return micros - F.pmod(micros, F.lit(interval))
 
 
-def _duplicate_preference() -> Column:
+def _duplicate_preference(element: T.StructType) -> Column:
     """decision_timeline.duplicate_preference as a column: the smallest struct is the message kept."""
-    known_usable = F.aggregate("volumes", F.lit(0).cast("long"), lambda total, volume: total + F.when(
-        (volume["total_bytes"] >= 0) & (volume["usable_bytes"] >= 0), volume["usable_bytes"]).otherwise(F.lit(0).cast("long")))
-    volume_list = F.array_sort(F.transform("volumes", lambda volume: F.struct(
-        volume["log_dir"], F.coalesce(F.when(volume["total_bytes"] >= 0, volume["total_bytes"]), F.lit(-1).cast("long")),
-        F.coalesce(F.when(volume["usable_bytes"] >= 0, volume["usable_bytes"]), F.lit(-1).cast("long")))))
+    def sizes(volume):
+        log_dir, total, usable = volume_fields(volume, element)
+        return log_dir, total, usable
+
+    def known_usable(total, volume):
+        unused_log_dir, size, usable = sizes(volume)
+        return total + F.when((size >= 0) & (usable >= 0), usable).otherwise(F.lit(0).cast("long"))
+
+    def listed(volume):
+        log_dir, size, usable = sizes(volume)
+        return F.struct(log_dir, F.coalesce(F.when(size >= 0, size), F.lit(-1).cast("long")),
+                        F.coalesce(F.when(usable >= 0, usable), F.lit(-1).cast("long")))
 
     def limit(prefix):
         level = F.col(f"{prefix}_level")
         finite = level.isNotNull() & ~F.isnan(level) & (F.abs(level) != F.lit(float("inf")))
         return F.coalesce(F.col(f"{prefix}_type"), F.lit("")), F.when(finite, level).otherwise(F.lit(-1.0))
 
-    return F.struct(known_usable, volume_list, *limit("soft"), *limit("hard"))
+    return F.struct(F.aggregate("volumes", F.lit(0).cast("long"), known_usable), F.array_sort(F.transform("volumes", listed)),
+                    *limit("soft"), *limit("hard"))
 
 
-def _timed(messages: DataFrame, interval: int) -> DataFrame:
+def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     """One message per (cluster, broker_id, at) (the least total usable bytes wins), with at_micros, its first
     instant, its broker's next message (next_micros) and whether it is the broker's first message (broker_is_new).
 
-    Every window here is ordered by (cluster, broker_id, at_micros), so the messages are shuffled and sorted once.
-    The duplicate preference, costly to compute (it walks the volume lists), is only computed for messages that
-    share their time with a neighbour; among messages with equal preferences, which are the same for every rule,
-    any one is kept.
+    Every window here is partitioned by (cluster, broker_id) and ordered by at_micros: ``keyed`` is hash-partitioned
+    by cluster, which already satisfies them, so the messages are sorted once and not shuffled again. The duplicate
+    preference, costly to compute (it walks the volume lists), is only computed for messages that share their time
+    with a neighbour; among messages with equal preferences, which are the same for every rule, any one is kept.
     """
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
     by_time = Window.partitionBy("cluster", "broker_id", "at_micros")
-    keyed = messages.select("cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes")
     at = F.col("at_micros")
     duplicated = F.coalesce(F.lag("at_micros").over(by_broker) == at, F.lit(False)) | F.coalesce(F.lead("at_micros").over(by_broker) == at, F.lit(False))
-    marked = keyed.withColumn("duplicated", duplicated).withColumn("preference", F.when(F.col("duplicated"), _duplicate_preference()))
+    marked = keyed.withColumn("duplicated", duplicated).withColumn("preference", F.when(F.col("duplicated"), _duplicate_preference(volume_element(keyed))))
     preferred = marked.withColumn("best", F.min("preference").over(by_time)).where(~F.col("duplicated") | (F.col("preference") == F.col("best")))
     # Of the preferred messages of one time, the first in the (unchanged) order: its predecessor has another time.
     previous = F.lag("at_micros").over(by_broker)
@@ -275,32 +280,34 @@ def _timed(messages: DataFrame, interval: int) -> DataFrame:
                        F.lag("at_micros").over(by_broker).isNull().cast("int").alias("broker_is_new"))
 
 
-def _served_volume_rows(capped: DataFrame, last_served, interval: int) -> DataFrame:
+def _served_volume_rows(timed: DataFrame, last_served, interval: int) -> DataFrame:
     """Volume rows of each message at each instant from its first instant through the last at which it counts.
 
-    ``last_served``: per policy, the last instant (inclusive, before capping) at which the message counts as its
-    broker's latest. Each row carries t, arrival (t is the message's first instant), {policy}_served and
-    broker_marker (true on one row per message and instant: its first volume, or the volume-less row of a message
-    without volumes), so that summing over markers counts messages and brokers without a distinct count. One row
-    serves every policy: the policies differ only in how long a message counts.
+    ``last_served``: per policy, the last instant (inclusive) at which the message counts as its broker's latest.
+    Each row carries t, arrival (t is the message's first instant), {policy}_served and broker_marker (true on one
+    row per message and instant: its first volume, or the volume-less row of a message without volumes), so that
+    summing over markers counts messages and brokers without a distinct count. One row serves every policy: the
+    policies differ only in how long a message counts. A broker's last message counts until its validity or
+    freshness ends, past its cluster's last instant too: those instants are dropped after the aggregation.
     """
-    lasts = {policy: _on_or_before(F.least(last, F.col("last")), interval) for policy, last in last_served.items()}
-    with_last = capped.select("cluster", "broker_id", *LIMIT_COLUMNS, "volumes", "first_instant", "broker_is_new",
-                              *[last.alias(f"{policy}_last") for policy, last in lasts.items()])
+    lasts = {policy: _on_or_before(last, interval) for policy, last in last_served.items()}
+    with_last = timed.select("cluster", "broker_id", *LIMIT_COLUMNS, "volumes", "first_instant", "broker_is_new",
+                             *[last.alias(f"{policy}_last") for policy, last in lasts.items()])
     until = F.greatest(F.col("first_instant"), *[F.col(f"{policy}_last") for policy in lasts])
     served = with_last.select("*", F.explode(F.sequence("first_instant", until, F.lit(interval))).alias("t"))
     flags = {"arrival": F.col("t") == F.col("first_instant"), **{f"{policy}_served": F.col("t") <= F.col(f"{policy}_last") for policy in lasts}}
     volumes = served.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, "broker_is_new", *[flag.alias(name) for name, flag in flags.items()],
                             F.posexplode_outer("volumes").alias("position", "volume"))
+    log_dir, total, usable = volume_fields(F.col("volume"), volume_element(timed))
     return volumes.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, "broker_is_new", *flags,
                           F.coalesce(F.col("position"), F.lit(0)).isin(0).alias("broker_marker"),
-                          F.col("volume.log_dir").alias("log_dir"), F.col("volume.total_bytes").alias("total_bytes"),
-                          F.col("volume.usable_bytes").alias("usable_bytes"))
+                          log_dir.alias("log_dir"), total.alias("total_bytes"), usable.alias("usable_bytes"))
 
 
 # -- the timeline ---------------------------------------------------------------------------------------------------
 def _served_ranges(config: PipelineConfig, policies):
-    """Per policy, the last instant (inclusive, before capping) at which a message counts as its broker's latest."""
+    """Per policy, the last instant (inclusive, before rounding down to an instant) at which a message counts as
+    its broker's latest."""
     at, first, following = F.col("at_micros"), F.col("first_instant"), F.col("next_micros") - 1
     validity, freshness = duration_micros(config.throttle_factor_validity), duration_micros(config.freshness)
     ranges = {
@@ -310,35 +317,45 @@ def _served_ranges(config: PipelineConfig, policies):
     return {policy: ranges[policy] for policy in policies}
 
 
-def _grid(bounds: DataFrame, interval: int) -> DataFrame:
-    """(cluster, t) for every instant from each cluster's first through its last, exploded chunk by chunk."""
-    chunk = max(1, min(GRID_CHUNK, 2 ** 62 // interval // 4))       # chunk * interval stays far from overflow
-    step = interval * chunk
-    starts = bounds.select("cluster", "last", F.explode(F.sequence("first", "last", F.lit(step))).alias("start"))
-    chunk_end = F.least(F.col("start") + F.lit(step - interval), F.col("last"))
-    return starts.select("cluster", F.explode(F.sequence("start", chunk_end, F.lit(interval))).alias("t"))
+def volume_rows_of(messages: DataFrame) -> DataFrame:
+    """(cluster, broker_id, at, log_dir) per volume of each message; a message without volumes gives one row with
+    a null log_dir (it takes a row of the timeline as a volume does)."""
+    log_dir, unused_total, unused_usable = volume_fields(F.col("volume"), volume_element(messages))
+    exploded = messages.select("cluster", "broker_id", "at", F.explode_outer("volumes").alias("volume"))
+    return exploded.select("cluster", "broker_id", "at", log_dir.alias("log_dir"))
 
 
-def timeline_size(timed: DataFrame, interval: int) -> dict:
+def volume_spans(volume_rows: DataFrame) -> DataFrame:
+    """(cluster, broker_id, log_dir, first_at, last_at) per volume, in microseconds: the query timeline_size runs."""
+    at = F.unix_micros("at")
+    return volume_rows.groupBy("cluster", "broker_id", "log_dir").agg(F.min(at).alias("first_at"), F.max(at).alias("last_at"))
+
+
+def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
     """The rows the timeline judges, estimated before it is built: per cluster, check instants (span / interval)
-    x volumes (each broker's largest volume list, at least 1), summed; and the cluster with the most of them.
+    x the volumes its brokers reported (with volume_rows_of, a broker that reported none counts one), summed; and
+    the cluster with the most of them. ``volume_rows``: cluster, broker_id, log_dir and at (the VOLUMES frame, or
+    volume_rows_of).
 
-    Every broker reporting every interval makes the estimate exact; silences make it an upper bound.
+    One aggregation per volume (one shuffle of partial aggregates), summed on the driver: there are as many rows as
+    the forecast has. Every volume reported at every interval makes the estimate exact; silences make it an upper bound.
     """
-    per_broker = timed.groupBy("cluster", "broker_id").agg(
-        F.min("first_instant").alias("first"), F.max("first_instant").alias("last"),
-        F.max(F.greatest(F.size("volumes"), F.lit(1))).alias("volumes"))
-    per_cluster = per_broker.groupBy("cluster").agg(F.min("first").alias("first"), F.max("last").alias("last"),
-                                                    F.sum("volumes").cast("double").alias("volumes"))
-    instants = ((F.col("last") - F.col("first")) / F.lit(float(interval)) + 1).alias("instants")
-    sized = per_cluster.select("cluster", "first", "last", "volumes", instants).withColumn("rows", F.col("instants") * F.col("volumes"))
-    row = sized.agg(F.sum("rows").alias("rows"), F.sum("instants").alias("instants"), F.count(F.lit(1)).alias("clusters"),
-                    F.max_by(F.struct("cluster", "first", "last", "volumes", "instants", "rows"), "rows").alias("largest")).first()
-    largest = row["largest"].asDict() if row["largest"] is not None else None
-    return {"rows": row["rows"] or 0.0, "instants": row["instants"] or 0.0, "clusters": row["clusters"], "largest": largest}
+    clusters = {}
+    for row in volume_spans(volume_rows).toLocalIterator():
+        first, last, volumes = clusters.get(row["cluster"], (row["first_at"], row["last_at"], 0))
+        clusters[row["cluster"]] = (min(first, row["first_at"]), max(last, row["last_at"]), volumes + 1)
+    sized = []
+    for cluster, (first_at, last_at, volumes) in clusters.items():
+        first, last = first_at + (-first_at) % interval, last_at + (-last_at) % interval
+        instants = (last - first) / float(interval) + 1
+        sized.append({"cluster": cluster, "first": first, "last": last, "volumes": float(volumes), "instants": instants, "rows": instants * volumes})
+    largest = max(sized, key=lambda item: (item["rows"], item["cluster"]), default=None)
+    return {"rows": sum(item["rows"] for item in sized), "instants": sum(item["instants"] for item in sized), "clusters": len(sized),
+            "largest": largest}
 
 
-def _refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
+def refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
+    """TimelineTooLarge when ``size`` (timeline_size) is above ``max_rows`` (None: no bound)."""
     if max_rows is None or size["rows"] <= max_rows:
         return
     largest = size["largest"]
@@ -355,40 +372,50 @@ def _stamp(micros: int) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def _events(timed: DataFrame, bounds: DataFrame, config: PipelineConfig, interval: int, policies) -> DataFrame:
-    """Volume rows judged by every policy (columns prefixed with the policy) and one row per instant of each cluster."""
-    grid = _grid(bounds, interval)
-    capped = timed.join(F.broadcast(bounds.select("cluster", "last")), "cluster")
-    judged = _served_volume_rows(capped, _served_ranges(config, policies), interval)
+def _judged_rows(timed: DataFrame, config: PipelineConfig, interval: int, policies) -> DataFrame:
+    """Volume rows judged by every policy (columns prefixed with the policy)."""
+    judged = _served_volume_rows(timed, _served_ranges(config, policies), interval)
     for policy in policies:
         judged = _judge(judged, policy, config.min_available_bytes, config.min_available_ratio, prefix=f"{policy}_")
-    return grid.unionByName(judged, allowMissingColumns=True)
+    return judged
 
 
-def _per_instant(events: DataFrame, policies) -> DataFrame:
-    """Per (cluster, t): arrivals, new brokers and, per policy, factor, violations, volumes and brokers considered.
+def _per_instant(judged: DataFrame, policies) -> DataFrame:
+    """Per (cluster, t) with a row: arrivals, new brokers and, per policy, factor, violations, volumes and brokers considered.
 
-    The figures are plain numeric aggregates, which Spark keeps in its fast hash aggregation; the violation lists
-    are collected apart from the few violating rows and joined back, since a list in the same aggregation would
-    move every group into the object-based aggregation (sorting all rows once past a few groups per task).
+    One aggregation where the rows already are (partitioned by cluster): the violation lists make it Spark's
+    object-based aggregation, which costs less than computing the lists in a second aggregation, since that one
+    would read, check, shuffle and sort the messages a second time (Spark does not share that work between two
+    branches of a plan).
     """
     arrived = F.col("arrival") & F.col("broker_marker")
     aggregates = [F.count(F.when(arrived, True)).alias("arrived"), F.coalesce(F.sum(F.when(arrived, F.col("broker_is_new"))), F.lit(0)).alias("new_brokers")]
-    lists, violating = [], F.lit(False)
     for policy in policies:
         served = F.col(f"{policy}_served")
         considered = served & F.col(f"{policy}_considered")
         violates = served & F.col(f"{policy}_violates")
         aggregates += [F.coalesce(F.min(F.when(considered, F.col(f"{policy}_volume_factor"))), F.lit(1.0)).alias(f"{policy}_factor"),
                        F.count(F.when(considered, True)).cast("int").alias(f"{policy}_volumes"),
-                       F.count(F.when(served & F.col("broker_marker"), True)).cast("int").alias(f"{policy}_brokers")]
-        lists.append(_pairs(F.array_sort(F.collect_list(F.when(violates, F.col(f"{policy}_sort_key"))))).alias(f"{policy}_violations"))
-        violating = violating | F.coalesce(violates, F.lit(False))
-    figures = events.groupBy("cluster", "t").agg(*aggregates)
-    violations = events.where(violating).groupBy("cluster", "t").agg(*lists)
+                       F.count(F.when(served & F.col("broker_marker"), True)).cast("int").alias(f"{policy}_brokers"),
+                       _pairs(F.array_sort(F.collect_list(F.when(violates, F.col(f"{policy}_sort_key"))))).alias(f"{policy}_violations")]
+    return judged.groupBy("cluster", "t").agg(*aggregates)
+
+
+def _quiet_instants(clocked: DataFrame, interval: int, policies) -> DataFrame:
+    """``clocked`` with the instants no message counts at (a silent cluster) between its rows: each row is followed
+    by the quiet instants up to the cluster's next row, with the clock it leaves (known brokers, last observation
+    and factor) and nothing else: no arrival, no fresh broker, nothing judged."""
+    following = F.coalesce(F.col("next_t") - F.lit(interval), F.col("t"))
+    expanded = clocked.withColumn("row_t", F.col("t")).withColumn("t", F.explode(F.sequence("row_t", following, F.lit(interval))))
+    quiet = F.col("t") != F.col("row_t")
     nothing = F.array().cast(VIOLATIONS)
-    joined = figures.join(violations, ["cluster", "t"], "left")
-    return joined.select(*figures.columns, *[F.coalesce(f"{policy}_violations", nothing).alias(f"{policy}_violations") for policy in policies])
+    overrides = {"arrived": F.when(quiet, F.lit(0).cast("long")).otherwise(F.col("arrived"))}
+    for policy in policies:
+        overrides.update({f"{policy}_factor": F.when(quiet, F.lit(1.0)).otherwise(F.col(f"{policy}_factor")),
+                          f"{policy}_volumes": F.when(quiet, F.lit(0)).otherwise(F.col(f"{policy}_volumes")),
+                          f"{policy}_brokers": F.when(quiet, F.lit(0)).otherwise(F.col(f"{policy}_brokers")),
+                          f"{policy}_violations": F.when(quiet, nothing).otherwise(F.col(f"{policy}_violations"))})
+    return expanded.withColumns(overrides)
 
 
 def _row(policy, factor, fallback_applied, observed, violations, volumes, brokers) -> Column:
@@ -415,16 +442,7 @@ def _strimzi_row(config: PipelineConfig) -> Column:
                 F.when(observed, F.col("strimzi_volumes")).otherwise(0), F.when(observed, F.col("strimzi_brokers")).otherwise(0))
 
 
-def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None) -> DataFrame:
-    """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
-
-    messages: the MESSAGES frame (schemas.MESSAGES). policies: a subset of ("graded", "strimzi") to compute only
-    those. One row per (cluster, instant, policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the
-    timeline is built, when it would judge more than config.max_timeline_rows rows (timeline_size).
-    """
-    interval = duration_micros(config.check_interval)
-    if interval < 1:
-        raise ValueError(f"check_interval must be at least one microsecond (got {config.check_interval!r})")
+def _policies(config: PipelineConfig, policies):
     if policies is None:
         policies = ["graded", "strimzi"] if config.strimzi_enabled else ["graded"]
     policies = list(policies)
@@ -432,25 +450,72 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
         raise ValueError(f"policies must be graded and/or strimzi (got {policies!r})")
     if "strimzi" in policies:
         vl.validate_strimzi_limits(config.min_available_bytes, config.min_available_ratio)
-    # The timed messages feed the grid, the arrivals and every policy's rows: computed once (one sort of the
-    # messages), kept on local disk by Spark's block manager (the heap is left to the aggregations) and dropped
-    # when the frame is garbage collected.
-    timed = _timed(messages, interval).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
-    _refuse_if_too_large(timeline_size(timed, interval), interval, config.max_timeline_rows)
-    bounds = timed.groupBy("cluster").agg(F.min("first_instant").alias("first"), F.max("first_instant").alias("last"))
-    per_instant = _per_instant(_events(timed, bounds, config, interval, policies), policies)
-    so_far = Window.partitionBy("cluster").orderBy("t").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    clocked = per_instant
+    return policies
+
+
+def check_interval_micros(config: PipelineConfig) -> int:
+    interval = duration_micros(config.check_interval)
+    if interval < 1:
+        raise ValueError(f"check_interval must be at least one microsecond (got {config.check_interval!r})")
+    return interval
+
+
+def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None, size=None, observation=None) -> DataFrame:
+    """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
+
+    messages: the MESSAGES frame (schemas.MESSAGES; volumes may also be the snapshot's own structs, as ingest
+    passes them). policies: a subset of ("graded", "strimzi") to compute only those. One row per (cluster, instant,
+    policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the timeline is built, when it would judge
+    more than config.max_timeline_rows rows: ``size`` is timeline_size's estimate when the caller has it (the job
+    takes it from the volumes it wrote), else it is computed from the messages (one more pass over them).
+    ``observation``: a pyspark Observation that the first action on the result fills with its rows, clusters,
+    rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.
+
+    The plan shuffles the messages once, by cluster: the windows over each broker's messages, the aggregation per
+    (cluster, instant) and the clock over each cluster's instants all find their rows in place.
+    """
+    interval = check_interval_micros(config)
+    policies = _policies(config, policies)
+    if size is None and config.max_timeline_rows is not None:
+        size = timeline_size(volume_rows_of(messages), interval)
+    if size is not None:
+        refuse_if_too_large(size, interval, config.max_timeline_rows)
+    keyed = messages.select("cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes").repartition("cluster")
+    per_instant = _per_instant(_judged_rows(_timed(keyed, interval), config, interval, policies), policies)
+    # The cluster's instants run from its first message's instant through its last one's; a broker's last message
+    # counted past that.
+    whole_cluster = Window.partitionBy("cluster")
+    last_instant = F.max(F.when(F.col("arrived") > 0, F.col("t"))).over(whole_cluster)
+    in_range = per_instant.withColumn("last_instant", last_instant).where(F.col("t") <= F.col("last_instant")).drop("last_instant")
+    in_order = Window.partitionBy("cluster").orderBy("t")
+    so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    clock = {"next_t": F.lead("t").over(in_order), "first_row": F.row_number().over(in_order) == 1}
     rows = []
     if "graded" in policies:
-        clocked = clocked.withColumn("known_brokers", F.sum("new_brokers").over(so_far))
+        clock["known_brokers"] = F.sum("new_brokers").over(so_far)
         rows.append(_graded_row(config))
     if "strimzi" in policies:
         observed = F.col("arrived") > 0
-        clocked = (clocked.withColumn("valid_from", F.max(F.when(observed, F.col("t"))).over(so_far))
-                   .withColumn("last_factor", F.last(F.when(observed, F.col("strimzi_factor")), ignorenulls=True).over(so_far)))
+        clock["valid_from"] = F.max(F.when(observed, F.col("t"))).over(so_far)
+        clock["last_factor"] = F.last(F.when(observed, F.col("strimzi_factor")), ignorenulls=True).over(so_far)
         rows.append(_strimzi_row(config))
-    exploded = clocked.select("cluster", "t", F.explode(F.array(*rows)).alias("row"))
-    return exploded.select("cluster", F.timestamp_micros("t").alias("at"), "row.policy", "row.throttle_factor",
-                           state_of(F.col("row.throttle_factor")).alias("state"), "row.fallback_applied", "row.observed",
-                           "row.violations", "row.volumes_considered", "row.brokers_considered")
+    filled = _quiet_instants(in_range.withColumns(clock), interval, policies)
+    first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
+    exploded = filled.select("cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row"))
+    timeline = exploded.select("cluster", F.timestamp_micros("t").alias("at"), "row.policy", "row.throttle_factor",
+                               state_of(F.col("row.throttle_factor")).alias("state"), "row.fallback_applied", "row.observed",
+                               "row.violations", "row.volumes_considered", "row.brokers_considered", "first_of_cluster")
+    if observation is not None:
+        timeline = timeline.observe(observation, *_counts(policies[0]))
+    return timeline.drop("first_of_cluster")
+
+
+# The figures decision_timeline's observation collects.
+DECISION_COUNTS = ("rows", "clusters", "not_open", "fallback_applied")
+
+
+def _counts(one_policy):
+    return (F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(F.col("first_of_cluster") & (F.col("policy") == one_policy), True)).alias("clusters"),
+            F.count(F.when(F.col("state") != vl.OPEN, True)).alias("not_open"),
+            F.count(F.when(F.col("fallback_applied"), True)).alias("fallback_applied"))

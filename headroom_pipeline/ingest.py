@@ -11,7 +11,7 @@ import logging
 from typing import Optional
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from headroom_pipeline import checks, schemas, sources
@@ -32,11 +32,24 @@ NATIVE_TIME_PREFIX = "native_time_"
 @dataclasses.dataclass
 class Ingested:
     """Accepted rows, rejected rows (input, source, record, reason), how many records were read and the time
-    bounds the records were held to."""
+    bounds the records were held to.
+
+    ``as_read``: the accepted rows with fields kept as the input has them where the normalized form would cost a
+    per-record lambda (a snapshot's Volumes), for the stages that take either. ``checked``: an Observation that
+    counts, during the first action on ``rows`` or ``as_read`` (no pass of its own), the records checked and
+    those rejected (``counts()``).
+    """
     rows: DataFrame
     rejected: DataFrame
     read: int
     time_bounds: Optional[TimeBounds] = None
+    as_read: Optional[DataFrame] = None
+    checked: Optional[Observation] = None
+
+    def counts(self):
+        """{"checked", "rejected"} as counted during the first action on the accepted rows (it blocks until one ran)."""
+        figures = self.checked.get
+        return {"checked": int(figures["checked"]), "rejected": int(figures["rejected"])}
 
 
 def time_field(raw: DataFrame, field: str):
@@ -129,12 +142,20 @@ def _raw(spark, location, schema, option, kafka_records=None):
     return raw.withColumn("key", F.lit(None).cast("string"))
 
 
-def _split(raw, reason, accepted_columns, input_name):
-    """Accepted rows and rejected rows from raw records and their first failing check."""
+def _split(raw, reason, as_read_columns, input_name):
+    """(accepted as read, rejected, observation) from raw records and their first failing check.
+
+    The observation counts the records checked and rejected during the first action on the accepted rows; it sits
+    after the projection to the accepted columns, so that Spark still prunes what the accepted rows do not use
+    (the text form of a record, for one, is only rendered for the rejected).
+    """
+    observation = Observation(f"{input_name} checked")
     checked = raw.withColumn("reason", reason)
-    accepted = checked.where(F.col("reason").isNull()).select(*accepted_columns)
+    observed = checked.select(*as_read_columns, "reason").observe(
+        observation, F.count(F.lit(1)).alias("checked"), F.count("reason").alias("rejected"))
+    as_read = observed.where(F.col("reason").isNull()).drop("reason")
     rejected = checked.where(F.col("reason").isNotNull()).select(F.lit(input_name).alias("input"), "source", "record", "reason")
-    return accepted, rejected
+    return as_read, rejected, observation
 
 
 def _timed(raw, field, window):
@@ -158,25 +179,26 @@ def load_snapshots(spark, location, cluster_default="default", option="--snapsho
     parsed = F.col("parsed")
     reason = checks.first_reason(*checks.snapshot_checks(F.col("not_object"), parsed, F.col("key"), times))
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
-    accepted_columns = [
+    common = [
         F.coalesce(parsed["ClusterId"], F.lit(cluster_default)).alias("cluster"),
         F.coalesce(parsed["BrokerId"], F.col("key").try_cast("long")).alias("broker_id"),
         F.col("at"),
         checks.limit_type(soft).alias("soft_type"), soft["level"].alias("soft_level"),
         checks.limit_type(hard).alias("hard_type"), hard["level"].alias("hard_level"),
-        F.transform(parsed["Volumes"], lambda v: F.struct(
-            v["VolumeName"].alias("log_dir"), v["Capacity"].alias("total_bytes"),
-            (v["Capacity"] - v["Consumed"]).alias("usable_bytes"))).alias("volumes"),
     ]
-    accepted, rejected = _split(raw, reason, accepted_columns, "snapshots")
-    return Ingested(accepted, rejected, read, bounds)
+    as_read, rejected, observation = _split(raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots")
+    normalized = F.transform("volumes", lambda v: F.struct(
+        v["VolumeName"].alias("log_dir"), v["Capacity"].alias("total_bytes"), (v["Capacity"] - v["Consumed"]).alias("usable_bytes")))
+    return Ingested(as_read.withColumn("volumes", normalized), rejected, read, bounds, as_read, observation)
 
 
 def explode_volumes(messages: DataFrame) -> DataFrame:
-    """The VOLUMES frame: one row per (cluster, broker_id, log_dir, at)."""
+    """The VOLUMES frame: one row per (cluster, broker_id, log_dir, at). ``messages``: MESSAGES, or as read."""
     exploded = messages.select("cluster", "broker_id", "at", "soft_type", "soft_level", "hard_type", "hard_level",
                                F.explode("volumes").alias("volume"))
-    return exploded.select("*", "volume.*").drop("volume")
+    log_dir, total, usable = schemas.volume_fields(F.col("volume"), schemas.volume_element(messages))
+    return exploded.select("cluster", "broker_id", "at", "soft_type", "soft_level", "hard_type", "hard_level",
+                           log_dir.alias("log_dir"), total.alias("total_bytes"), usable.alias("usable_bytes"))
 
 
 # -- traffic -----------------------------------------------------------------------------------------------------
@@ -186,8 +208,8 @@ def load_traffic(spark, location, option="--traffic", window=None) -> Ingested:
     parsed = F.col("parsed")
     reason = checks.first_reason(*checks.traffic_checks(F.col("not_object"), parsed, times))
     accepted_columns = [F.col("at").alias("ts")] + [parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"]
-    accepted, rejected = _split(raw, reason, accepted_columns, "traffic")
-    return Ingested(accepted, rejected, read, bounds)
+    accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic")
+    return Ingested(accepted, rejected, read, bounds, accepted, observation)
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------

@@ -152,45 +152,58 @@ def run(config):
 
 
 def _run_stages(spark, config, summary, progress, inputs):
+    """The stages, each reading its input where it is cheapest: the snapshots are checked as they are read, never
+    held in memory or on local disk; volumes/, written first, feeds the timeline's size check and the forecast;
+    the decision timeline reads and checks the snapshots once more (a columnar scan costs less than keeping them);
+    rejected records are read only when the first pass counted some."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     from headroom_pipeline import decisions, forecast, ingest, schemas
     from headroom_pipeline.session import global_window_warnings_quiet
 
     quotas, proposed, plan, kafka_records = inputs
     out, window = config.out, _time_window(config)
+    volumes_path = os.path.join(out, "volumes")
     with progress.stage("read snapshots") as stage:
         snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster, kafka_records=kafka_records, window=window)
-        messages = snapshots.rows.persist(cache_level())
-        rejected = [snapshots.rejected]
-        used = messages.count()
-        volumes_path = os.path.join(out, "volumes")
-        _write(ingest.explode_volumes(messages), volumes_path)
-        summary["inputs"]["snapshots"] = {"read": snapshots.read, "used": used, "time_bounds": snapshots.time_bounds.describe()}
-        stage.detail = f"({snapshots.read:,} records, {used:,} used)"
+        _write(ingest.explode_volumes(snapshots.as_read), volumes_path)
+        summary["inputs"]["snapshots"] = _input_figures(snapshots)
+        stage.detail = f"({snapshots.read:,} records, {summary['inputs']['snapshots']['used']:,} used)"
+    ingested = {"snapshots": snapshots}
     traffic = None
     if config.traffic:
         with progress.stage("read traffic") as stage:
             loaded = ingest.load_traffic(spark, config.traffic, window=window)
             traffic = loaded.rows.persist(cache_level())
-            rejected.append(loaded.rejected)
-            summary["inputs"]["traffic"] = {"read": loaded.read, "used": traffic.count(), "time_bounds": loaded.time_bounds.describe()}
+            traffic.count()
+            ingested["traffic"] = loaded
+            summary["inputs"]["traffic"] = _input_figures(loaded)
             stage.detail = f"({loaded.read:,} records)"
     with progress.stage("reject unusable records") as stage:
-        _write_rejected(rejected, os.path.join(out, "rejected"))
-        counts = _rejected_counts(spark, os.path.join(out, "rejected"))
+        path = os.path.join(out, "rejected")
+        counted = {name: figures.pop("rejected_counted") for name, figures in summary["inputs"].items()}
+        written = [ingested[name].rejected for name, count in counted.items() if count]
+        _write_rejected(written, path)
+        counts = _rejected_counts(spark, path) if written else {}
         for name, figures in summary["inputs"].items():
             figures["rejected"] = counts.get(name, 0)
         stage.detail = f"({sum(counts.values()):,} rejected)"
     with progress.stage("decision timeline") as stage:
-        _write(decisions.decision_timeline(messages, config), os.path.join(out, "decisions"), "policy")
-        summary["stages"]["decisions"] = _decision_counts(spark, os.path.join(out, "decisions"))
+        volumes = spark.read.schema(schemas.VOLUMES).parquet(volumes_path)   # never inferred: it may hold no file
+        size = decisions.timeline_size(volumes, decisions.check_interval_micros(config)) if config.max_timeline_rows is not None else None
+        counted = Observation("decisions")
+        _write(decisions.decision_timeline(snapshots.as_read, config, size=size, observation=counted), os.path.join(out, "decisions"), "policy")
+        summary["stages"]["decisions"] = {key: int(counted.get[key]) for key in decisions.DECISION_COUNTS}
         stage.detail = f"({summary['stages']['decisions']['rows']:,} rows)"
     with progress.stage("volume forecast") as stage:
+        counted = Observation("forecast")
         with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
-            volumes = spark.read.schema(schemas.VOLUMES).parquet(volumes_path)   # never inferred: it may hold no file
-            _write(forecast.volume_forecast(volumes, config), os.path.join(out, "forecast"))
-        summary["stages"]["forecast"] = _forecast_counts(spark, os.path.join(out, "forecast"))
+            ranked = forecast.volume_forecast(spark.read.schema(schemas.VOLUMES).parquet(volumes_path), config)
+            _write(ranked.observe(counted, F.count(F.lit(1)).alias("volumes"), F.count("crosses_hard_limit_at").alias("crossing_hard_limit")),
+                   os.path.join(out, "forecast"))
+        summary["stages"]["forecast"] = {key: int(value) for key, value in counted.get.items()}
         stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
-    messages.unpersist()
     if traffic is not None:
         _client_and_topic_stages(spark, config, summary, progress, traffic, (quotas, proposed, plan))
     _account(summary)
@@ -207,6 +220,14 @@ def _run_stages(spark, config, summary, progress, inputs):
         summary["timings_seconds"] = progress.timings
         _ensure_spark_ran_through(spark)
         _write_summary(out, summary)
+
+
+def _input_figures(ingested):
+    """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
+    the way (rejected/ is written only when that count is above 0; _account compares it with what was written)."""
+    counts = ingested.counts()
+    return {"read": ingested.read, "used": counts["checked"] - counts["rejected"], "rejected_counted": counts["rejected"],
+            "time_bounds": ingested.time_bounds.describe()}
 
 
 def _client_and_topic_stages(spark, config, summary, progress, traffic, analyses):
@@ -353,10 +374,19 @@ def _settings(config):
 
 
 def _write_rejected(frames, path):
+    """The rejected records of the inputs that have some, one JSON-lines file per input: the records are filtered
+    where they are read, in parallel, and only they are gathered (coalescing the unfiltered read instead would
+    read and check every record in one task). With none, an empty rejected/ and no Spark job."""
+    if not frames:
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        with open(os.path.join(path, "_SUCCESS"), "w", encoding="utf-8"):
+            pass
+        return
     combined = frames[0]
     for frame in frames[1:]:
         combined = combined.unionByName(frame)
-    combined.coalesce(1).write.mode("overwrite").partitionBy("input").json(path)
+    combined.repartition(1).write.mode("overwrite").partitionBy("input").json(path)
 
 
 def _rejected_counts(spark, path):
@@ -375,28 +405,6 @@ def _account(summary):
             raise JobError(f"{name}: {figures['read']} records read but {figures['used']} used + {figures['rejected']} rejected")
     for key in ("read", "used", "rejected"):
         summary[f"rows_{key}"] = sum(figures[key] for figures in inputs.values())
-
-
-def _decision_counts(spark, path):
-    from pyspark.sql import functions as F
-
-    if not _has_parquet(path):
-        return {"rows": 0, "clusters": 0, "not_open": 0, "fallback_applied": 0}
-    frame = spark.read.parquet(path)
-    row = frame.agg(F.count(F.lit(1)).alias("rows"), F.countDistinct("cluster").alias("clusters"),
-                    F.sum(F.when(F.col("state") != "OPEN", 1).otherwise(0)).alias("not_open"),
-                    F.sum(F.when(F.col("fallback_applied"), 1).otherwise(0)).alias("fallback_applied")).first()
-    return {key: int(row[key] or 0) for key in ("rows", "clusters", "not_open", "fallback_applied")}
-
-
-def _forecast_counts(spark, path):
-    from pyspark.sql import functions as F
-
-    if not _has_parquet(path):
-        return {"volumes": 0, "crossing_hard_limit": 0}
-    row = spark.read.parquet(path).agg(F.count(F.lit(1)).alias("volumes"),
-                                       F.count("crosses_hard_limit_at").alias("crossing_hard_limit")).first()
-    return {key: int(row[key] or 0) for key in ("volumes", "crossing_hard_limit")}
 
 
 def _client_counts(spark, out):

@@ -1,5 +1,6 @@
 """Explicit schemas: the inputs as written by their producers, and the normalized frames the stages share."""
 
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import types as T
 
 LIMIT = T.StructType([T.StructField("type", T.StringType()), T.StructField("level", T.DoubleType())])
@@ -30,6 +31,7 @@ TRAFFIC = T.StructType([
 
 # Normalized frames (what ingest hands to the stages).
 # messages: one row per accepted snapshot message; limits in the graded rules' names (min_free_bytes, ...).
+# ingest also hands them over with the snapshot's own volume structs (VOLUME); the stages take either (volume_fields).
 MESSAGE_VOLUME = T.StructType([
     T.StructField("log_dir", T.StringType(), False),
     T.StructField("total_bytes", T.LongType(), False),
@@ -57,3 +59,16 @@ TRAFFIC_ROWS = T.StructType([
     T.StructField("bytes_in", T.LongType(), False),
     T.StructField("bytes_out", T.LongType(), False),
 ])
+
+
+def volume_fields(volume: Column, element: T.StructType):
+    """(log_dir, total_bytes, usable_bytes) of a volume struct: the normalized form (log_dir, total_bytes, usable_bytes),
+    or the snapshot's own (VolumeName, Capacity, Consumed) that ingest passes through (a per-message lambda to
+    rename it would cost more than the rest of the read; after an explode it is one subtraction per row)."""
+    if "usable_bytes" in element.fieldNames():
+        return volume["log_dir"], volume["total_bytes"], volume["usable_bytes"]
+    return volume["VolumeName"], volume["Capacity"], volume["Capacity"] - volume["Consumed"]
+
+
+def volume_element(frame: DataFrame, column="volumes") -> T.StructType:
+    return frame.schema[column].dataType.elementType

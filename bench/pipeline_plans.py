@@ -1,0 +1,40 @@
+"""How many exchanges (shuffles and broadcasts) the job's plans hold: the decision timeline's and the forecast's.
+
+Counted on the physical plans Spark makes before it runs them (adaptive execution may later turn a shuffle join
+into a broadcast one, but never adds a shuffle), for the queries the job's two stages run: the timeline's size
+estimate and the timeline itself, and the forecast. The plans' shape does not depend on the input's size.
+"""
+
+import os
+import re
+
+SHUFFLE = re.compile(r"\bExchange (hashpartitioning|rangepartitioning|SinglePartition|RoundRobinPartitioning)")
+
+
+def exchanges(frame):
+    """{"shuffle": n, "broadcast": m} of a DataFrame's physical plan."""
+    plan = frame._jdf.queryExecution().executedPlan().toString()  # pylint: disable=protected-access
+    return {"shuffle": len(SHUFFLE.findall(plan)), "broadcast": plan.count("BroadcastExchange")}
+
+
+def _summed(counts):
+    return {"shuffle": sum(item["shuffle"] for item in counts), "broadcast": sum(item["broadcast"] for item in counts), "queries": len(counts)}
+
+
+def job_exchanges(data, out, config):
+    """Run the job on ``data`` into ``out`` (its volumes/ feeds the plans), then count its stages' exchanges."""
+    from headroom_pipeline import decisions, forecast, ingest, job, schemas
+    from headroom_pipeline.config import PipelineConfig
+    from headroom_pipeline.session import spark_session
+
+    spark = spark_session("local[*]", app_name="pipeline-plans")
+    try:
+        job.run(PipelineConfig(snapshots=data, out=out, min_available_ratio=config.min_available_ratio, report=False, progress=False))
+        volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
+        size_query = decisions.volume_spans(volumes)
+        messages = ingest.load_snapshots(spark, data).as_read
+        timeline = decisions.decision_timeline(messages, config, size={"rows": 0})
+        return {"decision timeline": _summed([exchanges(size_query), exchanges(timeline)]),
+                "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))])}
+    finally:
+        spark.stop()

@@ -6,14 +6,13 @@ generated Parquet files, read by each engine itself as the benchmark reads them.
 """
 
 import datetime
-import importlib
 import math
 import os
-import sys
 
 import pytest
 
 import vector_cases
+from bench_modules import bench_module
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
 
@@ -22,7 +21,6 @@ ensure_importable()
 # pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as reference  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 # A small fleet with many events: 4 clusters (one per limit kind) x 6 brokers over 4 hours, frequent gaps, stopping
 # brokers and duplicates.
@@ -33,22 +31,15 @@ FORECAST_NUMBERS = ("bytes_per_hour", "hours_to_hard_limit", "hours_to_plugin_li
                     "usable_ratio")
 
 
-def _bench_module(name):
-    bench = os.path.join(ROOT, "bench")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    return importlib.import_module(name)
-
-
 @pytest.fixture(scope="module")
 def baselines():
-    return _bench_module("pipeline_baselines")
+    return bench_module("pipeline_baselines")
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     """Snapshot Parquet files of the small fleet, written by the benchmark's generator."""
-    bench = _bench_module("pipeline_bench")
+    bench = bench_module("pipeline_bench")
     return bench.snapshot_data(SMALL_ROWS, progress=lambda text: None, directory=str(tmp_path_factory.mktemp("fleet")), **SMALL_FLEET)
 
 
@@ -258,7 +249,7 @@ def test_generator_writes_exact_rows_in_the_snapshot_schema_and_reuses_them(gene
 
     from headroom_pipeline import schemas
 
-    bench = _bench_module("pipeline_bench")
+    bench = bench_module("pipeline_bench")
     table = ds.dataset(generated, format="parquet").to_table()
     assert table.num_rows == SMALL_ROWS
     assert table.column_names == schemas.SNAPSHOT.fieldNames()

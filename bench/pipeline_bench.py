@@ -521,8 +521,8 @@ def compare_outputs(runs, progress):
             comparison = {"rows": rows, "reference": reference["label"], "engine": other["label"]}
             for table, query in (("decisions", DECISION_DIFFERENCES), ("forecast", FORECAST_DIFFERENCES)):
                 sql = query.format(left=_output_relation(reference, table), right=_output_relation(other, table))
-                names = [column[0] for column in connection.execute(sql).description]
-                comparison[table] = dict(zip(names, connection.execute(sql).fetchone()))
+                cursor = connection.execute(sql)
+                comparison[table] = dict(zip([column[0] for column in cursor.description], cursor.fetchone()))
             comparisons.append(comparison)
             progress(f"{other['label']} vs {reference['label']} on {rows:,} rows: decisions {comparison['decisions']}, forecast {comparison['forecast']}")
     return comparisons

@@ -31,7 +31,7 @@ def job_exchanges(data, out, config):
     try:
         job.run(PipelineConfig(snapshots=data, out=out, min_available_ratio=config.min_available_ratio, report=False, progress=False))
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
-        size_query = decisions.volume_spans(volumes)
+        size_query = decisions.cluster_spans(volumes)
         messages = ingest.load_snapshots(spark, data).as_read
         timeline = decisions.decision_timeline(messages, config, size={"rows": 0})
         return {"decision timeline": _summed([exchanges(size_query), exchanges(timeline)]),

@@ -91,7 +91,7 @@ def parser():
     times.add_argument("--plausible-window", type=_duration("--plausible-window"), default="P366D", metavar="DURATION",
                        help="how far from the median stamp of its input a stamp may be")
     times.add_argument("--max-timeline-rows", type=int, default=DEFAULT_MAX_TIMELINE_ROWS, metavar="N",
-                       help="the largest decision timeline, in check instants x volumes, to compute; a larger one fails before it is built")
+                       help="the largest decision timeline of one cluster, in check instants x volumes, to compute; a larger one fails before it is built")
     run.add_argument("--out", required=True, metavar="DIR", help="output directory (its outputs are replaced on every run)")
     spark = run.add_argument_group("Spark")
     spark.add_argument("--master", default=None, help="Spark master URL (default local[*] on loopback; under spark-submit, spark-submit's)")

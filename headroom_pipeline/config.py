@@ -16,8 +16,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits impor
     MISSING_DATA_ACTIONS, LimitError, validate_strimzi_limits)
 
 
-# Two times the largest run measured (10 million snapshot rows in a 1.25 GiB heap, README's Performance): a run
-# beyond it is more likely a mistake (a stamp decades off, a one-second --check-interval) than a fleet's history.
+# Per cluster: a year of minutes for 38 volumes. A cluster beyond it is more likely a mistake (a stamp decades off,
+# a one-second --check-interval) than its history; each cluster's timeline is judged in one task.
 DEFAULT_MAX_TIMELINE_ROWS = 20_000_000
 DEFAULT_PLAUSIBLE_WINDOW = 366 * 86400.0
 
@@ -41,7 +41,7 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     since: Union[datetime.datetime, str, None] = None
     until: Union[datetime.datetime, str, None] = None
     plausible_window: float = DEFAULT_PLAUSIBLE_WINDOW
-    max_timeline_rows: Optional[int] = DEFAULT_MAX_TIMELINE_ROWS   # check instants x volumes; None: no bound
+    max_timeline_rows: Optional[int] = DEFAULT_MAX_TIMELINE_ROWS   # check instants x volumes of one cluster; None: no bound
     # The shipped plugin (policy strimzi): computed when one of the two limits is given.
     min_available_bytes: Optional[int] = None
     min_available_ratio: Optional[float] = None

@@ -30,9 +30,10 @@ accept rows partitioned by cluster), so the plan has one shuffle and no second p
    instant, last factor); each row is followed by the instants no message counts at up to the next row (a silent
    cluster), which carry the clock and nothing else; each instant becomes one row per policy.
 
-Its size is bounded before any of that is built: the rows judged grow with check instants x volumes, so a span of
-decades (one stamp from a reset clock) or a tiny interval would run the driver out of memory; decision_timeline
-refuses such a timeline with TimelineTooLarge, naming the cluster, its span and the interval.
+Its size is bounded before any of that is built: the rows judged grow with check instants x volumes, and each
+cluster's are judged in one task, so a span of decades (one stamp from a reset clock) or a tiny interval would keep a
+task busy for hours; decision_timeline refuses a cluster's timeline above the bound with TimelineTooLarge, naming the
+cluster, its span and the interval.
 
 Output columns: cluster, at (timestamp), policy, throttle_factor (double), state, fallback_applied, observed,
 violations (array<struct<broker_id, log_dir>>, in decision order), volumes_considered, brokers_considered.
@@ -262,22 +263,32 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     """One message per (cluster, broker_id, at) (the least total usable bytes wins), with at_micros, its first
     instant, its broker's next message (next_micros) and whether it is the broker's first message (broker_is_new).
 
-    Every window here is partitioned by (cluster, broker_id) and ordered by at_micros: ``keyed`` is hash-partitioned
-    by cluster, which already satisfies them, so the messages are sorted once and not shuffled again. The duplicate
-    preference, costly to compute (it walks the volume lists), is only computed for messages that share their time
-    with a neighbour; among messages with equal preferences, which are the same for every rule, any one is kept.
+    Two windows, both satisfied by one sort of each broker's messages by time: ``keyed`` is hash-partitioned by
+    cluster, so the messages are sorted once and not shuffled again. The first gives each message its neighbours'
+    times; a message whose neighbours have other times is alone at its time, and those neighbours are its broker's
+    previous and next message. The second, over the messages of one time, settles the rare duplicates: the one with
+    the least preference is kept (computed only for them: it walks the volume lists; among equal preferences, which
+    are the same for every rule, the first in the order), and it takes the group's neighbours (the first member's
+    predecessor, the last one's successor).
     """
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
-    by_time = Window.partitionBy("cluster", "broker_id", "at_micros")
-    at = F.col("at_micros")
-    duplicated = F.coalesce(F.lag("at_micros").over(by_broker) == at, F.lit(False)) | F.coalesce(F.lead("at_micros").over(by_broker) == at, F.lit(False))
-    marked = keyed.withColumn("duplicated", duplicated).withColumn("preference", F.when(F.col("duplicated"), _duplicate_preference(volume_element(keyed))))
-    preferred = marked.withColumn("best", F.min("preference").over(by_time)).where(~F.col("duplicated") | (F.col("preference") == F.col("best")))
-    # Of the preferred messages of one time, the first in the (unchanged) order: its predecessor has another time.
-    previous = F.lag("at_micros").over(by_broker)
-    kept = preferred.withColumn("first", previous.isNull() | (previous != at)).where("first").drop("duplicated", "preference", "best", "first")
-    return kept.select("*", _on_or_after(at, interval).alias("first_instant"), F.lead("at_micros").over(by_broker).alias("next_micros"),
-                       F.lag("at_micros").over(by_broker).isNull().cast("int").alias("broker_is_new"))
+    by_time = by_broker.rangeBetween(0, 0)      # the messages of one time: one pass over each broker's messages
+    at, previous, following = F.col("at_micros"), F.col("previous_micros"), F.col("following_micros")
+    neighbours = keyed.select("*", F.lag("at_micros").over(by_broker).alias("previous_micros"),
+                              F.lead("at_micros").over(by_broker).alias("following_micros"),
+                              F.monotonically_increasing_id().alias("position"))
+    duplicated = F.coalesce(previous == at, F.lit(False)) | F.coalesce(following == at, F.lit(False))
+    marked = neighbours.withColumn("duplicated", duplicated)
+    choice = F.when(F.col("duplicated"), F.struct(_duplicate_preference(volume_element(keyed)).alias("preference"), F.col("position")))
+    grouped = marked.withColumn("choice", choice).select(
+        "*", F.min("choice").over(by_time).alias("chosen"),
+        F.max(F.when(following != at, following)).over(by_time).alias("group_following"),
+        F.max(previous.isNull()).over(by_time).alias("group_is_new"))
+    kept = grouped.where(~F.col("duplicated") | (F.col("choice") == F.col("chosen")))
+    duplicate = F.col("duplicated")
+    return kept.select(*keyed.columns, _on_or_after(at, interval).alias("first_instant"),
+                       F.when(duplicate, F.col("group_following")).otherwise(following).alias("next_micros"),
+                       F.when(duplicate, F.col("group_is_new")).otherwise(previous.isNull()).cast("int").alias("broker_is_new"))
 
 
 def _served_volume_rows(timed: DataFrame, last_served, interval: int) -> DataFrame:
@@ -325,10 +336,12 @@ def volume_rows_of(messages: DataFrame) -> DataFrame:
     return exploded.select("cluster", "broker_id", "at", log_dir.alias("log_dir"))
 
 
-def volume_spans(volume_rows: DataFrame) -> DataFrame:
-    """(cluster, broker_id, log_dir, first_at, last_at) per volume, in microseconds: the query timeline_size runs."""
+def cluster_spans(volume_rows: DataFrame) -> DataFrame:
+    """(cluster, first_at, last_at in microseconds, volumes) per cluster: the query timeline_size runs."""
     at = F.unix_micros("at")
-    return volume_rows.groupBy("cluster", "broker_id", "log_dir").agg(F.min(at).alias("first_at"), F.max(at).alias("last_at"))
+    per_volume = volume_rows.groupBy("cluster", "broker_id", "log_dir").agg(F.min(at).alias("first_at"), F.max(at).alias("last_at"))
+    return per_volume.groupBy("cluster").agg(F.min("first_at").alias("first_at"), F.max("last_at").alias("last_at"),
+                                             F.count(F.lit(1)).alias("volumes"))
 
 
 def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
@@ -337,34 +350,33 @@ def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
     the cluster with the most of them. ``volume_rows``: cluster, broker_id, log_dir and at (the VOLUMES frame, or
     volume_rows_of).
 
-    One aggregation per volume (one shuffle of partial aggregates), summed on the driver: there are as many rows as
-    the forecast has. Every volume reported at every interval makes the estimate exact; silences make it an upper bound.
+    Two aggregations in one query (partial aggregates shuffled), one row per cluster to the driver. Every volume
+    reported at every interval makes the estimate exact; silences make it an upper bound.
     """
-    clusters = {}
-    for row in volume_spans(volume_rows).toLocalIterator():
-        first, last, volumes = clusters.get(row["cluster"], (row["first_at"], row["last_at"], 0))
-        clusters[row["cluster"]] = (min(first, row["first_at"]), max(last, row["last_at"]), volumes + 1)
     sized = []
-    for cluster, (first_at, last_at, volumes) in clusters.items():
+    for row in cluster_spans(volume_rows).collect():
+        first_at, last_at, volumes = row["first_at"], row["last_at"], row["volumes"]
         first, last = first_at + (-first_at) % interval, last_at + (-last_at) % interval
         instants = (last - first) / float(interval) + 1
-        sized.append({"cluster": cluster, "first": first, "last": last, "volumes": float(volumes), "instants": instants, "rows": instants * volumes})
+        sized.append({"cluster": row["cluster"], "first": first, "last": last, "volumes": float(volumes), "instants": instants,
+                      "rows": instants * volumes})
     largest = max(sized, key=lambda item: (item["rows"], item["cluster"]), default=None)
     return {"rows": sum(item["rows"] for item in sized), "instants": sum(item["instants"] for item in sized), "clusters": len(sized),
             "largest": largest}
 
 
 def refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
-    """TimelineTooLarge when ``size`` (timeline_size) is above ``max_rows`` (None: no bound)."""
-    if max_rows is None or size["rows"] <= max_rows:
-        return
+    """TimelineTooLarge when the largest cluster of ``size`` (timeline_size) would judge more than ``max_rows`` rows
+    (None: no bound). The bound is per cluster: a cluster's timeline is judged in one task, while a fleet of many
+    clusters spreads over as many tasks as there are."""
     largest = size["largest"]
+    if max_rows is None or largest is None or largest["rows"] <= max_rows:
+        return
     span = f"{_stamp(largest['first'])} to {_stamp(largest['last'])}"
     raise TimelineTooLarge(
-        f"{size['rows']:,.0f} rows to judge (check instants x volumes, {size['clusters']:,} cluster(s)) exceed --max-timeline-rows "
-        f"{max_rows:,}; the largest, cluster {largest['cluster']!r}, spans {span}: {largest['instants']:,.0f} check instants every "
-        f"{interval / MICROS:g} s for {largest['volumes']:,.0f} volume(s). Narrow the snapshots' time with --since/--until, raise --check-interval, "
-        "or raise --max-timeline-rows (and --driver-memory) if the span is right")
+        f"cluster {largest['cluster']!r} would judge {largest['rows']:,.0f} rows (check instants x volumes), more than --max-timeline-rows "
+        f"{max_rows:,}: it spans {span}, {largest['instants']:,.0f} check instants every {interval / MICROS:g} s for {largest['volumes']:,.0f} "
+        "volume(s). Narrow the snapshots' time with --since/--until, raise --check-interval, or raise --max-timeline-rows if the span is right")
 
 
 def _stamp(micros: int) -> str:
@@ -465,8 +477,8 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
 
     messages: the MESSAGES frame (schemas.MESSAGES; volumes may also be the snapshot's own structs, as ingest
     passes them). policies: a subset of ("graded", "strimzi") to compute only those. One row per (cluster, instant,
-    policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the timeline is built, when it would judge
-    more than config.max_timeline_rows rows: ``size`` is timeline_size's estimate when the caller has it (the job
+    policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the timeline is built, when a cluster's
+    would judge more than config.max_timeline_rows rows: ``size`` is timeline_size's estimate when the caller has it (the job
     takes it from the volumes it wrote), else it is computed from the messages (one more pass over them).
     ``observation``: a pyspark Observation that the first action on the result fills with its rows, clusters,
     rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.

@@ -75,15 +75,28 @@ def volume_forecast(volumes: DataFrame, config) -> DataFrame:
 
 
 def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
-    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, used_bytes and bucket."""
+    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, used_bytes and bucket.
+
+    Aggregations and joins instead of a window per volume: a window would shuffle and sort every row by volume,
+    while each volume's last and first instants are two small aggregations (partial on each task, one row per volume
+    shuffled), joined back by broadcast (one row per volume). The volumes are matched null-safely, as a window's
+    partition would group them.
+    """
     window_micros = min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
-    per_volume = Window.partitionBy(*VOLUME_KEY)
-    rows = volumes.select(*VOLUME_KEY, "at", "total_bytes", "usable_bytes", "hard_type", "hard_level",
+    rows = volumes.select(*VOLUME_KEY, "total_bytes", "usable_bytes", "hard_type", "hard_level",
                           (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"), F.unix_micros("at").alias("at_us"))
-    rows = rows.withColumn("last_us", F.max("at_us").over(per_volume))
-    rows = rows.where(F.col("at_us") >= F.col("last_us") - F.lit(window_micros))
-    rows = rows.withColumn("first_us", F.min("at_us").over(per_volume))
-    return rows.withColumn("bucket", _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")))
+    lasts = rows.groupBy(*VOLUME_KEY).agg(F.max("at_us").alias("last_us"))
+    recent = _joined(rows, lasts).where(F.col("at_us") >= F.col("last_us") - F.lit(window_micros))
+    firsts = recent.groupBy(*VOLUME_KEY).agg(F.min("at_us").alias("first_us"))
+    windowed = _joined(recent, firsts)
+    return windowed.withColumn("bucket", _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")))
+
+
+def _joined(rows: DataFrame, per_volume: DataFrame) -> DataFrame:
+    """``rows`` with the columns of ``per_volume`` (one row per volume), matched null-safely on the volume."""
+    keyed = per_volume.select(*[F.col(name).alias(f"_{name}") for name in VOLUME_KEY], *[name for name in per_volume.columns if name not in VOLUME_KEY])
+    matched = [rows[name].eqNullSafe(keyed[f"_{name}"]) for name in VOLUME_KEY]
+    return rows.join(F.broadcast(keyed), matched).drop(*[f"_{name}" for name in VOLUME_KEY])
 
 
 def _bucket(offset_micros: Column, span_micros: Column) -> Column:

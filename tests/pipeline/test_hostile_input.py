@@ -107,8 +107,8 @@ def test_a_timeline_too_large_is_refused_before_it_is_built(spark, tmp_path):
     path = write_lines(tmp_path / "s.jsonl", [snapshot(at="2026-11-22T04:00:00Z"), snapshot(at="2026-11-22T06:00:00Z", broker_id=2)])
     messages = ingest.load_snapshots(spark, path).rows
     config = PipelineConfig(snapshots=path, out="", max_timeline_rows=240)
-    with pytest.raises(decisions.TimelineTooLarge, match=r"242 rows to judge .* exceed --max-timeline-rows 240; the largest, cluster 'c1', spans "
-                                                         r"2026-11-22T04:00:00Z to 2026-11-22T06:00:00Z: 121 check instants every 60 s"):
+    with pytest.raises(decisions.TimelineTooLarge, match=r"cluster 'c1' would judge 242 rows .* more than --max-timeline-rows 240: it spans "
+                                                         r"2026-11-22T04:00:00Z to 2026-11-22T06:00:00Z, 121 check instants every 60 s for 2 volume"):
         decisions.decision_timeline(messages, config)
     assert decisions.decision_timeline(messages, PipelineConfig(snapshots=path, out="", max_timeline_rows=242)).count() == 121
 
@@ -117,7 +117,7 @@ def test_a_clock_reset_to_1970_accepted_by_since_fails_the_job_before_the_timeli
     path = write_lines(tmp_path / "s.jsonl", minutes(3) + [snapshot(at="1970-01-01T00:00:00Z")])
     out = tmp_path / "out"
     config = PipelineConfig(snapshots=path, out=str(out), since="1970-01-01T00:00:00Z", report=False, progress=False)
-    with pytest.raises(job.JobError, match=r"^decision timeline: 29,\d{3},\d{3} rows to judge .* spans 1970-01-01T00:00:00Z to 2026-11-22"):
+    with pytest.raises(job.JobError, match=r"^decision timeline: cluster 'c1' would judge 29,\d{3},\d{3} rows .* spans 1970-01-01T00:00:00Z to 2026-11-22"):
         job.run(config)
     assert not (out / "summary.json").exists()
     job.run(PipelineConfig(snapshots=path, out=str(out), report=False, progress=False))       # the default window rejects it

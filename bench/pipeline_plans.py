@@ -33,7 +33,7 @@ def job_exchanges(data, out, config):
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
         size_query = decisions.cluster_spans(volumes)
         messages = ingest.load_snapshots(spark, data).as_read
-        timeline = decisions.decision_timeline(messages, config, size={"rows": 0})
+        timeline = decisions.decision_timeline(messages, config, size={"rows": 0, "largest": None})
         return {"decision timeline": _summed([exchanges(size_query), exchanges(timeline)]),
                 "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))])}
     finally:

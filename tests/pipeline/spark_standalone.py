@@ -44,6 +44,11 @@ class StandaloneCluster:
     workdir: str
     worker_dirs: list               # each worker's --work-dir: <app id>/<executor id>/stderr holds an executor's log
     logs: list = dataclasses.field(default_factory=list)
+    processes: list = dataclasses.field(default_factory=list)     # the master's, then the workers'
+
+    def worker_pids(self):
+        """The workers' process ids (their executors are their child processes)."""
+        return [process.pid for process in self.processes[1:]]
 
     def status(self, timeout=10.0):
         """The master's JSON status: workers, active and completed applications."""
@@ -96,9 +101,9 @@ def standalone_cluster(workdir, workers=2, cores_per_worker=1, worker_memory="1g
     os.makedirs(conf_dir, exist_ok=True)
     env = cluster_environment(home, conf_dir)
     spark_class = os.path.join(home, "bin", "spark-class")
-    processes = []
     cluster = StandaloneCluster(master_url="", web_url="", spark_home=home, spark_submit=os.path.join(home, "bin", "spark-submit"),
                                 env=env, workdir=workdir, worker_dirs=[])
+    processes = cluster.processes
     deadline = time.monotonic() + timeout
     try:
         web_port, port = free_port(), free_port()

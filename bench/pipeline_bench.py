@@ -34,6 +34,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [path for path in (ROOT, BENCH_DIR) if path not in sys.path]
 
+from kafka_sim.nodes import descendants  # noqa: E402  pylint: disable=wrong-import-position
+
 BUILD = os.path.join(ROOT, "build", "bench")
 RESULT_FILE = os.path.join(BUILD, "pipeline_bench.json")
 # spark: the job as a user runs it; floor: the least work Spark must do (pipeline_floor.py); pandas, duckdb: the
@@ -274,28 +276,6 @@ def _status_kib(pid, field):
     return None
 
 
-def _descendants(pid):
-    """{pid: command name} of every process below ``pid``."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        parent = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(parent, []).append((int(entry), name))
-    found, pending = {}, [pid]
-    while pending:
-        for child, name in children.get(pending.pop(), []):
-            found[child] = name
-            pending.append(child)
-    return found
-
-
 def _name(pid):
     """The command name of a process, or None when it is gone."""
     try:
@@ -306,7 +286,7 @@ def _name(pid):
 
 
 def _java_pids(pid):
-    return [child for child, name in _descendants(pid).items() if name == "java"]
+    return [child for child, name in descendants(pid).items() if name == "java"]
 
 
 def _self_peak_mib():
@@ -733,8 +713,8 @@ def main():
     for run in _runs_of(sizes, args.engines, cores, standalone):
         data = snapshot_data(run["rows"], progress)
         limit = args.spark_time_limit if run["engine"] in ("spark", "floor") else args.time_limit
-        with contextlib.ExitStack() as stack:       # the cluster runs only for its own run, idle daemons disturb no other
-            cluster = stack.enter_context(standalone_cluster(progress)) if run["master"] == "standalone" else None
+        # the cluster runs only for its own run: idle daemons disturb no other
+        with standalone_cluster(progress) if run["master"] == "standalone" else contextlib.nullcontext() as cluster:
             if cluster:
                 run["master"] = cluster.master_url
             runs.append(measure(run, data, limit, progress, spark_conf, cluster))

@@ -5,6 +5,7 @@ into a broadcast one, but never adds a shuffle), for the queries the job's two s
 estimate and the timeline itself, and the forecast. The plans' shape does not depend on the input's size.
 """
 
+import dataclasses
 import os
 import re
 
@@ -33,7 +34,7 @@ def job_exchanges(data, out, config):
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
         size_query = decisions.cluster_spans(volumes)
         messages = ingest.load_snapshots(spark, data).as_read
-        timeline = decisions.decision_timeline(messages, config, size={"rows": 0, "largest": None})
+        timeline = decisions.decision_timeline(messages, dataclasses.replace(config, max_timeline_rows=None))   # its size query is counted above
         return {"decision timeline": _summed([exchanges(size_query), exchanges(timeline)]),
                 "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))])}
     finally:

@@ -274,18 +274,17 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
     by_time = by_broker.rangeBetween(0, 0)      # the messages of one time: one pass over each broker's messages
     at, previous, following = F.col("at_micros"), F.col("previous_micros"), F.col("following_micros")
+    duplicate = F.col("duplicated")
     neighbours = keyed.select("*", F.lag("at_micros").over(by_broker).alias("previous_micros"),
                               F.lead("at_micros").over(by_broker).alias("following_micros"),
                               F.monotonically_increasing_id().alias("position"))
-    duplicated = F.coalesce(previous == at, F.lit(False)) | F.coalesce(following == at, F.lit(False))
-    marked = neighbours.withColumn("duplicated", duplicated)
-    choice = F.when(F.col("duplicated"), F.struct(_duplicate_preference(volume_element(keyed)).alias("preference"), F.col("position")))
+    marked = neighbours.withColumn("duplicated", F.coalesce(previous == at, F.lit(False)) | F.coalesce(following == at, F.lit(False)))
+    choice = F.when(duplicate, F.struct(_duplicate_preference(volume_element(keyed)).alias("preference"), F.col("position")))
     grouped = marked.withColumn("choice", choice).select(
         "*", F.min("choice").over(by_time).alias("chosen"),
         F.max(F.when(following != at, following)).over(by_time).alias("group_following"),
         F.max(previous.isNull()).over(by_time).alias("group_is_new"))
-    kept = grouped.where(~F.col("duplicated") | (F.col("choice") == F.col("chosen")))
-    duplicate = F.col("duplicated")
+    kept = grouped.where(~duplicate | (F.col("choice") == F.col("chosen")))
     return kept.select(*keyed.columns, _on_or_after(at, interval).alias("first_instant"),
                        F.when(duplicate, F.col("group_following")).otherwise(following).alias("next_micros"),
                        F.when(duplicate, F.col("group_is_new")).otherwise(previous.isNull()).cast("int").alias("broker_is_new"))
@@ -346,9 +345,10 @@ def cluster_spans(volume_rows: DataFrame) -> DataFrame:
 
 def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
     """The rows the timeline judges, estimated before it is built: per cluster, check instants (span / interval)
-    x the volumes its brokers reported (with volume_rows_of, a broker that reported none counts one), summed; and
-    the cluster with the most of them. ``volume_rows``: cluster, broker_id, log_dir and at (the VOLUMES frame, or
-    volume_rows_of).
+    x the volumes its brokers reported (with volume_rows_of, a broker that reported none counts one); returns the
+    number of clusters and the figures of the cluster with the most rows (None without clusters), which
+    refuse_if_too_large holds to the bound. ``volume_rows``: cluster, broker_id, log_dir and at (the VOLUMES frame,
+    or volume_rows_of).
 
     Two aggregations in one query (partial aggregates shuffled), one row per cluster to the driver. Every volume
     reported at every interval makes the estimate exact; silences make it an upper bound.
@@ -361,8 +361,7 @@ def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
         sized.append({"cluster": row["cluster"], "first": first, "last": last, "volumes": float(volumes), "instants": instants,
                       "rows": instants * volumes})
     largest = max(sized, key=lambda item: (item["rows"], item["cluster"]), default=None)
-    return {"rows": sum(item["rows"] for item in sized), "instants": sum(item["instants"] for item in sized), "clusters": len(sized),
-            "largest": largest}
+    return {"clusters": len(sized), "largest": largest}
 
 
 def refuse_if_too_large(size: dict, interval: int, max_rows) -> None:

@@ -45,6 +45,32 @@ def process_alive(pid):
         return False
 
 
+def descendants(pid):
+    """{pid: command name} of every process below ``pid`` (Linux /proc; empty where there is none)."""
+    children = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                stat = handle.read()
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append((int(entry), stat[stat.index("(") + 1:stat.rindex(")")]))
+    found, pending = {}, [pid]
+    while pending:
+        for child, name in children.get(pending.pop(), []):
+            if child not in found:
+                found[child] = name
+                pending.append(child)
+    return found
+
+
 def wait_exit(pid, timeout):
     deadline = time.monotonic() + timeout
     while process_alive(pid):

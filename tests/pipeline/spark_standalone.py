@@ -8,7 +8,7 @@ logs are in worker-N/<app id>/<executor id>/stderr). The cluster is up when the 
 worker ALIVE; that is polled, with a time limit whose error quotes the end of the logs. On leaving the block, every
 process of the cluster and their children (the executors) are stopped and waited for, also after an error.
 
-Needs only the standard library and an installed pyspark (tests and the benchmark import it).
+Needs an installed pyspark and the project's kafka_sim (its process helpers); tests and the benchmark import it.
 """
 
 import contextlib
@@ -20,8 +20,9 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
+
+from kafka_sim.nodes import descendants, process_alive
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 180.0           # seconds for the master and every worker to be up, on a busy two-core machine
@@ -72,7 +73,7 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def cluster_environment(home, conf_dir, python=None):
+def cluster_environment(home, conf_dir):
     """The environment of the daemons and of spark-submit: this Spark, loopback only, no site configuration."""
     env = dict(os.environ)
     for name in ("SPARK_MASTER_PORT", "SPARK_MASTER_WEBUI_PORT", "SPARK_WORKER_PORT", "SPARK_WORKER_WEBUI_PORT", "SPARK_WORKER_INSTANCES",
@@ -87,7 +88,7 @@ def cluster_environment(home, conf_dir, python=None):
         "SPARK_MASTER_HOST": LOOPBACK,
         "SPARK_PUBLIC_DNS": LOOPBACK,
         "SPARK_DAEMON_MEMORY": "512m",
-        "PYSPARK_PYTHON": python or sys.executable,
+        "PYSPARK_PYTHON": sys.executable,
     })
     return env
 
@@ -180,7 +181,7 @@ def stop(processes, timeout=STOP_TIMEOUT):
     for process in processes:
         if process.poll() is None:
             targets.add(process.pid)
-            targets.update(_descendants(process.pid))
+            targets.update(descendants(process.pid))
     groups = {process.pid for process in processes}
     _signal(groups, targets, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -189,9 +190,9 @@ def stop(processes, timeout=STOP_TIMEOUT):
             process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass
-    while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+    while time.monotonic() < deadline and any(process_alive(pid) for pid in targets):
         time.sleep(POLL_INTERVAL)
-    _signal(groups, {pid for pid in targets if _alive(pid)}, signal.SIGKILL)
+    _signal(groups, {pid for pid in targets if process_alive(pid)}, signal.SIGKILL)
     for process in processes:
         try:
             process.wait(timeout=timeout)
@@ -206,40 +207,6 @@ def _signal(groups, pids, number):
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, number)
-
-
-def _alive(pid):
-    """Whether ``pid`` runs (a zombie child of ours does not; the descendants are not ours to reap)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _descendants(pid):
-    """Every process below ``pid`` (Linux /proc; empty elsewhere, where the process groups still reach them)."""
-    children = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return set()
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8") as handle:
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(name))
-    found, pending = set(), [pid]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            if child not in found:
-                found.add(child)
-                pending.append(child)
-    return found
 
 
 def _tails(paths, lines):

@@ -7,15 +7,15 @@ or hang on request (through --cluster), so these tests need neither Spark nor a 
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
 import pytest
-import yaml
+
+from kafka_sim.nodes import process_alive
+from role_play import run_role
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")     # linked by tests/conftest.py
 REAL_ROOT = os.path.realpath(ROOT)
 SECRET = "pa55-w0rd-for-sasl"
 SUMMARY = {"rows_read": 10, "rows_used": 9, "rows_rejected": 1,
@@ -55,23 +55,6 @@ def stand_in(tmp_path):
     path.write_text(STAND_IN.format(python=sys.executable, record=str(record), summary=repr(SUMMARY)))
     path.chmod(0o755)
     return str(path), record
-
-
-def run_role(tmp_path, role_vars, *args):
-    """A play on localhost applying the role, then writing the summary fact to fact.json; the ansible-playbook result."""
-    fact = tmp_path / "fact.json"
-    play = [{"name": "usage pipeline", "hosts": "localhost", "gather_facts": False,
-             "vars": {"ansible_python_interpreter": sys.executable},
-             "roles": [{"role": "headroom.kafka.usage_pipeline", "vars": role_vars}],
-             "post_tasks": [{"name": "Keep the fact", "ansible.builtin.copy": {"content": "{{ usage_pipeline_summary | to_json }}", "dest": str(fact)},
-                             "when": "usage_pipeline_summary is defined"}]}]
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
-    env.pop("ANSIBLE_CONFIG", None)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook), *args]
-    return subprocess.run(command, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300, check=False)
 
 
 def recorded(record):
@@ -191,11 +174,3 @@ def test_a_job_past_its_timeout_is_stopped_and_fails_the_role(tmp_path, stand_in
     while time.monotonic() < deadline and process_alive(pid):
         time.sleep(0.2)
     assert not process_alive(pid), "the job is killed at its time limit"
-
-
-def process_alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().split(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

@@ -17,9 +17,9 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from bench_modules import bench_module
+from role_play import run_role
 from spark_standalone import standalone_cluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,7 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
-COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")     # linked by tests/conftest.py
 JOB_SCRIPT = os.path.join(ROOT, "headroom_pipeline", "__main__.py")
 APP_NAME = "headroom-pipeline"
 # 10 clusters of 4 brokers over 10 hours (each limit kind once), with outages, stopping brokers and republished messages.
@@ -131,7 +130,9 @@ def test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_o
                  "usage_pipeline_conf": {"spark.executor.memory": f"{EXECUTOR_MEMORY_MIB}m"},      # the job's --conf: set before its context starts
                  "usage_pipeline_snapshots": snapshots, "usage_pipeline_out": out, "usage_pipeline_min_available_ratio": 0.1,
                  "usage_pipeline_report": False, "usage_pipeline_quiet": True, "usage_pipeline_timeout": RUN_TIMEOUT}
-    result = _run_role(tmp_path, role_vars, cluster.env)
+    environment = dict(cluster.env)
+    environment.pop("PYTHONPATH", None)      # the role puts the collection root there itself
+    result = run_role(tmp_path, role_vars, environment=environment, timeout=RUN_TIMEOUT + 60)
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     fact = json.loads((tmp_path / "fact.json").read_text())
     summary = _summary(out)
@@ -258,24 +259,3 @@ def _rejected(out):
             with open(os.path.join(directory, partition, name), encoding="utf-8") as handle:
                 records.extend(dict(json.loads(line), partition=partition) for line in handle if line.strip())
     return sorted(records, key=lambda record: json.dumps(record, sort_keys=True))
-
-
-# -- the role --------------------------------------------------------------------------------------------------------
-def _run_role(tmp_path, role_vars, cluster_env):
-    """A play on localhost applying the role, then writing the summary fact to fact.json; the ansible-playbook result.
-    ansible-playbook, and so the job's spark-submit, runs in the cluster's environment (SPARK_HOME, loopback)."""
-    fact = tmp_path / "fact.json"
-    play = [{"name": "usage pipeline on a cluster", "hosts": "localhost", "gather_facts": False,
-             "vars": {"ansible_python_interpreter": sys.executable},
-             "roles": [{"role": "headroom.kafka.usage_pipeline", "vars": role_vars}],
-             "post_tasks": [{"name": "Keep the fact", "ansible.builtin.copy": {"content": "{{ usage_pipeline_summary | to_json }}", "dest": str(fact)}}]}]
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(yaml.safe_dump(play))
-    env = dict(cluster_env, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
-    for name in ("ANSIBLE_CONFIG", "PYTHONPATH"):
-        env.pop(name, None)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)]
-    with contextlib.suppress(FileNotFoundError):
-        fact.unlink()
-    return subprocess.run(command, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=RUN_TIMEOUT + 60, check=False)

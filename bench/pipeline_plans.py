@@ -1,8 +1,8 @@
 """How many exchanges (shuffles and broadcasts) the job's plans hold: the decision timeline's and the forecast's.
 
 Counted on the physical plans Spark makes before it runs them (adaptive execution may later turn a shuffle join
-into a broadcast one, but never adds a shuffle), for the queries the job's two stages run: the timeline's size
-estimate and the timeline itself, and the forecast. The plans' shape does not depend on the input's size.
+into a broadcast one, but never adds a shuffle), for the query each of the job's two stages runs: the forecast (whose
+observation also gives the spans the timeline's size is bounded by) and the timeline. The plans' shape does not depend on the input's size.
 """
 
 import dataclasses
@@ -32,10 +32,9 @@ def job_exchanges(data, out, config):
     try:
         job.run(PipelineConfig(snapshots=data, out=out, min_available_ratio=config.min_available_ratio, report=False, progress=False))
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
-        size_query = decisions.cluster_spans(volumes)
         messages = ingest.load_snapshots(spark, data).as_read
-        timeline = decisions.decision_timeline(messages, dataclasses.replace(config, max_timeline_rows=None))   # its size query is counted above
-        return {"decision timeline": _summed([exchanges(size_query), exchanges(timeline)]),
+        timeline = decisions.decision_timeline(messages, dataclasses.replace(config, max_timeline_rows=None))   # sized by the forecast's observation
+        return {"decision timeline": _summed([exchanges(timeline)]),
                 "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))])}
     finally:
         spark.stop()

@@ -353,12 +353,26 @@ def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
     Two aggregations in one query (partial aggregates shuffled), one row per cluster to the driver. Every volume
     reported at every interval makes the estimate exact; silences make it an upper bound.
     """
+    return _sized([(row["cluster"], row["first_at"], row["last_at"], row["volumes"]) for row in cluster_spans(volume_rows).collect()], interval)
+
+
+def timeline_size_of_volume_spans(volume_spans, interval: int) -> dict:
+    """timeline_size from the (cluster, earliest_us, last_us) of every volume, as the forecast's observation
+    collects them (the job sizes the timeline from those instead of a query of its own)."""
+    clusters = {}
+    for cluster, earliest, last in volume_spans:
+        first_at, last_at, volumes = clusters.get(cluster, (earliest, last, 0))
+        clusters[cluster] = (min(first_at, earliest), max(last_at, last), volumes + 1)
+    return _sized([(cluster, *figures) for cluster, figures in clusters.items()], interval)
+
+
+def _sized(spans, interval: int) -> dict:
+    """timeline_size's result from (cluster, first_at, last_at, volumes) per cluster (microseconds)."""
     sized = []
-    for row in cluster_spans(volume_rows).collect():
-        first_at, last_at, volumes = row["first_at"], row["last_at"], row["volumes"]
+    for cluster, first_at, last_at, volumes in spans:
         first, last = first_at + (-first_at) % interval, last_at + (-last_at) % interval
         instants = (last - first) / float(interval) + 1
-        sized.append({"cluster": row["cluster"], "first": first, "last": last, "volumes": float(volumes), "instants": instants,
+        sized.append({"cluster": cluster, "first": first, "last": last, "volumes": float(volumes), "instants": instants,
                       "rows": instants * volumes})
     largest = max(sized, key=lambda item: (item["rows"], item["cluster"]), default=None)
     return {"clusters": len(sized), "largest": largest}

@@ -52,8 +52,18 @@ OUTPUT_COLUMNS = [
 ]
 
 
-def volume_forecast(volumes: DataFrame, config) -> DataFrame:
-    """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring)."""
+# What volume_forecast's observation collects: the summary's counts, and each volume's whole span of samples (not
+# only the forecast window's), from which the job bounds the decision timeline's size without a query of its own.
+FORECAST_COUNTS = ("volumes", "crossing_hard_limit")
+VOLUME_SPANS = "volume_spans"
+
+
+def volume_forecast(volumes: DataFrame, config, observation=None) -> DataFrame:
+    """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring).
+
+    ``observation``: a pyspark Observation that the first action on the result fills with FORECAST_COUNTS and
+    VOLUME_SPANS (a list of (cluster, earliest_us, last_us), one per volume: all its samples, in microseconds).
+    """
     windowed = _in_window(volumes, config.forecast_window)
     peaks = _bucket_peaks(windowed)
     trends = _trends(peaks)
@@ -65,17 +75,22 @@ def volume_forecast(volumes: DataFrame, config) -> DataFrame:
     hard_seconds = _seconds_to_limit(F.col("usable_bytes"), F.col("hard_limit_usable_bytes"), F.col("slope"), F.col("last_us"))
     plugin_seconds = _seconds_to_limit(F.col("usable_bytes"), F.col("plugin_limit_usable_bytes"), F.col("slope"), F.col("last_us"))
     crossings = with_limits.select("*", hard_seconds.alias("hard_seconds"), plugin_seconds.alias("plugin_seconds"))
-    return _ranked(crossings.select(
+    ranked = _ranked(crossings.select(
         "*",
         _crossing_at(F.col("last_us"), F.col("hard_seconds")).alias("crosses_hard_limit_at"),
         (F.col("hard_seconds") / SECONDS_PER_HOUR).alias("hours_to_hard_limit"),
         _crossing_at(F.col("last_us"), F.col("plugin_seconds")).alias("crosses_plugin_limit_at"),
         (F.col("plugin_seconds") / SECONDS_PER_HOUR).alias("hours_to_plugin_limit"),
-    )).select(*OUTPUT_COLUMNS)
+    ))
+    if observation is not None:
+        ranked = ranked.observe(observation, F.count(F.lit(1)).alias("volumes"), F.count("crosses_hard_limit_at").alias("crossing_hard_limit"),
+                                F.collect_list(F.struct("cluster", "earliest_us", "last_us")).alias(VOLUME_SPANS))
+    return ranked.select(*OUTPUT_COLUMNS)
 
 
 def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
-    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, used_bytes and bucket.
+    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, earliest_us (of all the
+    volume's rows), used_bytes and bucket.
 
     Aggregations and joins instead of a window per volume: a window would shuffle and sort every row by volume,
     while each volume's last and first instants are two small aggregations (partial on each task, one row per volume
@@ -85,7 +100,7 @@ def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
     window_micros = min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
     rows = volumes.select(*VOLUME_KEY, "total_bytes", "usable_bytes", "hard_type", "hard_level",
                           (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"), F.unix_micros("at").alias("at_us"))
-    lasts = rows.groupBy(*VOLUME_KEY).agg(F.max("at_us").alias("last_us"))
+    lasts = rows.groupBy(*VOLUME_KEY).agg(F.max("at_us").alias("last_us"), F.min("at_us").alias("earliest_us"))
     recent = _joined(rows, lasts).where(F.col("at_us") >= F.col("last_us") - F.lit(window_micros))
     firsts = recent.groupBy(*VOLUME_KEY).agg(F.min("at_us").alias("first_us"))
     windowed = _joined(recent, firsts)
@@ -112,7 +127,7 @@ def _latest_row() -> Column:
 
 def _bucket_peaks(windowed: DataFrame) -> DataFrame:
     """Per volume and bucket: the peak used bytes and its time (ties: the later), the rows and the bucket's latest row."""
-    return windowed.groupBy(*VOLUME_KEY, "first_us", "last_us", "bucket").agg(
+    return windowed.groupBy(*VOLUME_KEY, "earliest_us", "first_us", "last_us", "bucket").agg(
         F.max(F.struct("used_bytes", "at_us")).alias("peak"),
         F.count(F.lit(1)).alias("rows"),
         F.max(_latest_row()).alias("latest"),
@@ -122,7 +137,7 @@ def _bucket_peaks(windowed: DataFrame) -> DataFrame:
 def _trends(peaks: DataFrame) -> DataFrame:
     """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets) and the latest figures."""
     peak_seconds = (F.col("peak.at_us") - F.col("first_us")) / MICROS_PER_SECOND
-    per_volume = peaks.groupBy(*VOLUME_KEY, "first_us", "last_us").agg(
+    per_volume = peaks.groupBy(*VOLUME_KEY, "earliest_us", "first_us", "last_us").agg(
         F.regr_slope(F.col("peak.used_bytes").cast("double"), peak_seconds).alias("fitted_slope"),
         F.count(F.lit(1)).alias("buckets"),
         F.sum("rows").alias("samples"),
@@ -130,7 +145,7 @@ def _trends(peaks: DataFrame) -> DataFrame:
     )
     slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
     return per_volume.select(
-        *VOLUME_KEY, "samples", "buckets", "first_us", "last_us", slope.alias("slope"),
+        *VOLUME_KEY, "samples", "buckets", "earliest_us", "first_us", "last_us", slope.alias("slope"),
         F.timestamp_micros("first_us").alias("first_at"), F.timestamp_micros("last_us").alias("last_at"),
         F.col("latest.total_bytes").alias("total_bytes"), F.col("latest.usable_bytes").alias("usable_bytes"),
         F.col("latest.used_bytes").alias("used_bytes"),

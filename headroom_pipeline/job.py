@@ -153,11 +153,11 @@ def run(config):
 
 def _run_stages(spark, config, summary, progress, inputs):
     """The stages, each reading its input where it is cheapest: the snapshots are checked as they are read, never
-    held in memory or on local disk; volumes/, written first, feeds the timeline's size check and the forecast;
-    the decision timeline reads and checks the snapshots once more (a columnar scan costs less than keeping them);
-    rejected records are read only when the first pass counted some."""
+    held in memory or on local disk; volumes/, written first, feeds the forecast, whose observation also gives every
+    volume's span, from which the timeline's size is bounded before it is built; the decision timeline reads and
+    checks the snapshots once more (a columnar scan costs less than keeping them); rejected records are read only
+    when the first pass counted some."""
     from pyspark.sql import Observation
-    from pyspark.sql import functions as F
 
     from headroom_pipeline import decisions, forecast, ingest, schemas
     from headroom_pipeline.session import global_window_warnings_quiet
@@ -189,21 +189,21 @@ def _run_stages(spark, config, summary, progress, inputs):
         for name, figures in summary["inputs"].items():
             figures["rejected"] = counts.get(name, 0)
         stage.detail = f"({sum(counts.values()):,} rejected)"
+    with progress.stage("volume forecast") as stage:
+        counted = Observation("forecast")
+        with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
+            _write(forecast.volume_forecast(spark.read.schema(schemas.VOLUMES).parquet(volumes_path), config, observation=counted),
+                   os.path.join(out, "forecast"))
+        observed = counted.get
+        summary["stages"]["forecast"] = {key: int(observed[key]) for key in forecast.FORECAST_COUNTS}
+        stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
     with progress.stage("decision timeline") as stage:
-        volumes = spark.read.schema(schemas.VOLUMES).parquet(volumes_path)   # never inferred: it may hold no file
-        size = decisions.timeline_size(volumes, decisions.check_interval_micros(config)) if config.max_timeline_rows is not None else None
+        interval = decisions.check_interval_micros(config)
+        size = decisions.timeline_size_of_volume_spans(observed[forecast.VOLUME_SPANS], interval) if config.max_timeline_rows is not None else None
         counted = Observation("decisions")
         _write(decisions.decision_timeline(snapshots.as_read, config, size=size, observation=counted), os.path.join(out, "decisions"), "policy")
         summary["stages"]["decisions"] = {key: int(counted.get[key]) for key in decisions.DECISION_COUNTS}
         stage.detail = f"({summary['stages']['decisions']['rows']:,} rows)"
-    with progress.stage("volume forecast") as stage:
-        counted = Observation("forecast")
-        with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
-            ranked = forecast.volume_forecast(spark.read.schema(schemas.VOLUMES).parquet(volumes_path), config)
-            _write(ranked.observe(counted, F.count(F.lit(1)).alias("volumes"), F.count("crosses_hard_limit_at").alias("crossing_hard_limit")),
-                   os.path.join(out, "forecast"))
-        summary["stages"]["forecast"] = {key: int(value) for key, value in counted.get.items()}
-        stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
     if traffic is not None:
         _client_and_topic_stages(spark, config, summary, progress, traffic, (quotas, proposed, plan))
     _account(summary)

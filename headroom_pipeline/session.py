@@ -49,6 +49,9 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
         "spark.ui.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.parquet.compression.codec": "snappy",
+        # PySpark records the Python call site of every column function for error messages, five calls into the JVM
+        # each: half the time it takes to build the decision timeline's plan. The job reports failures by stage.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     if local:
         # Also under spark-submit: the driver's listeners start with the SparkContext, in getOrCreate below.

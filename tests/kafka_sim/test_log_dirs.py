@@ -223,10 +223,9 @@ def test_full_volumes_fail_produce_then_the_log_dir_then_the_broker(kafka_cluste
     assert_matches_filesystem(results[second_dir], second_dir, TMPFS_TOLERANCE)
     for version in (1, 3):
         assert describe_raw(cluster, broker["id"], version)[first_dir].error_code == KAFKA_STORAGE_ERROR
-    # Its partitions are offline: no leader.
-    metadata = AdminClient(confluent_config(cluster)).list_topics(timeout=10)
-    assert metadata.topics[first].partitions[0].leader == -1
-    assert metadata.topics[second].partitions[0].leader == broker["id"]
+    # Its partitions go offline (no leader) once the controller has heard of the failed dir.
+    assert wait_for(lambda: leader_of(cluster, first) == -1, 10, 0.1), "the partition of the failed log dir kept its leader"
+    assert leader_of(cluster, second) == broker["id"]
 
     stored, error = produce_chunks(cluster, "kafka-python", second, 64)
     assert error == KAFKA_STORAGE_ERROR

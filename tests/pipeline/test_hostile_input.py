@@ -113,6 +113,25 @@ def test_a_timeline_too_large_is_refused_before_it_is_built(spark, tmp_path):
     assert decisions.decision_timeline(messages, PipelineConfig(snapshots=path, out="", max_timeline_rows=242)).count() == 121
 
 
+def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spark, tmp_path):
+    from pyspark.sql import Observation
+
+    from headroom_pipeline import forecast
+
+    lines = [snapshot(at="2026-11-22T04:00:00Z"), snapshot(at="2026-11-22T05:30:10Z", broker_id=2),
+             snapshot(at="2026-11-22T04:10:00Z", volumes=[{"VolumeName": "/data/0", "Capacity": 9, "Consumed": 1},
+                                                          {"VolumeName": "/data/1", "Capacity": 9, "Consumed": 2}]),
+             snapshot(at="2026-11-23T00:00:00Z", cluster="c2"), snapshot(at="2026-11-23T00:00:30Z", cluster="c2", broker_id=7)]
+    path = write_lines(tmp_path / "s.jsonl", lines)
+    volumes = ingest.explode_volumes(ingest.load_snapshots(spark, path).rows)
+    observed = Observation("spans")
+    forecast.volume_forecast(volumes, PipelineConfig(snapshots=path, out=""), observation=observed).collect()
+    for interval in (1, 60 * decisions.MICROS, 7 * 60 * decisions.MICROS):
+        by_rows = decisions.timeline_size(volumes, interval)
+        assert decisions.timeline_size_of_volume_spans(observed.get[forecast.VOLUME_SPANS], interval) == by_rows
+        assert by_rows["clusters"] == 2 and by_rows["largest"]["cluster"] == "c1" and by_rows["largest"]["volumes"] == 3
+
+
 def test_a_clock_reset_to_1970_accepted_by_since_fails_the_job_before_the_timeline_and_writes_no_summary(spark, tmp_path):
     path = write_lines(tmp_path / "s.jsonl", minutes(3) + [snapshot(at="1970-01-01T00:00:00Z")])
     out = tmp_path / "out"

@@ -7,7 +7,7 @@ loopback ports and tears it down at the end, also on an error or Ctrl-C. Every r
 adapter (KafkaAdapter), wrapped to count the requests each approach sends. Measured, each from a cluster without
 client quotas unless said otherwise:
 
-* ours, first apply: the module's core (``desired_state`` + ``reconcile`` of plugins/modules/client_quota.py, with a
+* ours, first apply: the module's core (``desired_state`` + ``reconcile`` of plugins/module_utils/quota_apply.py, with a
   fresh connection as every task run has), 5,000 users with producer and consumer byte rates;
 * ours, idempotent re-run: the same spec against the applied quotas (one DescribeClientQuotas, nothing to change);
 * naive baseline, first apply: one AlterClientQuotas request per entity, sent one after the other through the same
@@ -54,8 +54,8 @@ def _imports():
     # pylint: disable=import-outside-toplevel
     from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
-    from ansible_collections.headroom.kafka.plugins.modules import client_quota
-    return quota_spec, KafkaAdapter, client_quota
+    from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply
+    return quota_spec, KafkaAdapter, quota_apply
 
 
 class CountingAdapter:
@@ -102,10 +102,10 @@ def _check_applied(bootstrap, spec):
 
 
 def _clear(bootstrap):
-    quota_spec, adapter_class, client_quota = _imports()
+    quota_spec, adapter_class, quota_apply = _imports()
     adapter = adapter_class(bootstrap)
     try:
-        client_quota.reconcile(adapter, quota_spec.desired_state([]), exclusive=True)
+        quota_apply.reconcile(adapter, quota_spec.desired_state([]), exclusive=True)
     finally:
         adapter.close()
     if _stored(bootstrap):
@@ -113,11 +113,11 @@ def _clear(bootstrap):
 
 
 def _ours_once(bootstrap, spec):
-    quota_spec, adapter_class, client_quota = _imports()
+    quota_spec, adapter_class, quota_apply = _imports()
     started = time.perf_counter()
     adapter = CountingAdapter(adapter_class(bootstrap))
     try:
-        result = client_quota.reconcile(adapter, quota_spec.desired_state(spec), exclusive=False)
+        result = quota_apply.reconcile(adapter, quota_spec.desired_state(spec), exclusive=False)
     finally:
         adapter.close()
     return time.perf_counter() - started, adapter.counts, result

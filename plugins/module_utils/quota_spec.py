@@ -155,6 +155,14 @@ def _same(before, after):
 
 
 def for_output(values):
-    """Kafka returns doubles; show whole numbers as integers (as kafka-configs.sh does for byte rates)."""
-    return dict((k, int(v) if float(v).is_integer() and k not in ("request_percentage", "controller_mutation_rate") else v)
-                for k, v in sorted(values.items()))
+    """Kafka returns doubles; show whole numbers as integers (as kafka-configs.sh does for byte rates). A long key at
+    the long maximum comes back as the double 2**63 (the nearest to 2**63 - 1): it is shown as the maximum given."""
+    return dict((k, _shown(k, v)) for k, v in sorted(values.items()))
+
+
+def _shown(key, value):
+    if key in ("request_percentage", "controller_mutation_rate") or not float(value).is_integer():
+        return value
+    if USER_CLIENT_KEYS.get(key) == "long" and float(value) >= _LIMITS["long"]:
+        return int(_MAXIMA["long"])
+    return int(value)

@@ -292,26 +292,15 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, option_checks, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, limit_options, log_dirs, option_checks, snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
-LIMIT_OPTIONS = dict(
-    type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
-    level=dict(type="float", required=True),
-)
 PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_limit", "replication_factor")
 READ_ONLY = ("max_age", "expected_brokers")
 DEFAULT_MAX_AGE = "PT5M"
 DEFAULT_REPLICATION_FACTOR = -1
 COMPACTED = {"cleanup.policy": "compact"}
-
-
-def graded_limit(limit):
-    level = limit["level"]
-    if isinstance(level, float) and level.is_integer():
-        level = int(level)
-    return {"type": limit["type"], "level": level}
 
 
 def _unique(items):
@@ -430,7 +419,7 @@ def publish(module):
     params = module.params
     if params["soft_limit"] is None or params["hard_limit"] is None:
         module.fail_json(msg="state publish requires soft_limit and hard_limit (written in every message)")
-    soft, hard = graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"])
+    soft, hard = limit_options.graded_limit(params["soft_limit"]), limit_options.graded_limit(params["hard_limit"])
     try:
         rules.validate_graded_limits(soft, hard)
         rows = snapshots.normalize_log_dirs(params["log_dirs"]) if params["log_dirs"] is not None else None
@@ -529,16 +518,11 @@ ARGUMENT_SPEC = connection.argument_spec(
     log_dirs=dict(type="list", elements="dict"),
     cluster_id=dict(type="str"),
     snapshot_at=dict(type="str"),
-    soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
-    hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
     max_age=dict(type="str"),
     expected_brokers=dict(type="list", elements="int"),
+    **limit_options.GRADED_ARGUMENT_SPEC
 )
-OPTION_RANGES = {
-    "expected_brokers": option_checks.BROKER_IDS,
-    "soft_limit.level": option_checks.Number(0, option_checks.LONG_MAX),
-    "hard_limit.level": option_checks.Number(0, option_checks.LONG_MAX),
-}
+OPTION_RANGES = dict(limit_options.GRADED_RANGES, expected_brokers=option_checks.BROKER_IDS)
 
 
 def main():

@@ -324,96 +324,34 @@ effective_produce_byte_rate:
   sample: 1.0
 """
 
-import datetime
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, log_dirs, option_checks, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, limit_options, option_checks, volume_sources
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
-
-LIMIT_OPTIONS = dict(
-    type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
-    level=dict(type="float", required=True),
-)
-STRIMZI_OPTIONS = ("min_available_bytes", "min_available_ratio")
-# Bytes or a percentage; the rules narrow percentages to 100 and order the two limits.
-LIMIT_LEVEL = option_checks.Number(0, option_checks.LONG_MAX)
-GRADED_OPTIONS = ("soft_limit", "hard_limit")
-
-
-def graded_limit(limit):
-    """The limit as the rules take it; whole-number levels as ints so that figures read as bytes."""
-    if limit is None:
-        return None
-    level = limit["level"]
-    if isinstance(level, float) and level.is_integer():
-        level = int(level)
-    return {"type": limit["type"], "level": level}
-
 
 def check_options(module):
     """Everything that can be wrong without Kafka; fails the module with the option named."""
     params = module.params
-    policy = params["policy"]
-    if policy == "graded":
-        given = [name for name in STRIMZI_OPTIONS if params[name] is not None]
-        if given:
-            module.fail_json(msg="{0} belongs to policy strimzi; policy graded takes soft_limit and hard_limit".format(" and ".join(given)))
-    else:
-        given = [name for name in GRADED_OPTIONS if params[name] is not None]
-        if given:
-            module.fail_json(msg="{0} belongs to policy graded; policy strimzi takes min_available_bytes or min_available_ratio".format(
-                " and ".join(given)))
+    problem = limit_options.policy_problem(params)
+    if problem:
+        module.fail_json(msg=problem)
     try:
-        if policy == "strimzi":
-            rules.validate_strimzi_limits(params["min_available_bytes"], params["min_available_ratio"])
-        else:
-            rules.validate_graded_limits(graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"]))
-    except rules.LimitError as exc:
+        return volume_sources.given(params["log_dirs"], params["snapshots"], params["max_age"])
+    except volume_sources.VolumeSourceError as exc:
         module.fail_json(msg=str(exc))
-    max_age = None
-    if params["max_age"] is not None:
-        if params["snapshots"] is None:
-            module.fail_json(msg="max_age applies to snapshots only; give snapshots or leave max_age out")
-        try:
-            max_age = durations.parse_positive_duration(params["max_age"], "max_age")
-        except durations.DurationError as exc:
-            module.fail_json(msg=str(exc))
-    rows = messages = None
-    try:
-        if params["log_dirs"] is not None:
-            rows = snapshots.normalize_log_dirs(params["log_dirs"])
-        if params["snapshots"] is not None:
-            messages = snapshots.parse_snapshots(params["snapshots"])
-    except snapshots.SnapshotError as exc:
-        module.fail_json(msg=str(exc))
-    return rows, messages, max_age
 
 
-def gather(module, rows, messages, max_age):
-    """(volumes, source, brokers without data, stale brokers); contacts Kafka unless log_dirs were given."""
-    expected = module.params["expected_brokers"] or []
-    if rows is not None:
-        return rows, "log_dirs", snapshots.missing_brokers([r["broker_id"] for r in rows], (), expected), []
-    adapter = connection.connect(module)
+def gather(module, source):
+    """volume_sources.gather's answer; contacts Kafka unless log_dirs were given."""
+    adapter = connection.connect(module) if source.needs_kafka else None
     try:
-        if messages is not None:
-            cluster = adapter.describe_cluster()
-            now = datetime.datetime.now(datetime.timezone.utc)
-            chosen = snapshots.select_latest([("snapshots[{0}]".format(i), None, m) for i, m in enumerate(messages)], now, max_age)
-            known = [b["id"] for b in cluster["brokers"]] + cluster.get("fenced_brokers", [])
-            missing = snapshots.missing_brokers([m["BrokerId"] for m in chosen["snapshots"]], known, expected)
-            return snapshots.snapshot_volumes(chosen["snapshots"]), "snapshots", missing, chosen["stale_brokers"]
-        view = log_dirs.collect(adapter)
+        return volume_sources.gather(adapter, source, module.params["expected_brokers"])
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc))
     finally:
-        adapter.close()
-    active = [b["id"] for b in view["brokers"]]
-    answered = set(r["broker_id"] for r in view["log_dirs"])
-    missing = sorted(set(view["missing_brokers"]) | set(view["fenced_brokers"]) | set(snapshots.missing_brokers(answered, active, expected)))
-    return view["log_dirs"], "cluster", missing, []
+        if adapter is not None:
+            adapter.close()
 
 
 def _describe_volume(volume):
@@ -449,47 +387,37 @@ ARGUMENT_SPEC = connection.argument_spec(
     expected_brokers=dict(type="list", elements="int"),
     snapshots=dict(type="list", elements="dict"),
     max_age=dict(type="str"),
-    policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
-    min_available_bytes=dict(type="int"),
-    min_available_ratio=dict(type="float"),
     produce_byte_rate=dict(type="float"),
-    soft_limit=dict(type="dict", options=LIMIT_OPTIONS),
-    hard_limit=dict(type="dict", options=LIMIT_OPTIONS),
-    missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
     fail_on=dict(type="str", default="never", choices=["never", "throttle", "pause"]),
+    **limit_options.POLICY_ARGUMENT_SPEC
 )
-OPTION_RANGES = {
+OPTION_RANGES = dict(limit_options.POLICY_RANGES, **{
     "expected_brokers": option_checks.BROKER_IDS,
-    "min_available_bytes": option_checks.BYTES,
-    "min_available_ratio": option_checks.Number(0, 1),
     "produce_byte_rate": option_checks.Number(0, option_checks.LONG_MAX, unit="bytes per second", above=True),
-    "soft_limit.level": LIMIT_LEVEL,
-    "hard_limit.level": LIMIT_LEVEL,
-}
+})
 
 
 def main():
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
-        mutually_exclusive=[list(STRIMZI_OPTIONS), ["log_dirs", "snapshots"]],
-        required_if=[["policy", "strimzi", list(STRIMZI_OPTIONS), True], ["policy", "graded", list(GRADED_OPTIONS)]]
-        + connection.CONNECTION_REQUIRED_IF,
+        mutually_exclusive=limit_options.POLICY_MUTUALLY_EXCLUSIVE + [["log_dirs", "snapshots"]],
+        required_if=limit_options.POLICY_REQUIRED_IF + connection.CONNECTION_REQUIRED_IF,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         supports_check_mode=True,
     )
     connection.check(module, OPTION_RANGES)
     params = module.params
-    rows, messages, max_age = check_options(module)
-    volumes, source, missing, stale = gather(module, rows, messages, max_age)
+    found = gather(module, check_options(module))
+    volumes, missing = found["volumes"], found["missing_brokers"]
     complete = bool(params["complete"]) and not missing
     if params["policy"] == "strimzi":
         result = rules.strimzi_decision(volumes, min_available_bytes=params["min_available_bytes"],
                                         min_available_ratio=params["min_available_ratio"])
         result.update(complete=complete, missing_data_applied=False)
     else:
-        result = rules.graded_decision(volumes, graded_limit(params["soft_limit"]), graded_limit(params["hard_limit"]),
+        result = rules.graded_decision(volumes, limit_options.graded_limit(params["soft_limit"]), limit_options.graded_limit(params["hard_limit"]),
                                        complete=complete, missing_data_action=params["missing_data_action"])
-    result.update(missing_brokers=missing, stale_brokers=stale, source=source)
+    result.update(missing_brokers=missing, stale_brokers=found["stale_brokers"], source=found["source"])
     if params["produce_byte_rate"] is not None:
         result["effective_produce_byte_rate"] = rules.effective_produce_quota(params["produce_byte_rate"], result["throttle_factor"])
     fail_on = params["fail_on"]

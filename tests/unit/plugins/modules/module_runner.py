@@ -22,7 +22,7 @@ except ImportError:   # ansible-core < 2.19
         with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
             yield
 
-MODULES = ("client_quota", "client_quota_info", "cluster_health_info", "log_dirs_info", "usage_snapshot", "volume_limits")
+MODULES = ("client_quota", "client_quota_info", "cluster_health_info", "disk_guard", "log_dirs_info", "usage_snapshot", "volume_limits")
 
 
 def module_code(name):

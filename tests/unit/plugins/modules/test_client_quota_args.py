@@ -6,6 +6,7 @@ import re
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec as qs
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED
 from ansible_collections.headroom.kafka.plugins.modules import client_quota, client_quota_info
@@ -50,7 +51,7 @@ class FakeAdapter:
 
 
 def run(adapter, quotas, exclusive=False, check_mode=False):
-    return client_quota.reconcile(adapter, qs.desired_state(quotas), exclusive=exclusive, check_mode=check_mode)
+    return quota_apply.reconcile(adapter, qs.desired_state(quotas), exclusive=exclusive, check_mode=check_mode)
 
 
 def kinds(adapter):
@@ -149,7 +150,7 @@ def test_refused_entity_fails_with_nothing_applied():
     adapter = FakeAdapter(refuse={qs.entity_key(bad): ("INVALID_REQUEST", "2001:db8::g1 is not a valid IP or resolvable host.")})
     quotas = [{"entity": {"user": "alice", "client_id": "app"}, "producer_byte_rate": 5},
               {"entity": {"ip": "2001:db8::g1"}, "connection_creation_rate": 3}]
-    with pytest.raises(client_quota.QuotaApplyError) as caught:
+    with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, quotas)
     assert kinds(adapter) == ["describe", "validate"]
     assert adapter.store == {}
@@ -164,7 +165,7 @@ def test_refused_entity_fails_with_nothing_applied():
 
 def test_refused_in_check_mode_too():
     adapter = FakeAdapter(refuse={qs.entity_key({"user": "a"}): ("INVALID_REQUEST", "nope")})
-    with pytest.raises(client_quota.QuotaApplyError, match="nothing was applied: user=a"):
+    with pytest.raises(quota_apply.QuotaApplyError, match="nothing was applied: user=a"):
         run(adapter, [{"entity": {"user": "a"}, "producer_byte_rate": 1}], check_mode=True)
 
 
@@ -172,7 +173,7 @@ def test_authorization_failure_names_every_entity_and_the_permission():
     quotas = [{"entity": {"user": "u{0:02d}".format(i)}, "producer_byte_rate": 1} for i in range(12)]
     refuse = dict((qs.entity_key({"user": "u{0:02d}".format(i)}), ("CLUSTER_AUTHORIZATION_FAILED", None)) for i in range(12))
     adapter = FakeAdapter([({"user": "u00"}, {"consumer_byte_rate": 9.0})], refuse=refuse)
-    with pytest.raises(client_quota.QuotaApplyError) as caught:
+    with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, quotas)
     message = str(caught.value)
     assert message == ("Kafka refused 12 of 12 client quota change(s); nothing was applied: CLUSTER_AUTHORIZATION_FAILED (the principal "
@@ -183,7 +184,7 @@ def test_authorization_failure_names_every_entity_and_the_permission():
 
 def test_refused_on_apply_reports_what_was_applied():
     adapter = FakeAdapter(refuse_on_apply={qs.entity_key({"user": "b"}): ("INVALID_REQUEST", "changed meanwhile")})
-    with pytest.raises(client_quota.QuotaApplyError) as caught:
+    with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, [{"entity": {"user": "a"}, "producer_byte_rate": 1}, {"entity": {"user": "b"}, "producer_byte_rate": 1}])
     assert "refused 1 of 2 when applying them; the other 1 were applied" in str(caught.value)
     assert caught.value.result["changed"] is True
@@ -195,7 +196,7 @@ def test_mixed_refusals_list_each_entity_with_its_keys():
     refuse = {qs.entity_key({"user": "a"}): ("INVALID_REQUEST", "Quota producer_byte_rate must be greater than 0"),
               qs.entity_key({"client-id": "c"}): ("CLUSTER_AUTHORIZATION_FAILED", None)}
     adapter = FakeAdapter([({"client-id": "c"}, {"request_percentage": 1.0})], refuse=refuse)
-    with pytest.raises(client_quota.QuotaApplyError) as caught:
+    with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, [{"entity": {"user": "a"}, "producer_byte_rate": 1}, {"entity": {"client_id": "c"}, "state": "absent"},
                       {"entity": {"user": "b"}, "producer_byte_rate": 1}])
     assert str(caught.value) == (

@@ -48,6 +48,7 @@ def test_health_gate_options(args, expected):
     ("cluster_health_info", {}), ("log_dirs_info", {}), ("client_quota_info", {}),
     ("client_quota", {"quotas": [{"entity": {"user": "a"}, "producer_byte_rate": 1024}]}),
     ("volume_limits", {"min_available_bytes": 1}), ("usage_snapshot", dict(PUBLISH, path="/tmp/x.jsonl")),
+    ("disk_guard", {"min_available_bytes": 1, "default_producer_byte_rate": 1024}),
 ])
 @pytest.mark.parametrize("timeout", [NAN, INF, -INF, 0, -5, 1e308, 0.01, 3601])
 def test_request_timeout_in_every_module(module, extra, timeout):
@@ -142,3 +143,27 @@ def test_an_offline_log_dir_is_data_not_a_skipped_task():
 ])
 def test_usage_snapshot_settings_that_can_never_work(args, expected):
     refused("usage_snapshot", args, expected)
+
+
+GUARD = {"min_available_ratio": 0.1, "default_producer_byte_rate": 1024}
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({"default_producer_byte_rate": None}, "default_producer_byte_rate is required (or a quotas entry for user <default>"),
+    ({"default_producer_byte_rate": 0.5}, "default_producer_byte_rate must be a whole number of bytes per second from 1"),
+    ({"min_available_ratio": 1.5}, "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)"),
+    ({"min_available_bytes": 5}, "parameters are mutually exclusive: min_available_bytes|min_available_ratio"),
+    ({"soft_limit": SOFT, "hard_limit": HARD}, "soft_limit and hard_limit belong to policy graded"),
+    ({"policy": "graded", "min_available_ratio": None, "soft_limit": HARD, "hard_limit": SOFT},
+     "soft_limit.level must be greater than hard_limit.level for min_free_bytes"),
+    ({"throttle_factor_fallback": 2}, "throttle_factor_fallback must be a number from 0 to 1 (got 2.0)"),
+    ({"throttle_factor_validity": "5 minutes"}, "throttle_factor_validity must be an ISO 8601 duration such as PT5M"),
+    ({"excluded_principals": ["admin"]}, "excluded_principals[0] must be a principal User:<name>, such as User:admin (got 'admin')"),
+    ({"quotas": [{"entity": {"user": "a"}, "producer_byte_rate": 0}]}, "quotas[0].producer_byte_rate must be greater than 0"),
+    ({"quotas": [{"entity": {"user": "a"}, "state": "absent"}]}, "quotas[0].state: the guard holds the whole quota set"),
+    ({"log_dirs": [dict(ROW, usable_bytes="x")]}, "log_dirs[0]"),
+    ({"max_age": "PT5M"}, "max_age applies to snapshots only"),
+    ({"state_file": "/nonexistent-dir/guard.json"}, "state_file: the directory of '/nonexistent-dir/guard.json' does not exist"),
+])
+def test_disk_guard_refuses_a_declaration_it_cannot_enforce_before_any_request(args, expected):
+    refused("disk_guard", dict(GUARD, **args), expected)

@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The disk guard's options: one argument spec for the disk_guard module and the guard process (headroom_guard reads
+the same keys from its configuration file), and their conversion into the rules' objects, with no I/O."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, disk_guard, durations, limit_options, option_checks
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_options, volume_sources
+
+GUARD_OPTIONS = dict(
+    quotas=dict(type="list", elements="dict", default=[], options=quota_options.QUOTA_OPTIONS),
+    default_producer_byte_rate=dict(type="float"),
+    excluded_principals=dict(type="list", elements="str", default=[]),
+    excluded_producer_byte_rate=dict(type="float"),
+    throttle_factor_fallback=dict(type="float", default=1.0),
+    throttle_factor_validity=dict(type="str", default="PT5M"),
+    log_dirs=dict(type="list", elements="dict"),
+    snapshots=dict(type="list", elements="dict"),
+    max_age=dict(type="str"),
+    expected_brokers=dict(type="list", elements="int"),
+    **limit_options.POLICY_ARGUMENT_SPEC
+)
+ARGUMENT_SPEC = connection.argument_spec(**GUARD_OPTIONS)
+MUTUALLY_EXCLUSIVE = limit_options.POLICY_MUTUALLY_EXCLUSIVE + [["log_dirs", "snapshots"]]
+REQUIRED_IF = limit_options.POLICY_REQUIRED_IF + connection.CONNECTION_REQUIRED_IF
+REQUIRED_TOGETHER = connection.CONNECTION_REQUIRED_TOGETHER
+OPTION_RANGES = dict(limit_options.POLICY_RANGES, **{
+    "expected_brokers": option_checks.BROKER_IDS,
+    "throttle_factor_fallback": option_checks.Number(0, 1),
+})
+
+
+class GuardSettings(object):
+    """The validated options: the policy, the declaration and where the volumes come from."""
+
+    def __init__(self, policy, declaration, source, expected_brokers):
+        self.policy, self.declaration, self.source, self.expected_brokers = policy, declaration, source, expected_brokers
+
+
+def settings(params):
+    """GuardSettings from validated params (argument spec applied); disk_guard.GuardError names the option."""
+    problem = connection.connection_problem(params) or limit_options.policy_problem(params)
+    if problem:
+        raise disk_guard.GuardError(problem)
+    try:
+        option_checks.check_params(params, OPTION_RANGES)
+        validity = durations.parse_duration(params["throttle_factor_validity"], "throttle_factor_validity")
+        source = volume_sources.given(params["log_dirs"], params["snapshots"], params["max_age"])
+    except (option_checks.OptionError, durations.DurationError, volume_sources.VolumeSourceError) as exc:
+        raise disk_guard.GuardError(str(exc))
+    policy = disk_guard.Policy(params["policy"], min_available_bytes=params["min_available_bytes"],
+                               min_available_ratio=params["min_available_ratio"],
+                               soft_limit=limit_options.graded_limit(params["soft_limit"]),
+                               hard_limit=limit_options.graded_limit(params["hard_limit"]),
+                               missing_data_action=params["missing_data_action"],
+                               throttle_factor_fallback=params["throttle_factor_fallback"],
+                               throttle_factor_validity=validity.total_seconds())
+    declaration = disk_guard.Declaration(quota_options.spec_from_params(params["quotas"]), params["default_producer_byte_rate"],
+                                         params["excluded_principals"], params["excluded_producer_byte_rate"])
+    return GuardSettings(policy, declaration, source, params["expected_brokers"] or [])

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One disk guard decision through the adapter: read the quotas and the volumes, decide, make Kafka hold the quota set
+of that factor. The disk_guard module runs it once; the guard process runs it every interval."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, quota_apply, volume_sources
+
+
+def guard_once(adapter, settings, memory, now, check_mode=False):
+    """(result, memory for the next decision). Requests: DescribeClientQuotas, what the volume source needs
+    (DescribeCluster, DescribeLogDirs), and only when the quota set must change one validate-only AlterClientQuotas
+    and one that applies (none in check mode). ``now``: a timezone-aware datetime.
+
+    Raises quota_apply.QuotaApplyError (nothing applied when the validation refused) and KafkaAdapterError when
+    the cluster cannot be asked at all (no volumes, no quotas: nothing is changed then).
+    """
+    current = quota_apply.read_state(adapter)
+    found = volume_sources.gather(adapter, settings.source, settings.expected_brokers, now)
+    view = {"volumes": found["volumes"], "complete": not found["missing_brokers"], "missing_brokers": found["missing_brokers"]}
+    seconds = now.timestamp()
+    decision, remembered = disk_guard.decide(settings.policy, view, seconds, memory, settings.declaration.factor_applied(current))
+    target = settings.declaration.quotas_at(decision["throttle_factor"])
+    applied = quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current)
+    result = dict(decision)
+    result.update(applied)
+    result.update(source=found["source"], missing_brokers=found["missing_brokers"], stale_brokers=found["stale_brokers"],
+                  complete=view["complete"], decided_at=seconds, declaration_warnings=declaration_warnings(settings.declaration))
+    result.setdefault("missing_data_applied", False)
+    return result, (memory if check_mode else remembered)
+
+
+def declaration_warnings(declaration):
+    """What the declaration cannot do on Kafka, said once per decision."""
+    shadowed = declaration.shadowed_client_ids()
+    if not shadowed:
+        return []
+    names = ", ".join("client_id={0}".format(entity["client_id"]) for entity in shadowed)
+    return ["{0}: a client_id-only produce rate never applies while the <default> user has one (Kafka's precedence puts every "
+            "user entity first), and the guard always sets the <default> user's; declare user=<default>,client_id=... instead".format(names)]

@@ -8,6 +8,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import os
+import tempfile
+
 from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, quota_apply, volume_sources
 
 
@@ -28,7 +32,7 @@ def guard_once(adapter, settings, memory, now, check_mode=False):
     applied = quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current)
     result = dict(decision)
     result.update(applied)
-    result.update(source=found["source"], missing_brokers=found["missing_brokers"], stale_brokers=found["stale_brokers"],
+    result.update(volumes=found["volumes"], source=found["source"], missing_brokers=found["missing_brokers"], stale_brokers=found["stale_brokers"],
                   complete=view["complete"], decided_at=seconds, declaration_warnings=declaration_warnings(settings.declaration))
     result.setdefault("missing_data_applied", False)
     return result, (memory if check_mode else remembered)
@@ -42,3 +46,28 @@ def declaration_warnings(declaration):
     names = ", ".join("client_id={0}".format(entity["client_id"]) for entity in shadowed)
     return ["{0}: a client_id-only produce rate never applies while the <default> user has one (Kafka's precedence puts every "
             "user entity first), and the guard always sets the <default> user's; declare user=<default>,client_id=... instead".format(names)]
+
+
+def load_memory(path):
+    """The memory kept at ``path``: none when there is no file or it is not a memory (the next complete observation
+    writes a good one)."""
+    if not path or not os.path.exists(path):
+        return disk_guard.GuardMemory()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return disk_guard.GuardMemory.from_json(json.load(handle))
+    except (OSError, ValueError):
+        return disk_guard.GuardMemory()
+
+
+def save_memory(path, memory):
+    """Write the memory atomically (a reader, or a guard started after a crash, never sees half a file)."""
+    handle, temporary = tempfile.mkstemp(prefix=".headroom-guard-", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(memory.to_json(), stream, sort_keys=True)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -325,9 +325,7 @@ declaration_warnings:
 """
 
 import datetime
-import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -339,31 +337,6 @@ ARGUMENT_SPEC = dict(guard_options.ARGUMENT_SPEC, state_file=dict(type="path"))
 PUBLIC_KEYS = ("throttle_factor", "state", "reason", "policy", "observed", "fallback_applied", "missing_data_applied", "violations",
                "least_headroom", "skipped_volumes", "missing_brokers", "stale_brokers", "source", "changes", "quotas", "diff", "declaration_warnings",
                "remembered_brokers")
-
-
-def load_memory(path):
-    """The memory kept in ``path``; none when there is no file yet (or not a memory: the next complete observation
-    replaces it)."""
-    if not path or not os.path.exists(path):
-        return disk_guard.GuardMemory()
-    try:
-        with open(path) as handle:
-            return disk_guard.GuardMemory.from_json(json.load(handle))
-    except (IOError, OSError, ValueError):
-        return disk_guard.GuardMemory()
-
-
-def save_memory(path, memory):
-    """Write the memory atomically (a reader never sees half a file)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".disk-guard-", dir=directory)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(memory.to_json(), stream, sort_keys=True)
-        os.rename(temporary, path)
-    except Exception:
-        os.unlink(temporary)
-        raise
 
 
 def main():
@@ -384,7 +357,7 @@ def main():
         module.fail_json(msg="state_file: the directory of {0!r} does not exist".format(state_file))
     adapter = connection.connect(module)
     try:
-        result, memory = guard_run.guard_once(adapter, settings, load_memory(state_file), datetime.datetime.now(datetime.timezone.utc),
+        result, memory = guard_run.guard_once(adapter, settings, guard_run.load_memory(state_file), datetime.datetime.now(datetime.timezone.utc),
                                               check_mode=module.check_mode)
     except QuotaApplyError as exc:
         module.fail_json(msg=str(exc), **exc.result)
@@ -395,7 +368,7 @@ def main():
     for warning in result["declaration_warnings"]:
         module.warn(warning)
     if state_file and not module.check_mode and result["observed"]:
-        save_memory(state_file, memory)
+        guard_run.save_memory(state_file, memory)
     module.exit_json(changed=result["changed"], **dict((key, result[key]) for key in PUBLIC_KEYS if key in result))
 
 

@@ -10,44 +10,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec as qs
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED
 from ansible_collections.headroom.kafka.plugins.modules import client_quota, client_quota_info
-
-
-class FakeAdapter:
-    """Kafka's client quota store behind the adapter's two quota calls; ``refuse`` maps entity keys to (error, message)."""
-
-    def __init__(self, quotas=None, refuse=None, refuse_on_apply=None):
-        self.store = dict((qs.entity_key(entity), (dict(entity), dict(values))) for entity, values in (quotas or []))
-        self.refuse = refuse or {}
-        self.refuse_on_apply = refuse_on_apply or {}
-        self.requests = []
-
-    def describe_client_quotas(self, components=None, strict=False):
-        self.requests.append(("describe", components, strict))
-        return [(dict(entity), dict(values)) for entity, values in self.store.values()]
-
-    def alter_client_quotas(self, entries, validate_only):
-        self.requests.append(("validate" if validate_only else "alter", len(entries)))
-        refusals = dict(self.refuse)
-        if not validate_only:
-            refusals.update(self.refuse_on_apply)
-        results = []
-        for entity, ops in entries:
-            key = qs.entity_key(entity)
-            error, message = refusals.get(key, (None, None))
-            results.append((dict(entity), error, message))
-            if error or validate_only:
-                continue
-            values = dict(self.store.get(key, (entity, {}))[1])
-            for name, value, remove in ops:
-                if remove:
-                    values.pop(name, None)
-                else:
-                    values[name] = float(value)
-            if values:
-                self.store[key] = (dict(entity), values)
-            else:
-                self.store.pop(key, None)
-        return list(reversed(results))  # Kafka answers in its own (hash map) order
+from fake_kafka import FakeAdapter
 
 
 def run(adapter, quotas, exclusive=False, check_mode=False):

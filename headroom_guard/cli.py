@@ -1,0 +1,96 @@
+"""The command line: ``python -m headroom_guard --config FILE [--interval SECONDS] [options]``.
+
+Exit status: 0 stopped by SIGTERM or SIGINT (after the decision under way finished), or --once / --check-config done;
+1 --once whose decision failed (the cluster could not be asked, or Kafka refused the quotas: nothing was applied),
+or an unexpected error; 2 the configuration or an option was refused, before anything talked to Kafka.
+"""
+
+import argparse
+import math
+import signal
+import sys
+import threading
+
+EXIT_FAILED = 1
+EXIT_BAD_CONFIG = 2
+DEFAULT_INTERVAL = 30.0
+
+
+def _interval(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or not 1.0 <= value <= 86400.0:
+        raise argparse.ArgumentTypeError(f"--interval must be a number of seconds from 1 to 86400 (got {text!r})")
+    return value
+
+
+def _port(text):
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"--metrics-port must be a TCP port from 0 to 65535 (got {text!r})")
+    return int(text)
+
+
+def parser():
+    command = argparse.ArgumentParser(
+        prog="python -m headroom_guard",
+        description="Observe every log dir of a Kafka cluster, decide a throttle factor and make the cluster's client quotas "
+                    "hold the declared produce rates scaled by it, every interval.",
+        epilog="Exit status: 0 stopped by SIGTERM/SIGINT, or --once/--check-config done; 1 --once whose decision failed; "
+               "2 configuration refused (nothing was sent to Kafka). One line per decision on stderr.")
+    command.add_argument("--config", required=True, metavar="FILE",
+                         help="YAML or JSON mapping of the headroom.kafka.disk_guard module's options (connection, policy, limits, "
+                              "quotas, default_producer_byte_rate, excluded_principals, ...)")
+    command.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL, metavar="SECONDS",
+                         help=f"seconds from the start of one decision to the next (default {DEFAULT_INTERVAL:g})")
+    command.add_argument("--state-file", metavar="PATH", help="where the last complete observation is kept across restarts "
+                                                                  "(policy strimzi's validity clock); in memory only without it")
+    command.add_argument("--metrics-file", metavar="PATH", help="Prometheus text file rewritten atomically after each decision "
+                                                                    "(for node_exporter's textfile collector: name it *.prom)")
+    command.add_argument("--metrics-port", type=_port, metavar="PORT", help="serve the metrics over HTTP at /metrics on this port")
+    command.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDRESS",
+                         help="address the metrics port binds to (default 127.0.0.1)")
+    command.add_argument("--once", action="store_true", help="decide once and exit")
+    command.add_argument("--dry-run", action="store_true", help="decide and have Kafka validate the quotas, never apply them")
+    command.add_argument("--check-config", action="store_true", help="check the configuration and exit")
+    return command
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    from headroom_guard import config          # imported here: --help needs no Kafka client
+    from headroom_guard.guard import Guard
+    from headroom_guard.metrics import MetricsServer
+
+    try:
+        params, settings = config.load(args.config)
+    except config.ConfigError as exc:
+        print(f"headroom_guard: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    if args.check_config:
+        print(f"headroom_guard: --config {args.config!r} is valid", file=sys.stderr)
+        return 0
+    guard = Guard(params, settings, state_file=args.state_file, metrics_file=args.metrics_file, dry_run=args.dry_run)
+    if args.once:
+        return 0 if guard.decide() is not None else EXIT_FAILED
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda _signum, _frame: stop.set())
+    server = None
+    if args.metrics_port is not None:
+        try:
+            server = MetricsServer(guard.metrics, args.metrics_address, args.metrics_port, guard.lock).start()
+        except OSError as exc:
+            print(f"headroom_guard: --metrics-port {args.metrics_port}: cannot listen on {args.metrics_address}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return EXIT_BAD_CONFIG
+        guard.say(f"metrics on http://{args.metrics_address}:{server.port}/metrics")
+    guard.say(f"deciding every {args.interval:g} s ({settings.policy.name}); SIGTERM stops after the decision under way")
+    try:
+        guard.run(args.interval, stop)
+    finally:
+        if server is not None:
+            server.stop()
+    guard.say("stopped")
+    return 0

@@ -1,0 +1,99 @@
+"""The guard loop: one decision every interval through one Kafka connection, kept between decisions and opened again
+after a failure; a decision that fails leaves the quotas as they are and is retried at the next interval."""
+
+import datetime
+import sys
+import threading
+
+from headroom_guard.metrics import GuardMetrics, write_textfile
+from headroom_pipeline.collection import ensure_importable
+
+ensure_importable()
+
+# pylint: disable=wrong-import-position
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_run  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError  # noqa: E402
+
+
+def _stamp(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def decision_line(result):
+    """The one line a decision writes on stderr."""
+    changes = len(result["changes"])
+    changed = f"{changes} quota entit{'y' if changes == 1 else 'ies'} changed" if changes else "quotas unchanged"
+    return (f"{_stamp(result['decided_at'])} factor {result['throttle_factor']:g} {result['state']} ({result['policy']}, "
+            f"{result['reason']}): {changed}")
+
+
+class Guard:
+    """Decisions for one cluster. ``params``: the validated options (connection options included); ``settings``:
+    guard_options.GuardSettings. ``dry_run``: decide and have Kafka validate, never apply."""
+
+    def __init__(self, params, settings, state_file=None, metrics_file=None, dry_run=False, stream=None):
+        self.params, self.settings = params, settings
+        self.state_file, self.metrics_file, self.dry_run = state_file, metrics_file, dry_run
+        self.stream = stream or sys.stderr
+        self.metrics, self.lock = GuardMetrics(), threading.Lock()
+        self.memory = guard_run.load_memory(state_file)
+        self.adapter = None
+
+    def say(self, text):
+        print(f"headroom_guard: {text}", file=self.stream, flush=True)
+
+    def decide(self, now=None):
+        """One decision; its result, or None when it failed (said on stderr, counted in the metrics)."""
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        try:
+            if self.adapter is None:
+                self.adapter = KafkaAdapter.from_module_params(self.params)
+            result, memory = guard_run.guard_once(self.adapter, self.settings, self.memory, now, check_mode=self.dry_run)
+        except (KafkaAdapterError, QuotaApplyError) as exc:
+            self._close_adapter()
+            with self.lock:
+                self.metrics.failed()
+            self.say(f"{_stamp(now.timestamp())} decision failed, quotas left as they are: {exc}")
+            self._write_metrics()
+            return None
+        self.memory = memory
+        if self.state_file and result["observed"] and not self.dry_run:
+            guard_run.save_memory(self.state_file, memory)
+        with self.lock:
+            self.metrics.decided(result)
+        self.say(decision_line(result))
+        for warning in result["declaration_warnings"]:
+            self.say(f"warning: {warning}")
+        self._write_metrics()
+        return result
+
+    def run(self, interval, stop):
+        """Decide every ``interval`` seconds until ``stop`` (a threading.Event) is set; the interval counts from the
+        start of each decision, so a slow cluster does not stretch it."""
+        try:
+            while not stop.is_set():
+                started = datetime.datetime.now(datetime.timezone.utc)
+                self.decide(started)
+                elapsed = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
+                stop.wait(max(interval - elapsed, 0.0))
+        finally:
+            self._close_adapter()
+
+    def _write_metrics(self):
+        if not self.metrics_file:
+            return
+        with self.lock:
+            text = self.metrics.render()
+        try:
+            write_textfile(self.metrics_file, text)
+        except OSError as exc:
+            self.say(f"cannot write --metrics-file {self.metrics_file!r}: {exc.strerror or exc}")
+
+    def _close_adapter(self):
+        if self.adapter is not None:
+            try:
+                self.adapter.close()
+            except Exception:  # pylint: disable=broad-except  # a connection that is already broken has nothing to close
+                pass
+            self.adapter = None

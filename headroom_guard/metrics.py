@@ -1,0 +1,161 @@
+"""The guard's metrics in Prometheus' text exposition format: what the Strimzi plugin exposes through JMX (throttle
+factor, limit violated, fallback applied, active brokers and log dirs, available and consumed bytes per volume), plus
+the guard's state and the time and outcome of its decisions.
+
+Written atomically for node_exporter's textfile collector (a reader never sees half a file) and served over HTTP
+when asked. Names start with ``headroom_guard_``; units are in the names (``_bytes``, ``_seconds``); counters end in
+``_total``.
+"""
+
+import http.server
+import os
+import tempfile
+import threading
+
+STATES = ("OPEN", "THROTTLE", "PAUSE")
+OUTCOMES = ("applied", "unchanged", "failed")
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _label(value):
+    """A label value with Prometheus' escapes (backslash, double quote, line feed)."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+class Family:
+    """One metric family: its HELP, TYPE and samples ({labels}, value)."""
+
+    def __init__(self, name, kind, help_text):
+        self.name, self.kind, self.help_text, self.samples = name, kind, help_text, []
+
+    def add(self, value, **labels):
+        self.samples.append((labels, value))
+        return self
+
+    def lines(self):
+        yield f"# HELP {self.name} {self.help_text}"
+        yield f"# TYPE {self.name} {self.kind}"
+        for labels, value in self.samples:
+            rendered = ",".join(f'{key}="{_label(labels[key])}"' for key in sorted(labels))
+            yield f"{self.name}{{{rendered}}} {_number(value)}" if rendered else f"{self.name} {_number(value)}"
+
+
+class GuardMetrics:
+    """What the metrics say: the last decision (None before the first) and the counts since the guard started."""
+
+    def __init__(self):
+        self.last = None                # guard_once's result
+        self.last_decision_at = None    # epoch seconds of the last decision that completed
+        self.outcomes = dict.fromkeys(OUTCOMES, 0)
+        self.quota_changes = 0
+
+    def decided(self, result):
+        self.last, self.last_decision_at = result, result["decided_at"]
+        self.outcomes["applied" if result["changed"] else "unchanged"] += 1
+        self.quota_changes += len(result["changes"])
+
+    def failed(self):
+        self.outcomes["failed"] += 1
+
+    def render(self):
+        families = []
+        outcomes = Family("headroom_guard_decisions_total", "counter", "Decisions since the guard started, by outcome.")
+        for outcome in OUTCOMES:
+            outcomes.add(self.outcomes[outcome], outcome=outcome)
+        families.append(outcomes)
+        families.append(Family("headroom_guard_quota_changes_total", "counter",
+                               "Client quota entities changed since the guard started.").add(self.quota_changes))
+        if self.last is not None:
+            families.extend(self._decision_families(self.last))
+        return "".join(line + "\n" for family in families for line in family.lines())
+
+    def _decision_families(self, result):
+        volumes = [volume for volume in result["volumes"] if volume.get("total_bytes") is not None and volume.get("usable_bytes") is not None
+                   and volume["total_bytes"] >= 0 and 0 <= volume["usable_bytes"] <= volume["total_bytes"]]
+        yield Family("headroom_guard_throttle_factor", "gauge", "The factor applied to the declared produce rates (0 to 1).").add(
+            float(result["throttle_factor"]))
+        yield Family("headroom_guard_limit_violated", "gauge", "1 when some volume is past a limit.").add(bool(result["violations"]))
+        yield Family("headroom_guard_fallback_applied", "gauge", "1 when the fallback factor applies (policy strimzi).").add(
+            bool(result["fallback_applied"]))
+        yield Family("headroom_guard_missing_data_applied", "gauge", "1 when incomplete data paused producers (policy graded).").add(
+            bool(result.get("missing_data_applied")))
+        yield Family("headroom_guard_observed", "gauge", "1 when every broker that should have answered did.").add(bool(result["observed"]))
+        state = Family("headroom_guard_state", "gauge", "The guard's state: 1 for the current one of OPEN, THROTTLE and PAUSE.")
+        for name in STATES:
+            state.add(1 if result["state"] == name else 0, state=name)
+        yield state
+        yield Family("headroom_guard_active_brokers", "gauge", "Brokers whose log dirs were seen in the last decision.").add(
+            len(set(volume["broker_id"] for volume in result["volumes"])))
+        yield Family("headroom_guard_active_log_dirs", "gauge", "Log dirs of known size seen in the last decision.").add(len(volumes))
+        available = Family("headroom_guard_volume_available_bytes", "gauge", "Usable bytes of each log dir.")
+        consumed = Family("headroom_guard_volume_consumed_bytes", "gauge", "Used bytes (total - usable) of each log dir.")
+        for volume in sorted(volumes, key=lambda item: (item["broker_id"], item["log_dir"])):
+            labels = {"broker_id": volume["broker_id"], "log_dir": volume["log_dir"]}
+            available.add(volume["usable_bytes"], **labels)
+            consumed.add(volume["total_bytes"] - volume["usable_bytes"], **labels)
+        yield available
+        yield consumed
+        yield Family("headroom_guard_last_decision_timestamp_seconds", "gauge", "When the last decision completed (Unix time).").add(
+            float(self.last_decision_at))
+
+
+def write_textfile(path, text):
+    """Replace ``path`` with ``text`` atomically (node_exporter's textfile collector reads *.prom files)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".headroom-guard-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+class MetricsServer:
+    """``GET /metrics`` on ``address:port`` from a daemon thread; the page is rendered per request."""
+
+    def __init__(self, metrics, address, port, lock):
+        render = metrics.render
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802  (the name http.server calls)
+                if self.path.split("?", 1)[0] != "/metrics":
+                    self.send_error(404, "only /metrics is served")
+                    return
+                with lock:
+                    body = render().encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):     # scrapes are not decisions: stderr carries one line per decision only
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((address, port), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
+
+    @property
+    def port(self):
+        return self.server.server_address[1]
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()

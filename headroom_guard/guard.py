@@ -4,6 +4,7 @@ after a failure; a decision that fails leaves the quotas as they are and is retr
 import datetime
 import sys
 import threading
+import time
 
 from headroom_guard.metrics import GuardMetrics, write_textfile
 from headroom_pipeline.collection import ensure_importable
@@ -20,12 +21,12 @@ def _stamp(seconds):
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def decision_line(result):
+def decision_line(result, seconds):
     """The one line a decision writes on stderr."""
     changes = len(result["changes"])
     changed = f"{changes} quota entit{'y' if changes == 1 else 'ies'} changed" if changes else "quotas unchanged"
     return (f"{_stamp(result['decided_at'])} factor {result['throttle_factor']:g} {result['state']} ({result['policy']}, "
-            f"{result['reason']}): {changed}")
+            f"{result['reason']}): {changed} in {seconds:.2f} s")
 
 
 class Guard:
@@ -46,6 +47,7 @@ class Guard:
     def decide(self, now=None):
         """One decision; its result, or None when it failed (said on stderr, counted in the metrics)."""
         now = now or datetime.datetime.now(datetime.timezone.utc)
+        started = time.monotonic()
         try:
             if self.adapter is None:
                 self.adapter = KafkaAdapter.from_module_params(self.params)
@@ -60,9 +62,10 @@ class Guard:
         self.memory = memory
         if self.state_file and result["observed"] and not self.dry_run:
             guard_run.save_memory(self.state_file, memory)
+        seconds = time.monotonic() - started
         with self.lock:
-            self.metrics.decided(result)
-        self.say(decision_line(result))
+            self.metrics.decided(result, seconds)
+        self.say(decision_line(result, seconds))
         for warning in result["declaration_warnings"]:
             self.say(f"warning: {warning}")
         self._write_metrics()

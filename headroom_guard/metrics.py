@@ -54,11 +54,12 @@ class GuardMetrics:
     def __init__(self):
         self.last = None                # guard_once's result
         self.last_decision_at = None    # epoch seconds of the last decision that completed
+        self.last_duration = None       # how long it took, seconds
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.quota_changes = 0
 
-    def decided(self, result):
-        self.last, self.last_decision_at = result, result["decided_at"]
+    def decided(self, result, seconds):
+        self.last, self.last_decision_at, self.last_duration = result, result["decided_at"], seconds
         self.outcomes["applied" if result["changed"] else "unchanged"] += 1
         self.quota_changes += len(result["changes"])
 
@@ -103,8 +104,10 @@ class GuardMetrics:
             consumed.add(volume["total_bytes"] - volume["usable_bytes"], **labels)
         yield available
         yield consumed
-        yield Family("headroom_guard_last_decision_timestamp_seconds", "gauge", "When the last decision completed (Unix time).").add(
+        yield Family("headroom_guard_last_decision_timestamp_seconds", "gauge", "When the last decision was taken (Unix time).").add(
             float(self.last_decision_at))
+        yield Family("headroom_guard_last_decision_duration_seconds", "gauge",
+                     "How long the last decision took: reads, decision and quota changes.").add(float(self.last_duration))
 
 
 def write_textfile(path, text):

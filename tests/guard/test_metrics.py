@@ -37,8 +37,8 @@ def test_before_the_first_decision_only_the_counters_are_shown():
 
 def test_a_decision_shows_what_the_plugin_exposes_and_the_guards_state():
     metrics = GuardMetrics()
-    metrics.decided(result())
-    metrics.decided(result(changed=False, changes=[]))
+    metrics.decided(result(), 0.125)
+    metrics.decided(result(changed=False, changes=[]), 0.25)
     metrics.failed()
     text = metrics.render()
     for line in text.splitlines():
@@ -50,7 +50,8 @@ def test_a_decision_shows_what_the_plugin_exposes_and_the_guards_state():
                      "headroom_guard_active_brokers 2", "headroom_guard_active_log_dirs 2",
                      'headroom_guard_volume_available_bytes{broker_id="1",log_dir="/data/\\"a\\"\\\\b\\nc"} 30',
                      'headroom_guard_volume_consumed_bytes{broker_id="2",log_dir="/data"} 10',
-                     "headroom_guard_last_decision_timestamp_seconds 1795730000.5"):
+                     "headroom_guard_last_decision_timestamp_seconds 1795730000.5",
+                     "headroom_guard_last_decision_duration_seconds 0.25"):
         assert expected + "\n" in text, expected
     assert "/offline" not in text, "a log dir of unknown size has no figures"
     assert all(name.startswith("headroom_guard_") for name in re.findall(r"^# TYPE (\S+)", text, re.M))
@@ -66,7 +67,7 @@ def test_the_textfile_is_replaced_whole(tmp_path):
 
 def test_the_endpoint_serves_metrics_and_nothing_else():
     metrics = GuardMetrics()
-    metrics.decided(result())
+    metrics.decided(result(), 0.5)
     server = MetricsServer(metrics, "127.0.0.1", 0, threading.Lock()).start()
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as answer:

@@ -191,3 +191,19 @@ def test_memory_survives_json_and_anything_else_is_no_memory():
 def test_a_policy_is_checked_before_anything_is_asked(kwargs, message):
     with pytest.raises(dg.GuardError, match=message):
         dg.Policy(**kwargs)
+
+
+@pytest.mark.parametrize("free_gib, factor, declared_rate, default_rate, state", [
+    (60, 0.5, 5242880.0, 1048576.0, "THROTTLE"),
+    (30, 0.125, 1310720.0, 262144.0, "THROTTLE"),
+    (20, 0.0, 1.0, 1.0, "PAUSE"),
+    (101, 1.0, 10485760.0, 2097152.0, "OPEN"),
+])
+def test_the_readmes_worked_example(free_gib, factor, declared_rate, default_rate, state):
+    gib = 1 << 30
+    policy = dg.Policy("graded", soft_limit={"type": "min_free_bytes", "level": 100 * gib}, hard_limit={"type": "min_free_bytes", "level": 20 * gib})
+    decision, _memory = dg.decide(policy, view([volume(1, free_gib * gib, total=1000 * gib)]), 0.0, dg.GuardMemory(), None)
+    guard = dg.Declaration([{"entity": {"user": "app"}, "producer_byte_rate": 10485760}], default_producer_byte_rate=2097152)
+    target = spec_of(guard.quotas_at(decision["throttle_factor"]))
+    assert (decision["throttle_factor"], decision["state"]) == (factor, state)
+    assert (target["user=app"]["producer_byte_rate"], target["user=<default>"]["producer_byte_rate"]) == (declared_rate, default_rate)

@@ -44,10 +44,12 @@ def parser():
                               "quotas, default_producer_byte_rate, excluded_principals, ...)")
     command.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL, metavar="SECONDS",
                          help=f"seconds from the start of one decision to the next (default {DEFAULT_INTERVAL:g})")
-    command.add_argument("--state-file", metavar="PATH", help="where the last complete observation is kept across restarts "
-                                                                  "(policy strimzi's validity clock); in memory only without it")
-    command.add_argument("--metrics-file", metavar="PATH", help="Prometheus text file rewritten atomically after each decision "
-                                                                    "(for node_exporter's textfile collector: name it *.prom)")
+    command.add_argument("--state-file", metavar="PATH",
+                         help="where the last complete observation is kept across restarts (policy strimzi's validity clock); "
+                              "in memory only without it")
+    command.add_argument("--metrics-file", metavar="PATH",
+                         help="Prometheus text file rewritten atomically after each decision (for node_exporter's textfile "
+                              "collector: name it *.prom)")
     command.add_argument("--metrics-port", type=_port, metavar="PORT", help="serve the metrics over HTTP at /metrics on this port")
     command.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDRESS",
                          help="address the metrics port binds to (default 127.0.0.1)")

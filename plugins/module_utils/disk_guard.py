@@ -173,7 +173,7 @@ class Policy(object):
             raise GuardError("throttle_factor_fallback must be from 0.0 to 1.0 inclusive, as the plugin's throttle.factor.fallback "
                              "(got {0!r})".format(throttle_factor_fallback))
         if isinstance(throttle_factor_validity, bool) or not isinstance(throttle_factor_validity, (int, float)) \
-                or not throttle_factor_validity >= 0:
+                or math.isnan(throttle_factor_validity) or throttle_factor_validity < 0:
             raise GuardError("throttle_factor_validity must be a duration of 0 seconds or more (got {0!r})".format(throttle_factor_validity))
         self.name = policy
         self.min_available_bytes, self.min_available_ratio = min_available_bytes, min_available_ratio

@@ -124,7 +124,9 @@ options:
     default: []
     suboptions:
       entity:
-        description: The quota entity - O(quotas[].entity.user) and/or O(quotas[].entity.client_id), or O(quotas[].entity.ip) alone; C(<default>) is the default entity.
+        description:
+          - The quota entity - O(quotas[].entity.user) and/or O(quotas[].entity.client_id), or O(quotas[].entity.ip) alone.
+          - C(<default>) is the default entity of that type.
         type: dict
         required: true
         suboptions:

@@ -330,6 +330,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils import connection, 
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
+
 def check_options(module):
     """Everything that can be wrong without Kafka; fails the module with the option named."""
     params = module.params

@@ -112,12 +112,12 @@ def test_the_loop_decides_every_interval_serves_metrics_and_stops_gracefully_on_
         first = process.stderr.readline()
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)/metrics", first).group(1))
 
-        def scraped():
+        def after_two_decisions():
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-                return answer.read().decode() if answer.headers["Content-Type"].startswith("text/plain") else None
+                text = answer.read().decode()
+            return text if 'headroom_guard_decisions_total{outcome="unchanged"} 1' in text else None
 
-        page = wait_until(lambda: (lambda text: text if 'headroom_guard_decisions_total{outcome="unchanged"} 1' in text else None)(scraped()),
-                          60, what="two decisions on the metrics page")
+        page = wait_until(after_two_decisions, 60, what="two decisions on the metrics page")
         assert "headroom_guard_throttle_factor 0\n" in page and "headroom_guard_limit_violated 1\n" in page
         assert 'headroom_guard_decisions_total{outcome="applied"} 1' in page
         assert held_quotas(cluster)["user=<default>"] == {"producer_byte_rate": 1}

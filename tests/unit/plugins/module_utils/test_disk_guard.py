@@ -59,8 +59,8 @@ def test_produce_rates_scale_with_the_factor_and_nothing_else_does(factor, alice
 def test_an_excluded_principal_with_a_declared_rate_keeps_it_and_the_unlimited_rate_can_be_set():
     guard = dg.Declaration([{"entity": {"user": "ops"}, "producer_byte_rate": 64}], default_producer_byte_rate=10,
                            excluded_principals=["User:ops", "User:mirror"], excluded_producer_byte_rate=1 << 30)
-    assert spec_of(guard.quotas_at(0.0)) == {"user=ops": {"producer_byte_rate": 64.0}, "user=mirror": {"producer_byte_rate": float(1 << 30)},
-                                              "user=<default>": {"producer_byte_rate": 1.0}}
+    assert spec_of(guard.quotas_at(0.0)) == {
+        "user=ops": {"producer_byte_rate": 64.0}, "user=mirror": {"producer_byte_rate": float(1 << 30)}, "user=<default>": {"producer_byte_rate": 1.0}}
 
 
 def test_the_default_users_rate_may_come_from_the_quotas_and_its_other_keys_stay():

@@ -1,7 +1,7 @@
 """Run every integration target (tests/integration/targets/NAME/tasks/main.yml) against a fresh test cluster.
 
 A target may carry ``cluster.yml`` with the cluster's options (brokers, tls, scram, volume_size,
-log_dirs_per_broker, catch_up_ms, extra_properties). The play gets the cluster's connection options as
+log_dirs_per_broker, catch_up_ms, extra_properties), and ``also_on_model: true`` to run once more on the model. The play gets the cluster's connection options as
 ``module_defaults`` for the collection's action group, and these variables:
 
 * ``kafka_cluster``: the cluster's cluster.json (bootstrap servers, brokers, TLS files, SASL credentials).
@@ -27,6 +27,25 @@ COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 
 def _targets():
     return sorted(name for name in os.listdir(TARGETS) if os.path.isfile(os.path.join(TARGETS, name, "tasks", "main.yml")))
+
+
+def _settings(name):
+    path = os.path.join(TARGETS, name, "cluster.yml")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def _runs():
+    """(target, engine): every target on the session's engine; one whose cluster.yml says ``also_on_model: true`` once
+    more on the model (what it proves does not depend on a broker's throttling)."""
+    runs = []
+    for name in _targets():
+        runs.append(pytest.param(name, None, id=name))
+        if _settings(name).get("also_on_model"):
+            runs.append(pytest.param(name, "sim", id=f"{name}-sim"))
+    return runs
 
 
 def connection_options(info):
@@ -68,13 +87,13 @@ def run_target(name, cluster, output_dir):
                           capture_output=True, text=True, timeout=600, check=False)
 
 
-@pytest.mark.parametrize("name", _targets())
-def test_target(name, kafka_cluster_factory, tmp_path):
+@pytest.mark.parametrize("name, engine", _runs())
+def test_target(name, engine, kafka_cluster_factory, tmp_path):
     options = {"brokers": 3, "volume_size": "16M"}
-    settings = os.path.join(TARGETS, name, "cluster.yml")
-    if os.path.exists(settings):
-        with open(settings, encoding="utf-8") as handle:
-            options.update(yaml.safe_load(handle) or {})
+    options.update(_settings(name))
+    options.pop("also_on_model", None)
+    if engine:
+        options["engine"] = engine
     if os.geteuid() != 0:
         options.pop("volume_size", None)
     cluster = kafka_cluster_factory(**options)

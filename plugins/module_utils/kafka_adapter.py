@@ -48,12 +48,20 @@ except ImportError:
     HAS_CONFLUENT_KAFKA = False
     CONFLUENT_KAFKA_IMPORT_ERROR = traceback.format_exc()
 
-DESCRIBE_LOG_DIRS_KEY = 35
 KIP_827_VERSION = 4           # DescribeLogDirs v4 added TotalBytes and UsableBytes (Kafka 3.3)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 # librdkafka reports a refused login or TLS session only to the error callback, served between calls: waits for a
 # broker are cut into slices (the first this long), so that a refusal ends them within a slice, not at the timeout.
 CONFLUENT_WAIT_SLICE = 0.2
+
+
+# kafka-python has no public API to send a request it has no admin method for (DescribeLogDirs to several brokers at
+# once, client quotas with our own filters, DescribeCluster with fenced brokers, DescribeQuorum): the adapter uses the
+# admin client's connection manager, a private attribute, through connection_manager() only. Written for these
+# releases (requirements.txt pins the same range); tests/unit/plugins/module_utils/test_kafka_adapter_private_api.py
+# fails when an upgrade changes what it relies on.
+KAFKA_PYTHON_RANGE = ">=3.0.12,<4"
+MANAGER_METHODS = ("run", "send", "wait_for", "least_loaded_node")
 
 
 class KafkaAdapterError(Exception):
@@ -358,9 +366,9 @@ class KafkaAdapter:
             self._admin = None
 
     def _run(self, coroutine, *args):
-        admin = self.admin()
+        manager = connection_manager(self.admin())
         try:
-            return admin._manager.run(coroutine, *args)  # pylint: disable=protected-access
+            return manager.run(coroutine, *args)
         except KafkaAdapterError:
             raise
         except Exception as exc:  # pylint: disable=broad-except
@@ -411,7 +419,7 @@ class KafkaAdapter:
 
     def describe_log_dirs(self, broker_ids, timeout_ms=None):
         """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""
-        manager = self.admin()._manager  # pylint: disable=protected-access
+        manager = connection_manager(self.admin())
         timeout_ms = timeout_ms or self.request_timeout_ms
 
         async def gather():
@@ -478,7 +486,7 @@ class KafkaAdapter:
     def _send(self, request):
         """Send to one broker; if it does not answer in time, try the next known broker (a frozen broker must not
         make a cluster-wide question fail)."""
-        manager = self.admin()._manager  # pylint: disable=protected-access
+        manager = connection_manager(self.admin())
 
         async def send():
             nodes = sorted(broker.node_id for broker in manager.cluster.brokers()) or [None]
@@ -645,6 +653,27 @@ class _RefusalRecorder:
     def __call__(self, error):
         if self.refusal is None:
             self.refusal = librdkafka_refusal(error.name(), error.str())
+
+
+def connection_manager(admin):
+    """The admin client's connection manager (kafka-python's private ``KafkaAdminClient._manager``): the one place the
+    adapter reaches into the library. A release without it, or without the methods used, fails here, naming the range
+    the adapter was written for, instead of somewhere deep in a request."""
+    manager = getattr(admin, "_manager", None)
+    missing = [name for name in MANAGER_METHODS if not callable(getattr(manager, name, None))]
+    if manager is None or missing or getattr(manager, "cluster", None) is None:
+        raise KafkaAdapterError("this kafka-python ({0}) has no KafkaAdminClient._manager with {1} and cluster, which the adapter "
+                                "uses to send requests kafka-python has no method for; install kafka-python{2}".format(
+                                    _kafka_python_version(), ", ".join(MANAGER_METHODS), KAFKA_PYTHON_RANGE))
+    return manager
+
+
+def _kafka_python_version():
+    try:
+        from kafka.version import __version__  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return "unknown version"
+    return __version__
 
 
 def _describe(exc):

@@ -15,11 +15,14 @@ options:
   bootstrap_servers:
     description:
       - Kafka brokers to bootstrap from, as C(host:port) items (an IPv6 address in brackets, C([::1]:9092)).
+      - Required whenever the task talks to Kafka, which every module does except M(headroom.kafka.volume_limits) given
+        O(headroom.kafka.volume_limits#module:log_dirs) and M(headroom.kafka.usage_snapshot) publishing given
+        O(headroom.kafka.usage_snapshot#module:log_dirs) to a O(headroom.kafka.usage_snapshot#module:path); a task that
+        needs it and lacks it fails saying so, before anything else.
       - Set the connection options once for every module with C(module_defaults) and the action group
         C(group/headroom.kafka.kafka).
     type: list
     elements: str
-    required: true
   security_protocol:
     description: Protocol of the listener the brokers are reached on.
     type: str

@@ -15,7 +15,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter impor
     CONFLUENT_KAFKA_IMPORT_ERROR, HAS_CONFLUENT_KAFKA, HAS_KAFKA_PYTHON, KAFKA_PYTHON_IMPORT_ERROR, KafkaAdapter)
 
 CONNECTION_ARGUMENT_SPEC = dict(
-    bootstrap_servers=dict(type="list", elements="str", required=True),
+    # Required where a task talks to Kafka: connect() says so, naming why (volume_limits given log_dirs needs no cluster).
+    bootstrap_servers=dict(type="list", elements="str"),
     security_protocol=dict(type="str", default="PLAINTEXT", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
     ssl_cafile=dict(type="path"),
     ssl_certfile=dict(type="path"),
@@ -46,9 +47,10 @@ _SERVER = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+):([0-9]{1,5})$")
 def connection_problem(params):
     """Why the connection options can never work, or None: a malformed server, a number out of range, an option the
     chosen security_protocol does not use, a TLS file that is not a file. Checked before anything talks to Kafka."""
-    servers = params.get("bootstrap_servers") or []
-    if not servers:
-        return "bootstrap_servers must list at least one broker as host:port (got {0!r})".format(params.get("bootstrap_servers"))
+    servers = params.get("bootstrap_servers")
+    if servers is not None and not servers:
+        return "bootstrap_servers must list at least one broker as host:port (got {0!r})".format(servers)
+    servers = servers or []
     for index, server in enumerate(servers):
         match = _SERVER.match(server.strip()) if isinstance(server, str) else None
         if not match or not 1 <= int(match.group(1)) <= 65535:
@@ -85,9 +87,22 @@ def argument_spec(**module_options):
     return spec
 
 
-def connect(module, need_confluent=False):
-    """An adapter for the module's connection options; fails the module when a client library is missing."""
+def missing_servers(params, purpose):
+    """The message for a task that must talk to Kafka without bootstrap_servers, or None. ``purpose``: what the task
+    asks Kafka, as in "to read every log dir"."""
+    if params.get("bootstrap_servers"):
+        return None
+    return ("bootstrap_servers is required: this task talks to Kafka {0}. Give the brokers as host:port items, for example once "
+            "for the play with module_defaults and group/headroom.kafka.kafka".format(purpose))
+
+
+def connect(module, purpose, need_confluent=False):
+    """An adapter for the module's connection options; fails the module, naming the option and why it is needed, when
+    bootstrap_servers is missing, and when a client library is missing."""
     from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel
+    missing = missing_servers(module.params, purpose)
+    if missing:
+        module.fail_json(msg=missing)
     if not HAS_KAFKA_PYTHON:
         module.fail_json(msg=missing_required_lib("kafka-python >= 3.0"), exception=KAFKA_PYTHON_IMPORT_ERROR)
     if need_confluent and not HAS_CONFLUENT_KAFKA:

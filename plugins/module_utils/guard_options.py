@@ -43,7 +43,8 @@ class GuardSettings(object):
 
 def settings(params):
     """GuardSettings from validated params (argument spec applied); disk_guard.GuardError names the option."""
-    problem = connection.connection_problem(params) or limit_options.policy_problem(params)
+    problem = (connection.connection_problem(params) or connection.missing_servers(params, "to read every log dir and to read and set its client quotas")
+               or limit_options.policy_problem(params))
     if problem:
         raise disk_guard.GuardError(problem)
     try:

@@ -224,7 +224,7 @@ def main():
         desired = quota_spec.desired_state(spec_from_params(module.params["quotas"]))
     except quota_spec.QuotaSpecError as exc:
         module.fail_json(msg=str(exc))
-    adapter = connection.connect(module)
+    adapter = connection.connect(module, "to read and alter its client quotas")
     try:
         result = reconcile(adapter, desired, exclusive=module.params["exclusive"], check_mode=module.check_mode)
     except QuotaApplyError as exc:

@@ -153,7 +153,7 @@ def main():
         components = filter_components(module.params["user"], module.params["client_id"], module.params["ip"])
     except quota_spec.QuotaSpecError as exc:
         module.fail_json(msg=str(exc))
-    adapter = connection.connect(module)
+    adapter = connection.connect(module, "to read its client quotas")
     try:
         quotas = read_quotas(adapter, components, module.params["strict"])
     except KafkaAdapterError as exc:

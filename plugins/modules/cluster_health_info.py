@@ -165,7 +165,7 @@ def main():
     if 0 < params["wait_timeout"] < needed:
         module.fail_json(msg="wait_timeout {0} is shorter than the {1} s that wait_consecutive {2} polls wait_interval {3} s apart take; "
                              "the wait could never succeed".format(params["wait_timeout"], needed, params["wait_consecutive"], params["wait_interval"]))
-    adapter = connection.connect(module)
+    adapter = connection.connect(module, "to read the brokers, partitions and controller")
     started = time.monotonic()
     deadline = started + max(params["wait_timeout"], 0)
     polls, streak = 0, 0

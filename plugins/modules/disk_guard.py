@@ -357,7 +357,7 @@ def main():
     state_file = params["state_file"]
     if state_file and not os.path.isdir(os.path.dirname(os.path.abspath(state_file))):
         module.fail_json(msg="state_file: the directory of {0!r} does not exist".format(state_file))
-    adapter = connection.connect(module)
+    adapter = connection.connect(module, "to read every log dir and to read and set its client quotas")
     try:
         result, memory = guard_run.guard_once(adapter, settings, guard_run.load_memory(state_file), datetime.datetime.now(datetime.timezone.utc),
                                               check_mode=module.check_mode)

@@ -146,7 +146,7 @@ def main():
         supports_check_mode=True,
     )
     connection.check(module, OPTION_RANGES)
-    adapter = connection.connect(module)
+    adapter = connection.connect(module, "to read every log dir")
     try:
         view = log_dirs.collect(adapter)
     except KafkaAdapterError as exc:

@@ -429,7 +429,8 @@ def publish(module):
     except (rules.LimitError, snapshots.SnapshotError) as exc:
         module.fail_json(msg=str(exc))
     needs_kafka = rows is None or params["topic"] is not None
-    adapter = connection.connect(module, need_confluent=params["topic"] is not None) if needs_kafka else None
+    purpose = "to read every log dir (give log_dirs to publish without reading the cluster)" if rows is None else "to publish to topic"
+    adapter = connection.connect(module, purpose, need_confluent=params["topic"] is not None) if needs_kafka else None
     try:
         cluster_id, missing, view = params["cluster_id"], [], None
         if rows is None:
@@ -484,7 +485,7 @@ def read(module):
     except durations.DurationError as exc:
         module.fail_json(msg=str(exc))
     records = read_path(module, params["path"]) if params["path"] else []
-    adapter = connection.connect(module, need_confluent=params["topic"] is not None)
+    adapter = connection.connect(module, "to read its active brokers, whose snapshots must be fresh", need_confluent=params["topic"] is not None)
     try:
         cluster = adapter.describe_cluster()
         if params["topic"]:

@@ -345,7 +345,9 @@ def check_options(module):
 
 def gather(module, source):
     """volume_sources.gather's answer; contacts Kafka unless log_dirs were given."""
-    adapter = connection.connect(module) if source.needs_kafka else None
+    purpose = "to read every log dir (give log_dirs to judge volumes without a cluster)" if source.messages is None else \
+        "to read its active brokers, whose snapshots must be there (give log_dirs to judge volumes without a cluster)"
+    adapter = connection.connect(module, purpose) if source.needs_kafka else None
     try:
         return volume_sources.gather(adapter, source, module.params["expected_brokers"])
     except KafkaAdapterError as exc:

@@ -167,3 +167,27 @@ GUARD = {"min_available_ratio": 0.1, "default_producer_byte_rate": 1024}
 ])
 def test_disk_guard_refuses_a_declaration_it_cannot_enforce_before_any_request(args, expected):
     refused("disk_guard", dict(GUARD, **args), expected)
+
+
+def test_volume_limits_given_log_dirs_needs_no_connection_options():
+    run = run_module("volume_limits", {"log_dirs": [ROW], "min_available_bytes": 600})
+    assert not run.failed, run.msg
+    assert run.result["throttle_factor"] == 0.0 and run.result["source"] == "log_dirs"
+
+
+def test_usage_snapshot_publishing_given_log_dirs_to_a_file_needs_no_connection_options(tmp_path):
+    run = run_module("usage_snapshot", dict(PUBLISH, path=str(tmp_path / "snapshots.jsonl")))
+    assert not run.failed, run.msg
+
+
+@pytest.mark.parametrize("module, args, why", [
+    ("log_dirs_info", {}, "to read every log dir"),
+    ("volume_limits", {"min_available_bytes": 1}, "to read every log dir (give log_dirs to judge volumes without a cluster)"),
+    ("client_quota", {"quotas": []}, "to read and alter its client quotas"),
+    ("cluster_health_info", {}, "to read the brokers, partitions and controller"),
+    ("disk_guard", GUARD, "to read every log dir and to read and set its client quotas"),
+    ("usage_snapshot", {"state": "read", "path": "/tmp/none.jsonl"}, "to read its active brokers"),
+])
+def test_a_task_that_talks_to_kafka_without_bootstrap_servers_says_which_option_and_why(module, args, why):
+    run = run_module(module, args)
+    assert run.failed and run.msg.startswith(f"bootstrap_servers is required: this task talks to Kafka {why}"), run.msg

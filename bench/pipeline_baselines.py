@@ -11,7 +11,7 @@ baselines the shared vectors.
 Times are integer microseconds since the epoch; durations from the settings are rounded to whole microseconds.
 
 Decision timeline (per cluster; I = check_interval, V = throttle_factor_validity, F = freshness), the rules of
-plugins/module_utils/decision_timeline.py:
+tests/decision_timeline_reference.py:
 
 * Duplicates (same cluster, broker_id and at): the message with the least total usable bytes of its volumes of known
   size is kept; ties go to the smallest sorted volume list ((log_dir, total, usable), unknown sizes -1), then the

@@ -1,7 +1,7 @@
 """The decision timeline in Spark: what each throttling policy decides at every check instant of every cluster.
 
-The rules are those of plugins/module_utils/decision_timeline.py (its module documentation states them in full; the
-two implementations pass the same vectors, tests/vectors/decision_timeline.json, and the per-volume rules also pass
+The rules are those of the reference implementation the tests hold this stage to, tests/decision_timeline_reference.py
+(its module documentation states them in full; both pass the same vectors, tests/vectors/decision_timeline.json, and the per-volume rules also pass
 tests/vectors/volume_limits.json). In short, with I the check interval, V the throttle factor validity and F the
 freshness (config.freshness), all in whole microseconds:
 
@@ -53,7 +53,6 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl  # noqa: E402
-from ansible_collections.headroom.kafka.plugins.module_utils.decision_timeline import duration_micros  # noqa: E402
 
 VIOLATION = T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())])
 VIOLATIONS = T.ArrayType(VIOLATION, False)
@@ -61,6 +60,11 @@ TIMELINE_COLUMNS = ["cluster", "at", "policy", "throttle_factor", "state", "fall
                     "volumes_considered", "brokers_considered"]
 LIMIT_COLUMNS = ["soft_type", "soft_level", "hard_type", "hard_level"]
 MICROS = 1_000_000
+
+
+def duration_micros(seconds: float) -> int:
+    """A duration in whole microseconds, as every implementation of the rules rounds it."""
+    return int(round(seconds * MICROS))
 
 
 class TimelineTooLarge(ValueError):
@@ -236,7 +240,7 @@ def _on_or_before(micros: Column, interval: int) -> Column:
 
 
 def _duplicate_preference(element: T.StructType) -> Column:
-    """decision_timeline.duplicate_preference as a column: the smallest struct is the message kept."""
+    """The reference's duplicate_preference as a column: the smallest struct is the message kept."""
     def sizes(volume):
         log_dir, total, usable = volume_fields(volume, element)
         return log_dir, total, usable

@@ -1,7 +1,7 @@
 """The benchmark's pandas and DuckDB baselines decide and forecast exactly what the Spark stages do.
 
 Checked on the shared vectors (tests/vectors/decision_timeline.json and volume_forecast.json), against the pure
-reference (module_utils.decision_timeline) on a small generated fleet, and against the Spark stages on the same
+reference (tests/decision_timeline_reference.py) on a small generated fleet, and against the Spark stages on the same
 generated Parquet files, read by each engine itself as the benchmark reads them.
 """
 
@@ -19,7 +19,7 @@ from headroom_pipeline.config import PipelineConfig
 ensure_importable()
 
 # pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as reference  # noqa: E402
+import decision_timeline_reference as reference  # noqa: E402  pylint: disable=wrong-import-position
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 # A small fleet with many events: 4 clusters (one per limit kind) x 6 brokers over 4 hours, frequent gaps, stopping

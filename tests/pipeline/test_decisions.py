@@ -16,7 +16,7 @@ from headroom_pipeline.config import PipelineConfig
 ensure_importable()
 
 # pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as reference  # noqa: E402
+import decision_timeline_reference as reference  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp  # noqa: E402
 
 UTC = datetime.timezone.utc

@@ -5,7 +5,7 @@ import datetime
 import pytest
 
 import vector_cases
-from ansible_collections.headroom.kafka.plugins.module_utils import decision_timeline as dt
+import decision_timeline_reference as dt
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp
 

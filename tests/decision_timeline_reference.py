@@ -1,10 +1,8 @@
-# -*- coding: utf-8 -*-
-# Copyright: contributors to the headroom.kafka collection
-# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The decision timeline: what a throttling policy decides at each check instant of a snapshot history, with no I/O.
 
-This is the reference the Spark stage (headroom_pipeline/decisions.py) is checked against; both pass the vectors in
-tests/vectors/decision_timeline.json.
+The reference the Spark stage (headroom_pipeline/decisions.py) and the benchmark's pandas and DuckDB baselines are
+held to: plain Python, one message at a time, easy to read against the rules below. It lives with the tests, since
+nothing the collection ships runs it; every implementation passes tests/vectors/decision_timeline.json.
 
 Inputs are snapshot messages, dicts::
 
@@ -58,10 +56,6 @@ Each row: cluster, at (aware UTC datetime), policy, throttle_factor, state, fall
 ([[broker_id, log_dir], ...]), volumes_considered (volumes judged: known size and, for graded, valid limits) and
 brokers_considered (included brokers for strimzi, fresh brokers for graded). Rows are ordered by cluster, then at.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import datetime
 import math

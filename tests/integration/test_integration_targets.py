@@ -1,6 +1,7 @@
 """Run every integration target (tests/integration/targets/NAME/tasks/main.yml) against a fresh test cluster.
 
-A target may carry ``cluster.yml`` with the cluster's options (brokers, tls, scram, volume_size,
+Every target has an ``aliases`` file (``needs/root``: skipped unless root, see _aliases). A target may carry
+``cluster.yml`` with the cluster's options (brokers, tls, scram, volume_size,
 log_dirs_per_broker, catch_up_ms, extra_properties), and ``also_on_model: true`` to run once more on the model. The play gets the cluster's connection options as
 ``module_defaults`` for the collection's action group, and these variables:
 
@@ -35,6 +36,14 @@ def _settings(name):
         return {}
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle) or {}
+
+
+def _aliases(name):
+    """The target's aliases file, one alias per line (as ansible-test reads them): ``context/controller`` (the modules
+    run on the control node), ``needs/root`` (a log dir is filled or taken offline on its own tmpfs volume)."""
+    path = os.path.join(TARGETS, name, "aliases")
+    with open(path, encoding="utf-8") as handle:
+        return {line.split("#", 1)[0].strip() for line in handle} - {""}
 
 
 def _runs():
@@ -95,7 +104,18 @@ def test_target(name, engine, kafka_cluster_factory, tmp_path):
     if engine:
         options["engine"] = engine
     if os.geteuid() != 0:
+        if "needs/root" in _aliases(name):
+            pytest.skip(f"target {name} fills or takes offline a log dir on its own tmpfs volume, which needs root")
         options.pop("volume_size", None)
     cluster = kafka_cluster_factory(**options)
     result = run_target(name, cluster, str(tmp_path))
     assert result.returncode == 0, f"target {name} failed:\n{result.stdout[-20000:]}\n{result.stderr[-5000:]}"
+
+
+def test_every_target_has_its_aliases_and_no_task_file_over_300_lines():
+    for name in _targets():
+        assert "context/controller" in _aliases(name), f"{name}/aliases"
+        tasks = os.path.join(TARGETS, name, "tasks")
+        for file_name in os.listdir(tasks):
+            with open(os.path.join(tasks, file_name), encoding="utf-8") as handle:
+                assert len(handle.readlines()) <= 300, f"{name}/tasks/{file_name}: split it by behaviour into test_*.yml files"

@@ -45,6 +45,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, cast
 
 DEFAULT_NAME = "<default>"
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate")
@@ -67,7 +68,7 @@ SHARED_BY = {1: ("user", "client_id"), 2: ("user", "client_id"), 3: ("user",), 4
 DIRECTIONS = (("produce", "producer_byte_rate"), ("fetch", "consumer_byte_rate"))
 
 
-def present(name):
+def present(name: Optional[str]) -> bool:
     """A user or client id the traffic names (null and empty mean none)."""
     return name is not None and name != ""
 
@@ -79,7 +80,7 @@ def _part(name):
     return "default" if name == DEFAULT_NAME else "name"
 
 
-def entity_level(entity):
+def entity_level(entity: object) -> Optional[int]:
     """The precedence level (1-8) of a user/client-id entity; None for ip entities and anything else."""
     if not isinstance(entity, dict) or not entity or set(entity) - set(("user", "client_id")):
         return None
@@ -90,7 +91,7 @@ def entity_level(entity):
     return None
 
 
-def level_applies(level, user, client_id):
+def level_applies(level: int, user: Optional[str], client_id: Optional[str]) -> bool:
     """Whether a client with this user and client id can be matched at this level at all (a level needs the names
     its quota is shared by: both for levels 1, 2, 4 and 5, the user for 3 and 6, the client id for 7 and 8)."""
     names = {"user": user, "client_id": client_id}
@@ -106,20 +107,20 @@ def _matches(entity, user, client_id):
     return True
 
 
-def describe_entity(entity):
+def describe_entity(entity: Dict[str, str]) -> str:
     """``user=alice,client_id=<default>``: user before client_id, as quota_spec names entities."""
     return ",".join("{0}={1}".format(key, entity[key]) for key in ("user", "client_id", "ip") if key in entity)
 
 
-def quota_group(level, user, client_id):
+def quota_group(level: int, user: Optional[str], client_id: Optional[str]) -> str:
     """The connections sharing a level's quota, named like an entity: ``user=alice``, ``client_id=app``, or both."""
     names = {"user": user, "client_id": client_id}
     return ",".join("{0}={1}".format(key, names[key]) for key in SHARED_BY[level])
 
 
-def resolve_quota(entries, user, client_id, key):
+def resolve_quota(entries: Optional[Iterable[Dict[str, Any]]], user: Optional[str], client_id: Optional[str], key: str) -> Optional[Dict[str, Any]]:
     """The quota ``key`` that applies to (user, client_id): {value, entity, level, quota_entity, quota_group}, or None."""
-    by_level = {}
+    by_level: Dict[int, List[Dict[str, Any]]] = {}
     for entry in entries or []:
         value = (entry.get("values") or {}).get(key)
         level = entity_level(entry.get("entity"))
@@ -137,24 +138,24 @@ def resolve_quota(entries, user, client_id, key):
 
 
 # -- throttle time ------------------------------------------------------------------------------------------------
-def kafka_window_ms(quota_window_num, quota_window_size_seconds):
+def kafka_window_ms(quota_window_num: float, quota_window_size_seconds: float) -> int:
     """W in milliseconds for a client sending steadily: quota.window.num sample windows (see the module notes)."""
     return int(round(quota_window_num * quota_window_size_seconds * 1000.0))
 
 
-def java_round(value):
+def java_round(value: float) -> int:
     """Java's Math.round for the positive values used here: halves round up."""
     return int(math.floor(value + 0.5))
 
 
-def kafka_throttle_time_ms(rate, quota, window_ms):
+def kafka_throttle_time_ms(rate: float, quota: Optional[float], window_ms: float) -> int:
     """Kafka's throttle time for a measured rate (bytes/s) over quota: round((rate - quota) / quota * W); 0 within quota."""
     if quota is None or not rate > quota:
         return 0
     return java_round((rate - quota) / quota * window_ms)
 
 
-def kip13_throttle_time_ms(window_bytes, quota, window_seconds):
+def kip13_throttle_time_ms(window_bytes: float, quota: Optional[float], window_seconds: float) -> int:
     """KIP-13's delay: (bytes in the window - quota * window) / quota, in whole milliseconds; 0 within quota."""
     if quota is None:
         return 0
@@ -165,12 +166,12 @@ def kip13_throttle_time_ms(window_bytes, quota, window_seconds):
 
 
 # -- windows ------------------------------------------------------------------------------------------------------
-def window_end_us(ts_us, window_us):
+def window_end_us(ts_us: int, window_us: int) -> int:
     """The end of the epoch-aligned window holding an interval that ends at ts (windows include their end)."""
     return ts_us + (-ts_us) % window_us
 
 
-def window_length_us(window_seconds):
+def window_length_us(window_seconds: float) -> int:
     return int(round(window_seconds * 1000000.0))
 
 
@@ -227,7 +228,7 @@ def _quota_figures(windows, entries, window_seconds, window_ms, prefix):
             window[names["kip13"]] = kip13_throttle_time_ms(shared, quota["value"], window_seconds)
 
 
-def column_names(prefix, direction, key):
+def column_names(prefix: str, direction: str, key: str) -> Dict[str, str]:
     """Output column names; produce keeps the short names (quota_entity, throttle_time_ms, ...), fetch is prefixed."""
     stem = "" if direction == "produce" else "fetch_"
     return {
@@ -241,7 +242,8 @@ def column_names(prefix, direction, key):
     }
 
 
-def client_windows(rows, quotas, proposed=None, window_seconds=60.0, quota_window_num=11, quota_window_size=1.0):
+def client_windows(rows: Iterable[Dict[str, Any]], quotas: Optional[Sequence[Dict[str, Any]]], proposed: Optional[Sequence[Dict[str, Any]]] = None,
+                   window_seconds: float = 60.0, quota_window_num: int = 11, quota_window_size: float = 1.0) -> List[Dict[str, Any]]:
     """One dict per (user, client_id, broker_id, window): bytes, rates, the quota that applies and the throttle times.
 
     ``rows``: dicts with ts_us (end of the interval the bytes were counted in, microseconds since the epoch),
@@ -263,7 +265,7 @@ def client_windows(rows, quotas, proposed=None, window_seconds=60.0, quota_windo
 
 
 # -- recommendations ----------------------------------------------------------------------------------------------
-def percentile(values, fraction):
+def percentile(values: Iterable[float], fraction: float) -> Optional[float]:
     """The exact percentile with linear interpolation between ranks, computed as Spark's percentile does."""
     ordered = sorted(values)
     if not ordered:
@@ -276,23 +278,23 @@ def percentile(values, fraction):
     return (higher - position) * low_value + (position - lower) * high_value
 
 
-def recommended_quota(rates, fraction, headroom):
+def recommended_quota(rates: Sequence[float], fraction: float, headroom: float) -> Optional[int]:
     """Percentile rate times headroom, rounded up to a whole KiB (at least 1 KiB); None without any bytes."""
     if not rates or not any(rate > 0 for rate in rates):
         return None
-    scaled = percentile(rates, fraction) * headroom
+    scaled = cast(float, percentile(rates, fraction)) * headroom      # some rate is above 0: rates is not empty
     return max(KIB, int(math.ceil(scaled / KIB)) * KIB)
 
 
-def recommended_entity(user, client_id):
+def recommended_entity(user: Optional[str], client_id: Optional[str]) -> Optional[str]:
     """Where a recommendation belongs: the client's own most specific entity, which no other client shares."""
     parts = [("user", user), ("client_id", client_id)]
     return ",".join("{0}={1}".format(key, name) for key, name in parts if present(name)) or None
 
 
-def client_recommendations(windows, fraction=0.99, headroom=1.2):
+def client_recommendations(windows: Sequence[Dict[str, Any]], fraction: float = 0.99, headroom: float = 1.2) -> List[Dict[str, Any]]:
     """One dict per (user, client_id) from client_windows' rows: counts, peak and percentile rates, quotas, advice."""
-    by_client = {}
+    by_client: Dict[Tuple[Optional[str], Optional[str]], List[Dict[str, Any]]] = {}
     for window in windows:
         by_client.setdefault(_client_key(window), []).append(window)
     with_proposed = any("proposed_producer_byte_rate" in window for window in windows)

@@ -9,12 +9,16 @@ __metaclass__ = type
 
 import os
 import re
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (
     CONFLUENT_KAFKA_IMPORT_ERROR, HAS_CONFLUENT_KAFKA, HAS_KAFKA_PYTHON, KAFKA_PYTHON_IMPORT_ERROR, KafkaAdapter)
 
-CONNECTION_ARGUMENT_SPEC = dict(
+if TYPE_CHECKING:
+    from ansible.module_utils.basic import AnsibleModule
+
+CONNECTION_ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     # Required where a task talks to Kafka: connect() says so, naming why (volume_limits given log_dirs needs no cluster).
     bootstrap_servers=dict(type="list", elements="str"),
     security_protocol=dict(type="str", default="PLAINTEXT", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
@@ -44,7 +48,7 @@ SSL_FILE_OPTIONS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password")
 _SERVER = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+):([0-9]{1,5})$")
 
 
-def connection_problem(params):
+def connection_problem(params: Mapping[str, Any]) -> Optional[str]:
     """Why the connection options can never work, or None: a malformed server, a number out of range, an option the
     chosen security_protocol does not use, a TLS file that is not a file. Checked before anything talks to Kafka."""
     servers = params.get("bootstrap_servers")
@@ -73,7 +77,7 @@ def connection_problem(params):
     return None
 
 
-def check(module, ranges=None):
+def check(module: "AnsibleModule", ranges: Optional[Mapping[str, option_checks.Range]] = None) -> None:
     """Fail the module, naming the option, when a connection option or a number of ``ranges`` can never work."""
     problem = connection_problem(module.params)
     if problem:
@@ -81,13 +85,13 @@ def check(module, ranges=None):
     option_checks.enforce(module, ranges or {})
 
 
-def argument_spec(**module_options):
+def argument_spec(**module_options: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     spec = dict(CONNECTION_ARGUMENT_SPEC)
     spec.update(module_options)
     return spec
 
 
-def missing_servers(params, purpose):
+def missing_servers(params: Mapping[str, Any], purpose: str) -> Optional[str]:
     """The message for a task that must talk to Kafka without bootstrap_servers, or None. ``purpose``: what the task
     asks Kafka, as in "to read every log dir"."""
     if params.get("bootstrap_servers"):
@@ -96,7 +100,7 @@ def missing_servers(params, purpose):
             "for the play with module_defaults and group/headroom.kafka.kafka".format(purpose))
 
 
-def connect(module, purpose, need_confluent=False):
+def connect(module: "AnsibleModule", purpose: str, need_confluent: bool = False) -> KafkaAdapter:
     """An adapter for the module's connection options; fails the module, naming the option and why it is needed, when
     bootstrap_servers is missing, and when a client library is missing."""
     from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel

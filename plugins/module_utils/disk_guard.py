@@ -33,6 +33,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+from typing import Any, Dict, Iterable, List, Optional, Tuple, cast
 
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
@@ -48,7 +49,7 @@ class GuardError(ValueError):
 
 
 # -- the declaration -------------------------------------------------------------------------------------------------
-def excluded_users(principals, option="excluded_principals"):
+def excluded_users(principals: Optional[Iterable[object]], option: str = "excluded_principals") -> List[str]:
     """The user names of ``User:<name>`` principals (as the plugin's excluded.principal.name.list takes them)."""
     names = []
     for index, principal in enumerate(principals or []):
@@ -65,7 +66,8 @@ def excluded_users(principals, option="excluded_principals"):
 class Declaration(object):
     """The base quota set the guard scales: validated once, before anything is asked of Kafka."""
 
-    def __init__(self, quotas, default_producer_byte_rate=None, excluded_principals=None, excluded_producer_byte_rate=None):
+    def __init__(self, quotas: Optional[List[Dict[str, Any]]], default_producer_byte_rate: Optional[float] = None,
+                 excluded_principals: Optional[List[str]] = None, excluded_producer_byte_rate: Optional[float] = None) -> None:
         try:
             declared = quota_spec.desired_state(quotas)
         except quota_spec.QuotaSpecError as exc:
@@ -91,10 +93,10 @@ class Declaration(object):
         self.excluded_rate = (UNLIMITED_BYTE_RATE if excluded_producer_byte_rate is None
                               else _whole_rate("excluded_producer_byte_rate", excluded_producer_byte_rate))
 
-    def is_excluded(self, entity):
+    def is_excluded(self, entity: quota_spec.Entity) -> bool:
         return entity.get("user") is not None and entity["user"] in self.excluded
 
-    def quotas_at(self, factor):
+    def quotas_at(self, factor: float) -> quota_spec.QuotaState:
         """{entity_key: (entity, values)}: the whole set Kafka must hold at ``factor`` (0.0 to 1.0)."""
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0.0 <= factor <= 1.0:
             raise GuardError("throttle factor must be a number from 0.0 to 1.0 (got {0!r})".format(factor))
@@ -116,7 +118,7 @@ class Declaration(object):
             target[key] = (entity, values)
         return target
 
-    def factor_applied(self, current):
+    def factor_applied(self, current: quota_spec.QuotaState) -> Optional[float]:
         """The factor the quotas in ``current`` ({entity_key: (entity, values)}) carry, read from the <default> user's
         produce rate; None when it has none (the guard has not run, or someone removed it)."""
         applied = current.get(DEFAULT_USER, ({}, {}))[1].get(PRODUCE)
@@ -126,7 +128,7 @@ class Declaration(object):
             return 0.0
         return min(max(float(applied) / float(self.default_rate), 0.0), 1.0)
 
-    def shadowed_client_ids(self):
+    def shadowed_client_ids(self) -> List[Dict[str, str]]:
         """Declared client-id-only entities with a produce rate: below every user entity in Kafka's precedence, so the
         <default> user's rate, which the guard always sets, applies in their place."""
         return [quota_spec.entity_to_spec(entity) for entity, values in
@@ -134,7 +136,7 @@ class Declaration(object):
                 if "user" not in entity and "client-id" in entity and PRODUCE in values]
 
 
-def scaled_rate(base, factor):
+def scaled_rate(base: float, factor: float) -> float:
     """max(floor(base x factor), 1): a whole number of bytes per second, never 0 (Kafka refuses a quota of 0)."""
     return float(max(int(math.floor(float(base) * float(factor))), 1))
 
@@ -154,8 +156,9 @@ def _rate_text(value):
 class Policy(object):
     """Validated limits of one policy, and the plugin's clock settings for ``strimzi``."""
 
-    def __init__(self, policy, min_available_bytes=None, min_available_ratio=None, soft_limit=None, hard_limit=None,
-                 missing_data_action="pause", throttle_factor_fallback=1.0, throttle_factor_validity=300.0):
+    def __init__(self, policy: str, min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None,
+                 soft_limit: Optional[Dict[str, Any]] = None, hard_limit: Optional[Dict[str, Any]] = None, missing_data_action: str = "pause",
+                 throttle_factor_fallback: float = 1.0, throttle_factor_validity: float = 300.0) -> None:
         if policy not in ("strimzi", "graded"):
             raise GuardError("policy must be strimzi or graded (got {0!r})".format(policy))
         try:
@@ -185,16 +188,16 @@ class GuardMemory(object):
     """What a decision leaves for the next one: when the last complete observation was (epoch seconds) and, per
     broker, the volumes it saw and when. Plain JSON, so the module can keep it in a file."""
 
-    def __init__(self, observed_at=None, brokers=None):
+    def __init__(self, observed_at: Optional[float] = None, brokers: Optional[Dict[int, Dict[str, Any]]] = None) -> None:
         self.observed_at = observed_at
         self.brokers = dict(brokers or {})         # {broker_id: {"observed_at": seconds, "volumes": [...]}}
 
-    def to_json(self):
+    def to_json(self) -> Dict[str, Any]:
         return {"observed_at": self.observed_at,
                 "brokers": dict((str(broker), entry) for broker, entry in sorted(self.brokers.items()))}
 
     @classmethod
-    def from_json(cls, document):
+    def from_json(cls, document: Any) -> "GuardMemory":
         """A memory from to_json's form; anything else (a file from elsewhere, a truncated write) is no memory."""
         try:
             brokers = dict((int(broker), {"observed_at": float(entry["observed_at"]), "volumes": list(entry["volumes"])})
@@ -205,7 +208,7 @@ class GuardMemory(object):
             return cls()
 
 
-def decide(policy, view, now, memory, factor_applied):
+def decide(policy: Policy, view: Dict[str, Any], now: float, memory: GuardMemory, factor_applied: Optional[float]) -> Tuple[Dict[str, Any], GuardMemory]:
     """The factor to apply now: (decision, memory for the next one).
 
     ``view``: {"volumes": [volume rows of the brokers that answered], "complete": every broker that should have
@@ -237,12 +240,12 @@ def decide(policy, view, now, memory, factor_applied):
                         reason="observed" + (" (with the volumes of brokers {0}, remembered from their last answer)".format(_ids(remembered))
                                              if remembered else ""))
         return decision, GuardMemory(now, brokers)
-    base = {"policy": "strimzi", "violations": [], "least_headroom": None, "skipped_volumes": [], "observed": False, "remembered_brokers": []}
+    base: Dict[str, Any] = {"policy": "strimzi", "violations": [], "least_headroom": None, "skipped_volumes": [], "observed": False, "remembered_brokers": []}
     valid = memory.observed_at is not None and now - memory.observed_at <= policy.validity
     if valid and factor_applied is not None:
         factor = factor_applied
         reason = ("observation incomplete (no answer from brokers {0}): the factor applied since {1:.0f} s ago is valid for {2:g} s"
-                  .format(_ids(view["missing_brokers"]), now - memory.observed_at, policy.validity))
+                  .format(_ids(view["missing_brokers"]), now - cast(float, memory.observed_at), policy.validity))     # valid: observed_at is set
         base.update(throttle_factor=factor, fallback_applied=False)
     else:
         factor = policy.fallback

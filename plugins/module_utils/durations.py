@@ -73,7 +73,7 @@ def _iso(option, value, text):
     return -result if sign == "-" else result
 
 
-def parse_duration(value, option="duration"):
+def parse_duration(value: object, option: str = "duration") -> datetime.timedelta:
     """A datetime.timedelta from an ISO 8601 duration (java.time.Duration syntax) or a number of seconds.
 
     Sub-microsecond fractions are rounded to the nearest microsecond (timedelta's resolution).
@@ -94,7 +94,7 @@ def parse_duration(value, option="duration"):
     return _iso(option, value, text)
 
 
-def parse_positive_duration(value, option="duration"):
+def parse_positive_duration(value: object, option: str = "duration") -> datetime.timedelta:
     """Like parse_duration, and the duration must be longer than zero."""
     result = parse_duration(value, option)
     if result <= datetime.timedelta(0):
@@ -102,7 +102,7 @@ def parse_positive_duration(value, option="duration"):
     return result
 
 
-def format_duration(delta):
+def format_duration(delta: datetime.timedelta) -> str:
     """The ISO 8601 form java.time.Duration.toString prints: PT5M, PT1H30M, PT0.5S, PT48H (days as hours)."""
     total_us = (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
     if total_us == 0:

@@ -8,10 +8,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, List
+
 from ansible_collections.headroom.kafka.plugins.module_utils import connection, disk_guard, durations, limit_options, option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_options, volume_sources
 
-GUARD_OPTIONS = dict(
+GUARD_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     quotas=dict(type="list", elements="dict", default=[], options=quota_options.QUOTA_OPTIONS),
     default_producer_byte_rate=dict(type="float"),
     excluded_principals=dict(type="list", elements="str", default=[]),
@@ -28,7 +30,7 @@ ARGUMENT_SPEC = connection.argument_spec(**GUARD_OPTIONS)
 MUTUALLY_EXCLUSIVE = limit_options.POLICY_MUTUALLY_EXCLUSIVE + [["log_dirs", "snapshots"]]
 REQUIRED_IF = limit_options.POLICY_REQUIRED_IF + connection.CONNECTION_REQUIRED_IF
 REQUIRED_TOGETHER = connection.CONNECTION_REQUIRED_TOGETHER
-OPTION_RANGES = dict(limit_options.POLICY_RANGES, **{
+OPTION_RANGES: Dict[str, option_checks.Range] = dict(limit_options.POLICY_RANGES, **{
     "expected_brokers": option_checks.BROKER_IDS,
     "throttle_factor_fallback": option_checks.Number(0, 1),
 })
@@ -37,11 +39,11 @@ OPTION_RANGES = dict(limit_options.POLICY_RANGES, **{
 class GuardSettings(object):
     """The validated options: the policy, the declaration and where the volumes come from."""
 
-    def __init__(self, policy, declaration, source, expected_brokers):
+    def __init__(self, policy: disk_guard.Policy, declaration: disk_guard.Declaration, source: volume_sources.Given, expected_brokers: List[int]) -> None:
         self.policy, self.declaration, self.source, self.expected_brokers = policy, declaration, source, expected_brokers
 
 
-def settings(params):
+def settings(params: Dict[str, Any]) -> GuardSettings:
     """GuardSettings from validated params (argument spec applied); disk_guard.GuardError names the option."""
     problem = (connection.connection_problem(params) or connection.missing_servers(params, "to read every log dir and to read and set its client quotas")
                or limit_options.policy_problem(params))

@@ -11,11 +11,19 @@ __metaclass__ = type
 import json
 import os
 import tempfile
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, quota_apply, volume_sources
 
+if TYPE_CHECKING:
+    import datetime
 
-def guard_once(adapter, settings, memory, now, check_mode=False):
+    from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings
+    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
+
+
+def guard_once(adapter: "KafkaAdapter", settings: "GuardSettings", memory: disk_guard.GuardMemory, now: "datetime.datetime",
+               check_mode: bool = False) -> Tuple[Dict[str, Any], disk_guard.GuardMemory]:
     """(result, memory for the next decision). Requests: DescribeClientQuotas, what the volume source needs
     (DescribeCluster, DescribeLogDirs), and only when the quota set must change one validate-only AlterClientQuotas
     and one that applies (none in check mode). ``now``: a timezone-aware datetime.
@@ -38,7 +46,7 @@ def guard_once(adapter, settings, memory, now, check_mode=False):
     return result, (memory if check_mode else remembered)
 
 
-def declaration_warnings(declaration):
+def declaration_warnings(declaration: disk_guard.Declaration) -> List[str]:
     """What the declaration cannot do on Kafka, said once per decision."""
     shadowed = declaration.shadowed_client_ids()
     if not shadowed:
@@ -48,7 +56,7 @@ def declaration_warnings(declaration):
             "user entity first), and the guard always sets the <default> user's; declare user=<default>,client_id=... instead".format(names)]
 
 
-def load_memory(path):
+def load_memory(path: Optional[str]) -> disk_guard.GuardMemory:
     """The memory kept at ``path``: none when there is no file or it is not a memory (the next complete observation
     writes a good one)."""
     if not path or not os.path.exists(path):
@@ -60,7 +68,7 @@ def load_memory(path):
         return disk_guard.GuardMemory()
 
 
-def save_memory(path, memory):
+def save_memory(path: str, memory: disk_guard.GuardMemory) -> None:
     """Write the memory atomically (a reader, or a guard started after a crash, never sees half a file)."""
     handle, temporary = tempfile.mkstemp(prefix=".headroom-guard-", dir=os.path.dirname(os.path.abspath(path)))
     try:

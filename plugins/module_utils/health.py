@@ -7,8 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, Iterable, List, Optional
 
-def judge(cluster, partitions, expected_brokers=None):
+
+def judge(cluster: Dict[str, Any], partitions: List[Dict[str, Any]], expected_brokers: Optional[Iterable[int]] = None) -> Dict[str, Any]:
     """Summarise broker membership and partition replication; ``healthy`` means every expected broker is active,
     no partition is under-replicated and every partition has a leader."""
     active = sorted(b["id"] for b in cluster["brokers"])

@@ -16,6 +16,7 @@ import re
 import ssl
 import time
 import traceback
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 try:
     import kafka.errors as kafka_errors
@@ -62,18 +63,26 @@ CONFLUENT_WAIT_SLICE = 0.2
 # fails when an upgrade changes what it relies on.
 KAFKA_PYTHON_RANGE = ">=3.0.12,<4"
 MANAGER_METHODS = ("run", "send", "wait_for", "least_loaded_node")
+# A kafka-python transport's _sock_recv: () -> (bytes read, the error that ended the read or None).
+SocketReceive = Callable[[], Tuple[bytes, Optional[Exception]]]
+# An entity of the client quota requests: {entity type: name, None for the default entity}.
+QuotaEntity = Mapping[str, Optional[str]]
 
 
 class KafkaAdapterError(Exception):
     """A failure talking to Kafka; ``broker`` names the broker (or bootstrap servers) involved."""
 
-    def __init__(self, message, broker=None, error=None):
+    def __init__(self, message: str, broker: Optional[Union[str, int]] = None, error: Optional[BaseException] = None) -> None:
         super(KafkaAdapterError, self).__init__(message)
         self.broker = broker
         self.error = error
 
 
-def kafka_error_name(code):
+# describe_log_dirs' answer of one broker: its log dirs, or why there are none.
+LogDirsAnswer = Union[List[Dict[str, Any]], KafkaAdapterError]
+
+
+def kafka_error_name(code: Optional[int]) -> Optional[str]:
     """Kafka's name for an error code (``KAFKA_STORAGE_ERROR``), None for 0."""
     if not code:
         return None
@@ -104,14 +113,14 @@ class ConnectionRefusal(Exception):
     """A broker refused this client's credentials or TLS session, or the client's TLS files do not load: trying again,
     or another broker, cannot help. ``kind`` is AUTHENTICATION, TLS_HANDSHAKE or TLS_SETUP; ``broker`` is host:port."""
 
-    def __init__(self, kind, reason, broker=None):
+    def __init__(self, kind: str, reason: str, broker: Optional[str] = None) -> None:
         super(ConnectionRefusal, self).__init__("{0} failed: {1}".format(kind, reason))
         self.kind = kind
         self.reason = reason
         self.broker = broker
 
 
-def tls_reason(text):
+def tls_reason(text: str) -> str:
     """An ssl or OpenSSL error text without the library's codes: '[SSL: X] certificate verify failed: ... (_ssl.c:1006)'
     and 'error:0A000086:SSL routines::certificate verify failed' both become 'certificate verify failed...'."""
     text = re.sub(r"^\[[^\]]*\]\s*", "", text.strip())
@@ -120,7 +129,7 @@ def tls_reason(text):
     return _LIBRDKAFKA_CA_ADVICE.sub("", text).strip()
 
 
-def kafka_python_refusal(exc):
+def kafka_python_refusal(exc: BaseException) -> Optional[ConnectionRefusal]:
     """The ConnectionRefusal a failed kafka-python connection attempt amounts to, or None when trying again may help.
 
     SASL failures are the broker's answer (SaslAuthenticate, SaslHandshake); a TLS failure counts when the ssl module
@@ -142,7 +151,7 @@ def kafka_python_refusal(exc):
     return None
 
 
-def librdkafka_refusal(error_name, text):
+def librdkafka_refusal(error_name: Optional[str], text: Optional[str]) -> Optional[ConnectionRefusal]:
     """The ConnectionRefusal an error librdkafka passed to the error callback amounts to, or None.
 
     error_name is KafkaError.name() (_AUTHENTICATION, _SSL, _TRANSPORT, ...), text KafkaError.str(): it starts with the
@@ -173,7 +182,8 @@ def _tls_advice(reason):
     return None
 
 
-def refusal_message(refusal, security_protocol, sasl_mechanism=None, sasl_username=None, broker=None):
+def refusal_message(refusal: ConnectionRefusal, security_protocol: str, sasl_mechanism: Optional[str] = None, sasl_username: Optional[str] = None,
+                    broker: Optional[str] = None) -> str:
     """One sentence for a ConnectionRefusal: what failed, for which principal and mechanism, at which broker and why.
 
     The password is never part of it: neither library puts it in an error, and callers strip it again to be sure."""
@@ -189,7 +199,7 @@ def refusal_message(refusal, security_protocol, sasl_mechanism=None, sasl_userna
     return "TLS handshake failed with {0}: {1}{2}".format(where, refusal.reason, "; " + advice if advice else "")
 
 
-def without_secrets(text, secrets):
+def without_secrets(text: str, secrets: Iterable[Optional[str]]) -> str:
     """text with every secret replaced: the last line of defence for messages that quote a library."""
     for secret in secrets:
         if secret:
@@ -248,10 +258,10 @@ if HAS_KAFKA_PYTHON_NET:
         return build
 
 
-def bytes_before_end_of_stream(receive):
+def bytes_before_end_of_stream(receive: SocketReceive) -> SocketReceive:
     """Wrap a kafka-python transport's _sock_recv (returns (bytes, error)) so that bytes read together with the end of
     the stream reach the connection, which the library would discard; the next read meets the end again and reports it."""
-    def receive_everything():
+    def receive_everything() -> Tuple[bytes, Optional[Exception]]:
         data, error = receive()
         return (data, None) if data and error is not None else (data, error)
     return receive_everything
@@ -270,9 +280,10 @@ def _close_unstarted(clients):
 class KafkaAdapter:
     """A connection to one cluster, built from the collection's common connection options."""
 
-    def __init__(self, bootstrap_servers, security_protocol="PLAINTEXT", ssl_cafile=None, ssl_certfile=None, ssl_keyfile=None,
-                 ssl_password=None, ssl_check_hostname=True, sasl_mechanism=None, sasl_username=None, sasl_password=None,
-                 request_timeout=30, client_id="headroom-kafka"):
+    def __init__(self, bootstrap_servers: Union[str, Sequence[str]], security_protocol: str = "PLAINTEXT", ssl_cafile: Optional[str] = None,
+                 ssl_certfile: Optional[str] = None, ssl_keyfile: Optional[str] = None, ssl_password: Optional[str] = None,
+                 ssl_check_hostname: bool = True, sasl_mechanism: Optional[str] = None, sasl_username: Optional[str] = None,
+                 sasl_password: Optional[str] = None, request_timeout: float = 30, client_id: str = "headroom-kafka") -> None:
         if isinstance(bootstrap_servers, str):
             bootstrap_servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
         self.bootstrap_servers = list(bootstrap_servers)
@@ -282,7 +293,7 @@ class KafkaAdapter:
         self._sasl_password = sasl_password
         self._ssl_password = ssl_password
         self.request_timeout_ms = int(request_timeout * 1000)
-        self._kafka_python_config = {
+        self._kafka_python_config: Dict[str, Any] = {
             "bootstrap_servers": self.bootstrap_servers, "client_id": client_id, "security_protocol": security_protocol,
             "request_timeout_ms": self.request_timeout_ms, "bootstrap_timeout_ms": self.request_timeout_ms,
             "ssl_cafile": ssl_cafile, "ssl_certfile": ssl_certfile, "ssl_keyfile": ssl_keyfile, "ssl_password": ssl_password,
@@ -291,8 +302,8 @@ class KafkaAdapter:
         if sasl_mechanism:
             self._kafka_python_config.update({"sasl_mechanism": sasl_mechanism, "sasl_plain_username": sasl_username,
                                               "sasl_plain_password": sasl_password})
-        self._confluent_config = {"bootstrap.servers": ",".join(self.bootstrap_servers), "security.protocol": security_protocol,
-                                  "client.id": client_id, "socket.timeout.ms": self.request_timeout_ms}
+        self._confluent_config: Dict[str, Any] = {"bootstrap.servers": ",".join(self.bootstrap_servers), "security.protocol": security_protocol,
+                                                  "client.id": client_id, "socket.timeout.ms": self.request_timeout_ms}
         for key, value in (("ssl.ca.location", ssl_cafile), ("ssl.certificate.location", ssl_certfile),
                            ("ssl.key.location", ssl_keyfile), ("ssl.key.password", ssl_password)):
             if value:
@@ -301,10 +312,10 @@ class KafkaAdapter:
             self._confluent_config["ssl.endpoint.identification.algorithm"] = "https" if ssl_check_hostname else "none"
         if sasl_mechanism:
             self._confluent_config.update({"sasl.mechanism": sasl_mechanism, "sasl.username": sasl_username, "sasl.password": sasl_password})
-        self._admin = None
+        self._admin: Optional["KafkaAdminClient"] = None
 
     @classmethod
-    def from_module_params(cls, params):
+    def from_module_params(cls, params: Mapping[str, Any]) -> "KafkaAdapter":
         return cls(params["bootstrap_servers"], security_protocol=params.get("security_protocol") or "PLAINTEXT",
                    ssl_cafile=params.get("ssl_cafile"), ssl_certfile=params.get("ssl_certfile"), ssl_keyfile=params.get("ssl_keyfile"),
                    ssl_password=params.get("ssl_password"), ssl_check_hostname=params.get("ssl_check_hostname", True),
@@ -315,10 +326,10 @@ class KafkaAdapter:
 
     # -- connection -----------------------------------------------------------------------------------------------
     @property
-    def where(self):
+    def where(self) -> str:
         return "bootstrap servers {0} ({1})".format(",".join(self.bootstrap_servers), self.security_protocol)
 
-    def admin(self):
+    def admin(self) -> "KafkaAdminClient":
         """The kafka-python admin client, bootstrapped from the first bootstrap server that answers in time.
 
         Servers are tried one at a time, each with the request timeout, so one frozen broker in the list cannot use
@@ -332,7 +343,7 @@ class KafkaAdapter:
             failures = []
             for server in self.bootstrap_servers:
                 config = dict(self._kafka_python_config, bootstrap_servers=[server])
-                clients = []
+                clients: List["KafkaNetClient"] = []
                 if HAS_KAFKA_PYTHON_NET:
                     config["kafka_client"] = _refusal_aware_clients(clients)
                 try:
@@ -357,7 +368,7 @@ class KafkaAdapter:
     def _without_secrets(self, text):
         return without_secrets(text, (self._sasl_password, self._ssl_password))
 
-    def close(self):
+    def close(self) -> None:
         if self._admin is not None:
             try:
                 self._admin.close()
@@ -375,7 +386,7 @@ class KafkaAdapter:
             raise KafkaAdapterError("request to {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
 
     # -- cluster and log dirs -------------------------------------------------------------------------------------
-    def describe_cluster(self):
+    def describe_cluster(self) -> Dict[str, Any]:
         """{cluster_id, controller_id, brokers: [{id, host, port, rack}] (active), fenced_brokers: [id]}.
 
         DescribeCluster v2 also lists fenced brokers: registered with the controller but stopped or not heartbeating."""
@@ -392,7 +403,7 @@ class KafkaAdapter:
         return {"cluster_id": metadata.get("cluster_id"), "controller_id": metadata.get("controller_id"),
                 "brokers": sorted(brokers, key=lambda b: b["id"]), "fenced_brokers": fenced}
 
-    def active_controller(self):
+    def active_controller(self) -> Optional[int]:
         """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by brokers to the controller), or None when
         the cluster cannot tell (no quorum reachable, or a broker too old for the API)."""
         topic = DescribeQuorumRequest.TopicData
@@ -406,7 +417,7 @@ class KafkaAdapter:
         partition = response.topics[0].partitions[0]
         return None if partition.error_code or partition.leader_id < 0 else partition.leader_id
 
-    def partitions(self):
+    def partitions(self) -> List[Dict[str, Any]]:
         """Every partition as Metadata shows it: [{topic, partition, leader, replicas, isr, offline_replicas, error}]."""
         response = self._send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
         rows = []
@@ -417,7 +428,7 @@ class KafkaAdapter:
                              "offline_replicas": list(part.offline_replicas or []), "error": kafka_error_name(part.error_code)})
         return rows
 
-    def describe_log_dirs(self, broker_ids, timeout_ms=None):
+    def describe_log_dirs(self, broker_ids: Iterable[int], timeout_ms: Optional[int] = None) -> Dict[int, LogDirsAnswer]:
         """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""
         manager = connection_manager(self.admin())
         timeout_ms = timeout_ms or self.request_timeout_ms
@@ -433,7 +444,7 @@ class KafkaAdapter:
             return answers
 
         answers = self._run(gather)
-        results = {}
+        results: Dict[int, LogDirsAnswer] = {}
         for node, answer in answers.items():
             if isinstance(answer, Exception):
                 results[node] = KafkaAdapterError("broker {0} did not answer DescribeLogDirs: {1}".format(node, _describe(answer)),
@@ -460,7 +471,8 @@ class KafkaAdapter:
         return results
 
     # -- client quotas --------------------------------------------------------------------------------------------
-    def describe_client_quotas(self, components=None, strict=False):
+    def describe_client_quotas(self, components: Optional[Iterable[Tuple[str, int, Optional[str]]]] = None,
+                               strict: bool = False) -> List[Tuple[Dict[str, Optional[str]], Dict[str, float]]]:
         """[(entity {type: name|None}, {key: float})] for the filter (components: [(entity_type, match_type, match)])."""
         component = DescribeClientQuotasRequest.ComponentData
         request = DescribeClientQuotasRequest(
@@ -472,7 +484,8 @@ class KafkaAdapter:
         return [({part.entity_type: part.entity_name for part in entry.entity}, {v.key: v.value for v in entry.values})
                 for entry in (response.entries or [])]
 
-    def alter_client_quotas(self, entries, validate_only):
+    def alter_client_quotas(self, entries: Iterable[Tuple[QuotaEntity, Iterable[Tuple[str, Optional[float], bool]]]],
+                            validate_only: bool) -> List[Tuple[Dict[str, Optional[str]], Optional[str], Optional[str]]]:
         """entries: [(entity {type: name|None}, [(key, value, remove)])]; returns [(entity, error name or None, message)]."""
         entry = AlterClientQuotasRequest.EntryData
         request = AlterClientQuotasRequest(entries=[entry(
@@ -538,7 +551,7 @@ class KafkaAdapter:
                     raise
             slice_length *= 2
 
-    def ensure_topic(self, name, partitions=1, replication_factor=-1, configs=None):
+    def ensure_topic(self, name: str, partitions: int = 1, replication_factor: int = -1, configs: Optional[Dict[str, str]] = None) -> bool:
         """Create the topic if it does not exist; True when it was created."""
         config, errors = self._confluent()
         admin = AdminClient(config)
@@ -559,7 +572,7 @@ class KafkaAdapter:
             return False
         return True
 
-    def produce(self, topic, records):
+    def produce(self, topic: str, records: Iterable[Tuple[Optional[bytes], Optional[bytes]]]) -> List[str]:
         """Produce (key, value) byte pairs; returns the list of per-record error strings (empty when all were acknowledged).
 
         A broker refusing the credentials or TLS raises KafkaAdapterError as soon as the client reports it."""
@@ -589,7 +602,7 @@ class KafkaAdapter:
             failures.extend(["not acknowledged within the request timeout"] * remaining)
         return failures
 
-    def read_all(self, topic):
+    def read_all(self, topic: str) -> List[Tuple[Optional[bytes], Optional[bytes], int]]:
         """Every record of a topic from the beginning to the end offsets seen at start: [(key, value, timestamp_ms)]."""
         consumer = None
         try:
@@ -647,15 +660,15 @@ class _RefusalRecorder:
     """A confluent-kafka error_cb that keeps the first refusal of credentials or TLS librdkafka reports (it runs on
     the thread that polls the client)."""
 
-    def __init__(self):
-        self.refusal = None
+    def __init__(self) -> None:
+        self.refusal: Optional[ConnectionRefusal] = None
 
-    def __call__(self, error):
+    def __call__(self, error: "confluent_kafka.KafkaError") -> None:
         if self.refusal is None:
             self.refusal = librdkafka_refusal(error.name(), error.str())
 
 
-def connection_manager(admin):
+def connection_manager(admin: "KafkaAdminClient") -> "KafkaConnectionManager":
     """The admin client's connection manager (kafka-python's private ``KafkaAdminClient._manager``): the one place the
     adapter reaches into the library. A release without it, or without the methods used, fails here, naming the range
     the adapter was written for, instead of somewhere deep in a request."""

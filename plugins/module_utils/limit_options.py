@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, Optional
+
 from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 
@@ -24,15 +26,15 @@ STRIMZI_ARGUMENT_SPEC = dict(min_available_bytes=dict(type="int"), min_available
 STRIMZI_RANGES = {"min_available_bytes": option_checks.BYTES, "min_available_ratio": option_checks.Number(0, 1)}
 STRIMZI_OPTIONS = ("min_available_bytes", "min_available_ratio")
 GRADED_OPTIONS = ("soft_limit", "hard_limit")
-POLICY_ARGUMENT_SPEC = dict(policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
-                            missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
-                            **dict(STRIMZI_ARGUMENT_SPEC, **GRADED_ARGUMENT_SPEC))
+POLICY_ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
+                                                       missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
+                                                       **dict(STRIMZI_ARGUMENT_SPEC, **GRADED_ARGUMENT_SPEC))
 POLICY_RANGES = dict(STRIMZI_RANGES, **GRADED_RANGES)
 POLICY_MUTUALLY_EXCLUSIVE = [list(STRIMZI_OPTIONS)]
 POLICY_REQUIRED_IF = [["policy", "strimzi", list(STRIMZI_OPTIONS), True], ["policy", "graded", list(GRADED_OPTIONS)]]
 
 
-def graded_limit(limit):
+def graded_limit(limit: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """A soft_limit / hard_limit option as the rules take it (None stays None); whole-number levels as ints, so that
     figures read as bytes."""
     if limit is None:
@@ -43,7 +45,7 @@ def graded_limit(limit):
     return {"type": limit["type"], "level": level}
 
 
-def policy_problem(params):
+def policy_problem(params: Dict[str, Any]) -> Optional[str]:
     """Why the policy options can never work, or None: options of the other policy, or limits the rules refuse."""
     policy = params["policy"]
     if policy == "graded":

@@ -8,11 +8,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
 
 
-def iso_utc(moment):
+def iso_utc(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
@@ -21,7 +22,7 @@ def _size(value):
     return None if value is None or value < 0 else value
 
 
-def log_dir_row(broker_id, entry):
+def log_dir_row(broker_id: int, entry: Dict[str, Any]) -> Dict[str, Any]:
     total, usable = _size(entry.get("total_bytes")), _size(entry.get("usable_bytes"))
     known = total is not None and usable is not None
     return {
@@ -35,8 +36,9 @@ def log_dir_row(broker_id, entry):
     }
 
 
-def build_view(cluster, answers, snapshot_at):
+def build_view(cluster: Dict[str, Any], answers: Mapping[int, Union[List[Dict[str, Any]], Exception, None]], snapshot_at: str) -> Dict[str, Any]:
     """Combine DescribeCluster and the per-broker DescribeLogDirs answers (lists, or errors) into the module result."""
+    rows: List[Dict[str, Any]]
     rows, missing, failures = [], [], []
     for broker in cluster["brokers"]:
         answer = answers.get(broker["id"])
@@ -58,7 +60,7 @@ def build_view(cluster, answers, snapshot_at):
     }
 
 
-def collect(adapter, now=None):
+def collect(adapter: KafkaAdapter, now: Optional[datetime.datetime] = None) -> Dict[str, Any]:
     """Query the cluster: active brokers, then DescribeLogDirs on all of them in parallel."""
     cluster = adapter.describe_cluster()
     answers = adapter.describe_log_dirs([broker["id"] for broker in cluster["brokers"]])

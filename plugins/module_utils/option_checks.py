@@ -15,6 +15,10 @@ __metaclass__ = type
 import datetime
 import math
 import re
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
+
+if TYPE_CHECKING:
+    from ansible.module_utils.basic import AnsibleModule
 
 KAFKA_ID_MAX = 2 ** 31 - 1          # broker and node ids are Java ints >= 0
 LONG_MAX = 2 ** 63 - 1              # sizes and rates Kafka keeps in a Java long
@@ -30,6 +34,7 @@ RESERVED_RESULT_KEYS = frozenset((
 _DATETIME = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)$")
 _UTC = datetime.timezone.utc
+_T = TypeVar("_T")
 
 
 class OptionError(ValueError):
@@ -45,11 +50,12 @@ def _number_text(value):
 class Number:
     """A closed range of finite numbers, optionally whole; ``above`` makes the lower bound exclusive."""
 
-    def __init__(self, minimum, maximum, unit=None, integer=False, above=False, what=None):
+    def __init__(self, minimum: float, maximum: float, unit: Optional[str] = None, integer: bool = False, above: bool = False,
+                 what: Optional[str] = None) -> None:
         self.minimum, self.maximum = minimum, maximum
         self.unit, self.integer, self.above, self.what = unit, integer, above, what
 
-    def describe(self):
+    def describe(self) -> str:
         kind = self.what or ("a whole number" if self.integer else "a number")
         if self.unit:
             kind = "{0} of {1}".format(kind, self.unit)
@@ -57,7 +63,7 @@ class Number:
         upto = "up to" if self.above else "to"
         return "{0} {1} {2} {3}".format(kind, low, upto, _number_text(self.maximum))
 
-    def problem(self, value):
+    def problem(self, value: object) -> Optional[str]:
         """Why value is not in the range, or None."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return "not a number"
@@ -69,13 +75,13 @@ class Number:
             return "out of range"
         return None
 
-    def check(self, option, value):
+    def check(self, option: str, value: _T) -> _T:
         if value is not None and self.problem(value):
             raise OptionError("{0} must be {1} (got {2!r})".format(option, self.describe(), value))
         return value
 
 
-def seconds(minimum, maximum, above=False):
+def seconds(minimum: float, maximum: float, above: bool = False) -> Number:
     return Number(minimum, maximum, unit="seconds", above=above)
 
 
@@ -87,10 +93,10 @@ REQUEST_TIMEOUT = seconds(0.1, 3600)
 class ListOf:
     """Every item of a list option in a range; ``unique`` refuses the same item twice."""
 
-    def __init__(self, item, unique=True):
+    def __init__(self, item: Number, unique: bool = True) -> None:
         self.item, self.unique = item, unique
 
-    def check(self, option, values):
+    def check(self, option: str, values: Optional[List[Any]]) -> Optional[List[Any]]:
         if values is None:
             return values
         seen = set()
@@ -103,9 +109,11 @@ class ListOf:
 
 
 BROKER_IDS = ListOf(BROKER_ID)
+# What an option's range is checked with (check_params' ``ranges``).
+Range = Union[Number, ListOf]
 
 
-def check_params(params, ranges):
+def check_params(params: Mapping[str, Any], ranges: Mapping[str, Range]) -> None:
     """Check every option of ``ranges`` ({option: Number or ListOf}; ``a.b`` for a suboption, ``a[].b`` for a suboption
     of each item of a list); raises OptionError for the first value out of range."""
     for path in sorted(ranges):
@@ -113,7 +121,7 @@ def check_params(params, ranges):
             ranges[path].check(option, value)
 
 
-def _values(params, path):
+def _values(params: Mapping[str, Any], path: str) -> Iterator[Tuple[str, Any]]:
     """(option name as a user reads it, value) for each value a dotted path reaches."""
     head, rest = path.partition(".")[::2]
     if head.endswith("[]"):
@@ -132,7 +140,7 @@ def _values(params, path):
             yield "{0}.{1}".format(head, option), inner
 
 
-def enforce(module, ranges):
+def enforce(module: "AnsibleModule", ranges: Mapping[str, Range]) -> None:
     """Fail the module naming the option when a number is out of its range (before anything talks to Kafka)."""
     try:
         check_params(module.params, ranges)
@@ -141,7 +149,7 @@ def enforce(module, ranges):
 
 
 # -- date-times ----------------------------------------------------------------------------------------------------
-def parse_datetime(text, field):
+def parse_datetime(text: object, field: str) -> datetime.datetime:
     """An aware UTC datetime from ISO 8601 date-time text with a zone (Z or +hh:mm), fractions up to nanoseconds,
     between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z; OptionError naming the field otherwise."""
     if isinstance(text, datetime.datetime):
@@ -180,7 +188,7 @@ def _in_range(moment, text, field):
 
 
 # -- results -------------------------------------------------------------------------------------------------------
-def data_keys_clash(result):
+def data_keys_clash(result: Iterable[str]) -> List[str]:
     """Keys of a module's data that Ansible reserves; a module result must leave them to Ansible."""
     return sorted(RESERVED_RESULT_KEYS.intersection(result))
 
@@ -189,7 +197,7 @@ def data_keys_clash(result):
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
-def topic_name_problem(name):
+def topic_name_problem(name: Optional[str]) -> Optional[str]:
     """Why Kafka refuses a topic name, or None (Kafka's Topic.validate: 1 to 249 of [a-zA-Z0-9._-], not . or ..)."""
     if name in (".", ".."):
         return "Kafka refuses . and .. as topic names"
@@ -198,14 +206,14 @@ def topic_name_problem(name):
     return None
 
 
-def check_topic_name(option, name):
+def check_topic_name(option: str, name: str) -> str:
     problem = topic_name_problem(name)
     if problem:
         raise OptionError("{0} must be a topic name Kafka accepts: {1} (got {2!r})".format(option, problem, name))
     return name
 
 
-def check_replication_factor(option, value):
+def check_replication_factor(option: str, value: Optional[int]) -> Optional[int]:
     """-1 (the brokers' default) or 1 to 32767 (a Java short); 0 can never work."""
     if value is None:
         return value

@@ -10,6 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, List, Mapping
+
 LAUNCHERS = ("python", "spark-submit")
 SPARK_SUBMIT_OWNS = ("--master", "--driver-memory")     # given to spark-submit itself, before the driver's JVM starts
 
@@ -25,7 +27,7 @@ def _text(value):
     return str(value)
 
 
-def pipeline_argv(settings):
+def pipeline_argv(settings: Mapping[str, Any]) -> List[str]:
     """The argv of ``run``: the launcher (``python -m headroom_pipeline`` or spark-submit with the package's
     __main__.py), ``run``, every option whose value is neither None nor "" (``options``: {"--flag": value}, in order),
     ``--no-report`` / ``--quiet``, ``--conf key=value`` per Spark setting, then ``extra_args``.

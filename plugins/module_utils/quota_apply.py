@@ -7,7 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
+
+if TYPE_CHECKING:
+    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 
 MAX_ERRORS_IN_MESSAGE = 10
 AUTHORIZATION_HINT = {
@@ -18,18 +23,18 @@ AUTHORIZATION_HINT = {
 class QuotaApplyError(Exception):
     """Kafka refused some of the changes; ``result`` holds ``changed``, ``errors``, ``changes`` (applied) and ``planned``."""
 
-    def __init__(self, message, result):
+    def __init__(self, message: str, result: Dict[str, Any]) -> None:
         super(QuotaApplyError, self).__init__(message)
         self.result = result
 
 
-def quotas_for_output(state):
+def quotas_for_output(state: quota_spec.QuotaState) -> List[Dict[str, Any]]:
     """{entity_key: (entity, values)} as the sorted ``quotas`` list the modules return."""
     return [{"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)}
             for entity, values in sorted(state.values(), key=lambda item: quota_spec.entity_sort_key(item[0])) if values]
 
 
-def read_state(adapter):
+def read_state(adapter: "KafkaAdapter") -> quota_spec.QuotaState:
     """Every client quota of the cluster in one DescribeClientQuotas: {entity_key: (entity, values)}."""
     return dict((quota_spec.entity_key(entity), (entity, values))
                 for entity, values in adapter.describe_client_quotas(components=None, strict=False) if values)
@@ -102,7 +107,8 @@ def _diff(changes):
     return {"before": before, "after": after}
 
 
-def reconcile(adapter, desired, exclusive=False, check_mode=False, current=None):
+def reconcile(adapter: "KafkaAdapter", desired: quota_spec.QuotaState, exclusive: bool = False, check_mode: bool = False,
+              current: Optional[quota_spec.QuotaState] = None) -> Dict[str, Any]:
     """Make Kafka hold ``desired`` (from ``quota_spec.desired_state``) through ``adapter``.
 
     At most three requests whatever the number of entities: one DescribeClientQuotas, then (when something changes)

@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Iterable, List, Optional
+
 QUOTA_OPTIONS = dict(
     entity=dict(type="dict", required=True, options=dict(
         user=dict(type="str"),
@@ -22,7 +24,7 @@ QUOTA_OPTIONS = dict(
 )
 
 
-def spec_from_params(quotas):
+def spec_from_params(quotas: Optional[Iterable[Any]]) -> List[Any]:
     """The ``quotas`` option without the None values Ansible fills in for options not given."""
     cleaned = []
     for item in quotas or []:

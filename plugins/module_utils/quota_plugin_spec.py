@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import math
 import re
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ansible_collections.headroom.kafka.plugins.module_utils import durations, quota_spec
 
@@ -94,7 +95,7 @@ class QuotaPluginSpecError(ValueError):
 
 
 # -- numbers -------------------------------------------------------------------------------------------------------
-def format_number(value):
+def format_number(value: Union[bool, int, float]) -> str:
     """A number as Kafka parses it: integers without ``.0``, other doubles in their shortest form (``0.1``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -105,7 +106,7 @@ def format_number(value):
     return str(value)
 
 
-def format_value(value):
+def format_value(value: Union[str, bool, int, float]) -> str:
     """A property value as text: strings unchanged, booleans as Java writes them, numbers via format_number."""
     if isinstance(value, str):
         return value
@@ -150,7 +151,7 @@ def _set_fields(spec):
     return dict((k, v) for k, v in spec.items() if v is not None)
 
 
-def validate_spec(spec, name="kafka_quotas"):
+def validate_spec(spec: object, name: str = "kafka_quotas") -> Dict[str, Any]:
     """Check a quotas spec; return it normalised (numbers as ints/floats, durations as seconds / ISO 8601 text).
 
     Byte rates and min_available_bytes_per_volume become ints, check_interval an int number of seconds,
@@ -253,7 +254,7 @@ def _check_interval(where, value):
     return seconds
 
 
-def validate_principals(principals, where):
+def validate_principals(principals: object, where: str) -> List[str]:
     """A list of ``User:<name>`` principals, duplicates removed (first occurrence kept)."""
     if principals is None:
         return []
@@ -383,7 +384,7 @@ def _property_lines(where, properties):
     return lines
 
 
-def admin_lines(admin, name="admin"):
+def admin_lines(admin: Optional[Dict[str, Any]], name: str = "admin") -> List[Tuple[str, str]]:
     """The plugin's admin client settings as (Kafka key, value) pairs, bootstrap servers first, then security.
 
     Each is written as ``client.quota.callback.static.kafka.admin.<Kafka key>``.
@@ -419,7 +420,8 @@ def admin_lines(admin, name="admin"):
 
 
 # -- rendering -----------------------------------------------------------------------------------------------------
-def render(spec, admin=None, internal_principals=None, free_form=None):
+def render(spec: object, admin: Optional[Dict[str, Any]] = None, internal_principals: Optional[List[str]] = None,
+           free_form: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """Validate everything, then return (broker properties, warnings).
 
     The properties are the quota plugin's (empty for type kafka), in the Strimzi operator's order. With
@@ -456,19 +458,20 @@ def render(spec, admin=None, internal_principals=None, free_form=None):
     return properties, warnings
 
 
-def quota_plugin_properties(spec, admin=None, internal_principals=None, free_form=None):
+def quota_plugin_properties(spec: object, admin: Optional[Dict[str, Any]] = None, internal_principals: Optional[List[str]] = None,
+                            free_form: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The broker properties only (see render)."""
     return render(spec, admin, internal_principals, free_form)[0]
 
 
-def default_user_quotas(spec):
+def default_user_quotas(spec: object) -> Dict[str, Any]:
     """The ``client_quota`` module's ``quotas`` entry for the default user.
 
     type kafka: the quota keys the spec gives (every key it leaves out is removed; none at all removes the entity's
     quotas). type strimzi: all default user quotas removed, as the Strimzi operator does, since the plugin ignores them.
     """
     checked = validate_spec(spec)
-    entry = {"entity": {"user": DEFAULT_USER}}
+    entry: Dict[str, Any] = {"entity": {"user": DEFAULT_USER}}
     values = dict((field, checked[field]) for field in KAFKA_FIELDS if field in checked) if checked["type"] == "kafka" else {}
     if not values:
         entry["state"] = "absent"
@@ -481,7 +484,7 @@ def _is_plugin_key(key):
     return key == CALLBACK_CLASS_KEY or key.startswith(PREFIX)
 
 
-def merge_properties(existing_free_form, rendered):
+def merge_properties(existing_free_form: Optional[Dict[str, Any]], rendered: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     """The user's free-form broker properties with the quotas spec applied: (merged dict, warnings).
 
     ``rendered`` is what the spec renders (``quota_plugin_properties``; empty for type kafka). Free-form keys the spec
@@ -517,7 +520,7 @@ def merge_properties(existing_free_form, rendered):
     return merged, warnings
 
 
-def managed_key_pattern(rendered):
+def managed_key_pattern(rendered: Dict[str, Any]) -> str:
     """A regular expression matching the property names the spec decides, for lines outside the managed block.
 
     With the plugin (``rendered`` holds the callback class): every key in SPEC_KEYS, set or not, and every
@@ -535,7 +538,7 @@ def managed_key_pattern(rendered):
     return "(?:" + "|".join(names) + ")"
 
 
-def masked(properties):
+def masked(properties: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """A copy with secret values (passwords, JAAS configs, PEM private keys) replaced by ``********``, for diffs."""
     result = {}
     for key, value in (properties or {}).items():
@@ -575,6 +578,6 @@ def _escape(text, is_key):
     return "".join(out)
 
 
-def render_block(properties):
+def render_block(properties: Optional[Dict[str, Any]]) -> str:
     """The ``key=value`` lines of the managed block, one per property, in order, without a trailing newline."""
     return "\n".join("{0}={1}".format(_escape(str(key), True), _escape(format_value(value), False)) for key, value in (properties or {}).items())

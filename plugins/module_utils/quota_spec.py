@@ -12,6 +12,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
+
+if TYPE_CHECKING:
+    from typing import TypedDict  # Python 3.8+; only type checkers read it
 
 DEFAULT_NAME = "<default>"
 SPEC_TYPES = {"user": "user", "client_id": "client-id", "ip": "ip"}
@@ -26,12 +30,31 @@ _KIND_NAMES = {"long": "a long", "int": "an int", "double": "a double"}
 _MAXIMA = {"long": "9223372036854775807", "int": "2147483647"}
 SPEC_ORDER = ("user", "client_id", "ip")
 
+# An entity as Kafka names it: {entity type: name, None for the default entity}, e.g. {"user": None, "client-id": "app"}.
+Entity = Dict[str, Optional[str]]
+# entity_key's form of an entity: its sorted items.
+EntityKey = Tuple[Tuple[str, Optional[str]], ...]
+# {quota key: value} as Kafka stores it (a double).
+QuotaValues = Dict[str, float]
+# A client quota set: {entity_key: (entity, values)}, as desired_state builds it and quota_apply.read_state reads it.
+QuotaState = Dict[EntityKey, Tuple[Entity, QuotaValues]]
+# A quota operation of AlterClientQuotas: (key, value, remove); the value is None when the key is removed.
+QuotaOp = Tuple[str, Optional[float], bool]
+
+if TYPE_CHECKING:
+    class QuotaChange(TypedDict):
+        """One planned change of plan_changes."""
+        entity: Entity
+        before: QuotaValues
+        after: QuotaValues
+        ops: List[QuotaOp]
+
 
 class QuotaSpecError(ValueError):
     """A spec Kafka would refuse, caught before contacting Kafka; the message names the field, value and what is allowed."""
 
 
-def entity_from_spec(entity, where="entity"):
+def entity_from_spec(entity: object, where: str = "entity") -> Entity:
     if not isinstance(entity, dict) or not entity:
         raise QuotaSpecError("{0} must be a non-empty dict with keys user, client_id and/or ip (got {1!r})".format(where, entity))
     unknown = sorted(set(entity) - set(SPEC_TYPES))
@@ -47,41 +70,41 @@ def entity_from_spec(entity, where="entity"):
     return result
 
 
-def entity_to_spec(entity):
+def entity_to_spec(entity: Mapping[str, Optional[str]]) -> Dict[str, str]:
     return dict((KAFKA_TYPES[kind], DEFAULT_NAME if name is None else name) for kind, name in sorted(entity.items()))
 
 
-def entity_key(entity):
+def entity_key(entity: Mapping[str, Optional[str]]) -> EntityKey:
     """A stable, hashable identity for an entity (Kafka types, default as None)."""
     return tuple(sorted(entity.items(), key=lambda item: item[0]))
 
 
-def entity_sort_key(entity):
+def entity_sort_key(entity: Mapping[str, Optional[str]]) -> List[Union[int, Tuple[int, str]]]:
     """Order of entities in plans and outputs: user entities, then client-id only, then ip; within a type the
     default entity before names, and an entity alone before its combinations (user=a, then user=a,client_id=...)."""
     group = 0 if "user" in entity else 1 if "client-id" in entity else 2
-    key = [group]
+    key: List[Union[int, Tuple[int, str]]] = [group]
     for kind in ("user", "client-id", "ip"):
         if kind not in entity:
             key.append((0, ""))
         elif entity[kind] is None:
             key.append((1, ""))
         else:
-            key.append((2, entity[kind]))
+            key.append((2, cast(str, entity[kind])))
     return key
 
 
-def describe_entity(entity):
+def describe_entity(entity: Mapping[str, Optional[str]]) -> str:
     """How errors and diffs name an entity, e.g. ``user=alice,client_id=<default>`` (user, client_id, ip order)."""
     spec = entity_to_spec(entity)
     return ",".join("{0}={1}".format(k, spec[k]) for k in SPEC_ORDER if k in spec)
 
 
-def allowed_keys(entity):
+def allowed_keys(entity: Mapping[str, Optional[str]]) -> Dict[str, str]:
     return IP_KEYS if "ip" in entity else USER_CLIENT_KEYS
 
 
-def validate_value(where, key, value, kind):
+def validate_value(where: str, key: str, value: object, kind: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise QuotaSpecError("{0}.{1} must be a number (got {2!r})".format(where, key, value))
     if isinstance(value, float) and not math.isfinite(value):
@@ -96,7 +119,7 @@ def validate_value(where, key, value, kind):
     return float(value)
 
 
-def desired_state(quotas):
+def desired_state(quotas: Optional[Iterable[object]]) -> QuotaState:
     """Validate the module's ``quotas`` list; return {entity_key: (entity, values)} with values as Kafka stores them."""
     desired = {}
     for index, item in enumerate(quotas or []):
@@ -129,7 +152,7 @@ def desired_state(quotas):
     return desired
 
 
-def plan_changes(current, desired, exclusive=False):
+def plan_changes(current: QuotaState, desired: QuotaState, exclusive: bool = False) -> List["QuotaChange"]:
     """Changes that make Kafka hold ``desired``: [{entity, before, after, ops}], ops as (key, value, remove).
 
     ``current`` is {entity_key: (entity, values)} as described by Kafka. Values compare as the doubles Kafka stores.
@@ -138,13 +161,13 @@ def plan_changes(current, desired, exclusive=False):
     if exclusive:
         for key, (entity, _values) in current.items():
             targets.setdefault(key, (entity, {}))
-    changes = []
+    changes: List["QuotaChange"] = []
     for key in sorted(targets, key=lambda k: entity_sort_key(targets[k][0])):
         entity, after = targets[key]
         before = dict(current.get(key, (entity, {}))[1])
         if _same(before, after):
             continue
-        ops = [(k, after[k], False) for k in sorted(after) if float(before.get(k, -1.0)) != after[k]]
+        ops: List[QuotaOp] = [(k, after[k], False) for k in sorted(after) if float(before.get(k, -1.0)) != after[k]]
         ops += [(k, None, True) for k in sorted(before) if k not in after]
         changes.append({"entity": entity, "before": before, "after": dict(after), "ops": ops})
     return changes
@@ -154,7 +177,7 @@ def _same(before, after):
     return set(before) == set(after) and all(float(before[k]) == float(after[k]) for k in after)
 
 
-def for_output(values):
+def for_output(values: Mapping[str, float]) -> Dict[str, Union[int, float]]:
     """Kafka returns doubles; show whole numbers as integers (as kafka-configs.sh does for byte rates). A long key at
     the long maximum comes back as the double 2**63 (the nearest to 2**63 - 1): it is shown as the maximum given."""
     return dict((k, _shown(k, v)) for k, v in sorted(values.items()))

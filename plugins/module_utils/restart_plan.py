@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, Iterable, List, Optional
+
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID
 
 
@@ -25,7 +27,7 @@ def _rank(node, active_controller):
     return 2              # combined broker+controller nodes
 
 
-def restart_order(nodes, active_controller=None):
+def restart_order(nodes: Iterable[Dict[str, Any]], active_controller: Optional[int] = None) -> List[str]:
     """Hosts to restart, one at a time: brokers, then controller-only nodes, then combined nodes, the active
     controller last; node id order within each group. ``nodes``: [{host, node_id, roles, needs_restart}]."""
     seen = set()

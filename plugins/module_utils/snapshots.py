@@ -24,6 +24,7 @@ import datetime
 import json
 import math
 import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID, BYTES, OptionError, parse_datetime
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (
@@ -31,6 +32,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits impor
 
 LIMIT_TYPES_BY_NAME = dict((name, limit_type) for limit_type, name in SNAPSHOT_LIMIT_NAMES.items())
 _UTC = datetime.timezone.utc
+# A record as select_latest reads it: (where, key, value), value None for a tombstone.
+Record = Tuple[str, Optional[Union[bytes, str]], object]
 
 
 class SnapshotError(ValueError):
@@ -38,18 +41,18 @@ class SnapshotError(ValueError):
 
 
 # -- timestamps --------------------------------------------------------------------------------------------------
-def now_utc():
+def now_utc() -> datetime.datetime:
     return datetime.datetime.now(_UTC)
 
 
-def format_timestamp(moment):
+def format_timestamp(moment: datetime.datetime) -> str:
     """ISO 8601 in UTC with milliseconds and Z, as log_dirs_info's snapshot_at (naive datetimes count as UTC)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=_UTC)
     return moment.astimezone(_UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def parse_timestamp(text, field="SnapshotAt"):
+def parse_timestamp(text: object, field: str = "SnapshotAt") -> datetime.datetime:
     """An aware UTC datetime from ISO 8601 date-time text with a zone (option_checks.parse_datetime's rules)."""
     try:
         return parse_datetime(text, field)
@@ -87,7 +90,7 @@ def _broker_id(value):
     return None if number is None or BROKER_ID.problem(number) else number
 
 
-def normalize_log_dirs(rows, option="log_dirs"):
+def normalize_log_dirs(rows: object, option: str = "log_dirs") -> List[Dict[str, Any]]:
     """Check the log dir rows a module was given (log_dirs_info's RV log_dirs, or hand-made ones).
 
     Every row needs broker_id, log_dir, total_bytes and usable_bytes (null or -1 when unknown); other keys are
@@ -96,7 +99,7 @@ def normalize_log_dirs(rows, option="log_dirs"):
     if not isinstance(rows, list):
         raise SnapshotError("{0} must be a list of log dirs (got {1!r})".format(option, rows))
     result = []
-    seen = {}
+    seen: Dict[Tuple[int, str], str] = {}
     for index, row in enumerate(rows):
         where = "{0}[{1}]".format(option, index)
         if not isinstance(row, dict):
@@ -120,12 +123,12 @@ def normalize_log_dirs(rows, option="log_dirs"):
 
 
 # -- limits ------------------------------------------------------------------------------------------------------
-def message_limit(limit):
+def message_limit(limit: Dict[str, Any]) -> Dict[str, Any]:
     """A graded limit ({type: min_free_bytes, level}) in the proposal's form ({type: MinFreeBytes, level})."""
     return {"type": SNAPSHOT_LIMIT_NAMES[limit["type"]], "level": limit["level"]}
 
 
-def graded_limit(limit, field):
+def graded_limit(limit: object, field: str) -> Dict[str, Any]:
     """A message's limit ({type: MinFreeBytes, level}) in the graded form; SnapshotError when it is not one."""
     if not isinstance(limit, dict) or limit.get("type") not in LIMIT_TYPES_BY_NAME:
         raise SnapshotError("{0} must be {{type, level}} with type one of {1} (got {2!r})".format(
@@ -139,7 +142,8 @@ def graded_limit(limit, field):
 
 
 # -- building messages -------------------------------------------------------------------------------------------
-def build_messages(rows, soft_limit, hard_limit, snapshot_at, cluster_id=None):
+def build_messages(rows: List[Dict[str, Any]], soft_limit: Dict[str, Any], hard_limit: Dict[str, Any],
+                   snapshot_at: Union[str, datetime.datetime], cluster_id: Optional[str] = None) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """One message per broker that has log dir rows; returns (messages, skipped log dirs).
 
     A log dir with an error or an unknown size is left out of its broker's Volumes (the proposal's schema has no
@@ -149,7 +153,7 @@ def build_messages(rows, soft_limit, hard_limit, snapshot_at, cluster_id=None):
     validate_graded_limits(soft_limit, hard_limit)
     rows = normalize_log_dirs(rows)
     stamp = format_timestamp(parse_timestamp(snapshot_at, "snapshot_at"))
-    by_broker = {}
+    by_broker: Dict[int, List[Dict[str, Any]]] = {}
     skipped = []
     for row in sorted(rows, key=lambda r: (r["broker_id"], r["log_dir"])):
         volumes = by_broker.setdefault(row["broker_id"], [])
@@ -159,7 +163,7 @@ def build_messages(rows, soft_limit, hard_limit, snapshot_at, cluster_id=None):
             skipped.append({"broker_id": row["broker_id"], "log_dir": row["log_dir"], "error": row.get("error"), "reason": reason})
             continue
         volumes.append({"VolumeName": row["log_dir"], "Capacity": total, "Consumed": total - usable})
-    messages = []
+    messages: List[Dict[str, Any]] = []
     for broker_id in sorted(by_broker):
         messages.append({
             "SnapshotAt": stamp,
@@ -172,12 +176,12 @@ def build_messages(rows, soft_limit, hard_limit, snapshot_at, cluster_id=None):
     return messages, skipped
 
 
-def message_key(message):
+def message_key(message: Dict[str, Any]) -> bytes:
     """The record key: the broker id as text."""
     return str(message["BrokerId"]).encode("ascii")
 
 
-def encode_message(message):
+def encode_message(message: Dict[str, Any]) -> str:
     """The record value (and the JSON-lines line without its newline): compact JSON in the schema's field order."""
     return json.dumps(message, separators=(",", ":"))
 
@@ -194,7 +198,7 @@ def _key_broker(key):
     return _broker_id(key)
 
 
-def parse_message(value, key=None):
+def parse_message(value: object, key: Optional[Union[bytes, str]] = None) -> Dict[str, Any]:
     """A checked message in the schema's field order (BrokerId taken from the key when the value lacks it)."""
     if isinstance(value, bytes):
         try:
@@ -223,7 +227,7 @@ def parse_message(value, key=None):
     volumes = value.get("Volumes")
     if not isinstance(volumes, list):
         raise SnapshotError("Volumes must be a list of {{VolumeName, Capacity, Consumed}} (got {0!r})".format(volumes))
-    checked = []
+    checked: List[Dict[str, Any]] = []
     for index, volume in enumerate(volumes):
         where = "Volumes[{0}]".format(index)
         if not isinstance(volume, dict) or not isinstance(volume.get("VolumeName"), str) or not volume.get("VolumeName"):
@@ -245,23 +249,24 @@ def parse_message(value, key=None):
     return message
 
 
-def snapshot_time(message):
+def snapshot_time(message: Dict[str, Any]) -> datetime.datetime:
     return parse_timestamp(message["SnapshotAt"])
 
 
-def is_fresh(message, now, max_age):
+def is_fresh(message: Dict[str, Any], now: datetime.datetime, max_age: Optional[datetime.timedelta]) -> bool:
     """Fresh while now - SnapshotAt <= max_age (a snapshot from the future, clock skew, is fresh)."""
     return max_age is None or now - snapshot_time(message) <= max_age
 
 
-def select_latest(records, now, max_age=None, cluster_id=None):
+def select_latest(records: Iterable[Record], now: datetime.datetime, max_age: Optional[datetime.timedelta] = None,
+                  cluster_id: Optional[str] = None) -> Dict[str, Any]:
     """The latest snapshot per broker (by SnapshotAt; on a tie the later record), then the freshness check.
 
     records: (where, key, value) in log order, where is a label for error messages ("line 3", "offset 7");
     value None is a tombstone and drops what came before for its key. Messages that do not parse are listed in
     invalid_messages and ignored; with cluster_id, messages of another cluster (ClusterId set and different) too.
     """
-    latest = {}
+    latest: Dict[int, Tuple[datetime.datetime, int, Dict[str, Any]]] = {}
     invalid = []
     read = other_cluster = 0
     for position, (where, key, value) in enumerate(records):
@@ -296,13 +301,14 @@ def select_latest(records, now, max_age=None, cluster_id=None):
             "other_cluster_messages": other_cluster}
 
 
-def missing_brokers(brokers_with_data, active_brokers=(), expected_brokers=()):
+def missing_brokers(brokers_with_data: Iterable[int], active_brokers: Iterable[int] = (), expected_brokers: Optional[Iterable[int]] = ()) -> List[int]:
     """Active or expected brokers without data, sorted."""
     have = set(brokers_with_data)
     return sorted((set(active_brokers) | set(expected_brokers or ())) - have)
 
 
-def read_result(records, now, max_age, active_brokers, expected_brokers=(), cluster_id=None):
+def read_result(records: Iterable[Record], now: datetime.datetime, max_age: Optional[datetime.timedelta], active_brokers: Sequence[int],
+                expected_brokers: Optional[Iterable[int]] = (), cluster_id: Optional[str] = None) -> Dict[str, Any]:
     """What usage_snapshot state=read returns: fresh snapshots, stale brokers, brokers without a fresh snapshot."""
     result = select_latest(records, now, max_age, cluster_id)
     without = missing_brokers([m["BrokerId"] for m in result["snapshots"]], active_brokers, expected_brokers)
@@ -311,7 +317,7 @@ def read_result(records, now, max_age, active_brokers, expected_brokers=(), clus
 
 
 # -- snapshots to volumes ----------------------------------------------------------------------------------------
-def snapshot_volumes(messages):
+def snapshot_volumes(messages: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The volumes (broker_id, log_dir, total_bytes, usable_bytes) of snapshot messages, for the limit rules.
 
     usable = Capacity - Consumed, so free space round-trips exactly; unknown or inconsistent sizes become None
@@ -327,11 +333,11 @@ def snapshot_volumes(messages):
     return volumes
 
 
-def parse_snapshots(items, option="snapshots"):
+def parse_snapshots(items: object, option: str = "snapshots") -> List[Dict[str, Any]]:
     """Check a list of snapshot messages given to a module (usage_snapshot's RV snapshots); SnapshotError names the item."""
     if not isinstance(items, list):
         raise SnapshotError("{0} must be a list of snapshot messages (got {1!r})".format(option, items))
-    messages = []
+    messages: List[Dict[str, Any]] = []
     for index, item in enumerate(items):
         try:
             messages.append(parse_message(item))

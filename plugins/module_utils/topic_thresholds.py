@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import math
 import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
 TOTAL = "total_bytes_in_per_sec_threshold"
 PLAN_KEYS = (TOTAL, "topics", "brokers")
@@ -78,7 +79,7 @@ def _check_sum(where, total, explicit, broker_text):
             where, broker_text, _number_text(reserved), TOTAL, _number_text(total)))
 
 
-def validate_plan(plan):
+def validate_plan(plan: object) -> Dict[str, Any]:
     """The plan with numbers as floats and broker ids as canonical text; TopicThresholdError for the first problem."""
     if not isinstance(plan, dict):
         raise TopicThresholdError("the topic threshold plan must be a dict with {0} and topics (got {1!r})".format(TOTAL, plan))
@@ -111,7 +112,7 @@ def validate_plan(plan):
     return result
 
 
-def broker_plan(plan, broker_id):
+def broker_plan(plan: Dict[str, Any], broker_id: Union[int, str]) -> Tuple[float, Dict[str, float]]:
     """(total threshold, {topic: explicit threshold}) on one broker of a validated plan."""
     override = plan.get("brokers", {}).get(str(broker_id), {})
     explicit = dict(plan["topics"])
@@ -119,12 +120,12 @@ def broker_plan(plan, broker_id):
     return override.get(TOTAL, plan[TOTAL]), explicit
 
 
-def explicit_sum(explicit):
+def explicit_sum(explicit: Mapping[str, float]) -> float:
     """The sum of explicit thresholds, added in topic name order (so every implementation gets the same float)."""
     return sum(explicit[name] for name in sorted(explicit))
 
 
-def implicit_threshold(total, explicit, topics):
+def implicit_threshold(total: float, explicit: Mapping[str, float], topics: Iterable[str]) -> Optional[float]:
     """(total - sum of explicit thresholds) / number of the broker's topics without one; None when every one has one."""
     without = [topic for topic in set(topics) if topic not in explicit]
     if not without:
@@ -132,21 +133,21 @@ def implicit_threshold(total, explicit, topics):
     return (total - explicit_sum(explicit)) / len(without)
 
 
-def topic_threshold(total, explicit, topics, topic):
+def topic_threshold(total: float, explicit: Mapping[str, float], topics: Iterable[str], topic: str) -> Tuple[Optional[float], str]:
     """(threshold, kind) of one topic on a broker whose topics are ``topics``; kind is explicit or implicit."""
     if topic in explicit:
         return explicit[topic], EXPLICIT
     return implicit_threshold(total, explicit, topics), IMPLICIT
 
 
-def meter_update(previous, rate, seconds):
+def meter_update(previous: Optional[float], rate: float, seconds: float) -> float:
     """The one-minute rate after ``seconds`` at a constant ``rate`` (bytes/s); a meter not started yet takes the rate."""
     if previous is None:
         return rate
     return rate + (previous - rate) * math.exp(-seconds / ONE_MINUTE_SECONDS)
 
 
-def rejects(total_rate, total_threshold, topic_rate, topic_threshold_value):
+def rejects(total_rate: float, total_threshold: float, topic_rate: float, topic_threshold_value: float) -> bool:
     """The design's rule: reject when the broker's total rate and the topic's rate are both above their thresholds."""
     return total_rate > total_threshold and topic_rate > topic_threshold_value
 
@@ -164,7 +165,7 @@ def _timelines(rows):
     return brokers, topics
 
 
-def interval_starts(instants):
+def interval_starts(instants: Iterable[int]) -> Dict[int, int]:
     """{ts_us: start of the interval that ends there}: the broker's previous instant; for its first instant, the gap to
     the next one is taken as the interval's length (exports are periodic). A broker with one instant has none."""
     ordered = sorted(instants)
@@ -177,17 +178,17 @@ def interval_starts(instants):
     return starts
 
 
-def meter_step(state, last_us, ts_us, start_us, interval_bytes):
+def meter_step(state: Optional[float], last_us: Optional[int], ts_us: int, start_us: int, interval_bytes: float) -> float:
     """One meter after the interval (start_us, ts_us] with these bytes, idle (rate 0) since last_us before it."""
     seconds = (ts_us - start_us) / 1000000.0
     rate = interval_bytes / seconds
     if state is None:
         return rate
-    idle = meter_update(state, 0.0, (start_us - last_us) / 1000000.0)
+    idle = meter_update(state, 0.0, (start_us - cast(int, last_us)) / 1000000.0)      # a started meter has a last instant
     return meter_update(idle, rate, seconds)
 
 
-def meter_series(points, starts):
+def meter_series(points: Mapping[int, float], starts: Mapping[int, int]) -> Dict[int, float]:
     """{ts_us: one-minute rate at ts} for one meter's points {ts_us: bytes} on a broker's interval starts."""
     state, last, result = None, None, {}
     for instant in sorted(points):
@@ -199,7 +200,7 @@ def meter_series(points, starts):
     return result
 
 
-def topic_analysis(rows, plan):
+def topic_analysis(rows: Iterable[Dict[str, Any]], plan: object) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """(thresholds, rejections) from traffic rows (ts_us, broker_id, topic, bytes_in) and a plan.
 
     thresholds: one dict per (broker_id, topic) with traffic. rejections: one dict per (broker_id, topic, ts_us) at
@@ -222,7 +223,7 @@ def topic_analysis(rows, plan):
                                "implicit_topics": len([topic for topic in names if topic not in explicit])})
             points = topics[(broker_id, name)]
             for instant, rate in sorted(meter_series(points, starts).items()):
-                if rejects(total_rates[instant], total, rate, threshold):
+                if rejects(total_rates[instant], total, rate, cast(float, threshold)):    # implicit is set when a topic has no explicit one
                     rejections.append({"broker_id": broker_id, "topic": name, "ts_us": instant, "total_ewma": total_rates[instant],
                                        "topic_ewma": rate, "total_threshold": total, "topic_threshold": threshold,
                                        "threshold_kind": kind, "bytes_rejected": points[instant]})

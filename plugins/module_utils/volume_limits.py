@@ -18,6 +18,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, cast
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10+; only type checkers read it
 
 OPEN = "OPEN"
 THROTTLE = "THROTTLE"
@@ -38,15 +42,15 @@ def _finite(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _known(value):
+def _known(value: Optional[float]) -> "TypeGuard[float]":
     return value is not None and value >= 0
 
 
-def volume_key(volume):
+def volume_key(volume: Dict[str, Any]) -> Tuple[int, str]:
     return (volume["broker_id"], volume["log_dir"])
 
 
-def volume_problem(volume):
+def volume_problem(volume: Dict[str, Any]) -> Optional[str]:
     """Why a volume cannot be judged, or None: every module and the pipeline skip such a volume with this reason.
 
     An error (an offline log dir), an unknown size (null or Kafka's -1), or usable bytes above the total (sizes
@@ -62,7 +66,7 @@ def volume_problem(volume):
     return None
 
 
-def usable_volumes(volumes):
+def usable_volumes(volumes: Iterable[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Split volumes into those that can be judged and those skipped (volume_problem says why)."""
     known, skipped = [], []
     for volume in volumes:
@@ -73,14 +77,14 @@ def usable_volumes(volumes):
     return known, skipped
 
 
-def available_ratio(volume):
+def available_ratio(volume: Dict[str, Any]) -> float:
     """usable / total; a volume with no capacity has ratio 0 (the plugin treats it as full)."""
     total = volume["total_bytes"]
     return 0.0 if total == 0 else volume["usable_bytes"] / total
 
 
 # -- the shipped plugin ------------------------------------------------------------------------------------------
-def validate_strimzi_limits(min_available_bytes=None, min_available_ratio=None):
+def validate_strimzi_limits(min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None) -> None:
     if min_available_bytes is None and min_available_ratio is None:
         raise LimitError("one of min_available_bytes or min_available_ratio is required with policy strimzi (got neither)")
     if min_available_bytes is not None and min_available_ratio is not None:
@@ -93,14 +97,15 @@ def validate_strimzi_limits(min_available_bytes=None, min_available_ratio=None):
         raise LimitError("min_available_ratio must be between 0.0 and 1.0 inclusive (got {0})".format(min_available_ratio))
 
 
-def strimzi_violates(volume, min_available_bytes=None, min_available_ratio=None):
+def strimzi_violates(volume: Dict[str, Any], min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None) -> bool:
     """The plugin's per-volume rule: usable <= bytes limit, or usable/total <= ratio limit (both inclusive)."""
     if min_available_bytes is not None:
         return volume["usable_bytes"] <= min_available_bytes
-    return available_ratio(volume) <= min_available_ratio
+    return available_ratio(volume) <= cast(float, min_available_ratio)     # one of the two limits is set
 
 
-def strimzi_decision(volumes, min_available_bytes=None, min_available_ratio=None):
+def strimzi_decision(volumes: Iterable[Dict[str, Any]], min_available_bytes: Optional[int] = None,
+                     min_available_ratio: Optional[float] = None) -> Dict[str, Any]:
     """Throttle factor 0.0 if any known volume violates the limit, else 1.0 (also with no volumes at all)."""
     validate_strimzi_limits(min_available_bytes, min_available_ratio)
     known, skipped = usable_volumes(volumes)
@@ -122,13 +127,13 @@ def strimzi_decision(volumes, min_available_bytes=None, min_available_ratio=None
     }
 
 
-def effective_produce_quota(produce_byte_rate, throttle_factor):
+def effective_produce_quota(produce_byte_rate: float, throttle_factor: float) -> float:
     """The produce quota the plugin enforces: never below 1 byte/s."""
     return max(produce_byte_rate * throttle_factor, 1.0)
 
 
 # -- the graded proposal -----------------------------------------------------------------------------------------
-def validate_limit(name, limit):
+def validate_limit(name: str, limit: object) -> None:
     if not isinstance(limit, dict):
         raise LimitError("{0} must be a dict with keys type and level (got {1!r})".format(name, limit))
     limit_type, level = limit.get("type"), limit.get("level")
@@ -144,7 +149,7 @@ def validate_limit(name, limit):
         raise LimitError("{0}.level is a percentage for min_free_percentage and must be between 0 and 100 (got {1})".format(name, level))
 
 
-def validate_graded_limits(soft_limit, hard_limit):
+def validate_graded_limits(soft_limit: Any, hard_limit: Any) -> None:
     validate_limit("soft_limit", soft_limit)
     validate_limit("hard_limit", hard_limit)
     if soft_limit["type"] != hard_limit["type"]:
@@ -168,14 +173,14 @@ def _measure(volume, limit_type):
     return volume["total_bytes"] - volume["usable_bytes"]
 
 
-def breaches(volume, limit):
+def breaches(volume: Dict[str, Any], limit: Dict[str, Any]) -> bool:
     value = _measure(volume, limit["type"])
     if limit["type"] in FREE_TYPES:
         return value <= limit["level"]
     return value >= limit["level"]
 
 
-def graded_volume_factor(volume, soft_limit, hard_limit):
+def graded_volume_factor(volume: Dict[str, Any], soft_limit: Dict[str, Any], hard_limit: Dict[str, Any]) -> float:
     """1.0 short of the soft limit, 0.0 at or past the hard limit, else the share of the soft-to-hard distance left."""
     if breaches(volume, hard_limit):
         return 0.0
@@ -190,7 +195,7 @@ def graded_volume_factor(volume, soft_limit, hard_limit):
     return min(max(factor, 0.0), 1.0)
 
 
-def state_of(factor):
+def state_of(factor: float) -> str:
     if factor >= 1.0:
         return OPEN
     if factor <= 0.0:
@@ -198,7 +203,8 @@ def state_of(factor):
     return THROTTLE
 
 
-def graded_decision(volumes, soft_limit, hard_limit, complete=True, missing_data_action="pause"):
+def graded_decision(volumes: Iterable[Dict[str, Any]], soft_limit: Any, hard_limit: Any, complete: bool = True,
+                    missing_data_action: str = "pause") -> Dict[str, Any]:
     """Cluster factor = the smallest volume factor; incomplete data -> the missing-data action (pause is the fail-safe)."""
     validate_graded_limits(soft_limit, hard_limit)
     if missing_data_action not in MISSING_DATA_ACTIONS:

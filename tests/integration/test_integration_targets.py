@@ -1,9 +1,9 @@
 """Run every integration target (tests/integration/targets/NAME/tasks/main.yml) against a fresh test cluster.
 
 Every target has an ``aliases`` file (``needs/root``: skipped unless root, see _aliases). A target may carry
-``cluster.yml`` with the cluster's options (brokers, tls, scram, volume_size,
-log_dirs_per_broker, catch_up_ms, extra_properties), and ``also_on_model: true`` to run once more on the model. The play gets the cluster's connection options as
-``module_defaults`` for the collection's action group, and these variables:
+``cluster.yml`` with the cluster's options (brokers, tls, scram, volume_size, log_dirs_per_broker, catch_up_ms,
+extra_properties), and ``also_on_model: true`` to run once more on the model. The play gets the cluster's
+connection options as ``module_defaults`` for the collection's action group, and these variables:
 
 * ``kafka_cluster``: the cluster's cluster.json (bootstrap servers, brokers, TLS files, SASL credentials).
 * ``kafka_connection``: the connection options as the modules take them.

@@ -8,6 +8,7 @@
 #   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE set to sim: the model)
 #   make test       sanity, lint (ansible-lint, mypy), pytest (molecule scenarios included), then the conformance
 #                   suite on real Kafka
+#   make molecule   every molecule scenario (extensions/molecule), each on its own test cluster (also part of pytest)
 #   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_sim) against real Kafka brokers
 #                   (pytest runs it against the model)
 #   make demo     run the demo (scripts/demo.sh)
@@ -24,9 +25,10 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv kafka-libs sanity lint pytest conformance-kafka test demo bench clean collection-link
+.PHONY: venv kafka-libs sanity lint pytest molecule conformance-kafka test demo bench clean collection-link
 
-venv: $(STAMP)
+# The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
+venv: $(STAMP) collection-link
 
 # Re-install only when requirements.txt changed (or the venv is missing).
 $(STAMP): requirements.txt
@@ -58,6 +60,9 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 
 pytest: venv kafka-libs
 	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests
+
+molecule: venv kafka-libs
+	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) PYTHONPATH=$(CURDIR):$(COLLECTIONS) $(VENV)/bin/molecule test --all
 
 # The same tests that pin the model, run against real brokers: every difference is fixed in the model or listed in
 # kafka_sim/README.md (model-only tests are skipped there with that reason).

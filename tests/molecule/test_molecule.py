@@ -7,7 +7,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCENARIOS = ("default", "failure", "preflight")
+SCENARIOS = sorted(name for name in os.listdir(os.path.join(ROOT, "extensions", "molecule"))
+                   if os.path.isfile(os.path.join(ROOT, "extensions", "molecule", name, "molecule.yml")))
 
 
 def molecule_env():

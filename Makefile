@@ -84,6 +84,8 @@ bench: venv
 	$(VENV)/bin/python bench/client_quota_bench.py
 	$(VENV)/bin/python bench/rolling_restart_bench.py
 	$(VENV)/bin/python bench/pipeline_bench.py
+	$(VENV)/bin/python bench/disk_guard_bench.py
+	$(VENV)/bin/python bench/disk_guard_reaction_bench.py
 
 clean:
 	rm -rf build tests/output

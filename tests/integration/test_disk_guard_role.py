@@ -1,0 +1,202 @@
+"""The disk_guard role on a machine without systemd: a systemctl stand-in first on PATH records every call and runs the
+rendered unit's ExecStart for start and restart, so what the role installs is what runs. Proven: the guard it starts
+applies the declared quotas on the cluster and writes its metrics; a second run changes nothing and restarts nothing;
+a configuration the guard refuses fails the play with the guard's message and leaves the running service alone; no
+secret reaches Ansible's output; stopped and absent do what they say."""
+
+import grp
+import json
+import os
+import pwd
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from kafka_sim.traffic import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
+SERVICE = "headroom-disk-guard"
+SECRET = "guard-secret-never-shown"
+
+FAKE_SYSTEMCTL = """#!{python}
+# systemctl for machines without systemd: one state file, units from one directory; every call is logged.
+import json, os, shlex, signal, subprocess, sys, time
+STATE, UNITS, LOG = {state!r}, {units!r}, {log!r}
+args = [arg.strip("'") for arg in sys.argv[1:] if arg != "-l"]
+with open(LOG, "a", encoding="utf-8") as log:
+    log.write(" ".join(args) + "\\n")
+state = json.load(open(STATE)) if os.path.exists(STATE) else {{}}
+if args == ["daemon-reload"]:
+    sys.exit(0)
+command, name = args[0], args[1].removesuffix(".service")
+entry = state.setdefault(name, {{"enabled": False, "pid": None}})
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with open(f"/proc/{{pid}}/stat") as stat:
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+running = bool(entry["pid"]) and alive(entry["pid"])
+unit = os.path.join(UNITS, name + ".service")
+if command == "show":
+    print(f"Id={{name}}.service\\nLoadState={{'loaded' if os.path.exists(unit) else 'not-found'}}\\n"
+          f"ActiveState={{'active' if running else 'inactive'}}\\nSubState={{'running' if running else 'dead'}}")
+elif command == "is-enabled":
+    print("enabled" if entry["enabled"] else "disabled")
+    sys.exit(0 if entry["enabled"] else 1)
+elif command in ("enable", "disable"):
+    entry["enabled"] = command == "enable"
+elif command in ("start", "stop", "restart"):
+    if running and command in ("stop", "restart"):
+        os.kill(entry["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while alive(entry["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        entry["pid"] = None
+    if command in ("start", "restart"):
+        fields = {{}}
+        for line in open(unit):
+            key, sep, value = line.strip().partition("=")
+            if sep and key in ("ExecStart", "WorkingDirectory", "Environment"):
+                fields[key] = value
+        env = dict(os.environ)
+        env.update([fields["Environment"].split("=", 1)])
+        out = open(os.path.join(os.path.dirname(STATE), name + ".log"), "a")
+        entry["pid"] = subprocess.Popen(shlex.split(fields["ExecStart"]), cwd=fields["WorkingDirectory"], env=env, stdout=out,
+                                        stderr=out, start_new_session=True).pid
+else:
+    sys.exit("unexpected systemctl call: " + " ".join(args))
+json.dump(state, open(STATE, "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def machine(kafka_cluster_root, tmp_path_factory):
+    """A test cluster and a directory tree standing in for the guard's host, with the systemctl stand-in."""
+    from kafka_sim.testing import ClusterFactory
+
+    factory = ClusterFactory(kafka_cluster_root)
+    cluster = factory(2)
+    base = tmp_path_factory.mktemp("guard-host")
+    bin_dir = base / "bin"
+    bin_dir.mkdir()
+    (base / "units").mkdir()
+    systemctl = bin_dir / "systemctl"
+    systemctl.write_text(FAKE_SYSTEMCTL.format(python=sys.executable, state=str(base / "systemd.json"), units=str(base / "units"),
+                                               log=str(base / "systemctl.log")), encoding="utf-8")
+    systemctl.chmod(0o755)
+    try:
+        yield cluster, base
+    finally:
+        state = base / "systemd.json"
+        if state.exists():
+            for entry in json.loads(state.read_text()).values():
+                if entry.get("pid"):
+                    try:
+                        os.kill(entry["pid"], 15)
+                    except OSError:
+                        pass
+        factory.close()
+
+
+def role_vars(cluster, base, **extra):
+    variables = {
+        "disk_guard_config": {"bootstrap_servers": cluster.info["bootstrap_servers"].split(","), "min_available_ratio": 0.01,
+                              "default_producer_byte_rate": 3000, "quotas": [{"entity": {"user": "app"}, "producer_byte_rate": 6000}],
+                              "excluded_principals": ["User:ops"]},
+        "disk_guard_interval": 1, "disk_guard_python": sys.executable, "disk_guard_install_dir": str(base / "opt"),
+        "disk_guard_config_dir": str(base / "etc"), "disk_guard_state_dir": str(base / "var"), "disk_guard_unit_dir": str(base / "units"),
+        "disk_guard_metrics_file": str(base / "guard.prom"), "disk_guard_user": pwd.getpwuid(os.getuid()).pw_name,
+        "disk_guard_group": grp.getgrgid(os.getgid()).gr_name,
+    }
+    variables.update(extra)
+    return variables
+
+
+def apply_role(base, variables, name):
+    vars_file = base / f"{name}.json"
+    vars_file.write_text(json.dumps(variables), encoding="utf-8")
+    playbook = base / f"{name}.yml"
+    playbook.write_text(yaml.safe_dump([{"name": "the disk guard", "hosts": "localhost", "gather_facts": False,
+                                         "vars_files": [str(vars_file)], "roles": ["headroom.kafka.disk_guard"]}]), encoding="utf-8")
+    env = dict(os.environ, PATH=str(base / "bin") + os.pathsep + os.environ["PATH"], ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
+    env.pop("ANSIBLE_CONFIG", None)
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", "-v",
+                           "-e", "ansible_python_interpreter=" + sys.executable, str(playbook)],
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def calls(base):
+    return [line.split() for line in (base / "systemctl.log").read_text().splitlines()]
+
+
+def service_pid(base):
+    return json.loads((base / "systemd.json").read_text())[SERVICE]["pid"]
+
+
+def held_quotas(cluster):
+    from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
+    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
+
+    adapter = KafkaAdapter(cluster.info["bootstrap_servers"].split(","))
+    try:
+        return {quota_spec.describe_entity(entity): quota_spec.for_output(values) for entity, values in quota_apply.read_state(adapter).values()}
+    finally:
+        adapter.close()
+
+
+def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second_run_changes_nothing(machine):
+    cluster, base = machine
+    first = apply_role(base, role_vars(cluster, base), "first")
+    assert first.returncode == 0, first.stdout[-8000:]
+    unit = (base / "units" / f"{SERVICE}.service").read_text()
+    assert f"--config {base}/etc/config.yml --interval 1 --state-file {base}/var/state.json --metrics-file {base}/guard.prom" in unit
+    assert oct((base / "etc" / "config.yml").stat().st_mode & 0o777) == "0o600"
+    assert ["enable", SERVICE] in calls(base) and any(call[:1] in (["start"], ["restart"]) for call in calls(base))
+    assert wait_until(lambda: held_quotas(cluster) == {"user=app": {"producer_byte_rate": 6000}, "user=<default>": {"producer_byte_rate": 3000},
+                                                       "user=ops": {"producer_byte_rate": 9223372036854775807}}, 60, what="the declared set")
+    assert wait_until(lambda: (base / "guard.prom").exists() and "headroom_guard_throttle_factor 1\n" in (base / "guard.prom").read_text(),
+                      30, what="the metrics file")
+    pid, before = service_pid(base), len(calls(base))
+    second = apply_role(base, role_vars(cluster, base), "second")
+    assert second.returncode == 0, second.stdout[-8000:]
+    assert "changed=0" in second.stdout, second.stdout[-4000:]
+    assert not [call for call in calls(base)[before:] if call[0] in ("start", "restart", "stop")], "nothing restarted"
+    assert service_pid(base) == pid
+
+
+def test_a_configuration_the_guard_refuses_fails_the_play_and_leaves_the_service_running(machine):
+    cluster, base = machine
+    pid, before = service_pid(base), len(calls(base))
+    config = (base / "etc" / "config.yml").read_text()
+    bad = role_vars(cluster, base)
+    bad["disk_guard_config"] = dict(bad["disk_guard_config"], min_available_ratio=1.5, sasl_username="guard", sasl_password=SECRET)
+    result = apply_role(base, bad, "bad")
+    assert result.returncode != 0
+    assert "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)" in result.stdout or \
+        "applies to security_protocol SASL_PLAINTEXT or SASL_SSL only" in result.stdout, result.stdout[-6000:]
+    assert SECRET not in result.stdout + result.stderr
+    assert (base / "etc" / "config.yml").read_text() == config, "the file in use was not replaced"
+    assert not [call for call in calls(base)[before:] if call[0] in ("start", "restart", "stop")]
+    assert service_pid(base) == pid
+
+
+def test_stopped_then_absent(machine):
+    cluster, base = machine
+    pid = service_pid(base)
+    result = apply_role(base, role_vars(cluster, base, disk_guard_state="stopped"), "stopped")
+    assert result.returncode == 0, result.stdout[-6000:]
+    assert ["stop", SERVICE] in calls(base) and ["disable", SERVICE] in calls(base)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z",
+                      30, what="the guard stopped")
+    result = apply_role(base, role_vars(cluster, base, disk_guard_state="absent"), "absent")
+    assert result.returncode == 0, result.stdout[-6000:]
+    for path in ("units/headroom-disk-guard.service", "opt", "etc", "var"):
+        assert not (base / path).exists(), path

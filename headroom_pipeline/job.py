@@ -1,17 +1,14 @@
-"""The job: check inputs, ingest, run the stages, write the outputs and the summary.
+"""The job: check the inputs, run the stages (PIPELINE) in order, write the summary.
 
-Output directory (each run replaces these; other files in DIR are left alone):
-  summary.json                 counts (rows_read = rows_used + rows_rejected), per-stage counts, timings, settings,
-                               the time bounds each input was held to, warnings (an input with no usable record)
-  volumes/                     the normalized history: one row per volume and snapshot (Parquet)
-  decisions/policy=<policy>/   the decision timeline per cluster and check instant (Parquet)
-  forecast/                    per volume: growth trend and when it crosses its limits, ranked (Parquet)
-  clients/, client_recommendations/   client quota analysis (with --traffic)
-  topics/, topic_thresholds/   topic threshold analysis (with --traffic and --topic-thresholds)
-  rejected/                    every input record that could not be used, with the reason (JSON lines)
-  report/index.html            the HTML report with its PNG charts
+The outputs in DIR are listed in stages.OUTPUTS (what each holds: README.md, "Outputs"). Each run replaces the
+outputs it writes and removes those a previous run wrote that this one does not; other files in DIR are left alone.
+
+Bad input fails before Spark's JVM starts: _check_inputs runs, and the output directory is prepared, before the first
+stage, "start Spark", starts it. Importing this module loads pyspark's Python code but starts no JVM; the command
+line imports it once the arguments are parsed.
 """
 
+import collections
 import contextlib
 import json
 import os
@@ -19,23 +16,78 @@ import shutil
 import sys
 import time
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+
+from headroom_pipeline import ingest, sources, stage_work, stages, topics
 from headroom_pipeline.config import ConfigError
+from headroom_pipeline.decisions import TimelineTooLarge
 
+# The stages in the order they run, each with the function that does its work (stage_work.py). The progress count,
+# the progress lines and the removal of a previous run's outputs follow from this table and the registry: stages.py
+# says when each stage runs and which outputs it writes.
+PIPELINE = (
+    (stages.START_SPARK, stage_work.start_spark),
+    (stages.READ_SNAPSHOTS, stage_work.read_snapshots),
+    (stages.READ_TRAFFIC, stage_work.read_traffic),
+    (stages.REJECT, stage_work.reject_unusable_records),
+    (stages.FORECAST, stage_work.forecast_volumes),          # before the timeline: its observation bounds the timeline's size
+    (stages.DECISIONS, stage_work.build_decision_timeline),
+    (stages.CLIENTS, stage_work.analyse_client_quotas),
+    (stages.TOPICS, stage_work.analyse_topic_thresholds),
+    (stages.REPORT, stage_work.write_report),
+)
 
-def cache_level():
-    """Where cached inputs are kept: on local disk, so that the heap is left to the aggregations and sorts (a driver
-    with a 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out)."""
-    from pyspark import StorageLevel
-
-    return StorageLevel.DISK_ONLY
-
-
-# The optional stages (keys of the summary's "stages") and the outputs each writes; the other outputs come with every run.
-OUTPUTS_OF_STAGE = {"clients": ("clients", "client_recommendations"), "topics": ("topics", "topic_thresholds")}
+CheckedInputs = collections.namedtuple("CheckedInputs", "quotas proposed plan kafka_records")
 
 
 class JobError(RuntimeError):
     """The job could not finish; the message says which stage and why."""
+
+
+def run(config):
+    """Run every stage that the settings ask for; return the summary (also written to DIR/summary.json).
+
+    Raises ConfigError for bad input found before Spark starts and JobError for anything that fails after: an error
+    inside Spark or its JVM (out of memory, a file that cannot be read, the JVM gone) ends as a JobError naming the
+    stage, never as a summary of a run that did not finish.
+    """
+    inputs = _check_inputs(config)
+    pipeline = [(stage, work) for stage, work in PIPELINE if stage.runs(config, inputs.plan)]
+    out = config.out
+    try:
+        os.makedirs(out, exist_ok=True)
+        _remove_outputs_of_previous_run(out, config, inputs.plan)
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write to {out!r}: {exc.strerror or exc}") from None
+    progress = Progress(config.progress, len(pipeline))
+    summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config), "warnings": []}
+    state = stage_work.Run(config, inputs, summary)
+    with failures_named(progress):
+        try:
+            for stage, work in pipeline:
+                if stage.reads_summary:         # written before such a stage, and again at the end
+                    _finish(state, progress)
+                with progress.stage(stage.name) as line:
+                    line.detail = work(state)
+            _finish(state, progress)
+        finally:
+            if state.owned:
+                _stop(state.spark)
+    progress.say(f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
+                 + (f"; report {summary['report']}" if summary.get("report") else ""))
+    return summary
+
+
+def _finish(state, progress):
+    """The summary of what the stages did, checked (rows read = used + rejected) and written to DIR/summary.json."""
+    state.release()
+    summary = state.summary
+    _account(summary)
+    summary["warnings"] = _nothing_usable(summary["inputs"])
+    summary["timings_seconds"] = progress.timings
+    _ensure_spark_ran_through(state.spark)
+    _write_summary(state.config.out, summary)
 
 
 class Progress:
@@ -78,8 +130,6 @@ def _check_inputs(config):
 
     The snapshot topic of a kafka:// source is read here too: an unreachable cluster fails before Spark starts.
     """
-    from headroom_pipeline import ingest, sources, topics
-
     config.validate()
     if not sources.is_kafka(config.snapshots):
         sources.resolve_files(config.snapshots, "--snapshots")
@@ -95,169 +145,7 @@ def _check_inputs(config):
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
     kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
-    return quotas, proposed, plan, kafka_records
-
-
-def _write(frame, path, partition_by=None):
-    writer = frame.write.mode("overwrite")
-    if partition_by:
-        writer = writer.partitionBy(partition_by)
-    writer.parquet(path)
-
-
-def _has_parquet(path):
-    """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
-    and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
-    return os.path.isdir(path) and any(name.endswith(".parquet") for unused_root, unused_dirs, names in os.walk(path) for name in names)
-
-
-def _count(spark, path):
-    return spark.read.parquet(path).count() if _has_parquet(path) else 0
-
-
-def run(config):
-    """Run every stage; return the summary (also written to DIR/summary.json).
-
-    Raises ConfigError for bad input found before Spark starts and JobError for anything that fails after: an error
-    inside Spark or its JVM (out of memory, a file that cannot be read, the JVM gone) ends as a JobError naming the
-    stage, never as a summary of a run that did not finish.
-    """
-    quotas, proposed, plan, kafka_records = _check_inputs(config)
-    from headroom_pipeline.session import spark_session
-
-    out = config.out
-    try:
-        os.makedirs(out, exist_ok=True)
-        _remove_outputs_of_previous_run(out, config, plan)
-    except OSError as exc:
-        raise ConfigError(f"--out: cannot write to {out!r}: {exc.strerror or exc}") from None
-    stages = 5 + (2 if config.traffic else 0) + (1 if config.traffic and plan else 0) + (1 if config.report else 0)
-    progress = Progress(config.progress, stages)
-    summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config), "warnings": []}
-    from pyspark.sql import SparkSession
-
-    owned = SparkSession.getActiveSession() is None      # a caller's session (tests, notebooks) is left running
-    with failures_named(progress):
-        with progress.stage("start Spark"):
-            spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
-            summary["spark"] = _spark_facts(spark)
-        try:
-            _run_stages(spark, config, summary, progress, (quotas, proposed, plan, kafka_records))
-        finally:
-            if owned:
-                _stop(spark)
-    progress.say(f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
-                 + (f"; report {summary['report']}" if summary.get("report") else ""))
-    return summary
-
-
-def _run_stages(spark, config, summary, progress, inputs):
-    """The stages, each reading its input where it is cheapest: the snapshots are checked as they are read, never
-    held in memory or on local disk; volumes/, written first, feeds the forecast, whose observation also gives every
-    volume's span, from which the timeline's size is bounded before it is built; the decision timeline reads and
-    checks the snapshots once more (a columnar scan costs less than keeping them); rejected records are read only
-    when the first pass counted some."""
-    from pyspark.sql import Observation
-
-    from headroom_pipeline import decisions, forecast, ingest, schemas
-    from headroom_pipeline.session import global_window_warnings_quiet
-
-    quotas, proposed, plan, kafka_records = inputs
-    out, window = config.out, _time_window(config)
-    volumes_path = os.path.join(out, "volumes")
-    with progress.stage("read snapshots") as stage:
-        snapshots = ingest.load_snapshots(spark, config.snapshots, config.cluster, kafka_records=kafka_records, window=window)
-        _write(ingest.explode_volumes(snapshots.as_read), volumes_path)
-        summary["inputs"]["snapshots"] = _input_figures(snapshots)
-        stage.detail = f"({snapshots.read:,} records, {summary['inputs']['snapshots']['used']:,} used)"
-    ingested = {"snapshots": snapshots}
-    traffic = None
-    if config.traffic:
-        with progress.stage("read traffic") as stage:
-            loaded = ingest.load_traffic(spark, config.traffic, window=window)
-            traffic = loaded.rows.persist(cache_level())
-            traffic.count()
-            ingested["traffic"] = loaded
-            summary["inputs"]["traffic"] = _input_figures(loaded)
-            stage.detail = f"({loaded.read:,} records)"
-    with progress.stage("reject unusable records") as stage:
-        path = os.path.join(out, "rejected")
-        counted = {name: figures.pop("rejected_counted") for name, figures in summary["inputs"].items()}
-        written = [ingested[name].rejected for name, count in counted.items() if count]
-        _write_rejected(written, path)
-        counts = _rejected_counts(spark, path) if written else {}
-        for name, figures in summary["inputs"].items():
-            figures["rejected"] = counts.get(name, 0)
-        stage.detail = f"({sum(counts.values()):,} rejected)"
-    with progress.stage("volume forecast") as stage:
-        counted = Observation("forecast")
-        with global_window_warnings_quiet(spark):      # the ranking of all volumes is one window on purpose
-            _write(forecast.volume_forecast(spark.read.schema(schemas.VOLUMES).parquet(volumes_path), config, observation=counted),
-                   os.path.join(out, "forecast"))
-        observed = counted.get
-        summary["stages"]["forecast"] = {key: int(observed[key]) for key in forecast.FORECAST_COUNTS}
-        stage.detail = f"({summary['stages']['forecast']['volumes']:,} volumes)"
-    with progress.stage("decision timeline") as stage:
-        interval = decisions.check_interval_micros(config)
-        size = decisions.timeline_size_of_volume_spans(observed[forecast.VOLUME_SPANS], interval) if config.max_timeline_rows is not None else None
-        counted = Observation("decisions")
-        _write(decisions.decision_timeline(snapshots.as_read, config, size=size, observation=counted), os.path.join(out, "decisions"), "policy")
-        summary["stages"]["decisions"] = {key: int(counted.get[key]) for key in decisions.DECISION_COUNTS}
-        stage.detail = f"({summary['stages']['decisions']['rows']:,} rows)"
-    if traffic is not None:
-        _client_and_topic_stages(spark, config, summary, progress, traffic, (quotas, proposed, plan))
-    _account(summary)
-    summary["warnings"] = _nothing_usable(summary["inputs"])
-    summary["timings_seconds"] = progress.timings
-    _ensure_spark_ran_through(spark)
-    _write_summary(out, summary)
-    if config.report:
-        with progress.stage("report") as stage:
-            from headroom_pipeline import report
-
-            summary["report"] = report.write_report(spark, out, summary)
-            stage.detail = summary["report"]
-        summary["timings_seconds"] = progress.timings
-        _ensure_spark_ran_through(spark)
-        _write_summary(out, summary)
-
-
-def _input_figures(ingested):
-    """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
-    the way (rejected/ is written only when that count is above 0; _account compares it with what was written)."""
-    counts = ingested.counts()
-    return {"read": ingested.read, "used": counts["checked"] - counts["rejected"], "rejected_counted": counts["rejected"],
-            "time_bounds": ingested.time_bounds.describe()}
-
-
-def _client_and_topic_stages(spark, config, summary, progress, traffic, analyses):
-    quotas, proposed, plan = analyses
-    out = config.out
-    with progress.stage("client quota analysis") as stage:
-        from headroom_pipeline import clients
-
-        windows, recommendations = clients.client_analysis(traffic, quotas, proposed, config)
-        _write(windows, os.path.join(out, "clients"))
-        _write(recommendations, os.path.join(out, "client_recommendations"))
-        summary["stages"]["clients"] = _client_counts(spark, out)
-        stage.detail = f"({summary['stages']['clients']['windows']:,} windows)"
-    if plan:
-        with progress.stage("topic thresholds") as stage:
-            from headroom_pipeline import topics
-
-            thresholds, exceeded = topics.topic_analysis(traffic, plan, config)
-            _write(thresholds, os.path.join(out, "topic_thresholds"))
-            _write(exceeded, os.path.join(out, "topics"))
-            summary["stages"]["topics"] = {"thresholds": _count(spark, os.path.join(out, "topic_thresholds")),
-                                           "windows_exceeded": _count(spark, os.path.join(out, "topics"))}
-            stage.detail = f"({summary['stages']['topics']['windows_exceeded']:,} windows over threshold)"
-    traffic.unpersist()
-
-
-def _time_window(config):
-    from headroom_pipeline.checks import TimeWindow
-
-    return TimeWindow(since=config.since, until=config.until, spread=config.plausible_window)
+    return CheckedInputs(quotas, proposed, plan, kafka_records)
 
 
 def _nothing_usable(inputs):
@@ -282,11 +170,6 @@ MAX_REASON = 600
 def failures_named(progress):
     """Any error of Spark, its JVM or the machine inside the block becomes a JobError naming the stage it hit, with
     a one-line reason: the job never reports success after one, and never ends in a traceback for one."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
-    from headroom_pipeline.decisions import TimelineTooLarge
-
     try:
         yield
     except TimelineTooLarge as exc:
@@ -342,59 +225,20 @@ def _remove_outputs_of_previous_run(out, config, plan):
     if not isinstance(previous, dict) or previous.get("out") != os.path.abspath(out):
         return
     os.remove(summary_path)
-    runs_now = {"clients": bool(config.traffic), "topics": bool(config.traffic and plan)}
-    stale = [name for stage in set(previous.get("stages") or {}) & set(OUTPUTS_OF_STAGE) if not runs_now[stage]
-             for name in OUTPUTS_OF_STAGE[stage]]
-    if previous.get("report") and not config.report:
-        stale.append("report")
-    for name in stale:
+    for name in stages.left_over(previous, config, plan):
         path = os.path.join(out, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
 
 
-def _spark_facts(spark):
-    """Where the job ran: the master, Spark's version and the settings that decide its shape."""
-    context = spark.sparkContext
-    return {"master": context.master, "version": spark.version, "default_parallelism": context.defaultParallelism,
-            "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
-            "driver_host": context.getConf().get("spark.driver.host", None)}
-
-
 def _settings(config):
     """The run's settings for the summary: locations with their secrets masked, instants in ISO 8601."""
-    from headroom_pipeline.sources import mask_location
-
     settings = {}
     for key, value in vars(config).items():
         if key == "spark_conf":          # Spark settings may carry credentials (spark.hadoop.fs.s3a.secret.key)
             continue
-        settings[key] = value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else mask_location(value)
+        settings[key] = value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else sources.mask_location(value)
     return settings
-
-
-def _write_rejected(frames, path):
-    """The rejected records of the inputs that have some, one JSON-lines file per input: the records are filtered
-    where they are read, in parallel, and only they are gathered (coalescing the unfiltered read instead would
-    read and check every record in one task). With none, an empty rejected/ and no Spark job."""
-    if not frames:
-        shutil.rmtree(path, ignore_errors=True)
-        os.makedirs(path)
-        with open(os.path.join(path, "_SUCCESS"), "w", encoding="utf-8"):
-            pass
-        return
-    combined = frames[0]
-    for frame in frames[1:]:
-        combined = combined.unionByName(frame)
-    combined.repartition(1).write.mode("overwrite").partitionBy("input").json(path)
-
-
-def _rejected_counts(spark, path):
-    """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
-    if not os.path.isdir(path):
-        return {}
-    return {name[len("input="):]: spark.read.schema("reason string").json(os.path.join(path, name)).count()
-            for name in os.listdir(path) if name.startswith("input=")}
 
 
 def _account(summary):
@@ -405,17 +249,6 @@ def _account(summary):
             raise JobError(f"{name}: {figures['read']} records read but {figures['used']} used + {figures['rejected']} rejected")
     for key in ("read", "used", "rejected"):
         summary[f"rows_{key}"] = sum(figures[key] for figures in inputs.values())
-
-
-def _client_counts(spark, out):
-    from pyspark.sql import functions as F
-
-    if not _has_parquet(os.path.join(out, "clients")):
-        return {"windows": 0, "windows_throttled": 0, "clients": _count(spark, os.path.join(out, "client_recommendations"))}
-    row = spark.read.parquet(os.path.join(out, "clients")).agg(
-        F.count(F.lit(1)).alias("windows"), F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).alias("windows_throttled")).first()
-    return {"windows": int(row["windows"] or 0), "windows_throttled": int(row["windows_throttled"] or 0),
-            "clients": _count(spark, os.path.join(out, "client_recommendations"))}
 
 
 def _write_summary(out, summary):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from headroom_pipeline import generate, job
+from headroom_pipeline import generate, job, stages
 from headroom_pipeline.config import ConfigError, PipelineConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,6 +67,29 @@ def test_bad_settings_fail_before_spark_starts(tmp_path, fleet):
         job.run(PipelineConfig(snapshots=str(tmp_path / "nothing-*.jsonl"), out=str(tmp_path)))
     with pytest.raises(ConfigError, match="give --traffic too"):
         job.run(PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=str(tmp_path), quotas=fleet["quotas.json"]))
+
+
+def test_bad_input_fails_before_the_jvm_starts(tmp_path, fleet):
+    """In an interpreter of its own (no test's session running): bad input is refused and no JVM was started."""
+    config = f"PipelineConfig(snapshots={fleet['snapshots.jsonl']!r}, out={str(tmp_path)!r}, quotas={fleet['quotas.json']!r})"
+    code = "\n".join(["import sys",
+                      "from pyspark import SparkContext",
+                      "from headroom_pipeline import job",
+                      "from headroom_pipeline.config import ConfigError, PipelineConfig",
+                      "try:",
+                      f"    job.run({config})",
+                      "except ConfigError:",
+                      "    sys.exit(0 if SparkContext._gateway is None else 3)",
+                      "sys.exit(4)"])
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_the_stages_run_in_order_and_every_output_has_one():
+    names = [stage.name for stage, unused_work in job.PIPELINE]
+    assert names == ["start Spark", "read snapshots", "read traffic", "reject unusable records", "volume forecast", "decision timeline",
+                     "client quota analysis", "topic thresholds", "report"], "the forecast comes first: it sizes the decision timeline"
+    assert {output.stage for output in stages.OUTPUTS} - {None} <= {stage for stage, unused_work in job.PIPELINE}
 
 
 def run_cli(*args):

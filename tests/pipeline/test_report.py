@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from headroom_pipeline import report
+from headroom_pipeline import report, report_charts, report_data, report_format, report_page
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 GIB = 1024 ** 3
@@ -132,7 +132,7 @@ def test_the_report_draws_every_chart_and_references_it(outputs, rendered):
     assert path == os.path.join(outputs[0], "report", "index.html")
     report_dir = os.path.dirname(path)
     names = pngs_of(report_dir)
-    expected = {f"{kind}-{report.cluster_slug(cluster)}.png" for kind in ("free-space", "throttle-factor") for cluster in (FILLING, HOSTILE, CALM)}
+    expected = {f"{kind}-{report_charts.cluster_slug(cluster)}.png" for kind in ("free-space", "throttle-factor") for cluster in (FILLING, HOSTILE, CALM)}
     assert set(names) == expected | {"clients-nearest-quota.png"}
     for name in names:
         assert_valid_png(os.path.join(report_dir, name))
@@ -148,9 +148,9 @@ def test_every_value_is_escaped(rendered):
     assert "&lt;b&gt;&amp;&quot;x" in page
     assert "/var/&lt;kafka&gt;" in page and "/var/<kafka>" not in page
     assert "&lt;script&gt;" in page
-    hostile_slug = report.cluster_slug(HOSTILE)
-    assert re.fullmatch(r"[A-Za-z0-9._-]+", hostile_slug) and hostile_slug == report.cluster_slug(HOSTILE)
-    assert report.cluster_slug("a b") != report.cluster_slug("a-b"), "slugs of different names never collide"
+    hostile_slug = report_charts.cluster_slug(HOSTILE)
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", hostile_slug) and hostile_slug == report_charts.cluster_slug(HOSTILE)
+    assert report_charts.cluster_slug("a b") != report_charts.cluster_slug("a-b"), "slugs of different names never collide"
 
 
 def test_the_headline_says_what_to_look_at_first(rendered):
@@ -219,23 +219,23 @@ def test_histories_are_downsampled_in_spark_keeping_the_lowest_free_space(spark)
     rows.append(("c", 1, "/d", START + datetime.timedelta(seconds=999), 5))
     rows += [("c", 2, "/d", START, 42)]
     frame = spark.createDataFrame(rows, "cluster string, broker_id long, log_dir string, at timestamp, usable_bytes long")
-    reduced = report._downsample(frame, ["cluster", "broker_id", "log_dir"], "usable_bytes", report.F.min)  # pylint: disable=protected-access
+    reduced = report_data._downsample(frame, ["cluster", "broker_id", "log_dir"], "usable_bytes", report_data.F.min)  # pylint: disable=protected-access
     counts = {row["broker_id"]: row["count"] for row in reduced.groupBy("broker_id").count().collect()}
-    assert counts == {1: report.HISTORY_POINTS, 2: 1}
-    assert reduced.agg(report.F.min("usable_bytes")).first()[0] == 5, "a dip inside a bucket survives"
+    assert counts == {1: report_data.HISTORY_POINTS, 2: 1}
+    assert reduced.agg(report_data.F.min("usable_bytes")).first()[0] == 5, "a dip inside a bucket survives"
     first = reduced.where("broker_id = 1").orderBy("at").first()
     assert first["at"] == START.timestamp() and first["usable_bytes"] == 9_994
 
 
 def test_human_units():
-    assert report.human_bytes(512) == "512 B"
-    assert report.human_bytes(10 * GIB) == "10.0 GiB"
-    assert report.human_bytes(None) == "-"
-    assert report.human_hours(None) == "never"
-    assert report.human_hours(0.5) == "30 minutes"
-    assert report.human_hours(72) == "3.0 days"
-    assert report._byte_tick_step(47 * GIB) == 10 * GIB  # pylint: disable=protected-access
-    assert report._limit_text("min_free_percentage", 10.0) == "min_free_percentage 10%"  # pylint: disable=protected-access
+    assert report_format.human_bytes(512) == "512 B"
+    assert report_format.human_bytes(10 * GIB) == "10.0 GiB"
+    assert report_format.human_bytes(None) == "-"
+    assert report_format.human_hours(None) == "never"
+    assert report_format.human_hours(0.5) == "30 minutes"
+    assert report_format.human_hours(72) == "3.0 days"
+    assert report_charts._byte_tick_step(47 * GIB) == 10 * GIB  # pylint: disable=protected-access
+    assert report_page._limit_text("min_free_percentage", 10.0) == "min_free_percentage 10%"  # pylint: disable=protected-access
 
 
 def test_names_with_dollar_signs_are_drawn_as_typed(tmp_path):
@@ -243,9 +243,9 @@ def test_names_with_dollar_signs_are_drawn_as_typed(tmp_path):
               "bytes_per_hour": GIB / 2, "last_at": START.timestamp(), "crosses_hard_limit_at": START.timestamp() + 8 * 3600}
     history = {("a$b_1$c", 1, "/data/$x_1$"): ([START, START + datetime.timedelta(hours=1)], [6 * GIB, 5 * GIB])}
     # pylint: disable=protected-access
-    names = [report._draw_free_space(str(tmp_path), "free.png", "a$b_1$c", [volume], history),
-             report._draw_throttle(str(tmp_path), "throttle.png", "$\\alpha$", {}),
-             report._draw_clients(str(tmp_path), "clients.png", [{"user": "$u$", "client_id": None, "peak_produce": 0.5, "peak_fetch": None}])]
+    names = [report_charts._draw_free_space(str(tmp_path), "free.png", "a$b_1$c", [volume], history),
+             report_charts._draw_throttle(str(tmp_path), "throttle.png", "$\\alpha$", {}),
+             report_charts._draw_clients(str(tmp_path), "clients.png", [{"user": "$u$", "client_id": None, "peak_produce": 0.5, "peak_fetch": None}])]
     for name in names:
         assert_valid_png(os.path.join(tmp_path, name))
 
@@ -254,5 +254,5 @@ def test_outputs_of_stages_this_run_did_not_run_are_not_reported(spark, outputs,
     out = copy_outputs(outputs[0], str(tmp_path / "out"))
     summary = dict(outputs[1], stages={key: value for key, value in outputs[1]["stages"].items() if key not in ("clients", "topics")})
     page = read(report.write_report(spark, out, summary))
-    assert report.CLIENTS_CHART not in pngs_of(os.path.join(out, "report"))
+    assert report_charts.CLIENTS_CHART not in pngs_of(os.path.join(out, "report"))
     assert "alice" not in page and "orders" not in page, "the clients and topics on disk belong to another run"

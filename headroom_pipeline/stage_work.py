@@ -1,0 +1,202 @@
+"""What each stage of the job does: read an input or compute an analysis, write its outputs under DIR and put its
+figures in the summary. job.PIPELINE pairs each function with its stage (stages.py) and runs them in order; each
+takes the run's shared state (Run) and returns the detail of its progress line.
+
+Each stage reads its input where it is cheapest: the snapshots are checked as they are read, never held in memory
+or on local disk; volumes/, written first, feeds the forecast, whose observation also gives every volume's span, from
+which the decision timeline's size is bounded before it is built; the decision timeline reads and checks the
+snapshots once more (a columnar scan costs less than keeping them); rejected records are read only when the first
+pass counted some.
+"""
+
+import dataclasses
+import os
+import shutil
+from typing import Optional
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from headroom_pipeline import clients, decisions, forecast, ingest, report, schemas, stages, topics
+from headroom_pipeline.checks import TimeWindow
+from headroom_pipeline.config import PipelineConfig
+from headroom_pipeline.session import global_window_warnings_quiet, spark_session
+
+# Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
+# 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
+CACHE_LEVEL = StorageLevel.DISK_ONLY
+
+
+@dataclasses.dataclass
+class Run:  # pylint: disable=too-many-instance-attributes
+    """What the stages share: the settings, the checked inputs, the summary they fill in, and what one hands the next."""
+    config: PipelineConfig
+    inputs: tuple                               # job.CheckedInputs: quotas, proposed quotas, topic plan, kafka:// records
+    summary: dict
+    spark: Optional[SparkSession] = None
+    owned: bool = False                         # the job started the session (and stops it); a caller's is left running
+    ingested: dict = dataclasses.field(default_factory=dict)    # per input ("snapshots", "traffic"): as ingest read it
+    traffic: Optional[DataFrame] = None         # the traffic rows, cached for the analyses until release()
+    forecast_observed: Optional[dict] = None    # the forecast's observation: its counts and every volume's span
+
+    def path(self, name):
+        return os.path.join(self.config.out, name)
+
+    def time_window(self):
+        return TimeWindow(since=self.config.since, until=self.config.until, spread=self.config.plausible_window)
+
+    def release(self):
+        """Drop the cached traffic once the analyses are done with it."""
+        if self.traffic is not None:
+            self.traffic.unpersist()
+            self.traffic = None
+
+
+def start_spark(run):
+    config = run.config
+    owned = SparkSession.getActiveSession() is None
+    run.spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
+    run.owned = owned
+    run.summary["spark"] = _spark_facts(run.spark)
+    return ""
+
+
+def read_snapshots(run):
+    config = run.config
+    snapshots = ingest.load_snapshots(run.spark, config.snapshots, config.cluster, kafka_records=run.inputs.kafka_records,
+                                      window=run.time_window())
+    _write(ingest.explode_volumes(snapshots.as_read), run.path("volumes"))
+    run.ingested["snapshots"] = snapshots
+    figures = run.summary["inputs"]["snapshots"] = _input_figures(snapshots)
+    return f"({snapshots.read:,} records, {figures['used']:,} used)"
+
+
+def read_traffic(run):
+    loaded = ingest.load_traffic(run.spark, run.config.traffic, window=run.time_window())
+    run.traffic = loaded.rows.persist(CACHE_LEVEL)
+    run.traffic.count()
+    run.ingested["traffic"] = loaded
+    run.summary["inputs"]["traffic"] = _input_figures(loaded)
+    return f"({loaded.read:,} records)"
+
+
+def reject_unusable_records(run):
+    path = run.path("rejected")
+    counted = {name: figures.pop("rejected_counted") for name, figures in run.summary["inputs"].items()}
+    written = [run.ingested[name].rejected for name, count in counted.items() if count]
+    _write_rejected(written, path)
+    counts = _rejected_counts(run.spark, path) if written else {}
+    for name, figures in run.summary["inputs"].items():
+        figures["rejected"] = counts.get(name, 0)
+    return f"({sum(counts.values()):,} rejected)"
+
+
+def forecast_volumes(run):
+    observation = Observation("forecast")
+    with global_window_warnings_quiet(run.spark):      # the ranking of all volumes is one window on purpose
+        volumes = run.spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
+        _write(forecast.volume_forecast(volumes, run.config, observation=observation), run.path("forecast"))
+    run.forecast_observed = observation.get
+    counts = stages.FORECAST.record(run.summary, {key: int(run.forecast_observed[key]) for key in forecast.FORECAST_COUNTS})
+    return f"({counts['volumes']:,} volumes)"
+
+
+def build_decision_timeline(run):
+    config = run.config
+    interval = decisions.check_interval_micros(config)
+    size = (decisions.timeline_size_of_volume_spans(run.forecast_observed[forecast.VOLUME_SPANS], interval)
+            if config.max_timeline_rows is not None else None)
+    observation = Observation("decisions")
+    timeline = decisions.decision_timeline(run.ingested["snapshots"].as_read, config, size=size, observation=observation)
+    _write(timeline, run.path("decisions"), "policy")
+    observed = observation.get
+    counts = stages.DECISIONS.record(run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS})
+    return f"({counts['rows']:,} rows)"
+
+
+def analyse_client_quotas(run):
+    windows, recommendations = clients.client_analysis(run.traffic, run.inputs.quotas, run.inputs.proposed, run.config)
+    _write(windows, run.path("clients"))
+    _write(recommendations, run.path("client_recommendations"))
+    counts = stages.CLIENTS.record(run.summary, _client_counts(run))
+    return f"({counts['windows']:,} windows)"
+
+
+def analyse_topic_thresholds(run):
+    thresholds, exceeded = topics.topic_analysis(run.traffic, run.inputs.plan, run.config)
+    _write(thresholds, run.path("topic_thresholds"))
+    _write(exceeded, run.path("topics"))
+    counts = stages.TOPICS.record(run.summary, {"thresholds": _count(run.spark, run.path("topic_thresholds")),
+                                                "windows_exceeded": _count(run.spark, run.path("topics"))})
+    return f"({counts['windows_exceeded']:,} windows over threshold)"
+
+
+def write_report(run):
+    return stages.REPORT.record(run.summary, report.write_report(run.spark, run.config.out, run.summary))
+
+
+def _spark_facts(spark):
+    """Where the job ran: the master, Spark's version and the settings that decide its shape."""
+    context = spark.sparkContext
+    return {"master": context.master, "version": spark.version, "default_parallelism": context.defaultParallelism,
+            "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
+            "driver_host": context.getConf().get("spark.driver.host", None)}
+
+
+def _input_figures(ingested):
+    """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
+    the way (rejected/ is written only when that count is above 0; job._account compares it with what was written)."""
+    counts = ingested.counts()
+    return {"read": ingested.read, "used": counts["checked"] - counts["rejected"], "rejected_counted": counts["rejected"],
+            "time_bounds": ingested.time_bounds.describe()}
+
+
+def _write(frame, path, partition_by=None):
+    writer = frame.write.mode("overwrite")
+    if partition_by:
+        writer = writer.partitionBy(partition_by)
+    writer.parquet(path)
+
+
+def _has_parquet(path):
+    """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
+    and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
+    return os.path.isdir(path) and any(name.endswith(".parquet") for unused_root, unused_dirs, names in os.walk(path) for name in names)
+
+
+def _count(spark, path):
+    return spark.read.parquet(path).count() if _has_parquet(path) else 0
+
+
+def _write_rejected(frames, path):
+    """The rejected records of the inputs that have some, one JSON-lines file per input: the records are filtered
+    where they are read, in parallel, and only they are gathered (coalescing the unfiltered read instead would
+    read and check every record in one task). With none, an empty rejected/ and no Spark job."""
+    if not frames:
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        with open(os.path.join(path, "_SUCCESS"), "w", encoding="utf-8"):
+            pass
+        return
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame)
+    combined.repartition(1).write.mode("overwrite").partitionBy("input").json(path)
+
+
+def _rejected_counts(spark, path):
+    """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
+    if not os.path.isdir(path):
+        return {}
+    return {name[len("input="):]: spark.read.schema("reason string").json(os.path.join(path, name)).count()
+            for name in os.listdir(path) if name.startswith("input=")}
+
+
+def _client_counts(run):
+    if not _has_parquet(run.path("clients")):
+        return {"windows": 0, "windows_throttled": 0, "clients": _count(run.spark, run.path("client_recommendations"))}
+    row = run.spark.read.parquet(run.path("clients")).agg(
+        F.count(F.lit(1)).alias("windows"), F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).alias("windows_throttled")).first()
+    return {"windows": int(row["windows"] or 0), "windows_throttled": int(row["windows_throttled"] or 0),
+            "clients": _count(run.spark, run.path("client_recommendations"))}

@@ -1,5 +1,5 @@
 """The disk_guard role on a machine without systemd: a systemctl stand-in first on PATH records every call and runs the
-rendered unit's ExecStart for start and restart, so what the role installs is what runs. Proven: the guard it starts
+rendered unit's ExecStart for start and restart (kafka_sim.fake_systemctl), so what the role installs is what runs. Proven: the guard it starts
 applies the declared quotas on the cluster and writes its metrics; a second run changes nothing and restarts nothing;
 a configuration the guard refuses fails the play with the guard's message and leaves the running service alone; no
 secret reaches Ansible's output; stopped and absent do what they say."""
@@ -14,6 +14,7 @@ import sys
 import pytest
 import yaml
 
+from kafka_sim import fake_systemctl
 from kafka_sim.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,59 +22,6 @@ COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 SERVICE = "headroom-disk-guard"
 SECRET = "guard-secret-never-shown"
 
-FAKE_SYSTEMCTL = """#!{python}
-# systemctl for machines without systemd: one state file, units from one directory; every call is logged.
-import json, os, shlex, signal, subprocess, sys, time
-STATE, UNITS, LOG = {state!r}, {units!r}, {log!r}
-args = [arg.strip("'") for arg in sys.argv[1:] if arg != "-l"]
-with open(LOG, "a", encoding="utf-8") as log:
-    log.write(" ".join(args) + "\\n")
-state = json.load(open(STATE)) if os.path.exists(STATE) else {{}}
-if args == ["daemon-reload"]:
-    sys.exit(0)
-command, name = args[0], args[1].removesuffix(".service")
-entry = state.setdefault(name, {{"enabled": False, "pid": None}})
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    with open(f"/proc/{{pid}}/stat") as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
-
-running = bool(entry["pid"]) and alive(entry["pid"])
-unit = os.path.join(UNITS, name + ".service")
-if command == "show":
-    print(f"Id={{name}}.service\\nLoadState={{'loaded' if os.path.exists(unit) else 'not-found'}}\\n"
-          f"ActiveState={{'active' if running else 'inactive'}}\\nSubState={{'running' if running else 'dead'}}")
-elif command == "is-enabled":
-    print("enabled" if entry["enabled"] else "disabled")
-    sys.exit(0 if entry["enabled"] else 1)
-elif command in ("enable", "disable"):
-    entry["enabled"] = command == "enable"
-elif command in ("start", "stop", "restart"):
-    if running and command in ("stop", "restart"):
-        os.kill(entry["pid"], signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while alive(entry["pid"]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        entry["pid"] = None
-    if command in ("start", "restart"):
-        fields = {{}}
-        for line in open(unit):
-            key, sep, value = line.strip().partition("=")
-            if sep and key in ("ExecStart", "WorkingDirectory", "Environment"):
-                fields[key] = value
-        env = dict(os.environ)
-        env.update([fields["Environment"].split("=", 1)])
-        out = open(os.path.join(os.path.dirname(STATE), name + ".log"), "a")
-        entry["pid"] = subprocess.Popen(shlex.split(fields["ExecStart"]), cwd=fields["WorkingDirectory"], env=env, stdout=out,
-                                        stderr=out, start_new_session=True).pid
-else:
-    sys.exit("unexpected systemctl call: " + " ".join(args))
-json.dump(state, open(STATE, "w"))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -84,24 +32,11 @@ def machine(kafka_cluster_root, tmp_path_factory):
     factory = ClusterFactory(kafka_cluster_root)
     cluster = factory(2)
     base = tmp_path_factory.mktemp("guard-host")
-    bin_dir = base / "bin"
-    bin_dir.mkdir()
-    (base / "units").mkdir()
-    systemctl = bin_dir / "systemctl"
-    systemctl.write_text(FAKE_SYSTEMCTL.format(python=sys.executable, state=str(base / "systemd.json"), units=str(base / "units"),
-                                               log=str(base / "systemctl.log")), encoding="utf-8")
-    systemctl.chmod(0o755)
+    fake_systemctl.install(str(base))
     try:
         yield cluster, base
     finally:
-        state = base / "systemd.json"
-        if state.exists():
-            for entry in json.loads(state.read_text()).values():
-                if entry.get("pid"):
-                    try:
-                        os.kill(entry["pid"], 15)
-                    except OSError:
-                        pass
+        fake_systemctl.stop_all(str(base))
         factory.close()
 
 
@@ -126,6 +61,7 @@ def apply_role(base, variables, name):
     playbook.write_text(yaml.safe_dump([{"name": "the disk guard", "hosts": "localhost", "gather_facts": False,
                                          "vars_files": [str(vars_file)], "roles": ["headroom.kafka.disk_guard"]}]), encoding="utf-8")
     env = dict(os.environ, PATH=str(base / "bin") + os.pathsep + os.environ["PATH"], ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+               HEADROOM_FAKE_SYSTEMD_DIR=str(base),
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
     env.pop("ANSIBLE_CONFIG", None)
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", "-v",

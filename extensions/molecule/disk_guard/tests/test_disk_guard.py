@@ -1,0 +1,44 @@
+"""Verify the disk_guard scenario: the unit site.yml installed runs, and the guard holds the declared quota set."""
+
+import json
+import os
+import time
+
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
+
+testinfra_hosts = ["local://"]
+
+EPHEMERAL = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
+HOST = os.path.join(EPHEMERAL, "host")
+EXPECTED = {"user=alice": {"producer_byte_rate": 4096, "consumer_byte_rate": 8192}, "client_id=<default>": {"request_percentage": 50.0},
+            "user=<default>": {"producer_byte_rate": 3000}, "user=ops": {"producer_byte_rate": 9223372036854775807}}
+
+
+def held_quotas():
+    with open(os.path.join(EPHEMERAL, "cluster", "cluster.json"), encoding="utf-8") as handle:
+        servers = json.load(handle)["bootstrap_servers"].split(",")
+    adapter = KafkaAdapter(servers)
+    try:
+        return {quota_spec.describe_entity(entity): quota_spec.for_output(values) for entity, values in quota_apply.read_state(adapter).values()}
+    finally:
+        adapter.close()
+
+
+def test_the_unit_runs_the_guard_with_its_configuration(host):
+    unit = host.file(os.path.join(HOST, "units", "headroom-disk-guard.service"))
+    assert unit.exists and "-m headroom_guard --config" in unit.content_string and "--interval 2" in unit.content_string
+    config = host.file(os.path.join(HOST, "etc", "config.yml"))
+    assert config.mode == 0o600
+    with open(os.path.join(HOST, "systemd.json"), encoding="utf-8") as handle:
+        service = json.load(handle)["headroom-disk-guard"]
+    assert service["enabled"] and service["pid"] and os.path.exists(f"/proc/{service['pid']}")
+
+
+def test_the_guard_holds_the_declared_quota_set_and_writes_its_metrics():
+    deadline = time.monotonic() + 60
+    while held_quotas() != EXPECTED and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert held_quotas() == EXPECTED
+    with open(os.path.join(HOST, "guard.prom"), encoding="utf-8") as handle:
+        assert "headroom_guard_throttle_factor 1\n" in handle.read()

@@ -23,7 +23,6 @@ SERVICE = "headroom-disk-guard"
 SECRET = "guard-secret-never-shown"
 
 
-
 @pytest.fixture(scope="module")
 def machine(kafka_cluster_root, tmp_path_factory):
     """A test cluster and a directory tree standing in for the guard's host, with the systemctl stand-in."""

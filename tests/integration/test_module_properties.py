@@ -138,6 +138,16 @@ def tame_args(module, workdir):
         graded = tame_limits().map(lambda limits: {"policy": "graded", "soft_limit": limits[0], "hard_limit": limits[1]})
         return st.tuples(source, st.one_of(strimzi, graded), st.fixed_dictionaries({}, optional={
             "produce_byte_rate": st.floats(1, 1e12), "expected_brokers": st.just([1])})).map(lambda parts: {**parts[0], **parts[1], **parts[2]})
+    if module == "disk_guard":
+        source = st.fixed_dictionaries({}, optional={"log_dirs": tame_rows()})
+        strimzi = st.fixed_dictionaries({"min_available_ratio": st.floats(0, 1)}, optional={
+            "throttle_factor_fallback": st.floats(0, 1), "throttle_factor_validity": st.sampled_from(["PT5M", "60", "PT0S"])})
+        graded = tame_limits().map(lambda limits: {"policy": "graded", "soft_limit": limits[0], "hard_limit": limits[1]})
+        declaration = st.fixed_dictionaries({"default_producer_byte_rate": st.integers(1, 2 ** 40)}, optional={
+            "quotas": st.just([{"entity": {"user": "props"}, "producer_byte_rate": 4096, "consumer_byte_rate": 8192}]),
+            "excluded_principals": st.just(["User:ops"]), "expected_brokers": st.just([1]),
+            "state_file": st.just(os.path.join(workdir, "guard-state.json"))})
+        return st.tuples(source, st.one_of(strimzi, graded), declaration).map(lambda parts: {**parts[0], **parts[1], **parts[2]})
     raise AssertionError(module)
 
 

@@ -2,8 +2,11 @@
 rendered unit's ExecStart for start and restart (kafka_sim.fake_systemctl), so what the role installs is what runs. Proven: the guard it starts
 applies the declared quotas on the cluster and writes its metrics; a second run changes nothing and restarts nothing;
 a configuration the guard refuses fails the play with the guard's message and leaves the running service alone; no
-secret reaches Ansible's output; stopped and absent do what they say."""
+secret reaches Ansible's output, and a vault-encrypted one reaches the guard as its value; check mode writes and
+restarts nothing; stopped and absent do what they say. Python writes bytecode as it does on any host (the collection
+root holds some, the guard writes its own): the role's second run must still change nothing."""
 
+import compileall
 import grp
 import json
 import os
@@ -53,18 +56,20 @@ def role_vars(cluster, base, **extra):
     return variables
 
 
-def apply_role(base, variables, name):
+def apply_role(base, variables, name, *args, vars_files=()):
     vars_file = base / f"{name}.json"
     vars_file.write_text(json.dumps(variables), encoding="utf-8")
     playbook = base / f"{name}.yml"
     playbook.write_text(yaml.safe_dump([{"name": "the disk guard", "hosts": "localhost", "gather_facts": False,
-                                         "vars_files": [str(vars_file)], "roles": ["headroom.kafka.disk_guard"]}]), encoding="utf-8")
+                                         "vars_files": [*vars_files, str(vars_file)], "roles": ["headroom.kafka.disk_guard"]}]),
+                        encoding="utf-8")
     env = dict(os.environ, PATH=str(base / "bin") + os.pathsep + os.environ["PATH"], ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                HEADROOM_FAKE_SYSTEMD_DIR=str(base),
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
     env.pop("ANSIBLE_CONFIG", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)   # the check and the guard write bytecode beside the copied code, as on a host
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", "-v",
-                           "-e", "ansible_python_interpreter=" + sys.executable, str(playbook)],
+                           "-e", "ansible_python_interpreter=" + sys.executable, *args, str(playbook)],
                           env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -89,6 +94,9 @@ def held_quotas(cluster):
 
 def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second_run_changes_nothing(machine):
     cluster, base = machine
+    # A checkout whose code something imported holds bytecode (its own, which differs from what the guard writes).
+    for package in ("headroom_guard", os.path.join("plugins", "module_utils")):
+        compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
     first = apply_role(base, role_vars(cluster, base), "first")
     assert first.returncode == 0, first.stdout[-8000:]
     unit = (base / "units" / f"{SERVICE}.service").read_text()
@@ -104,6 +112,22 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     assert second.returncode == 0, second.stdout[-8000:]
     assert "changed=0" in second.stdout, second.stdout[-4000:]
     assert not [call for call in calls(base)[before:] if call[0] in ("start", "restart", "stop")], "nothing restarted"
+    assert service_pid(base) == pid
+
+
+def test_check_mode_writes_and_restarts_nothing(machine):
+    cluster, base = machine
+    pid, before = service_pid(base), len(calls(base))
+    config = (base / "etc" / "config.yml").read_text()
+    changed = role_vars(cluster, base, disk_guard_interval=2)
+    changed["disk_guard_config"] = dict(changed["disk_guard_config"], default_producer_byte_rate=2000, sasl_password=SECRET)
+    result = apply_role(base, changed, "check", "--check", "--diff")
+    assert result.returncode == 0, result.stdout[-6000:]
+    assert SECRET not in result.stdout + result.stderr
+    assert "--interval 2" in result.stdout, "the diff shows the unit's change"
+    assert "--interval 1 " in (base / "units" / f"{SERVICE}.service").read_text()
+    assert (base / "etc" / "config.yml").read_text() == config
+    assert not [call for call in calls(base)[before:] if call[0] not in ("show", "is-enabled")]
     assert service_pid(base) == pid
 
 
@@ -133,5 +157,27 @@ def test_stopped_then_absent(machine):
                       30, what="the guard stopped")
     result = apply_role(base, role_vars(cluster, base, disk_guard_state="absent"), "absent")
     assert result.returncode == 0, result.stdout[-6000:]
-    for path in ("units/headroom-disk-guard.service", "opt", "etc", "var"):
+    for path in ("units/headroom-disk-guard.service", "opt", "etc", "var", "guard.prom"):
         assert not (base / path).exists(), path
+
+
+def test_a_vault_encrypted_secret_reaches_the_guard_as_its_value(machine):
+    """ansible-core 2.19's to_nice_yaml writes a vaulted value as its !vault ciphertext, which the guard cannot read; a
+    character outside the BMP, escaped as JSON does by default, would reach it as two lone surrogates."""
+    cluster, base = machine
+    secret = SECRET + "-\U0001F511"
+    password_file = base / "vault-password"
+    password_file.write_text("guard-vault-password\n", encoding="utf-8")
+    encrypted = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-vault"), "encrypt_string", "--vault-password-file",
+                                str(password_file), "--name", "guard_sasl_password", secret],
+                               capture_output=True, text=True, timeout=120, check=True).stdout
+    (base / "vault-secret.yml").write_text(encrypted, encoding="utf-8")
+    variables = role_vars(cluster, base, disk_guard_state="stopped")
+    variables["disk_guard_config"] = dict(variables["disk_guard_config"], security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                          sasl_username="guard", sasl_password="{{ guard_sasl_password }}")
+    result = apply_role(base, variables, "vault", "--vault-password-file", str(password_file), vars_files=[str(base / "vault-secret.yml")])
+    assert result.returncode == 0, result.stdout[-6000:]
+    assert SECRET not in result.stdout + result.stderr
+    assert yaml.safe_load((base / "etc" / "config.yml").read_text(encoding="utf-8"))["sasl_password"] == secret
+    result = apply_role(base, role_vars(cluster, base, disk_guard_state="absent"), "vault-absent")
+    assert result.returncode == 0, result.stdout[-6000:]

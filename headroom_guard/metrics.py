@@ -12,6 +12,13 @@ import os
 import tempfile
 import threading
 
+from headroom_pipeline.collection import ensure_importable
+
+ensure_importable()
+
+# pylint: disable=wrong-import-position
+from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import usable_volumes  # noqa: E402
+
 STATES = ("OPEN", "THROTTLE", "PAUSE")
 OUTCOMES = ("applied", "unchanged", "failed")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -79,8 +86,7 @@ class GuardMetrics:
         return "".join(line + "\n" for family in families for line in family.lines())
 
     def _decision_families(self, result):
-        volumes = [volume for volume in result["volumes"] if volume.get("total_bytes") is not None and volume.get("usable_bytes") is not None
-                   and volume["total_bytes"] >= 0 and 0 <= volume["usable_bytes"] <= volume["total_bytes"]]
+        volumes, _skipped = usable_volumes(result["volumes"])     # the rules' own test of a volume with figures
         yield Family("headroom_guard_throttle_factor", "gauge", "The factor applied to the declared produce rates (0 to 1).").add(
             float(result["throttle_factor"]))
         yield Family("headroom_guard_limit_violated", "gauge", "1 when some volume is past a limit.").add(bool(result["violations"]))

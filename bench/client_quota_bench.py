@@ -52,9 +52,9 @@ def _ensure_collection_link():
 
 def _imports():
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
+    from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
-    from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply
+
     return quota_spec, KafkaAdapter, quota_apply
 
 
@@ -78,8 +78,14 @@ class CountingAdapter:
 
 
 def _spec(entities):
-    return [{"entity": {"user": "bench-user-{0:05d}".format(i)}, "producer_byte_rate": 1048576 + i, "consumer_byte_rate": 2097152 + 2 * i}
-            for i in range(entities)]
+    return [
+        {
+            "entity": {"user": "bench-user-{0:05d}".format(i)},
+            "producer_byte_rate": 1048576 + i,
+            "consumer_byte_rate": 2097152 + 2 * i,
+        }
+        for i in range(entities)
+    ]
 
 
 def _stored(bootstrap):
@@ -93,12 +99,23 @@ def _stored(bootstrap):
 
 def _check_applied(bootstrap, spec):
     stored = _stored(bootstrap)
-    expected = dict(("user=" + item["entity"]["user"], {"producer_byte_rate": float(item["producer_byte_rate"]),
-                                                        "consumer_byte_rate": float(item["consumer_byte_rate"])}) for item in spec)
+    expected = dict(
+        (
+            "user=" + item["entity"]["user"],
+            {
+                "producer_byte_rate": float(item["producer_byte_rate"]),
+                "consumer_byte_rate": float(item["consumer_byte_rate"]),
+            },
+        )
+        for item in spec
+    )
     if stored != expected:
         missing = len(set(expected) - set(stored))
-        raise SystemExit("the cluster does not hold the applied quotas ({0} of {1} entities missing or different)".format(
-            missing or sum(1 for k in expected if stored.get(k) != expected[k]), len(expected)))
+        raise SystemExit(
+            "the cluster does not hold the applied quotas ({0} of {1} entities missing or different)".format(
+                missing or sum(1 for k in expected if stored.get(k) != expected[k]), len(expected)
+            )
+        )
 
 
 def _clear(bootstrap):
@@ -145,16 +162,49 @@ def _playbook_once(bootstrap, spec, workdir):
         json.dump({"bench_quotas": spec}, handle)
     playbook = os.path.join(workdir, "play.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
-        json.dump([{"hosts": "localhost", "gather_facts": False, "vars_files": [vars_file],
-                    "tasks": [{"headroom.kafka.client_quota": {"bootstrap_servers": bootstrap.split(","), "quotas": "{{ bench_quotas }}"},
-                               "register": "result"},
-                              {"ansible.builtin.copy": {"content": "{{ {'changed': result.changed, 'changes': result.changes | length} | to_json }}",
-                                                        "dest": os.path.join(workdir, "result.json")}}]}], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCALHOST_WARNING="False",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="False", ANSIBLE_NOCOLOR="1")
+        json.dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "vars_files": [vars_file],
+                    "tasks": [
+                        {
+                            "headroom.kafka.client_quota": {
+                                "bootstrap_servers": bootstrap.split(","),
+                                "quotas": "{{ bench_quotas }}",
+                            },
+                            "register": "result",
+                        },
+                        {
+                            "ansible.builtin.copy": {
+                                "content": "{{ {'changed': result.changed, 'changes': result.changes | length} | to_json }}",
+                                "dest": os.path.join(workdir, "result.json"),
+                            }
+                        },
+                    ],
+                }
+            ],
+            handle,
+        )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+        ANSIBLE_NOCOLOR="1",
+    )
     env.pop("ANSIBLE_CONFIG", None)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-               "-e", "ansible_python_interpreter=" + sys.executable, playbook]
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        "ansible_python_interpreter=" + sys.executable,
+        playbook,
+    ]
     started = time.perf_counter()
     run = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
@@ -206,7 +256,9 @@ def _measure(bootstrap, spec, runs, baseline_runs, playbook, workdir):
         _check_applied(bootstrap, spec)
         figures["task_first"] = statistics.median(task_first)
         figures["task_rerun"] = statistics.median(task_rerun)
-        print("ansible task: {0:.3f} s / {1:.3f} s".format(figures["task_first"], figures["task_rerun"]), file=sys.stderr)
+        print(
+            "ansible task: {0:.3f} s / {1:.3f} s".format(figures["task_first"], figures["task_rerun"]), file=sys.stderr
+        )
 
     naive = []
     for _run in range(baseline_runs):
@@ -228,29 +280,51 @@ def _requests(counts):
 
 
 def _report(figures, entities, runs, baseline_runs):
-    print("client_quota, {0} entities (users with producer and consumer byte rates), 3 brokers, {1} cores; median of {2} run(s), "
-          "naive baseline {3} run(s)".format(entities, os.cpu_count(), runs, baseline_runs))
-    rows = [("ours (module core), first apply", figures["ours_first"]), ("ours (module core), re-run", figures["ours_rerun"]),
-            ("naive, one AlterClientQuotas per entity, first apply", figures["naive_first"]),
-            ("naive, one AlterClientQuotas per entity, re-run", figures["naive_rerun"])]
+    print(
+        "client_quota, {0} entities (users with producer and consumer byte rates), 3 brokers, {1} cores; median of {2} run(s), "
+        "naive baseline {3} run(s)".format(entities, os.cpu_count(), runs, baseline_runs)
+    )
+    rows = [
+        ("ours (module core), first apply", figures["ours_first"]),
+        ("ours (module core), re-run", figures["ours_rerun"]),
+        ("naive, one AlterClientQuotas per entity, first apply", figures["naive_first"]),
+        ("naive, one AlterClientQuotas per entity, re-run", figures["naive_rerun"]),
+    ]
     width = max(len(name) for name, _ignored in rows) + 2
     print("{0:<{w}}{1:>10}  {2}".format("approach", "time (s)", "requests", w=width))
     for name, (elapsed, counts) in rows:
         print("{0:<{w}}{1:>10.3f}  {2}".format(name, elapsed, _requests(counts), w=width))
     if "task_first" in figures:
-        print("{0:<{w}}{1:>10.3f}  {2}".format("ansible-playbook task, first apply", figures["task_first"], "3 (same core, not counted)", w=width))
-        print("{0:<{w}}{1:>10.3f}  {2}".format("ansible-playbook task, re-run", figures["task_rerun"], "1 (same core, not counted)", w=width))
-    print("naive baseline per request: first apply {0:.1f} ms, re-run {1:.1f} ms".format(
-        1000.0 * figures["naive_first"][0] / entities, 1000.0 * figures["naive_rerun"][0] / entities))
+        print(
+            "{0:<{w}}{1:>10.3f}  {2}".format(
+                "ansible-playbook task, first apply", figures["task_first"], "3 (same core, not counted)", w=width
+            )
+        )
+        print(
+            "{0:<{w}}{1:>10.3f}  {2}".format(
+                "ansible-playbook task, re-run", figures["task_rerun"], "1 (same core, not counted)", w=width
+            )
+        )
+    print(
+        "naive baseline per request: first apply {0:.1f} ms, re-run {1:.1f} ms".format(
+            1000.0 * figures["naive_first"][0] / entities, 1000.0 * figures["naive_rerun"][0] / entities
+        )
+    )
     first = figures["naive_first"][0] / figures["ours_first"][0]
     rerun = figures["naive_rerun"][0] / figures["ours_rerun"][0]
     print("speed-up, first apply: {0:.1f}x (target >= {1:.0f}x)".format(first, TARGET_SPEEDUP))
     print("speed-up, re-run: {0:.1f}x (target >= {1:.0f}x)".format(rerun, TARGET_SPEEDUP))
     if "task_first" in figures:
-        print("speed-up of the whole ansible task against the naive core: first apply {0:.1f}x, re-run {1:.1f}x".format(
-            figures["naive_first"][0] / figures["task_first"], figures["naive_rerun"][0] / figures["task_rerun"]))
+        print(
+            "speed-up of the whole ansible task against the naive core: first apply {0:.1f}x, re-run {1:.1f}x".format(
+                figures["naive_first"][0] / figures["task_first"], figures["naive_rerun"][0] / figures["task_rerun"]
+            )
+        )
     constant = figures["ours_first"][1] == {"describe": 1, "validate": 1, "alter": 1} and figures["ours_rerun"][1] == {
-        "describe": 1, "validate": 0, "alter": 0}
+        "describe": 1,
+        "validate": 0,
+        "alter": 0,
+    }
     print("ours sends a constant number of requests (1 + 1 + 1, re-run 1): {0}".format("yes" if constant else "NO"))
     return constant and first >= TARGET_SPEEDUP and rerun >= TARGET_SPEEDUP
 
@@ -258,7 +332,9 @@ def _report(figures, entities, runs, baseline_runs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=5000)
-    parser.add_argument("--engine", choices=("kafka", "sim"), default=None, help="test cluster engine (default: real Kafka)")
+    parser.add_argument(
+        "--engine", choices=("kafka", "sim"), default=None, help="test cluster engine (default: real Kafka)"
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs of ours and of the ansible task (median)")
     parser.add_argument("--baseline-runs", type=int, default=1, help="runs of the naive baseline (median)")
     parser.add_argument("--no-playbook", action="store_true", help="skip the ansible-playbook runs")
@@ -270,8 +346,14 @@ def main():
         cluster = Cluster(os.path.join(workdir, "cluster"), args.engine)
         cluster.create(3, base_port=base_port_for(3, engine=cluster.engine))
         cluster.up(120)
-        figures = _measure(cluster.info["bootstrap_servers"], _spec(args.entities), max(args.runs, 1), max(args.baseline_runs, 1),
-                           not args.no_playbook, workdir)
+        figures = _measure(
+            cluster.info["bootstrap_servers"],
+            _spec(args.entities),
+            max(args.runs, 1),
+            max(args.baseline_runs, 1),
+            not args.no_playbook,
+            workdir,
+        )
     finally:
         if cluster is not None and cluster.info is not None:
             cluster.down()

@@ -42,21 +42,38 @@ from kafka.protocol.metadata.metadata import MetadataRequest  # noqa: E402
 from kafka_sim import wire  # noqa: E402
 from kafka_sim.cluster import Cluster, ClusterError  # noqa: E402
 from kafka_sim.testing import free_port_block  # noqa: E402
+
 # pylint: enable=wrong-import-position
 
-BUDGET_SECONDS = 30.0   # the project's budget for bringing up 50 brokers
+BUDGET_SECONDS = 30.0  # the project's budget for bringing up 50 brokers
 BUDGET_BROKERS = 50
-UP_TIMEOUT = 180.0      # generous, so that a slow start is measured rather than aborted
-HEARTBEAT_MS = 500      # broker.heartbeat.interval.ms of every kafka_sim cluster
+UP_TIMEOUT = 180.0  # generous, so that a slow start is measured rather than aborted
+HEARTBEAT_MS = 500  # broker.heartbeat.interval.ms of every kafka_sim cluster
 METADATA_VERSION = 12
 DESCRIBE_LOG_DIRS_VERSION = 4
 API_VERSIONS_VERSION = 3
 CLIENT_ID = "cluster-bench"
 
-FULL = {"requests": 2000, "warmup": 200, "admin_requests": 2000, "topics": 20, "partitions": 3,
-        "brokers": 50, "idle_seconds": 5.0, "settle_seconds": 2.0}
-QUICK = {"requests": 200, "warmup": 20, "admin_requests": 200, "topics": 20, "partitions": 3,
-         "brokers": 10, "idle_seconds": 2.0, "settle_seconds": 1.0}
+FULL = {
+    "requests": 2000,
+    "warmup": 200,
+    "admin_requests": 2000,
+    "topics": 20,
+    "partitions": 3,
+    "brokers": 50,
+    "idle_seconds": 5.0,
+    "settle_seconds": 2.0,
+}
+QUICK = {
+    "requests": 200,
+    "warmup": 20,
+    "admin_requests": 200,
+    "topics": 20,
+    "partitions": 3,
+    "brokers": 10,
+    "idle_seconds": 2.0,
+    "settle_seconds": 1.0,
+}
 
 
 class BenchError(Exception):
@@ -93,7 +110,7 @@ def cpu_ticks(pid):
     """utime + stime of a process, in clock ticks."""
     with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])   # fields 14 and 15 of proc(5); fields[0] is field 3 (state)
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5); fields[0] is field 3 (state)
 
 
 def broker_pids(cluster):
@@ -166,8 +183,14 @@ def percentile(ordered, fraction):
 
 def summarize(samples_ns, elapsed_s):
     ordered = sorted(samples_ns)
-    return {"requests": len(ordered), "mean_ms": statistics.fmean(ordered) / 1e6, "p50_ms": percentile(ordered, 0.50) / 1e6,
-            "p99_ms": percentile(ordered, 0.99) / 1e6, "max_ms": ordered[-1] / 1e6, "requests_per_s": len(ordered) / elapsed_s}
+    return {
+        "requests": len(ordered),
+        "mean_ms": statistics.fmean(ordered) / 1e6,
+        "p50_ms": percentile(ordered, 0.50) / 1e6,
+        "p99_ms": percentile(ordered, 0.99) / 1e6,
+        "max_ms": ordered[-1] / 1e6,
+        "requests_per_s": len(ordered) / elapsed_s,
+    }
 
 
 def timed_loop(call, count, warmup):
@@ -206,7 +229,9 @@ class Clusters:
                 self.down(cluster)
                 if "Address already in use" not in str(exc) or attempt == attempts:
                     raise
-                log(f"a port was taken while the brokers started; retrying on other ports ({str(exc).splitlines()[-1]})")
+                log(
+                    f"a port was taken while the brokers started; retrying on other ports ({str(exc).splitlines()[-1]})"
+                )
         returned = time.perf_counter() - started
         for entry in cluster.info["brokers"]:
             if not api_versions_ok(entry["host"], entry["port"]):
@@ -259,7 +284,9 @@ def check_responses(connection, topics, partitions):
     metadata = connection.request(MetadataRequest(topics=None, allow_auto_topic_creation=False), METADATA_VERSION)
     listed = [t for t in metadata.topics if t.error_code == 0 and len(t.partitions) == partitions]
     if len(listed) != topics:
-        raise BenchError(f"Metadata v{METADATA_VERSION} listed {len(listed)} of {topics} topics with {partitions} partitions")
+        raise BenchError(
+            f"Metadata v{METADATA_VERSION} listed {len(listed)} of {topics} topics with {partitions} partitions"
+        )
     log_dirs = connection.request(DescribeLogDirsRequest(topics=None), DESCRIBE_LOG_DIRS_VERSION)
     if log_dirs.error_code or any(result.error_code for result in log_dirs.results):
         raise BenchError(f"DescribeLogDirs v{DESCRIBE_LOG_DIRS_VERSION} returned an error")
@@ -270,7 +297,12 @@ def bench_latency(clusters, params):
     cluster = clusters.start(1, "latency")[0]
     entry = cluster.info["brokers"][0]
     topics, partitions = params["topics"], params["partitions"]
-    results = {"topics": topics, "partitions_per_topic": partitions, "requests": params["requests"], "warmup": params["warmup"]}
+    results = {
+        "topics": topics,
+        "partitions_per_topic": partitions,
+        "requests": params["requests"],
+        "warmup": params["warmup"],
+    }
     admin = KafkaAdminClient(bootstrap_servers=cluster.info["bootstrap_servers"], client_id=CLIENT_ID)
     connection = RawConnection(entry["host"], entry["port"])
     try:
@@ -280,11 +312,16 @@ def bench_latency(clusters, params):
 
         log(f"latency: raw client, {params['requests']} requests each")
         log_dirs_frame = RawConnection.prepare(DescribeLogDirsRequest(topics=None), DESCRIBE_LOG_DIRS_VERSION)
-        metadata_frame = RawConnection.prepare(MetadataRequest(topics=None, allow_auto_topic_creation=False), METADATA_VERSION)
+        metadata_frame = RawConnection.prepare(
+            MetadataRequest(topics=None, allow_auto_topic_creation=False), METADATA_VERSION
+        )
         results["raw"] = {
-            f"DescribeLogDirs v{DESCRIBE_LOG_DIRS_VERSION}": timed_loop(lambda: connection.round_trip(log_dirs_frame),
-                                                                        params["requests"], params["warmup"]),
-            f"Metadata v{METADATA_VERSION}": timed_loop(lambda: connection.round_trip(metadata_frame), params["requests"], params["warmup"]),
+            f"DescribeLogDirs v{DESCRIBE_LOG_DIRS_VERSION}": timed_loop(
+                lambda: connection.round_trip(log_dirs_frame), params["requests"], params["warmup"]
+            ),
+            f"Metadata v{METADATA_VERSION}": timed_loop(
+                lambda: connection.round_trip(metadata_frame), params["requests"], params["warmup"]
+            ),
         }
 
         log(f"latency: KafkaAdminClient, {params['admin_requests']} calls each")
@@ -297,8 +334,13 @@ def bench_latency(clusters, params):
             raise BenchError("KafkaAdminClient.list_topics did not list every topic")
         results["admin"] = {
             f"describe_log_dirs (DescribeLogDirs v{log_dirs_version})": timed_loop(
-                lambda: admin.describe_log_dirs(topic_partitions=wanted, brokers=[node_id]), params["admin_requests"], params["warmup"]),
-            f"list_topics (Metadata v{metadata_version})": timed_loop(admin.list_topics, params["admin_requests"], params["warmup"]),
+                lambda: admin.describe_log_dirs(topic_partitions=wanted, brokers=[node_id]),
+                params["admin_requests"],
+                params["warmup"],
+            ),
+            f"list_topics (Metadata v{metadata_version})": timed_loop(
+                admin.list_topics, params["admin_requests"], params["warmup"]
+            ),
         }
     finally:
         connection.close()
@@ -312,8 +354,13 @@ def bench_latency(clusters, params):
 def memory_of(cluster):
     rss = [rss_kib(pid) for pid in broker_pids(cluster)]
     pss = [pss_kib(pid) for pid in broker_pids(cluster)]
-    return {"rss_min_mib": min(rss) / 1024, "rss_median_mib": statistics.median(rss) / 1024, "rss_max_mib": max(rss) / 1024,
-            "rss_total_mib": sum(rss) / 1024, "pss_total_mib": None if None in pss else sum(pss) / 1024}
+    return {
+        "rss_min_mib": min(rss) / 1024,
+        "rss_median_mib": statistics.median(rss) / 1024,
+        "rss_max_mib": max(rss) / 1024,
+        "rss_total_mib": sum(rss) / 1024,
+        "pss_total_mib": None if None in pss else sum(pss) / 1024,
+    }
 
 
 def idle_cpu(cluster, seconds):
@@ -326,16 +373,29 @@ def idle_cpu(cluster, seconds):
     cpu_seconds = sum(after[pid] - before[pid] for pid in pids) / os.sysconf("SC_CLK_TCK")
     cores = cpu_seconds / wall
     per_broker_ms_per_s = cpu_seconds / wall / len(pids) * 1000
-    return {"brokers": len(pids), "wall_s": wall, "cpu_s": cpu_seconds, "cores_busy": cores, "one_core_percent": cores * 100,
-            "machine_percent": cores / core_count() * 100, "per_broker_cpu_ms_per_s": per_broker_ms_per_s,
-            "per_broker_cpu_ms_per_heartbeat": per_broker_ms_per_s * HEARTBEAT_MS / 1000}
+    return {
+        "brokers": len(pids),
+        "wall_s": wall,
+        "cpu_s": cpu_seconds,
+        "cores_busy": cores,
+        "one_core_percent": cores * 100,
+        "machine_percent": cores / core_count() * 100,
+        "per_broker_cpu_ms_per_s": per_broker_ms_per_s,
+        "per_broker_cpu_ms_per_heartbeat": per_broker_ms_per_s * HEARTBEAT_MS / 1000,
+    }
 
 
 def bench_up(clusters, brokers, params, measure_idle):
     log(f"up: starting a {brokers}-broker cluster")
     cluster, returned, answered = clusters.start(brokers, f"up{brokers}")
-    result = {"brokers": brokers, "up_returned_s": returned, "all_answer_s": answered,
-              "budget_s": BUDGET_SECONDS, "budget_ratio": answered / BUDGET_SECONDS, "memory": memory_of(cluster)}
+    result = {
+        "brokers": brokers,
+        "up_returned_s": returned,
+        "all_answer_s": answered,
+        "budget_s": BUDGET_SECONDS,
+        "budget_ratio": answered / BUDGET_SECONDS,
+        "memory": memory_of(cluster),
+    }
     if measure_idle:
         time.sleep(params["settle_seconds"])
         log(f"idle: sampling CPU of {brokers} brokers for {params['idle_seconds']:.0f}s")
@@ -355,8 +415,13 @@ def core_count():
 
 
 def machine():
-    return {"cpu_count": os.cpu_count(), "usable_cores": core_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "processor": _cpu_model()}
+    return {
+        "cpu_count": os.cpu_count(),
+        "usable_cores": core_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": _cpu_model(),
+    }
 
 
 def _cpu_model():
@@ -372,47 +437,108 @@ def _cpu_model():
 
 def table(headers, rows):
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
-    lines = ["  ".join(str(cell).ljust(width) if index == 0 else str(cell).rjust(width) for index, (cell, width) in enumerate(zip(row, widths)))
-             for row in [headers] + rows]
+    lines = [
+        "  ".join(
+            str(cell).ljust(width) if index == 0 else str(cell).rjust(width)
+            for index, (cell, width) in enumerate(zip(row, widths))
+        )
+        for row in [headers] + rows
+    ]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
 
 
 def report(results):
     info = results["machine"]
-    out = [f"cores: {info['usable_cores']} usable ({info['cpu_count']} online), {info['processor']}; Python {info['python']}",
-           f"mode: {results['mode']}", ""]
+    out = [
+        f"cores: {info['usable_cores']} usable ({info['cpu_count']} online), {info['processor']}; Python {info['python']}",
+        f"mode: {results['mode']}",
+        "",
+    ]
     latency = results["latency"]
-    out.append(f"1. latency, one broker of a 1-broker cluster, {latency['topics']} topics x {latency['partitions_per_topic']} partitions, "
-               f"sequential requests after {latency['warmup']} warm-up")
+    out.append(
+        f"1. latency, one broker of a 1-broker cluster, {latency['topics']} topics x {latency['partitions_per_topic']} partitions, "
+        f"sequential requests after {latency['warmup']} warm-up"
+    )
     rows = []
     for client in ("raw", "admin"):
         for name, stats in latency[client].items():
-            rows.append([f"{'raw socket' if client == 'raw' else 'KafkaAdminClient'}: {name}", stats["requests"], f"{stats['mean_ms']:.3f}",
-                         f"{stats['p50_ms']:.3f}", f"{stats['p99_ms']:.3f}", f"{stats['max_ms']:.3f}", f"{stats['requests_per_s']:.0f}"])
+            rows.append(
+                [
+                    f"{'raw socket' if client == 'raw' else 'KafkaAdminClient'}: {name}",
+                    stats["requests"],
+                    f"{stats['mean_ms']:.3f}",
+                    f"{stats['p50_ms']:.3f}",
+                    f"{stats['p99_ms']:.3f}",
+                    f"{stats['max_ms']:.3f}",
+                    f"{stats['requests_per_s']:.0f}",
+                ]
+            )
     out += [table(["request", "n", "mean ms", "p50 ms", "p99 ms", "max ms", "req/s"], rows), ""]
 
-    out.append(f"2. up (start of up until every broker answers ApiVersions), budget {BUDGET_SECONDS:.0f} s for {BUDGET_BROKERS} brokers")
+    out.append(
+        f"2. up (start of up until every broker answers ApiVersions), budget {BUDGET_SECONDS:.0f} s for {BUDGET_BROKERS} brokers"
+    )
     rows = []
     for item in results["up"]:
         memory = item["memory"]
         pss = "-" if memory["pss_total_mib"] is None else f"{memory['pss_total_mib']:.0f}"
-        rows.append([f"{item['brokers']} brokers", f"{item['up_returned_s']:.2f}", f"{item['all_answer_s']:.2f}", f"{item['budget_ratio']:.3f}",
-                     f"{memory['rss_min_mib']:.1f}/{memory['rss_median_mib']:.1f}/{memory['rss_max_mib']:.1f}",
-                     f"{memory['rss_total_mib']:.0f}", pss, f"{item['down_s']:.2f}"])
-    out += [table(["cluster", "up s", "answer s", "ratio", "RSS/broker MiB min/med/max", "RSS total MiB", "PSS total MiB", "down s"], rows), ""]
+        rows.append(
+            [
+                f"{item['brokers']} brokers",
+                f"{item['up_returned_s']:.2f}",
+                f"{item['all_answer_s']:.2f}",
+                f"{item['budget_ratio']:.3f}",
+                f"{memory['rss_min_mib']:.1f}/{memory['rss_median_mib']:.1f}/{memory['rss_max_mib']:.1f}",
+                f"{memory['rss_total_mib']:.0f}",
+                pss,
+                f"{item['down_s']:.2f}",
+            ]
+        )
+    out += [
+        table(
+            [
+                "cluster",
+                "up s",
+                "answer s",
+                "ratio",
+                "RSS/broker MiB min/med/max",
+                "RSS total MiB",
+                "PSS total MiB",
+                "down s",
+            ],
+            rows,
+        ),
+        "",
+    ]
 
     idle = results["up"][-1]["idle_cpu"]
-    out.append(f"3. idle CPU of the {idle['brokers']}-broker cluster over {idle['wall_s']:.1f} s (heartbeat every {HEARTBEAT_MS} ms)")
-    out.append(table(["brokers", "CPU s", "% of one core", "% of machine", "ms CPU/s per broker", "ms CPU per heartbeat"],
-                     [[idle["brokers"], f"{idle['cpu_s']:.2f}", f"{idle['one_core_percent']:.1f}", f"{idle['machine_percent']:.1f}",
-                       f"{idle['per_broker_cpu_ms_per_s']:.2f}", f"{idle['per_broker_cpu_ms_per_heartbeat']:.2f}"]]))
+    out.append(
+        f"3. idle CPU of the {idle['brokers']}-broker cluster over {idle['wall_s']:.1f} s (heartbeat every {HEARTBEAT_MS} ms)"
+    )
+    out.append(
+        table(
+            ["brokers", "CPU s", "% of one core", "% of machine", "ms CPU/s per broker", "ms CPU per heartbeat"],
+            [
+                [
+                    idle["brokers"],
+                    f"{idle['cpu_s']:.2f}",
+                    f"{idle['one_core_percent']:.1f}",
+                    f"{idle['machine_percent']:.1f}",
+                    f"{idle['per_broker_cpu_ms_per_s']:.2f}",
+                    f"{idle['per_broker_cpu_ms_per_heartbeat']:.2f}",
+                ]
+            ],
+        )
+    )
     return "\n".join(out)
 
 
 # -- main -------------------------------------------------------------------------------------------------------------
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description="Benchmark the kafka_sim test cluster (latency, start-up, memory, idle CPU).")
+    parser = argparse.ArgumentParser(
+        description="Benchmark the kafka_sim test cluster (latency, start-up, memory, idle CPU)."
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 requests, 10 brokers instead of 50")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     return parser.parse_args(argv)
@@ -429,8 +555,10 @@ def run(params, mode):
     clusters = Clusters(root)
     try:
         results["latency"] = bench_latency(clusters, params)
-        results["up"] = [bench_up(clusters, 3, params, measure_idle=False),
-                         bench_up(clusters, params["brokers"], params, measure_idle=True)]
+        results["up"] = [
+            bench_up(clusters, 3, params, measure_idle=False),
+            bench_up(clusters, params["brokers"], params, measure_idle=True),
+        ]
     finally:
         clusters.down_all()
         shutil.rmtree(root, ignore_errors=True)

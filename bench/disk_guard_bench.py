@@ -47,7 +47,9 @@ TARGET_RSS_MIB = 100.0
 DEFAULT_RATE = 10485760
 LIMIT_RATIO = 0.01
 EXCLUDED = ["User:kafka-broker", "User:cruise-control"]
-LINE = re.compile(r"factor (\S+) \S+ \(strimzi, [^)]*\): (quotas unchanged|\d+ quota entit\S+ changed) in (\d+\.\d+) s$")
+LINE = re.compile(
+    r"factor (\S+) \S+ \(strimzi, [^)]*\): (quotas unchanged|\d+ quota entit\S+ changed) in (\d+\.\d+) s$"
+)
 
 
 def _ensure_collection_link():
@@ -59,24 +61,46 @@ def _ensure_collection_link():
 
 
 def declared(entities):
-    return [{"entity": {"user": f"bench-user-{index:05d}"}, "producer_byte_rate": 1048576 + index, "consumer_byte_rate": 2097152}
-            for index in range(entities)]
+    return [
+        {
+            "entity": {"user": f"bench-user-{index:05d}"},
+            "producer_byte_rate": 1048576 + index,
+            "consumer_byte_rate": 2097152,
+        }
+        for index in range(entities)
+    ]
 
 
 def guard_options(bootstrap, quotas):
-    return {"bootstrap_servers": bootstrap.split(","), "min_available_ratio": LIMIT_RATIO, "default_producer_byte_rate": DEFAULT_RATE,
-            "quotas": quotas, "excluded_principals": EXCLUDED}
+    return {
+        "bootstrap_servers": bootstrap.split(","),
+        "min_available_ratio": LIMIT_RATIO,
+        "default_producer_byte_rate": DEFAULT_RATE,
+        "quotas": quotas,
+        "excluded_principals": EXCLUDED,
+    }
 
 
 def client_quota_set(quotas):
     """The quota set the guard holds at factor 1, as client_quota takes it (what the baseline's third task applies)."""
-    return quotas + [{"entity": {"user": "<default>"}, "producer_byte_rate": DEFAULT_RATE}] + [
-        {"entity": {"user": principal.split(":", 1)[1]}, "producer_byte_rate": 9223372036854775807} for principal in EXCLUDED]
+    return (
+        quotas
+        + [{"entity": {"user": "<default>"}, "producer_byte_rate": DEFAULT_RATE}]
+        + [
+            {"entity": {"user": principal.split(":", 1)[1]}, "producer_byte_rate": 9223372036854775807}
+            for principal in EXCLUDED
+        ]
+    )
 
 
 def _environment():
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCALHOST_WARNING="False",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="False", ANSIBLE_NOCOLOR="1")
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+        ANSIBLE_NOCOLOR="1",
+    )
     env.pop("ANSIBLE_CONFIG", None)
     return env
 
@@ -104,11 +128,36 @@ def playbook(workdir, name, tasks, variables, connection):
         json.dump(variables, handle)
     path = os.path.join(workdir, f"{name}.yml")
     with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "vars_files": [vars_file],
-                         "module_defaults": {"group/headroom.kafka.kafka": connection}, "tasks": tasks + [
-            {"ansible.builtin.copy": {"content": "{{ outcome | to_json }}", "dest": os.path.join(workdir, f"{name}-outcome.json")}}]}], handle)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-               "-e", "ansible_python_interpreter=" + sys.executable, path]
+        yaml.safe_dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "vars_files": [vars_file],
+                    "module_defaults": {"group/headroom.kafka.kafka": connection},
+                    "tasks": tasks
+                    + [
+                        {
+                            "ansible.builtin.copy": {
+                                "content": "{{ outcome | to_json }}",
+                                "dest": os.path.join(workdir, f"{name}-outcome.json"),
+                            }
+                        }
+                    ],
+                }
+            ],
+            handle,
+        )
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        "ansible_python_interpreter=" + sys.executable,
+        path,
+    ]
 
     def run():
         elapsed, _run = _timed(command, env=_environment())
@@ -117,26 +166,53 @@ def playbook(workdir, name, tasks, variables, connection):
         if outcome.get("changed") or outcome.get("factor") != 1.0:
             raise SystemExit(f"{name}: expected factor 1 and no change, got {outcome}")
         return elapsed
+
     return run
 
 
 def module_task(workdir, options):
     task = {key: value for key, value in options.items() if key != "quotas"}
     task["quotas"] = "{{ declared }}"
-    return playbook(workdir, "module", [
-        {"headroom.kafka.disk_guard": task, "register": "decision"},
-        {"ansible.builtin.set_fact": {"outcome": {"changed": "{{ decision.changed }}", "factor": "{{ decision.throttle_factor }}"}}},
-    ], {"declared": options["quotas"]}, {"bootstrap_servers": options["bootstrap_servers"]})
+    return playbook(
+        workdir,
+        "module",
+        [
+            {"headroom.kafka.disk_guard": task, "register": "decision"},
+            {
+                "ansible.builtin.set_fact": {
+                    "outcome": {"changed": "{{ decision.changed }}", "factor": "{{ decision.throttle_factor }}"}
+                }
+            },
+        ],
+        {"declared": options["quotas"]},
+        {"bootstrap_servers": options["bootstrap_servers"]},
+    )
 
 
 def three_tasks(workdir, options):
-    return playbook(workdir, "three-tasks", [
-        {"headroom.kafka.log_dirs_info": {}, "register": "seen"},
-        {"headroom.kafka.volume_limits": {"log_dirs": "{{ seen.log_dirs }}", "min_available_ratio": LIMIT_RATIO,
-                                          "produce_byte_rate": DEFAULT_RATE}, "register": "limits"},
-        {"headroom.kafka.client_quota": {"quotas": "{{ quota_set }}", "exclusive": True}, "register": "applied"},
-        {"ansible.builtin.set_fact": {"outcome": {"changed": "{{ applied.changed }}", "factor": "{{ limits.throttle_factor }}"}}},
-    ], {"quota_set": client_quota_set(options["quotas"])}, {"bootstrap_servers": options["bootstrap_servers"]})
+    return playbook(
+        workdir,
+        "three-tasks",
+        [
+            {"headroom.kafka.log_dirs_info": {}, "register": "seen"},
+            {
+                "headroom.kafka.volume_limits": {
+                    "log_dirs": "{{ seen.log_dirs }}",
+                    "min_available_ratio": LIMIT_RATIO,
+                    "produce_byte_rate": DEFAULT_RATE,
+                },
+                "register": "limits",
+            },
+            {"headroom.kafka.client_quota": {"quotas": "{{ quota_set }}", "exclusive": True}, "register": "applied"},
+            {
+                "ansible.builtin.set_fact": {
+                    "outcome": {"changed": "{{ applied.changed }}", "factor": "{{ limits.throttle_factor }}"}
+                }
+            },
+        ],
+        {"quota_set": client_quota_set(options["quotas"])},
+        {"bootstrap_servers": options["bootstrap_servers"]},
+    )
 
 
 def peak_rss_mib(pid):
@@ -149,8 +225,13 @@ def peak_rss_mib(pid):
 
 def loop_decisions(config, decisions):
     """Decision times inside the running service (its own figures) and its peak memory after ``decisions`` of them."""
-    process = subprocess.Popen([sys.executable, "-m", "headroom_guard", "--config", config, "--interval", "1"], cwd=ROOT,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "headroom_guard", "--config", config, "--interval", "1"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     seconds = []
     try:
         while len(seconds) < decisions:
@@ -172,7 +253,12 @@ def measure(bootstrap, entities, runs, workdir):
     config = os.path.join(workdir, "guard.yml")
     with open(config, "w", encoding="utf-8") as handle:
         yaml.safe_dump(options, handle)
-    subprocess.run([sys.executable, "-m", "headroom_guard", "--config", config, "--once"], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "headroom_guard", "--config", config, "--once"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     figures = {}
     print("guard --once ...", file=sys.stderr)
     figures["guard_once"] = statistics.median(guard_once(config) for _run in range(runs))
@@ -189,22 +275,32 @@ def measure(bootstrap, entities, runs, workdir):
 
 
 def report(figures, brokers, entities, runs):
-    print(f"disk guard, one decision that changes nothing: {brokers} brokers (sim), {entities:,} declared entities, "
-          f"{os.cpu_count()} cores; median of {runs} run(s)")
-    rows = [("guard, one decision: python -m headroom_guard --once", figures["guard_once"]),
-            ("guard, one decision inside the running service", figures["guard_loop"]),
-            ("module: ansible-playbook, one disk_guard task", figures["module_task"]),
-            ("baseline: ansible-playbook, log_dirs_info + volume_limits + client_quota", figures["three_tasks"])]
+    print(
+        f"disk guard, one decision that changes nothing: {brokers} brokers (sim), {entities:,} declared entities, "
+        f"{os.cpu_count()} cores; median of {runs} run(s)"
+    )
+    rows = [
+        ("guard, one decision: python -m headroom_guard --once", figures["guard_once"]),
+        ("guard, one decision inside the running service", figures["guard_loop"]),
+        ("module: ansible-playbook, one disk_guard task", figures["module_task"]),
+        ("baseline: ansible-playbook, log_dirs_info + volume_limits + client_quota", figures["three_tasks"]),
+    ]
     width = max(len(name) for name, _seconds in rows) + 2
     for name, seconds in rows:
         print(f"{name:<{width}}{seconds:>9.3f} s   baseline / this {figures['three_tasks'] / seconds:6.1f}x")
     once = figures["three_tasks"] / figures["guard_once"]
-    print(f"guard service: peak resident memory {figures['guard_rss_mib']:.1f} MiB (target < {TARGET_RSS_MIB:.0f}); "
-          f"stopped by SIGTERM with exit status {figures['guard_exit']}")
+    print(
+        f"guard service: peak resident memory {figures['guard_rss_mib']:.1f} MiB (target < {TARGET_RSS_MIB:.0f}); "
+        f"stopped by SIGTERM with exit status {figures['guard_exit']}"
+    )
     passed = once >= TARGET_SPEEDUP and figures["guard_rss_mib"] < TARGET_RSS_MIB and figures["guard_exit"] == 0
-    print(f"{'PASS' if once >= TARGET_SPEEDUP else 'FAIL'}  one guard decision at least {TARGET_SPEEDUP:g}x faster than the three tasks "
-          f"(the whole --once command): {once:.1f}x")
-    print(f"{'PASS' if figures['guard_rss_mib'] < TARGET_RSS_MIB else 'FAIL'}  guard resident memory under {TARGET_RSS_MIB:g} MiB")
+    print(
+        f"{'PASS' if once >= TARGET_SPEEDUP else 'FAIL'}  one guard decision at least {TARGET_SPEEDUP:g}x faster than the three tasks "
+        f"(the whole --once command): {once:.1f}x"
+    )
+    print(
+        f"{'PASS' if figures['guard_rss_mib'] < TARGET_RSS_MIB else 'FAIL'}  guard resident memory under {TARGET_RSS_MIB:g} MiB"
+    )
     return passed
 
 

@@ -132,20 +132,21 @@ from kafka_sim.traffic import PRODUCER_SETTINGS, plugin_gauge  # noqa: E402
 
 ensure_importable()
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec  # noqa: E402
+
 # pylint: enable=wrong-import-position
 
-TARGET_SECONDS = 2.0            # the guard may react at most this much later than the plugin (median difference)
+TARGET_SECONDS = 2.0  # the guard may react at most this much later than the plugin (median difference)
 MIB = 1 << 20
-BASE_RATE = 256 << 10           # produce quota at factor 1, bytes/s: the plugin's `produce`, the guard's default rate
-OFFERED_RATE = BASE_RATE // 2   # what each producer offers: never throttled at factor 1
-MESSAGE_SIZE = 1024             # about one produce request every 8 ms per producer
-LIMIT = 32 * MIB                # min available bytes per volume, both sides
-MARGIN = 8 * MIB                # the filling volume sits this far above the limit before T0, this far below after
+BASE_RATE = 256 << 10  # produce quota at factor 1, bytes/s: the plugin's `produce`, the guard's default rate
+OFFERED_RATE = BASE_RATE // 2  # what each producer offers: never throttled at factor 1
+MESSAGE_SIZE = 1024  # about one produce request every 8 ms per producer
+LIMIT = 32 * MIB  # min available bytes per volume, both sides
+MARGIN = 8 * MIB  # the filling volume sits this far above the limit before T0, this far below after
 TRIGGER_SIZE = 2 * MARGIN
-VOLUME_SIZE = 256 * MIB         # every data log dir (tmpfs; only what is written takes memory)
-PRODUCER_ROOM = 64 * MIB        # the producers' volumes must keep this much above the limit
+VOLUME_SIZE = 256 * MIB  # every data log dir (tmpfs; only what is written takes memory)
+PRODUCER_ROOM = 64 * MIB  # the producers' volumes must keep this much above the limit
 WARMUP_SECONDS = 2.0
-GUARD_LEAD = 2.0                # at least this long between starting the guard process and its first decision
+GUARD_LEAD = 2.0  # at least this long between starting the guard process and its first decision
 UP_TIMEOUT = 180.0
 PLUGIN_BROKER, GUARDED_BROKER, FILLED_BROKER = 1, 2, 3
 SIDES = (("plugin", "reaction-plugin", PLUGIN_BROKER), ("guard", "reaction-guard", GUARDED_BROKER))
@@ -159,11 +160,15 @@ start_at = float(sys.argv[1])
 time.sleep(max(0.0, start_at - time.time()))
 sys.exit(cli.main(sys.argv[2:]))
 """
-DECISION = re.compile(r"factor (?P<factor>\S+) (?P<state>\S+) \(.*\): (?P<changed>quotas unchanged|\d+ quota entit\S+ changed) "
-                      r"in (?P<seconds>\d+\.\d+) s$")
+DECISION = re.compile(
+    r"factor (?P<factor>\S+) (?P<state>\S+) \(.*\): (?P<changed>quotas unchanged|\d+ quota entit\S+ changed) "
+    r"in (?P<seconds>\d+\.\d+) s$"
+)
 LOG_LINE = re.compile(r"^\[(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ (?P<text>.*)$")
-FACTOR_CHANGE = re.compile(r"Throttle Factor changed from ThrottleFactor\{throttleFactor=(?P<old>[-\d.E]+).*"
-                           r" to ThrottleFactor\{throttleFactor=(?P<new>[-\d.E]+)")
+FACTOR_CHANGE = re.compile(
+    r"Throttle Factor changed from ThrottleFactor\{throttleFactor=(?P<old>[-\d.E]+).*"
+    r" to ThrottleFactor\{throttleFactor=(?P<new>[-\d.E]+)"
+)
 
 
 class BenchError(Exception):
@@ -250,12 +255,30 @@ class GuardProcess:
         self.reader = None
 
     def start(self, start_at):
-        command = [sys.executable, "-c", LAUNCHER, f"{start_at:.6f}", "--config", self.config_path,
-                   "--interval", f"{self.interval:g}"]
+        command = [
+            sys.executable,
+            "-c",
+            LAUNCHER,
+            f"{start_at:.6f}",
+            "--config",
+            self.config_path,
+            "--interval",
+            f"{self.interval:g}",
+        ]
         self.decisions, self.failures = [], []
-        self.process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # pylint: disable=consider-using-with
-                                        stderr=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
-        self.reader = threading.Thread(target=self._read, args=(self.process, self.decisions, self.failures), daemon=True)
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # pylint: disable=consider-using-with
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
+        self.reader = threading.Thread(
+            target=self._read, args=(self.process, self.decisions, self.failures), daemon=True
+        )
         self.reader.start()
 
     def _read(self, process, decisions, failures):
@@ -267,8 +290,16 @@ class GuardProcess:
             match = DECISION.search(line)
             if match:
                 seconds = float(match.group("seconds"))
-                decisions.append({"end": now, "start": now - seconds, "seconds": seconds, "factor": float(match.group("factor")),
-                                  "state": match.group("state"), "changed": match.group("changed") != "quotas unchanged"})
+                decisions.append(
+                    {
+                        "end": now,
+                        "start": now - seconds,
+                        "seconds": seconds,
+                        "factor": float(match.group("factor")),
+                        "state": match.group("state"),
+                        "changed": match.group("changed") != "quotas unchanged",
+                    }
+                )
             elif "decision failed" in line:
                 failures.append((now, line))
 
@@ -307,7 +338,9 @@ class SideProducer:
         self.other_brokers = []
         self.acked = self.offered = self.errors = 0
         # log_level 4: librdkafka's warnings and errors, not its notices (a dropped producer's purged queue).
-        config = dict(PRODUCER_SETTINGS, **{"client.id": f"reaction-bench-{name}", "throttle_cb": self._throttle, "log_level": 4})
+        config = dict(
+            PRODUCER_SETTINGS, **{"client.id": f"reaction-bench-{name}", "throttle_cb": self._throttle, "log_level": 4}
+        )
         self.producer = Producer(confluent_config(cluster, **config))
         self.payload = b"x" * MESSAGE_SIZE
         self.started = time.time()
@@ -413,7 +446,9 @@ class ReactionBench:
             raise BenchError("needs root: every data log dir must be a tmpfs volume of its own (mount -t tmpfs)")
         libs = ensure_libs()
         if not libs.plugin:
-            raise BenchError("no Strimzi quota plugin jar among the cluster's libraries; run 'python -m kafka_sim libs'")
+            raise BenchError(
+                "no Strimzi quota plugin jar among the cluster's libraries; run 'python -m kafka_sim libs'"
+            )
         for attempt in range(1, 4):
             directory = os.path.join(self.workdir, f"cluster-{attempt}")
             cluster = Cluster(directory, "kafka")
@@ -423,8 +458,10 @@ class ReactionBench:
             if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
                 raise BenchError("a data log dir is not on a volume of its own: " + "; ".join(cluster.info["notes"]))
             self._configure_plugin(cluster)
-            log(f"starting 3 brokers and a controller (Apache Kafka {cluster.info['kafka_version']}, "
-                f"{os.path.basename(libs.plugin)} on broker {PLUGIN_BROKER}) ...")
+            log(
+                f"starting 3 brokers and a controller (Apache Kafka {cluster.info['kafka_version']}, "
+                f"{os.path.basename(libs.plugin)} on broker {PLUGIN_BROKER}) ..."
+            )
             try:
                 cluster.up(UP_TIMEOUT)
                 break
@@ -443,16 +480,23 @@ class ReactionBench:
     def _create_topics(self):
         """One single-replica topic per side, on that side's broker."""
         client = AdminClient(confluent_config(self.cluster, log_level=4))
-        futures = client.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[broker_id]])
-                                        for _name, topic, broker_id in SIDES])
+        futures = client.create_topics(
+            [NewTopic(topic, num_partitions=1, replica_assignment=[[broker_id]]) for _name, topic, broker_id in SIDES]
+        )
         for future in futures.values():
             future.result(30)
 
     def _configure_plugin(self, cluster):
         """Broker 1 only: the plugin block the collection renders for site.yml (no other broker loads the plugin)."""
-        spec = {"type": "strimzi", "producer_byte_rate": BASE_RATE, "min_available_bytes_per_volume": LIMIT,
-                "check_interval": self.interval}
-        block = quota_plugin_spec.quota_plugin_properties(spec, admin={"bootstrap_servers": cluster.info["bootstrap_servers"]})
+        spec = {
+            "type": "strimzi",
+            "producer_byte_rate": BASE_RATE,
+            "min_available_bytes_per_volume": LIMIT,
+            "check_interval": self.interval,
+        }
+        block = quota_plugin_spec.quota_plugin_properties(
+            spec, admin={"bootstrap_servers": cluster.info["bootstrap_servers"]}
+        )
         entry = cluster.broker(PLUGIN_BROKER)
         props = properties.load(entry["properties"])
         props.update(block)
@@ -460,8 +504,12 @@ class ReactionBench:
         self.plugin_block = block
 
     def write_guard_config(self):
-        config = {"bootstrap_servers": self.cluster.info["bootstrap_servers"].split(","), "policy": "strimzi",
-                  "min_available_bytes": LIMIT, "default_producer_byte_rate": BASE_RATE}
+        config = {
+            "bootstrap_servers": self.cluster.info["bootstrap_servers"].split(","),
+            "policy": "strimzi",
+            "min_available_bytes": LIMIT,
+            "default_producer_byte_rate": BASE_RATE,
+        }
         path = os.path.join(self.workdir, "guard.yml")
         with open(path, "w", encoding="utf-8") as handle:
             yaml.safe_dump(config, handle)
@@ -472,17 +520,29 @@ class ReactionBench:
     def check_setup(self):
         """The plugin runs on broker 1 (its own metrics), observes all three volumes and checks at the interval."""
         plugin = self.cluster.broker(PLUGIN_BROKER)
-        produce = wait_for(lambda: plugin_gauge(plugin, "StaticQuotaCallback", "Produce"), 60, "the plugin's Produce gauge on broker 1")
+        produce = wait_for(
+            lambda: plugin_gauge(plugin, "StaticQuotaCallback", "Produce"), 60, "the plugin's Produce gauge on broker 1"
+        )
         if produce != BASE_RATE:
             raise BenchError(f"broker 1's plugin reports a produce quota of {produce}, not {BASE_RATE}")
-        wait_for(lambda: plugin_gauge(plugin, "VolumeSource", "ActiveLogDirs") == 3, 60, "the plugin observing all three log dirs")
-        wait_for(lambda: len(self.plugin_log.refresh().ends) >= 2, 3 * self.interval + 30, "two storage checks in broker 1's log")
+        wait_for(
+            lambda: plugin_gauge(plugin, "VolumeSource", "ActiveLogDirs") == 3,
+            60,
+            "the plugin observing all three log dirs",
+        )
+        wait_for(
+            lambda: len(self.plugin_log.refresh().ends) >= 2,
+            3 * self.interval + 30,
+            "two storage checks in broker 1's log",
+        )
         for broker_id in (GUARDED_BROKER, FILLED_BROKER):
             if properties.load(self.cluster.broker(broker_id)["properties"]).get(quota_plugin_spec.CALLBACK_CLASS_KEY):
                 raise BenchError(f"broker {broker_id} must not load a quota callback")
         starts, ends = self.plugin_log.starts, self.plugin_log.ends
-        log(f"the plugin checks storage: last check took {(ends[-1] - starts[-1]) * 1000:.0f} ms, "
-            f"{starts[-1] - starts[-2]:.3f} s after the one before")
+        log(
+            f"the plugin checks storage: last check took {(ends[-1] - starts[-1]) * 1000:.0f} ms, "
+            f"{starts[-1] - starts[-2]:.3f} s after the one before"
+        )
 
     # -- the filling volume ---------------------------------------------------------------------------------------
     def prefill(self):
@@ -501,8 +561,10 @@ class ReactionBench:
         for _name, _topic, broker_id in SIDES:
             path = self.cluster.broker(broker_id)["log_dirs"][0]
             if available(path) < LIMIT + PRODUCER_ROOM:
-                raise BenchError(f"broker {broker_id}'s volume is down to {available(path)} bytes available: too many trials for "
-                                 f"{VOLUME_SIZE // MIB} MiB volumes")
+                raise BenchError(
+                    f"broker {broker_id}'s volume is down to {available(path)} bytes available: too many trials for "
+                    f"{VOLUME_SIZE // MIB} MiB volumes"
+                )
         return now
 
     def cross_limit(self):
@@ -511,7 +573,7 @@ class ReactionBench:
             remaining = TRIGGER_SIZE
             chunk = b"\0" * MIB
             while remaining:
-                remaining -= handle.write(chunk[:min(len(chunk), remaining)])
+                remaining -= handle.write(chunk[: min(len(chunk), remaining)])
         return started, time.time()
 
     # -- one trial ------------------------------------------------------------------------------------------------
@@ -528,28 +590,45 @@ class ReactionBench:
             offset = 0.0 if self.phase == "aligned" else self.random.uniform(0, self.interval)
             start_at = tick + offset
             self.guard.start(start_at)
-            wait_for(lambda: self.guard.decisions or self.guard.failures or not self.guard.running(),
-                     start_at - time.time() + 60, "the guard's first decision")
+            wait_for(
+                lambda: self.guard.decisions or self.guard.failures or not self.guard.running(),
+                start_at - time.time() + 60,
+                "the guard's first decision",
+            )
             if not self.guard.decisions:
-                raise BenchError(f"the guard's first decision failed or it stopped (exit status {self.guard.process.poll()}):\n"
-                                 f"{self.guard.tail()}")
+                raise BenchError(
+                    f"the guard's first decision failed or it stopped (exit status {self.guard.process.poll()}):\n"
+                    f"{self.guard.tail()}"
+                )
             decision = self.guard.decisions[0]
             if decision["factor"] != 1.0:
-                raise BenchError(f"the guard's first decision is factor {decision['factor']} with the volume free:\n{self.guard.tail()}")
+                raise BenchError(
+                    f"the guard's first decision is factor {decision['factor']} with the volume free:\n{self.guard.tail()}"
+                )
             late = decision["start"] - start_at
             if late <= 0.25 or attempt == 3:
                 if late > 0.25:
                     log(f"the guard's first decision started {late:.2f} s after the planned instant")
-                return {"planned_start": start_at, "plugin_tick": tick, "offset": offset, "first_start": decision["start"],
-                        "late": late, "attempts": attempt}
+                return {
+                    "planned_start": start_at,
+                    "plugin_tick": tick,
+                    "offset": offset,
+                    "first_start": decision["start"],
+                    "late": late,
+                    "attempts": attempt,
+                }
             lead *= 2
             log(f"the guard started {late:.2f} s late; starting it again with {lead:g} s lead")
         raise AssertionError("unreachable")
 
     def wait_plugin_open(self):
         plugin = self.cluster.broker(PLUGIN_BROKER)
-        wait_for(lambda: plugin_gauge(plugin, "ThrottleFactor", "ThrottleFactor") == 1.0, 3 * self.interval + 30,
-                 "the plugin's throttle factor back at 1.0", interval=0.25)
+        wait_for(
+            lambda: plugin_gauge(plugin, "ThrottleFactor", "ThrottleFactor") == 1.0,
+            3 * self.interval + 30,
+            "the plugin's throttle factor back at 1.0",
+            interval=0.25,
+        )
 
     def new_producers(self):
         self.close_producers()
@@ -571,8 +650,10 @@ class ReactionBench:
             silent = [p.name for p in producers if not p.acked]
             if not throttled and not silent:
                 return producers
-            log(f"warm-up {attempt}: {'throttled: ' + ', '.join(throttled) if throttled else ''}"
-                f"{' no acknowledgement: ' + ', '.join(silent) if silent else ''}; starting again")
+            log(
+                f"warm-up {attempt}: {'throttled: ' + ', '.join(throttled) if throttled else ''}"
+                f"{' no acknowledgement: ' + ', '.join(silent) if silent else ''}; starting again"
+            )
             self.close_producers()
             time.sleep(1.0)
         raise BenchError("the producers could not run unthrottled before the limit was crossed")
@@ -588,25 +669,44 @@ class ReactionBench:
         def cross():
             crossing["started"], crossing["t0"] = self.cross_limit()
 
-        pump_until(producers, lambda: all(p.first_throttled for p in producers), delay + 3 * self.interval + 10,
-                   action=(time.time() + delay, cross))
+        pump_until(
+            producers,
+            lambda: all(p.first_throttled for p in producers),
+            delay + 3 * self.interval + 10,
+            action=(time.time() + delay, cross),
+        )
         after = available(self.filled)
         os.remove(self.trigger)
         self.close_producers()
         t0 = crossing["t0"]
-        early = [p.name for p in producers if (p.first_throttled is not None and p.first_throttled < t0) or p.other_brokers]
+        early = [
+            p.name for p in producers if (p.first_throttled is not None and p.first_throttled < t0) or p.other_brokers
+        ]
         if early:
             log(f"trial {number}: {', '.join(early)} throttled before T0 or by another broker; this trial is run again")
             return None
-        record = {"trial": number, "t0": t0, "fill_ms": (t0 - crossing["started"]) * 1000, "available_after": after,
-                  "delay_after_warmup": delay, "guard_alignment": alignment, "load_1min": os.getloadavg()[0]}
+        record = {
+            "trial": number,
+            "t0": t0,
+            "fill_ms": (t0 - crossing["started"]) * 1000,
+            "available_after": after,
+            "delay_after_warmup": delay,
+            "guard_alignment": alignment,
+            "load_1min": os.getloadavg()[0],
+        }
         # The guard prints its decision line after AlterClientQuotas returned, so a producer may see the throttle a few
         # milliseconds before the line is read; the plugin logs before the broker applies. Give both lines a moment.
         deadline = time.time() + 3.0
         while time.time() < deadline and not (
-                (sides_throttled(producers, "guard") is None or any(d["end"] >= t0 and d["factor"] == 0.0 for d in self.guard.decisions))
-                and (sides_throttled(producers, "plugin") is None
-                     or any(stamp >= t0 - 1 and new == 0.0 for stamp, _old, new in self.plugin_log.refresh().changes))):
+            (
+                sides_throttled(producers, "guard") is None
+                or any(d["end"] >= t0 and d["factor"] == 0.0 for d in self.guard.decisions)
+            )
+            and (
+                sides_throttled(producers, "plugin") is None
+                or any(stamp >= t0 - 1 and new == 0.0 for stamp, _old, new in self.plugin_log.refresh().changes)
+            )
+        ):
             time.sleep(0.05)
         self.plugin_log.refresh()
         last_check = self.plugin_log.check_before(t0)
@@ -620,17 +720,25 @@ class ReactionBench:
             record["difference"] = None
         started_p, started_g = record["plugin"].get("check_started"), record["guard"].get("decision_started")
         record["phase_gap"] = started_g - started_p if started_p is not None and started_g is not None else None
-        log(f"trial {number}/{trials}: T0 {record['t0_after_plugin_check'] or 0:.2f} s into the plugin's period; "
+        log(
+            f"trial {number}/{trials}: T0 {record['t0_after_plugin_check'] or 0:.2f} s into the plugin's period; "
             f"plugin {fmt(record['plugin']['reaction'])} s, guard {fmt(record['guard']['reaction'])} s, "
-            f"difference {fmt(record['difference'], signed=True)} s (load average {record['load_1min']:.2f})")
+            f"difference {fmt(record['difference'], signed=True)} s (load average {record['load_1min']:.2f})"
+        )
         return record
 
     def _plugin_side(self, producer, t0):
-        side = {"reaction": None, "throttle_ms": producer.first_throttle_ms, "throttled_responses": producer.throttled,
-                "acked_bytes": producer.acked}
+        side = {
+            "reaction": None,
+            "throttle_ms": producer.first_throttle_ms,
+            "throttled_responses": producer.throttled,
+            "acked_bytes": producer.acked,
+        }
         if producer.first_throttled is not None:
             side["reaction"] = producer.first_throttled - t0
-        change = next(((stamp, old, new) for stamp, old, new in self.plugin_log.changes if stamp >= t0 - 1 and new == 0.0), None)
+        change = next(
+            ((stamp, old, new) for stamp, old, new in self.plugin_log.changes if stamp >= t0 - 1 and new == 0.0), None
+        )
         if change is not None:
             side["decided"] = change[0] - t0
             check = self.plugin_log.check_before(change[0])
@@ -641,8 +749,13 @@ class ReactionBench:
         return side
 
     def _guard_side(self, producer, t0):
-        side = {"reaction": None, "throttle_ms": producer.first_throttle_ms, "throttled_responses": producer.throttled,
-                "acked_bytes": producer.acked, "failed_decisions": [line for _at, line in self.guard.failures]}
+        side = {
+            "reaction": None,
+            "throttle_ms": producer.first_throttle_ms,
+            "throttled_responses": producer.throttled,
+            "acked_bytes": producer.acked,
+            "failed_decisions": [line for _at, line in self.guard.failures],
+        }
         if producer.first_throttled is not None:
             side["reaction"] = producer.first_throttled - t0
         decision = next((d for d in self.guard.decisions if d["end"] >= t0 and d["factor"] == 0.0), None)
@@ -687,19 +800,34 @@ def summarize(trials):
     summary = {}
     for side in ("plugin", "guard"):
         reactions = column(side, "reaction")
-        summary[side] = {"reacted": len(reactions), "median": median(reactions), "mean": mean(reactions),
-                         "min": min(reactions, default=None), "max": max(reactions, default=None),
-                         "detect_median": median(column(side, "decided")), "apply_median": median(column(side, "apply"))}
+        summary[side] = {
+            "reacted": len(reactions),
+            "median": median(reactions),
+            "mean": mean(reactions),
+            "min": min(reactions, default=None),
+            "max": max(reactions, default=None),
+            "detect_median": median(column(side, "decided")),
+            "apply_median": median(column(side, "apply")),
+        }
     differences = [t["difference"] for t in trials if t["difference"] is not None]
     gaps = [t["phase_gap"] for t in trials if t["phase_gap"] is not None]
-    summary["difference"] = {"median": median(differences), "mean": mean(differences), "min": min(differences, default=None),
-                             "max": max(differences, default=None),
-                             "of_medians": (summary["guard"]["median"] - summary["plugin"]["median"]
-                                            if summary["guard"]["median"] is not None and summary["plugin"]["median"] is not None else None)}
+    summary["difference"] = {
+        "median": median(differences),
+        "mean": mean(differences),
+        "min": min(differences, default=None),
+        "max": max(differences, default=None),
+        "of_medians": (
+            summary["guard"]["median"] - summary["plugin"]["median"]
+            if summary["guard"]["median"] is not None and summary["plugin"]["median"] is not None
+            else None
+        ),
+    }
     summary["phase_gap_median"] = median(gaps)
     # Each difference minus the phase gap of that trial's two detecting rounds: what the guard's mechanism adds when
     # both decisions start at the same instant (about the difference itself in phase aligned).
-    without_phase = [t["difference"] - t["phase_gap"] for t in trials if t["difference"] is not None and t["phase_gap"] is not None]
+    without_phase = [
+        t["difference"] - t["phase_gap"] for t in trials if t["difference"] is not None and t["phase_gap"] is not None
+    ]
     summary["difference"]["without_phase_gap_median"] = median(without_phase)
     complete = len(differences) == len(trials) and trials
     summary["passed"] = bool(complete and summary["difference"]["median"] <= TARGET_SECONDS)
@@ -722,12 +850,22 @@ COLUMNS = (  # header, value of a trial, digits, signed, summarized (median/mean
 
 
 def table(trials):
-    rows = [[fmt(get(t), signed, digits) if name != "trial" else str(t["trial"]) for name, get, digits, signed, _s in COLUMNS]
-            for t in trials]
+    rows = [
+        [
+            fmt(get(t), signed, digits) if name != "trial" else str(t["trial"])
+            for name, get, digits, signed, _s in COLUMNS
+        ]
+        for t in trials
+    ]
     summary_rows = []
     for label, function in (("median", median), ("mean", mean)):
-        summary_rows.append([label] + [fmt(function([v for v in map(get, trials) if v is not None]), signed, digits) if summarized else ""
-                                       for _name, get, digits, signed, summarized in COLUMNS[1:]])
+        summary_rows.append(
+            [label]
+            + [
+                fmt(function([v for v in map(get, trials) if v is not None]), signed, digits) if summarized else ""
+                for _name, get, digits, signed, summarized in COLUMNS[1:]
+            ]
+        )
     headers = [name for name, *_rest in COLUMNS]
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, *summary_rows)]
     rule = "  ".join("-" * width for width in widths)
@@ -742,18 +880,26 @@ def report(results):
     settings, trials, summary = results["settings"], results["trials"], results["summary"]
     host = settings["machine"]
     lines = [
-        ("Disk guard vs Strimzi quota plugin: reaction to one volume crossing the limit "
-         f"({len(trials)} trials; {host['cores']} cores, {host['cpu']}; load average {host['load_before']} before, "
-         f"{host['load_after']} after)"),
-        (f"One Apache Kafka {settings['kafka_version']} cluster: broker {PLUGIN_BROKER} loads {settings['plugin_jar']}, "
-         f"broker {GUARDED_BROKER} is held by python -m headroom_guard (no plugin), broker {FILLED_BROKER}'s log dir is the "
-         "filling volume."),
-        (f"Both: binary rule, min available bytes {LIMIT // MIB} MiB per volume, a check every {settings['interval']:g} s, "
-         f"produce quota {BASE_RATE // 1024} KiB/s x factor; each producer offers {OFFERED_RATE // 1024} KiB/s in "
-         f"{MESSAGE_SIZE} B records. Guard phase: {settings['phase']}."),
-        (f"T0 = {TRIGGER_SIZE // MIB} MiB written into the filling volume (limit + {MARGIN // MIB} MiB -> limit - "
-         f"{MARGIN // MIB} MiB available); reaction = first produce response with a throttle time, after T0; detect = T0 -> "
-         "the decision that saw it; apply = that decision -> the throttled response. Seconds after T0 unless named."),
+        (
+            "Disk guard vs Strimzi quota plugin: reaction to one volume crossing the limit "
+            f"({len(trials)} trials; {host['cores']} cores, {host['cpu']}; load average {host['load_before']} before, "
+            f"{host['load_after']} after)"
+        ),
+        (
+            f"One Apache Kafka {settings['kafka_version']} cluster: broker {PLUGIN_BROKER} loads {settings['plugin_jar']}, "
+            f"broker {GUARDED_BROKER} is held by python -m headroom_guard (no plugin), broker {FILLED_BROKER}'s log dir is the "
+            "filling volume."
+        ),
+        (
+            f"Both: binary rule, min available bytes {LIMIT // MIB} MiB per volume, a check every {settings['interval']:g} s, "
+            f"produce quota {BASE_RATE // 1024} KiB/s x factor; each producer offers {OFFERED_RATE // 1024} KiB/s in "
+            f"{MESSAGE_SIZE} B records. Guard phase: {settings['phase']}."
+        ),
+        (
+            f"T0 = {TRIGGER_SIZE // MIB} MiB written into the filling volume (limit + {MARGIN // MIB} MiB -> limit - "
+            f"{MARGIN // MIB} MiB available); reaction = first produce response with a throttle time, after T0; detect = T0 -> "
+            "the decision that saw it; apply = that decision -> the throttled response. Seconds after T0 unless named."
+        ),
         "",
     ]
     lines += table(trials)
@@ -761,19 +907,33 @@ def report(results):
     lines.append("")
     for side in ("plugin", "guard"):
         figures = summary[side]
-        lines.append(f"{side + ' reaction:':<16} median {fmt(figures['median'])} s, mean {fmt(figures['mean'])} s, range "
-                     f"{fmt(figures['min'])}..{fmt(figures['max'])} s ({figures['reacted']}/{len(trials)} trials)")
-    lines.append(f"{'guard - plugin:':<16} median {fmt(difference['median'], True)} s, mean {fmt(difference['mean'], True)} s, "
-                 f"range {fmt(difference['min'], True)}..{fmt(difference['max'], True)} s; difference of the medians "
-                 f"{fmt(difference['of_medians'], True)} s")
-    lines.append(f"{'':<16} minus each trial's phase gap (both decisions started together): median "
-                 f"{fmt(difference['without_phase_gap_median'], True)} s")
-    lines.append(f"run time {results['run_seconds']:.0f} s (cluster up after {results['cluster_up_seconds']:.0f} s); "
-                 f"trials run again: {settings.get('repeated_trials', 0)}; seed {settings['seed']}")
-    missing = "" if summary["plugin"]["reacted"] == summary["guard"]["reacted"] == len(trials) else "; a side did not react in every trial"
-    lines.append(f"{'PASS' if summary['passed'] else 'FAIL'}  the guard reacts at most {TARGET_SECONDS:g} s later than the plugin "
-                 f"(median of guard - plugin over {len(trials)} trials, interval {settings['interval']:g} s, phase "
-                 f"{settings['phase']}): {fmt(difference['median'], True)} s{missing}")
+        lines.append(
+            f"{side + ' reaction:':<16} median {fmt(figures['median'])} s, mean {fmt(figures['mean'])} s, range "
+            f"{fmt(figures['min'])}..{fmt(figures['max'])} s ({figures['reacted']}/{len(trials)} trials)"
+        )
+    lines.append(
+        f"{'guard - plugin:':<16} median {fmt(difference['median'], True)} s, mean {fmt(difference['mean'], True)} s, "
+        f"range {fmt(difference['min'], True)}..{fmt(difference['max'], True)} s; difference of the medians "
+        f"{fmt(difference['of_medians'], True)} s"
+    )
+    lines.append(
+        f"{'':<16} minus each trial's phase gap (both decisions started together): median "
+        f"{fmt(difference['without_phase_gap_median'], True)} s"
+    )
+    lines.append(
+        f"run time {results['run_seconds']:.0f} s (cluster up after {results['cluster_up_seconds']:.0f} s); "
+        f"trials run again: {settings.get('repeated_trials', 0)}; seed {settings['seed']}"
+    )
+    missing = (
+        ""
+        if summary["plugin"]["reacted"] == summary["guard"]["reacted"] == len(trials)
+        else "; a side did not react in every trial"
+    )
+    lines.append(
+        f"{'PASS' if summary['passed'] else 'FAIL'}  the guard reacts at most {TARGET_SECONDS:g} s later than the plugin "
+        f"(median of guard - plugin over {len(trials)} trials, interval {settings['interval']:g} s, phase "
+        f"{settings['phase']}): {fmt(difference['median'], True)} s{missing}"
+    )
     return "\n".join(lines)
 
 
@@ -789,22 +949,43 @@ def cpu_model():
 
 
 def machine():
-    return {"cores": os.cpu_count(), "cpu": cpu_model(), "python": platform.python_version(), "kernel": platform.release(),
-            "load_before": ", ".join(f"{value:.2f}" for value in os.getloadavg())}
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "load_before": ", ".join(f"{value:.2f}" for value in os.getloadavg()),
+    }
 
 
 def run(args):
     started = time.time()
     workdir = tempfile.mkdtemp(prefix="bench-guard-reaction-")
     bench = ReactionBench(workdir, args.interval, args.phase, args.seed)
-    settings = {"interval": args.interval, "phase": args.phase, "trials": args.trials, "seed": args.seed, "limit_bytes": LIMIT,
-                "base_rate": BASE_RATE, "offered_rate": OFFERED_RATE, "message_size": MESSAGE_SIZE, "margin_bytes": MARGIN,
-                "volume_size": VOLUME_SIZE, "target_seconds": TARGET_SECONDS, "machine": machine()}
-    log(f"{args.trials} trials at interval {args.interval} s, guard phase {args.phase}; load average {settings['machine']['load_before']}")
+    settings = {
+        "interval": args.interval,
+        "phase": args.phase,
+        "trials": args.trials,
+        "seed": args.seed,
+        "limit_bytes": LIMIT,
+        "base_rate": BASE_RATE,
+        "offered_rate": OFFERED_RATE,
+        "message_size": MESSAGE_SIZE,
+        "margin_bytes": MARGIN,
+        "volume_size": VOLUME_SIZE,
+        "target_seconds": TARGET_SECONDS,
+        "machine": machine(),
+    }
+    log(
+        f"{args.trials} trials at interval {args.interval} s, guard phase {args.phase}; load average {settings['machine']['load_before']}"
+    )
     try:
         libs = bench.start_cluster()
-        settings.update(kafka_version=bench.cluster.info["kafka_version"], plugin_jar=os.path.basename(libs.plugin),
-                        plugin_properties=bench.plugin_block)
+        settings.update(
+            kafka_version=bench.cluster.info["kafka_version"],
+            plugin_jar=os.path.basename(libs.plugin),
+            plugin_properties=bench.plugin_block,
+        )
         up_seconds = time.time() - started
         settings["guard_config"] = bench.write_guard_config()
         bench.check_setup()
@@ -827,7 +1008,12 @@ def run(args):
         settings["machine"]["load_after"] = ", ".join(f"{value:.2f}" for value in os.getloadavg())
         bench.teardown()
         shutil.rmtree(workdir, ignore_errors=True)
-    results = {"settings": settings, "trials": trials, "cluster_up_seconds": up_seconds, "run_seconds": time.time() - started}
+    results = {
+        "settings": settings,
+        "trials": trials,
+        "cluster_up_seconds": up_seconds,
+        "run_seconds": time.time() - started,
+    }
     results["summary"] = summarize(trials)
     return results
 
@@ -843,12 +1029,22 @@ def _terminate(_signum, _frame):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10, help="limit crossings to measure (default 10)")
-    parser.add_argument("--interval", type=int, default=5,
-                        help="seconds between checks, the plugin's storage.check-interval and the guard's --interval (default 5; "
-                             "at least 2, the plugin reads whole seconds)")
-    parser.add_argument("--phase", choices=("aligned", "independent"), default="aligned",
-                        help="start the guard's decisions at the plugin's check instants (default) or at a random offset, anew each trial")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the random T0 and phase offsets (default: random)")
+    parser.add_argument(
+        "--interval",
+        type=int,
+        default=5,
+        help="seconds between checks, the plugin's storage.check-interval and the guard's --interval (default 5; "
+        "at least 2, the plugin reads whole seconds)",
+    )
+    parser.add_argument(
+        "--phase",
+        choices=("aligned", "independent"),
+        default="aligned",
+        help="start the guard's decisions at the plugin's check instants (default) or at a random offset, anew each trial",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed of the random T0 and phase offsets (default: random)"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the settings, every trial and the summary as JSON")
     args = parser.parse_args(argv)
     if args.trials < 1:

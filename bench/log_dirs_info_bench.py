@@ -36,6 +36,7 @@ def _ensure_collection_link():
 def _collect_once(bootstrap):
     from ansible_collections.headroom.kafka.plugins.module_utils import log_dirs  # pylint: disable=import-outside-toplevel
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter  # pylint: disable=import-outside-toplevel
+
     adapter = KafkaAdapter(bootstrap)
     started = time.perf_counter()
     try:
@@ -48,6 +49,7 @@ def _collect_once(bootstrap):
 
 def _sequential_once(bootstrap):
     from kafka.admin import KafkaAdminClient  # pylint: disable=import-outside-toplevel
+
     started = time.perf_counter()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
@@ -61,11 +63,39 @@ def _sequential_once(bootstrap):
 def _task_once(bootstrap, workdir):
     playbook = os.path.join(workdir, "play.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
-        json.dump([{"hosts": "localhost", "gather_facts": False,
-                    "tasks": [{"headroom.kafka.log_dirs_info": {"bootstrap_servers": bootstrap.split(",")[:3], "fail_on_missing": True}}]}], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-               "-e", "ansible_python_interpreter=" + sys.executable, playbook]
+        json.dump(
+            [
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "headroom.kafka.log_dirs_info": {
+                                "bootstrap_servers": bootstrap.split(",")[:3],
+                                "fail_on_missing": True,
+                            }
+                        }
+                    ],
+                }
+            ],
+            handle,
+        )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+    )
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        "ansible_python_interpreter=" + sys.executable,
+        playbook,
+    ]
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, capture_output=True)
     return time.perf_counter() - started
@@ -82,8 +112,12 @@ def _measure(brokers, runs, task_runs, workdir):
         collect = [_collect_once(bootstrap)[0] for _ignored in range(runs)]
         task = [_task_once(bootstrap, workdir) for _ignored in range(task_runs)]
         sequential = [_sequential_once(bootstrap) for _ignored in range(max(runs // 2, 1))]
-        return {"brokers": brokers, "collect_s": statistics.median(collect), "task_s": statistics.median(task),
-                "sequential_s": statistics.median(sequential)}
+        return {
+            "brokers": brokers,
+            "collect_s": statistics.median(collect),
+            "task_s": statistics.median(task),
+            "sequential_s": statistics.median(sequential),
+        }
     finally:
         cluster.down()
 

@@ -57,7 +57,11 @@ import os
 
 import numpy as np
 
-LIMIT_TYPE_OF_NAME = {"MinFreeBytes": "min_free_bytes", "MinFreePercentage": "min_free_percentage", "ConsumedSpace": "consumed_space"}
+LIMIT_TYPE_OF_NAME = {
+    "MinFreeBytes": "min_free_bytes",
+    "MinFreePercentage": "min_free_percentage",
+    "ConsumedSpace": "consumed_space",
+}
 LIMIT_TYPES = ("min_free_bytes", "min_free_percentage", "consumed_space")
 MIN_FREE_BYTES, MIN_FREE_PERCENTAGE, CONSUMED_SPACE = range(len(LIMIT_TYPES))
 OTHER_LIMIT, NO_LIMIT = len(LIMIT_TYPES), -1
@@ -66,8 +70,8 @@ MICROS = 1_000_000
 BUCKETS = 24
 MIN_TREND_BUCKETS = 3
 SECONDS_PER_HOUR = 3600.0
-MAX_TIMESTAMP_US = 253_402_300_799_999_999      # 9999-12-31T23:59:59.999999Z
-MAX_WINDOW_US = 2 ** 62
+MAX_TIMESTAMP_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
+MAX_WINDOW_US = 2**62
 
 
 class Settings:
@@ -88,8 +92,12 @@ class Settings:
 def snapshot_files(location):
     """The Parquet files of a file, a directory (hidden and _-prefixed files skipped) or a glob."""
     if os.path.isdir(location):
-        files = sorted(os.path.join(root, name) for root, dirs, names in os.walk(location) for name in names
-                       if name.endswith(".parquet") and not name.startswith((".", "_")))
+        files = sorted(
+            os.path.join(root, name)
+            for root, dirs, names in os.walk(location)
+            for name in names
+            if name.endswith(".parquet") and not name.startswith((".", "_"))
+        )
     elif os.path.isfile(location):
         files = [location]
     else:
@@ -108,6 +116,7 @@ def state_names(factor):
 # Normalized input: ``messages`` (cluster category, broker_id, at microseconds, soft_type, soft_level, hard_type,
 # hard_level) and ``volumes`` (message = row number in messages, log_dir, total_bytes, usable_bytes; -1 = unknown).
 
+
 def pandas_read(location):
     """(messages, volumes) from snapshot Parquet files."""
     import pandas as pd
@@ -120,29 +129,40 @@ def pandas_read(location):
     if pa.types.is_timestamp(snapshot_at.type):
         at = pc.cast(snapshot_at, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
     else:
-        at = pd.to_datetime(snapshot_at.to_pandas(), utc=True, format="ISO8601").dt.as_unit("us").astype("int64").to_numpy()
-    messages = pd.DataFrame({
-        "cluster": pc.fill_null(table["ClusterId"], "default").dictionary_encode().to_pandas(),
-        "broker_id": table["BrokerId"].to_numpy(),
-        "at": at,
-    })
+        at = (
+            pd.to_datetime(snapshot_at.to_pandas(), utc=True, format="ISO8601")
+            .dt.as_unit("us")
+            .astype("int64")
+            .to_numpy()
+        )
+    messages = pd.DataFrame(
+        {
+            "cluster": pc.fill_null(table["ClusterId"], "default").dictionary_encode().to_pandas(),
+            "broker_id": table["BrokerId"].to_numpy(),
+            "at": at,
+        }
+    )
     for prefix, column in (("soft", "SoftLimit"), ("hard", "HardLimit")):
         limit = table[column].combine_chunks()
         present = limit.is_valid()
         names = pc.if_else(present, pc.struct_field(limit, "type"), None).dictionary_encode().to_pandas()
         messages[f"{prefix}_type"] = names.cat.rename_categories(lambda name: LIMIT_TYPE_OF_NAME.get(name, name))
-        messages[f"{prefix}_level"] = pc.if_else(present, pc.struct_field(limit, "level"), None).to_numpy(zero_copy_only=False)
+        messages[f"{prefix}_level"] = pc.if_else(present, pc.struct_field(limit, "level"), None).to_numpy(
+            zero_copy_only=False
+        )
     lists = table["Volumes"].combine_chunks()
     flat = pc.list_flatten(lists)
     capacity = pc.fill_null(pc.struct_field(flat, "Capacity"), -1).to_numpy()
     consumed = pc.fill_null(pc.struct_field(flat, "Consumed"), -1).to_numpy()
     known = (capacity >= 0) & (consumed >= 0)
-    volumes = pd.DataFrame({
-        "message": pc.list_parent_indices(lists).to_numpy().astype(np.int64),
-        "log_dir": pc.struct_field(flat, "VolumeName").dictionary_encode().to_pandas(),
-        "total_bytes": capacity,
-        "usable_bytes": np.where(known & (consumed <= capacity), capacity - consumed, -1),
-    })
+    volumes = pd.DataFrame(
+        {
+            "message": pc.list_parent_indices(lists).to_numpy().astype(np.int64),
+            "log_dir": pc.struct_field(flat, "VolumeName").dictionary_encode().to_pandas(),
+            "total_bytes": capacity,
+            "usable_bytes": np.where(known & (consumed <= capacity), capacity - consumed, -1),
+        }
+    )
     return messages, volumes
 
 
@@ -153,26 +173,30 @@ def pandas_frames(rows):
     def limit_part(limit, part):
         return limit.get(part) if isinstance(limit, dict) else None
 
-    messages = pd.DataFrame({
-        "cluster": pd.Categorical([row["cluster"] for row in rows]),
-        "broker_id": np.array([row["broker_id"] for row in rows], dtype=np.int64),
-        "at": np.array([row["at"] for row in rows], dtype=np.int64),
-        "soft_type": pd.Categorical([limit_part(row.get("soft_limit"), "type") for row in rows]),
-        "soft_level": np.array([limit_part(row.get("soft_limit"), "level") for row in rows], dtype=np.float64),
-        "hard_type": pd.Categorical([limit_part(row.get("hard_limit"), "type") for row in rows]),
-        "hard_level": np.array([limit_part(row.get("hard_limit"), "level") for row in rows], dtype=np.float64),
-    })
+    messages = pd.DataFrame(
+        {
+            "cluster": pd.Categorical([row["cluster"] for row in rows]),
+            "broker_id": np.array([row["broker_id"] for row in rows], dtype=np.int64),
+            "at": np.array([row["at"] for row in rows], dtype=np.int64),
+            "soft_type": pd.Categorical([limit_part(row.get("soft_limit"), "type") for row in rows]),
+            "soft_level": np.array([limit_part(row.get("soft_limit"), "level") for row in rows], dtype=np.float64),
+            "hard_type": pd.Categorical([limit_part(row.get("hard_limit"), "type") for row in rows]),
+            "hard_level": np.array([limit_part(row.get("hard_limit"), "level") for row in rows], dtype=np.float64),
+        }
+    )
     entries = [(index, volume) for index, row in enumerate(rows) for volume in row["volumes"]]
 
     def size(value):
         return value if value is not None and value >= 0 else -1
 
-    volumes = pd.DataFrame({
-        "message": np.array([index for index, volume in entries], dtype=np.int64),
-        "log_dir": pd.Categorical([volume["log_dir"] for index, volume in entries]),
-        "total_bytes": np.array([size(volume.get("total_bytes")) for index, volume in entries], dtype=np.int64),
-        "usable_bytes": np.array([size(volume.get("usable_bytes")) for index, volume in entries], dtype=np.int64),
-    })
+    volumes = pd.DataFrame(
+        {
+            "message": np.array([index for index, volume in entries], dtype=np.int64),
+            "log_dir": pd.Categorical([volume["log_dir"] for index, volume in entries]),
+            "total_bytes": np.array([size(volume.get("total_bytes")) for index, volume in entries], dtype=np.int64),
+            "usable_bytes": np.array([size(volume.get("usable_bytes")) for index, volume in entries], dtype=np.int64),
+        }
+    )
     return messages, volumes
 
 
@@ -238,10 +262,14 @@ def _deduplicated(messages, volumes):
     cluster = clusters.cat.codes.to_numpy().astype(np.int64)
     broker, at = messages["broker_id"].to_numpy().astype(np.int64), messages["at"].to_numpy()
     if len(broker) and broker.min() >= 0:
-        order = np.lexsort((at, cluster * (int(broker.max()) + 1) + broker))     # one key for (cluster, broker)
+        order = np.lexsort((at, cluster * (int(broker.max()) + 1) + broker))  # one key for (cluster, broker)
     else:
         order = np.lexsort((at, broker, cluster))
-    same = (cluster[order][1:] == cluster[order][:-1]) & (broker[order][1:] == broker[order][:-1]) & (at[order][1:] == at[order][:-1])
+    same = (
+        (cluster[order][1:] == cluster[order][:-1])
+        & (broker[order][1:] == broker[order][:-1])
+        & (at[order][1:] == at[order][:-1])
+    )
     if same.any():
         order = _prefer_among_duplicates(messages, volumes, order, same)
     return order, cluster, np.asarray(clusters.cat.categories, dtype=object)
@@ -252,16 +280,20 @@ def _prefer_among_duplicates(messages, volumes, order, same):
     import pandas as pd
 
     in_run = np.append(same, False) | np.insert(same, 0, False)
-    run = np.cumsum(np.insert(~same, 0, True))            # the run of equal (cluster, broker, at) each sorted row is in
+    run = np.cumsum(np.insert(~same, 0, True))  # the run of equal (cluster, broker, at) each sorted row is in
     known = _known(volumes)
-    usable = np.bincount(volumes["message"].to_numpy()[known], weights=volumes["usable_bytes"].to_numpy()[known], minlength=len(messages))
+    usable = np.bincount(
+        volumes["message"].to_numpy()[known], weights=volumes["usable_bytes"].to_numpy()[known], minlength=len(messages)
+    )
     candidates = pd.DataFrame({"run": run[in_run], "message": order[in_run], "usable": usable[order[in_run]]})
     least = candidates.groupby("run")["usable"].transform("min")
     candidates = candidates[candidates["usable"] == least]
     winners = candidates.drop_duplicates("run", keep="first").set_index("run")["message"]
     tied = candidates[candidates.duplicated("run", keep=False)]
     for run_number, group in tied.groupby("run"):
-        winners[run_number] = min(group["message"], key=lambda message: _duplicate_preference(messages, volumes, message))
+        winners[run_number] = min(
+            group["message"], key=lambda message: _duplicate_preference(messages, volumes, message)
+        )
     keep = ~in_run
     keep[np.nonzero(in_run)[0][np.isin(order[in_run], winners.to_numpy())]] = True
     return order[keep]
@@ -279,7 +311,9 @@ class Timeline:
         same_broker_next = np.append((self.cluster[1:] == self.cluster[:-1]) & (broker[1:] == broker[:-1]), False)
         self.next_at = np.where(same_broker_next, np.append(self.at[1:], NEVER), NEVER)
         self.bucket = _ceil_to(self.at, settings.interval)
-        self.first_of_broker = np.nonzero(np.insert(~same_broker_next[:-1], 0, True))[0] if self.count else np.zeros(0, dtype=np.int64)
+        self.first_of_broker = (
+            np.nonzero(np.insert(~same_broker_next[:-1], 0, True))[0] if self.count else np.zeros(0, dtype=np.int64)
+        )
         self.grid = Grid(self.cluster, self.bucket, len(self.clusters), settings.interval)
 
         # the kept messages' volumes, with the message's broker and limits, numbered by kept message
@@ -296,13 +330,19 @@ class Timeline:
         self.total = volumes["total_bytes"].to_numpy()[selected]
         self.usable = volumes["usable_bytes"].to_numpy()[selected]
         self.known = (self.total >= 0) & (self.usable >= 0)
-        self.limits = {"soft_kind": limit_kinds(messages["soft_type"])[source], "soft_level": messages["soft_level"].to_numpy(dtype=np.float64)[source],
-                       "hard_kind": limit_kinds(messages["hard_type"])[source], "hard_level": messages["hard_level"].to_numpy(dtype=np.float64)[source]}
+        self.limits = {
+            "soft_kind": limit_kinds(messages["soft_type"])[source],
+            "soft_level": messages["soft_level"].to_numpy(dtype=np.float64)[source],
+            "hard_kind": limit_kinds(messages["hard_type"])[source],
+            "hard_level": messages["hard_level"].to_numpy(dtype=np.float64)[source],
+        }
 
     def covered(self, end_exclusive):
         """(message, instant number) for each message and each instant from its bucket up to end_exclusive."""
         end = np.minimum(end_exclusive, self.grid.last[self.cluster] + 1)
-        count = np.where(end > self.bucket, (end - self.bucket + self.settings.interval - 1) // self.settings.interval, 0)
+        count = np.where(
+            end > self.bucket, (end - self.bucket + self.settings.interval - 1) // self.settings.interval, 0
+        )
         owner, t = _expand(self.bucket, count, self.settings.interval)
         return owner, self.grid.index(self.cluster[owner], t)
 
@@ -319,12 +359,18 @@ class Timeline:
         entries = entries[np.isin(message_at_instant, self.volume_message[flagged])]
         pairs = entries.merge(pd.DataFrame({"message": self.volume_message[flagged], "volume": flagged}), on="message")
         rows, where = pairs["volume"].to_numpy(), pairs["instant"].to_numpy()
-        order = np.lexsort((self.log_dir_order[rows], self.volume_broker[rows]) + tuple(reversed([key[rows] for key in sort_keys])) + (where,))
+        order = np.lexsort(
+            (self.log_dir_order[rows], self.volume_broker[rows])
+            + tuple(reversed([key[rows] for key in sort_keys]))
+            + (where,)
+        )
         rows, where = rows[order], where[order]
         offsets = np.concatenate([[0], np.cumsum(self.grid.count(where))]).astype(np.int32)
         log_dirs = self.log_dir_names[self.log_dir_order[rows]]
-        values = pa.StructArray.from_arrays([pa.array(self.volume_broker[rows], type=pa.int64()), pa.array(log_dirs, type=pa.string())],
-                                            names=["broker_id", "log_dir"])
+        values = pa.StructArray.from_arrays(
+            [pa.array(self.volume_broker[rows], type=pa.int64()), pa.array(log_dirs, type=pa.string())],
+            names=["broker_id", "log_dir"],
+        )
         return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
@@ -340,18 +386,28 @@ def _strimzi(timeline):
     violated = timeline.per_message(violates) > 0
 
     observed = grid.count(grid.index(timeline.cluster, timeline.bucket)) > 0
-    message, instant = timeline.covered(np.minimum(timeline.next_at, timeline.at + max(settings.interval, settings.validity)))
+    message, instant = timeline.covered(
+        np.minimum(timeline.next_at, timeline.at + max(settings.interval, settings.validity))
+    )
     brokers = grid.count(instant)
     considered = grid.count(instant, known_count[message])
     factor_seen = np.where(grid.count(instant, violated[message]) > 0, 0.0, 1.0)
 
-    last_seen = np.maximum.accumulate(np.where(observed, np.arange(grid.size), -1))   # a cluster's first instant is observed
+    last_seen = np.maximum.accumulate(
+        np.where(observed, np.arange(grid.size), -1)
+    )  # a cluster's first instant is observed
     fallback_applied = ~observed & (grid.t - grid.t[last_seen] > settings.validity)
     factor = np.where(observed, factor_seen, np.where(fallback_applied, settings.fallback, factor_seen[last_seen]))
     at_observed = observed[instant]
     violations = timeline.violation_lists(message[at_observed], instant[at_observed], violates, [key])
-    return {"throttle_factor": factor, "fallback_applied": fallback_applied, "observed": observed, "violations": violations,
-            "volumes_considered": np.where(observed, considered, 0), "brokers_considered": np.where(observed, brokers, 0)}
+    return {
+        "throttle_factor": factor,
+        "fallback_applied": fallback_applied,
+        "observed": observed,
+        "violations": violations,
+        "volumes_considered": np.where(observed, considered, 0),
+        "brokers_considered": np.where(observed, brokers, 0),
+    }
 
 
 def limit_kinds(types):
@@ -359,9 +415,12 @@ def limit_kinds(types):
     import pandas as pd
 
     categorical = types if isinstance(types.dtype, pd.CategoricalDtype) else types.astype("category")
-    kinds = np.array([LIMIT_TYPES.index(name) if name in LIMIT_TYPES else OTHER_LIMIT for name in categorical.cat.categories] + [NO_LIMIT],
-                     dtype=np.int8)
-    return kinds[categorical.cat.codes.to_numpy()]       # code -1 (no limit) picks the last entry
+    kinds = np.array(
+        [LIMIT_TYPES.index(name) if name in LIMIT_TYPES else OTHER_LIMIT for name in categorical.cat.categories]
+        + [NO_LIMIT],
+        dtype=np.int8,
+    )
+    return kinds[categorical.cat.codes.to_numpy()]  # code -1 (no limit) picks the last entry
 
 
 def graded_volume_figures(limits, total, usable, known):
@@ -373,14 +432,23 @@ def graded_volume_figures(limits, total, usable, known):
 
     def level_ok(kind, level):
         with np.errstate(invalid="ignore"):
-            return (kind >= 0) & (kind < OTHER_LIMIT) & np.isfinite(level) & (level >= 0) & ((kind != MIN_FREE_PERCENTAGE) | (level <= 100))
+            return (
+                (kind >= 0)
+                & (kind < OTHER_LIMIT)
+                & np.isfinite(level)
+                & (level >= 0)
+                & ((kind != MIN_FREE_PERCENTAGE) | (level <= 100))
+            )
 
     with np.errstate(invalid="ignore"):
-        ordered = (free & (soft > hard)) | (consumed & (soft < hard))          # the soft limit trips first
+        ordered = (free & (soft > hard)) | (consumed & (soft < hard))  # the soft limit trips first
         judged = known & level_ok(soft_kind, soft) & level_ok(hard_kind, hard) & (soft_kind == hard_kind) & ordered
         percent_free = np.divide(usable, total, out=np.zeros(total.size), where=total > 0) * 100.0
-        measure = np.where(soft_kind == MIN_FREE_BYTES, usable.astype(np.float64),
-                           np.where(soft_kind == MIN_FREE_PERCENTAGE, percent_free, (total - usable).astype(np.float64)))
+        measure = np.where(
+            soft_kind == MIN_FREE_BYTES,
+            usable.astype(np.float64),
+            np.where(soft_kind == MIN_FREE_PERCENTAGE, percent_free, (total - usable).astype(np.float64)),
+        )
         soft_breach = judged & np.where(free, measure <= soft, measure >= soft)
         hard_breach = judged & np.where(free, measure <= hard, measure >= hard)
         between = np.where(free, (measure - hard) / (soft - hard), (hard - measure) / (hard - soft))
@@ -390,7 +458,9 @@ def graded_volume_figures(limits, total, usable, known):
 
 def _graded(timeline):
     settings, grid = timeline.settings, timeline.grid
-    judged, volume_factor, soft_breach = graded_volume_figures(timeline.limits, timeline.total, timeline.usable, timeline.known)
+    judged, volume_factor, soft_breach = graded_volume_figures(
+        timeline.limits, timeline.total, timeline.usable, timeline.known
+    )
     judged_count = timeline.per_message(judged)
     least = np.full(timeline.count, np.inf)
     np.minimum.at(least, timeline.volume_message[judged], volume_factor[judged])
@@ -410,8 +480,14 @@ def _graded(timeline):
     factor = np.where(fallback_applied, 0.0, np.where(np.isinf(lowest), 1.0, lowest))
     usable_key = timeline.usable.astype(np.float64)
     violations = timeline.violation_lists(message, instant, soft_breach, [volume_factor, usable_key])
-    return {"throttle_factor": factor, "fallback_applied": fallback_applied, "observed": fresh > 0, "violations": violations,
-            "volumes_considered": considered, "brokers_considered": fresh}
+    return {
+        "throttle_factor": factor,
+        "fallback_applied": fallback_applied,
+        "observed": fresh > 0,
+        "violations": violations,
+        "volumes_considered": considered,
+        "brokers_considered": fresh,
+    }
 
 
 def pandas_decision_timeline(messages, volumes, config):
@@ -424,18 +500,22 @@ def pandas_decision_timeline(messages, volumes, config):
     tables = []
     for policy, stage in ([("strimzi", _strimzi)] if settings.strimzi else []) + [("graded", _graded)]:
         result = stage(timeline)
-        tables.append(pa.table({
-            "cluster": pa.array(timeline.clusters[grid.cluster], type=pa.string()),
-            "at": pa.array(grid.t, type=pa.timestamp("us", tz="UTC")),
-            "policy": pa.array(np.full(grid.size, policy), type=pa.string()),
-            "throttle_factor": pa.array(result["throttle_factor"].astype(np.float64)),
-            "state": pa.array(state_names(result["throttle_factor"]), type=pa.string()),
-            "fallback_applied": pa.array(np.asarray(result["fallback_applied"], dtype=bool)),
-            "observed": pa.array(np.asarray(result["observed"], dtype=bool)),
-            "violations": result["violations"],
-            "volumes_considered": pa.array(np.asarray(result["volumes_considered"]).astype(np.int64)),
-            "brokers_considered": pa.array(np.asarray(result["brokers_considered"]).astype(np.int64)),
-        }))
+        tables.append(
+            pa.table(
+                {
+                    "cluster": pa.array(timeline.clusters[grid.cluster], type=pa.string()),
+                    "at": pa.array(grid.t, type=pa.timestamp("us", tz="UTC")),
+                    "policy": pa.array(np.full(grid.size, policy), type=pa.string()),
+                    "throttle_factor": pa.array(result["throttle_factor"].astype(np.float64)),
+                    "state": pa.array(state_names(result["throttle_factor"]), type=pa.string()),
+                    "fallback_applied": pa.array(np.asarray(result["fallback_applied"], dtype=bool)),
+                    "observed": pa.array(np.asarray(result["observed"], dtype=bool)),
+                    "violations": result["violations"],
+                    "volumes_considered": pa.array(np.asarray(result["volumes_considered"]).astype(np.int64)),
+                    "brokers_considered": pa.array(np.asarray(result["brokers_considered"]).astype(np.int64)),
+                }
+            )
+        )
     return pa.concat_tables(tables)
 
 
@@ -456,9 +536,15 @@ def pandas_volumes(messages, volumes):
 
 def limit_usable_bytes(limit_type, level, total):
     """Usable bytes at which a hard limit trips; NaN without one."""
-    return np.where(limit_type == "min_free_bytes", level,
-                    np.where(limit_type == "min_free_percentage", total * level / 100.0,
-                             np.where(limit_type == "consumed_space", total - level, np.nan)))
+    return np.where(
+        limit_type == "min_free_bytes",
+        level,
+        np.where(
+            limit_type == "min_free_percentage",
+            total * level / 100.0,
+            np.where(limit_type == "consumed_space", total - level, np.nan),
+        ),
+    )
 
 
 def _seconds_to_limit(usable, limit, slope, last_us):
@@ -499,12 +585,22 @@ def pandas_volume_forecast(frame, config):
     peak_used = cells.groupby("cell")["used"].transform("max").to_numpy()
     peaks = cells[used == peak_used].groupby("cell").agg(used=("used", "first"), at=("at", "max"))
     peak_key = peaks.index.to_numpy() // BUCKETS
-    points = pd.DataFrame({"key": peak_key, "x": (peaks["at"].to_numpy() - first[peak_key]) / MICROS, "y": peaks["used"].to_numpy().astype(np.float64)})
+    points = pd.DataFrame(
+        {
+            "key": peak_key,
+            "x": (peaks["at"].to_numpy() - first[peak_key]) / MICROS,
+            "y": peaks["used"].to_numpy().astype(np.float64),
+        }
+    )
     grouped = points.groupby("key")
     bucket_count = grouped.size()
     centered_x = points["x"] - grouped["x"].transform("mean")
     centered_y = points["y"] - grouped["y"].transform("mean")
-    sums = pd.DataFrame({"key": points["key"], "xy": centered_x * centered_y, "xx": centered_x * centered_x}).groupby("key")[["xy", "xx"]].sum()
+    sums = (
+        pd.DataFrame({"key": points["key"], "xy": centered_x * centered_y, "xx": centered_x * centered_x})
+        .groupby("key")[["xy", "xx"]]
+        .sum()
+    )
     buckets = np.zeros(len(last), dtype=np.int64)
     buckets[bucket_count.index.to_numpy()] = bucket_count.to_numpy()
     slope = np.full(len(last), np.nan)
@@ -515,7 +611,9 @@ def pandas_volume_forecast(frame, config):
     # the latest row (more used bytes on a tie)
     at_last = at == last[keys]
     candidates = pd.DataFrame({"key": keys[at_last], "used": used[at_last], "row": np.nonzero(at_last)[0]})
-    latest_row = candidates.sort_values(["key", "used"]).drop_duplicates("key", keep="last").sort_values("key")["row"].to_numpy()
+    latest_row = (
+        candidates.sort_values(["key", "used"]).drop_duplicates("key", keep="last").sort_values("key")["row"].to_numpy()
+    )
     latest = rows.iloc[latest_row].reset_index(drop=True)
     total = latest["total_bytes"].to_numpy()
     usable = latest["usable_bytes"].to_numpy()
@@ -532,24 +630,50 @@ def pandas_volume_forecast(frame, config):
     plugin_seconds = _seconds_to_limit(usable, plugin_limit, slope, last)
     hard_at, plugin_at = _crossing_us(last, hard_seconds), _crossing_us(last, plugin_seconds)
     usable_ratio = np.divide(usable, total, out=np.zeros(total.size), where=total > 0)
-    result = pd.DataFrame({
-        "cluster": latest["cluster"].astype(str).to_numpy(), "broker_id": latest["broker_id"].to_numpy(), "log_dir": latest["log_dir"].astype(str).to_numpy(),
-        "first_at": first, "last_at": last, "samples": samples, "buckets": buckets,
-        "total_bytes": total, "usable_bytes": usable, "used_bytes": total - usable, "usable_ratio": usable_ratio,
-        "hard_limit_type": hard_type, "hard_limit_level": hard_level, "hard_limit_usable_bytes": hard_limit,
-        "bytes_per_hour": slope * SECONDS_PER_HOUR, "crosses_hard_limit_at": hard_at, "hours_to_hard_limit": hard_seconds / SECONDS_PER_HOUR,
-        "plugin_limit_usable_bytes": plugin_limit, "crosses_plugin_limit_at": plugin_at, "hours_to_plugin_limit": plugin_seconds / SECONDS_PER_HOUR,
-    })
+    result = pd.DataFrame(
+        {
+            "cluster": latest["cluster"].astype(str).to_numpy(),
+            "broker_id": latest["broker_id"].to_numpy(),
+            "log_dir": latest["log_dir"].astype(str).to_numpy(),
+            "first_at": first,
+            "last_at": last,
+            "samples": samples,
+            "buckets": buckets,
+            "total_bytes": total,
+            "usable_bytes": usable,
+            "used_bytes": total - usable,
+            "usable_ratio": usable_ratio,
+            "hard_limit_type": hard_type,
+            "hard_limit_level": hard_level,
+            "hard_limit_usable_bytes": hard_limit,
+            "bytes_per_hour": slope * SECONDS_PER_HOUR,
+            "crosses_hard_limit_at": hard_at,
+            "hours_to_hard_limit": hard_seconds / SECONDS_PER_HOUR,
+            "plugin_limit_usable_bytes": plugin_limit,
+            "crosses_plugin_limit_at": plugin_at,
+            "hours_to_plugin_limit": plugin_seconds / SECONDS_PER_HOUR,
+        }
+    )
     crossing = np.where(hard_at < 0, plugin_at, np.where(plugin_at < 0, hard_at, np.minimum(hard_at, plugin_at)))
     never = crossing < 0
-    order = np.lexsort((result["log_dir"].to_numpy(), result["broker_id"].to_numpy(), result["cluster"].to_numpy(), usable_ratio,
-                        np.where(never, 0, crossing), never))
+    order = np.lexsort(
+        (
+            result["log_dir"].to_numpy(),
+            result["broker_id"].to_numpy(),
+            result["cluster"].to_numpy(),
+            usable_ratio,
+            np.where(never, 0, crossing),
+            never,
+        )
+    )
     rank = np.empty(len(result), dtype=np.int64)
     rank[order] = np.arange(1, len(result) + 1)
     result["rank"] = rank
     for column in ("first_at", "last_at", "crosses_hard_limit_at", "crosses_plugin_limit_at"):
         micros = result[column].to_numpy()
-        result[column] = pd.Series(np.where(micros < 0, np.iinfo(np.int64).min, micros).astype("datetime64[us]")).dt.tz_localize("UTC")
+        result[column] = pd.Series(
+            np.where(micros < 0, np.iinfo(np.int64).min, micros).astype("datetime64[us]")
+        ).dt.tz_localize("UTC")
     return result
 
 
@@ -815,12 +939,15 @@ def duckdb_connect(threads=None):
 
 def duckdb_read(connection, location):
     """Snapshot Parquet files into the messages table."""
+
     def limit_type(column):
         cases = " ".join(f"WHEN '{name}' THEN '{limit_type}'" for name, limit_type in LIMIT_TYPE_OF_NAME.items())
         return f"CASE {column}.type {cases} END"
 
     files = "[" + ", ".join("'" + path.replace("'", "''") + "'" for path in snapshot_files(location)) + "]"
-    connection.execute(READ_SNAPSHOTS.format(soft_type=limit_type("SoftLimit"), hard_type=limit_type("HardLimit"), files=files))
+    connection.execute(
+        READ_SNAPSHOTS.format(soft_type=limit_type("SoftLimit"), hard_type=limit_type("HardLimit"), files=files)
+    )
 
 
 def duckdb_load(connection, rows):
@@ -831,17 +958,27 @@ def duckdb_load(connection, rows):
         return limit.get(part) if isinstance(limit, dict) else None
 
     volume_type = pa.struct([("log_dir", pa.string()), ("total_bytes", pa.int64()), ("usable_bytes", pa.int64())])
-    loaded = pa.table({
-        "cluster": pa.array([row["cluster"] for row in rows], pa.string()),
-        "broker_id": pa.array([row["broker_id"] for row in rows], pa.int64()),
-        "at_us": pa.array([row["at"] for row in rows], pa.int64()),
-        "soft_type": pa.array([limit_part(row.get("soft_limit"), "type") for row in rows], pa.string()),
-        "soft_level": pa.array([limit_part(row.get("soft_limit"), "level") for row in rows], pa.float64()),
-        "hard_type": pa.array([limit_part(row.get("hard_limit"), "type") for row in rows], pa.string()),
-        "hard_level": pa.array([limit_part(row.get("hard_limit"), "level") for row in rows], pa.float64()),
-        "volumes": pa.array([[{key: volume.get(key) for key in ("log_dir", "total_bytes", "usable_bytes")} for volume in row["volumes"]] for row in rows],
-                            pa.list_(volume_type)),
-    })
+    loaded = pa.table(
+        {
+            "cluster": pa.array([row["cluster"] for row in rows], pa.string()),
+            "broker_id": pa.array([row["broker_id"] for row in rows], pa.int64()),
+            "at_us": pa.array([row["at"] for row in rows], pa.int64()),
+            "soft_type": pa.array([limit_part(row.get("soft_limit"), "type") for row in rows], pa.string()),
+            "soft_level": pa.array([limit_part(row.get("soft_limit"), "level") for row in rows], pa.float64()),
+            "hard_type": pa.array([limit_part(row.get("hard_limit"), "type") for row in rows], pa.string()),
+            "hard_level": pa.array([limit_part(row.get("hard_limit"), "level") for row in rows], pa.float64()),
+            "volumes": pa.array(
+                [
+                    [
+                        {key: volume.get(key) for key in ("log_dir", "total_bytes", "usable_bytes")}
+                        for volume in row["volumes"]
+                    ]
+                    for row in rows
+                ],
+                pa.list_(volume_type),
+            ),
+        }
+    )
     connection.register("loaded_messages", loaded)
     connection.execute("INSERT INTO messages SELECT * FROM loaded_messages")
     connection.unregister("loaded_messages")
@@ -850,10 +987,15 @@ def duckdb_load(connection, rows):
 def duckdb_decision_timeline(connection, config):
     """Creates the table ``decisions`` from ``messages``."""
     settings = Settings(config)
-    numbers = {"interval": _sql_literal(settings.interval), "validity": _sql_literal(settings.validity),
-               "remembered": _sql_literal(max(settings.interval, settings.validity)), "freshness": _sql_literal(settings.freshness),
-               "fallback": _sql_literal(settings.fallback), "pause": "true" if settings.pause_on_missing_data else "false",
-               "violations_type": VIOLATIONS_TYPE}
+    numbers = {
+        "interval": _sql_literal(settings.interval),
+        "validity": _sql_literal(settings.validity),
+        "remembered": _sql_literal(max(settings.interval, settings.validity)),
+        "freshness": _sql_literal(settings.freshness),
+        "fallback": _sql_literal(settings.fallback),
+        "pause": "true" if settings.pause_on_missing_data else "false",
+        "violations_type": VIOLATIONS_TYPE,
+    }
     if settings.min_available_bytes is not None:
         violates, key = f"v.usable_bytes <= {_sql_literal(settings.min_available_bytes)}", "v.usable_bytes::DOUBLE"
     elif settings.min_available_ratio is not None:
@@ -861,11 +1003,17 @@ def duckdb_decision_timeline(connection, config):
         violates = f"{key} <= {_sql_literal(float(settings.min_available_ratio))}"
     else:
         violates, key = "false", "0.0::DOUBLE"
-    for script in (KEPT.format(**numbers), FIGURES.format(strimzi_violates=violates, strimzi_key=key), GRADED.format(**numbers)):
+    for script in (
+        KEPT.format(**numbers),
+        FIGURES.format(strimzi_violates=violates, strimzi_key=key),
+        GRADED.format(**numbers),
+    ):
         _execute_script(connection, script)
     if settings.strimzi:
         _execute_script(connection, STRIMZI.format(**numbers))
-        connection.execute("CREATE OR REPLACE TEMP TABLE decisions AS SELECT * FROM strimzi_rows UNION ALL SELECT * FROM graded_rows")
+        connection.execute(
+            "CREATE OR REPLACE TEMP TABLE decisions AS SELECT * FROM strimzi_rows UNION ALL SELECT * FROM graded_rows"
+        )
     else:
         connection.execute("CREATE OR REPLACE TEMP TABLE decisions AS SELECT * FROM graded_rows")
 
@@ -883,8 +1031,10 @@ def duckdb_volume_forecast(connection, config, volume_rows=None):
         connection.execute(VOLUME_ROWS)
     else:
         connection.register("given_volume_rows", volume_rows)
-        connection.execute("CREATE OR REPLACE TEMP TABLE volume_rows AS SELECT cluster, broker_id, at_us, hard_type, hard_level, log_dir, "
-                           "total_bytes, usable_bytes FROM given_volume_rows")
+        connection.execute(
+            "CREATE OR REPLACE TEMP TABLE volume_rows AS SELECT cluster, broker_id, at_us, hard_type, hard_level, log_dir, "
+            "total_bytes, usable_bytes FROM given_volume_rows"
+        )
         connection.unregister("given_volume_rows")
     connection.execute(FORECAST.format(window=_sql_literal(settings.window), plugin_limit=plugin_limit))
 
@@ -903,7 +1053,10 @@ def duckdb_run(location, out, config, threads=None, on_lap=None):
     duckdb_read(connection, location)
     clock.lap("read")
     counts = {}
-    for table, stage, phase in (("decisions", duckdb_decision_timeline, "decision timeline"), ("forecast", duckdb_volume_forecast, "forecast")):
+    for table, stage, phase in (
+        ("decisions", duckdb_decision_timeline, "decision timeline"),
+        ("forecast", duckdb_volume_forecast, "forecast"),
+    ):
         stage(connection, config)
         path = os.path.join(out, f"{table}.parquet").replace("'", "''")
         connection.execute(f"COPY {table} TO '{path}' (FORMAT parquet)")

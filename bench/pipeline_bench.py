@@ -41,36 +41,47 @@ RESULT_FILE = os.path.join(BUILD, "pipeline_bench.json")
 # spark: the job as a user runs it; floor: the least work Spark must do (pipeline_floor.py); pandas, duckdb: the
 # baselines of pipeline_baselines.py; duckdb-floor: the floor's SQL in DuckDB.
 ENGINES = ("spark", "floor", "pandas", "duckdb", "duckdb-floor")
-OUTPUT_ENGINES = ("spark", "pandas", "duckdb")           # those that write the job's outputs, compared row by row
-JOB = "spark"                                            # the label of the job's run in local[*]
+OUTPUT_ENGINES = ("spark", "pandas", "duckdb")  # those that write the job's outputs, compared row by row
+JOB = "spark"  # the label of the job's run in local[*]
 DEFAULT_ROWS = (10_000, 1_000_000, 10_000_000, 100_000_000)
 JOB_ARGUMENTS = ["run", "--min-available-ratio", "0.1", "--no-report"]
-DRIVER_MEMORY = "2g"              # the driver heap (spark.driver.memory) of every Spark run, job and floor alike
+DRIVER_MEMORY = "2g"  # the driver heap (spark.driver.memory) of every Spark run, job and floor alike
 MIN_AVAILABLE_RATIO = 0.1
-RUN_TIME_LIMIT = 20 * 60          # seconds; a pandas or DuckDB run that takes longer is stopped and reported
-SPARK_TIME_LIMIT = 60 * 60        # seconds; the same for a Spark run
-MEMORY_HEADROOM = 0.9             # a run is stopped when the machine's available memory falls below 10 % of its total
-FLOOR_TARGETS = {10_000: 2.0, 1_000_000: 3.0, 10_000_000: 2.0}     # the job's work at most this many times the floor's
-CORES_ROWS = 10_000_000           # the size of the local[1] / local[2] and standalone cluster runs
+RUN_TIME_LIMIT = 20 * 60  # seconds; a pandas or DuckDB run that takes longer is stopped and reported
+SPARK_TIME_LIMIT = 60 * 60  # seconds; the same for a Spark run
+MEMORY_HEADROOM = 0.9  # a run is stopped when the machine's available memory falls below 10 % of its total
+FLOOR_TARGETS = {10_000: 2.0, 1_000_000: 3.0, 10_000_000: 2.0}  # the job's work at most this many times the floor's
+CORES_ROWS = 10_000_000  # the size of the local[1] / local[2] and standalone cluster runs
 SCALE_ROWS, SCALE_RATIO = 100_000_000, 12.0
 SPEED_UP = 1.6
 # The standalone cluster: two workers of one core each (the machine's two cores), one executor each; the driver binds
 # to loopback, where the workers reach it.
 CLUSTER_WORKER_MEMORY = "2g"
-CLUSTER_SUBMIT_ARGS = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-                       "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=1536m"]
-SMALL_PLAN_ROWS = 10_000          # the plans' shape does not depend on the size: they are counted on a small input
+CLUSTER_SUBMIT_ARGS = [
+    "--conf",
+    "spark.driver.host=127.0.0.1",
+    "--conf",
+    "spark.driver.bindAddress=127.0.0.1",
+    "--conf",
+    "spark.executor.cores=1",
+    "--conf",
+    "spark.executor.memory=1536m",
+]
+SMALL_PLAN_ROWS = 10_000  # the plans' shape does not depend on the size: they are counted on a small input
 # The job of issue 10 (commit 75921cf), counted the same way: the decision timeline ran three queries (the timed
 # messages checkpointed to disk, the size estimate, the timeline), the forecast one.
 BEFORE_COMMIT = "75921cf"
-EXCHANGES_BEFORE = {"decision timeline": {"shuffle": 10, "broadcast": 3, "queries": 3}, "forecast": {"shuffle": 2, "broadcast": 0, "queries": 1}}
+EXCHANGES_BEFORE = {
+    "decision timeline": {"shuffle": 10, "broadcast": 3, "queries": 3},
+    "forecast": {"shuffle": 2, "broadcast": 0, "queries": 1},
+}
 
 # -- the generated fleet -------------------------------------------------------------------------------------------
 GENERATOR_VERSION = 1
-GIB = 1024 ** 3
-START_US = 1_793_491_200_000_000          # 2026-11-01T00:00:00Z
+GIB = 1024**3
+START_US = 1_793_491_200_000_000  # 2026-11-01T00:00:00Z
 BROKERS_PER_CLUSTER = 10
-NOMINAL_MINUTES = 7 * 24 * 60             # one week of history at one message per broker and minute
+NOMINAL_MINUTES = 7 * 24 * 60  # one week of history at one message per broker and minute
 INTERVAL_US = 60_000_000
 ROWS_PER_FILE = 250_000
 CHUNK_MINUTES = 720
@@ -83,15 +94,30 @@ def fleet_parameters(rows, seed=20261101, **overrides):
     nominal history), broker_gaps and cluster_gaps (outages per broker or cluster over the history), stopping_share,
     growing_share, duplicate_share.
     """
-    shape = {"brokers_per_cluster": BROKERS_PER_CLUSTER, "minutes": NOMINAL_MINUTES, "broker_gaps": 2.0, "cluster_gaps": 1.0,
-             "stopping_share": 0.01, "growing_share": 0.25, "duplicate_share": 0.0002}
+    shape = {
+        "brokers_per_cluster": BROKERS_PER_CLUSTER,
+        "minutes": NOMINAL_MINUTES,
+        "broker_gaps": 2.0,
+        "cluster_gaps": 1.0,
+        "stopping_share": 0.01,
+        "growing_share": 0.25,
+        "duplicate_share": 0.0002,
+    }
     unknown = set(overrides) - set(shape)
     if unknown:
         raise ValueError(f"unknown fleet parameters: {', '.join(sorted(unknown))}")
     shape.update(overrides)
     clusters = max(1, round(rows / (shape["brokers_per_cluster"] * shape["minutes"])))
-    return {"version": GENERATOR_VERSION, "rows": int(rows), "clusters": clusters, "interval_seconds": INTERVAL_US // 1_000_000,
-            "start_us": START_US, "seed": seed, "rows_per_file": ROWS_PER_FILE, **shape}
+    return {
+        "version": GENERATOR_VERSION,
+        "rows": int(rows),
+        "clusters": clusters,
+        "interval_seconds": INTERVAL_US // 1_000_000,
+        "start_us": START_US,
+        "seed": seed,
+        "rows_per_file": ROWS_PER_FILE,
+        **shape,
+    }
 
 
 class Fleet:
@@ -115,10 +141,12 @@ class Fleet:
         # growing volumes gain 8 to 34 % of their capacity over the nominal history (bytes per second)
         history_seconds = parameters["minutes"] * 60.0
         self.growth = np.where(growing, self.capacity * rng.uniform(0.08, 0.34, brokers) / history_seconds, 0.0)
-        self.offset_us = rng.integers(0, 59_000, brokers) * 1000            # each broker's own timer within the minute
+        self.offset_us = rng.integers(0, 59_000, brokers) * 1000  # each broker's own timer within the minute
         minutes = parameters["minutes"]
         stopping = rng.random(brokers) < parameters["stopping_share"]
-        self.stop_minute = np.where(stopping, rng.integers(int(minutes * 0.3), int(minutes * 0.9), brokers), np.iinfo(np.int64).max)
+        self.stop_minute = np.where(
+            stopping, rng.integers(int(minutes * 0.3), int(minutes * 0.9), brokers), np.iinfo(np.int64).max
+        )
         self.broker_gaps = self._windows(rng, brokers, parameters["broker_gaps"], minutes, longest=20)
         self.cluster_gaps = self._windows(rng, parameters["clusters"], parameters["cluster_gaps"], minutes, longest=15)
         # limits per cluster: 0-5 MinFreePercentage, 6-7 MinFreeBytes, 8 ConsumedSpace, 9 none; the first four clusters have each kind
@@ -163,7 +191,9 @@ class Fleet:
         consumed = self.base[broker] + self.tooth[broker] * cycle + self.growth[broker] * elapsed
         consumed += rng.uniform(-1, 1, broker.size) * capacity * 0.001
         consumed = np.clip(consumed, 0, capacity).astype(np.int64)
-        duplicated = np.nonzero(rng.random(broker.size) < self.parameters["duplicate_share"])[0]     # a republished message with other figures
+        duplicated = np.nonzero(rng.random(broker.size) < self.parameters["duplicate_share"])[
+            0
+        ]  # a republished message with other figures
         if duplicated.size:
             order = np.argsort(np.concatenate([np.arange(broker.size), duplicated]), kind="stable")
             broker = np.concatenate([broker, broker[duplicated]])[order]
@@ -187,20 +217,30 @@ def _table(fleet, broker, at_us, consumed):
 
     def limit(percentage, free_share, consumed_share):
         limit_type = np.where(kind <= 5, 0, np.where(kind <= 7, 1, 2))
-        level = np.where(kind <= 5, percentage, np.where(kind <= 7, np.floor(capacity * free_share), np.floor(capacity * consumed_share)))
+        level = np.where(
+            kind <= 5,
+            percentage,
+            np.where(kind <= 7, np.floor(capacity * free_share), np.floor(capacity * consumed_share)),
+        )
         names = pc.take(pa.array(["MinFreePercentage", "MinFreeBytes", "ConsumedSpace"]), pa.array(limit_type))
-        return pa.StructArray.from_arrays([names, pa.array(level.astype(np.float64))], names=["type", "level"], mask=pa.array(kind == 9))
+        return pa.StructArray.from_arrays(
+            [names, pa.array(level.astype(np.float64))], names=["type", "level"], mask=pa.array(kind == 9)
+        )
 
     volume = pa.StructArray.from_arrays(
-        [pc.take(log_dirs, pa.array(fleet.broker_id[broker] % 2)), pa.array(capacity), pa.array(consumed)], names=["VolumeName", "Capacity", "Consumed"])
-    return pa.table({
-        "SnapshotAt": pa.array(at_us, type=pa.timestamp("us", tz="UTC")),
-        "HardLimit": limit(5.0, 0.05, 0.95),
-        "SoftLimit": limit(15.0, 0.15, 0.85),
-        "Volumes": pa.ListArray.from_arrays(pa.array(np.arange(count + 1, dtype=np.int32)), volume),
-        "BrokerId": pa.array(fleet.broker_id[broker].astype(np.int64)),
-        "ClusterId": pc.take(clusters, pa.array(fleet.cluster_index[broker])),
-    })
+        [pc.take(log_dirs, pa.array(fleet.broker_id[broker] % 2)), pa.array(capacity), pa.array(consumed)],
+        names=["VolumeName", "Capacity", "Consumed"],
+    )
+    return pa.table(
+        {
+            "SnapshotAt": pa.array(at_us, type=pa.timestamp("us", tz="UTC")),
+            "HardLimit": limit(5.0, 0.05, 0.95),
+            "SoftLimit": limit(15.0, 0.15, 0.85),
+            "Volumes": pa.ListArray.from_arrays(pa.array(np.arange(count + 1, dtype=np.int32)), volume),
+            "BrokerId": pa.array(fleet.broker_id[broker].astype(np.int64)),
+            "ClusterId": pc.take(clusters, pa.array(fleet.cluster_index[broker])),
+        }
+    )
 
 
 def generate(directory, parameters):
@@ -223,10 +263,16 @@ def generate(directory, parameters):
         if buffered >= parameters["rows_per_file"] or finished:
             columns = [np.concatenate([part[index] for part in pending]) for index in range(3)]
             pending = []
-            whole = columns[0].size if finished else columns[0].size // parameters["rows_per_file"] * parameters["rows_per_file"]
+            whole = (
+                columns[0].size
+                if finished
+                else columns[0].size // parameters["rows_per_file"] * parameters["rows_per_file"]
+            )
             for start in range(0, whole, parameters["rows_per_file"]):
-                piece = [column[start:start + parameters["rows_per_file"]] for column in columns]
-                pq.write_table(_table(fleet, *piece), os.path.join(directory, f"part-{parts:05d}.parquet"), compression="snappy")
+                piece = [column[start : start + parameters["rows_per_file"]] for column in columns]
+                pq.write_table(
+                    _table(fleet, *piece), os.path.join(directory, f"part-{parts:05d}.parquet"), compression="snappy"
+                )
                 parts += 1
                 written += piece[0].size
             if whole < columns[0].size:
@@ -308,8 +354,13 @@ def run_baseline(engine, data, out):
     else:
         counts, phases = pipeline_baselines.duckdb_run(data, out, config, on_lap=_announce_phase)
     seconds = time.monotonic() - began
-    return {"seconds": round(seconds, 3), "total_seconds": round(seconds, 3), "phases": phases, "outputs": counts,
-            "python_peak_rss_mib": round(_self_peak_mib(), 1)}
+    return {
+        "seconds": round(seconds, 3),
+        "total_seconds": round(seconds, 3),
+        "phases": phases,
+        "outputs": counts,
+        "python_peak_rss_mib": round(_self_peak_mib(), 1),
+    }
 
 
 def worker(engine, data, out):
@@ -373,8 +424,12 @@ class Watch(threading.Thread):
 def _error_lines(stderr):
     """The exception lines of a failed run (first and root cause), without stack frames."""
     lines = [line.strip() for line in stderr.splitlines()]
-    errors = [line for line in lines if re.search(r"\w(Error|Exception)\b", line) and not line.startswith(("at ", "File "))]
-    return list(dict.fromkeys(errors[:1] + [line for line in errors if line.startswith("Caused by")][-1:] + errors[-1:]))
+    errors = [
+        line for line in lines if re.search(r"\w(Error|Exception)\b", line) and not line.startswith(("at ", "File "))
+    ]
+    return list(
+        dict.fromkeys(errors[:1] + [line for line in errors if line.startswith("Caused by")][-1:] + errors[-1:])
+    )
 
 
 def _keep_log(out, stderr):
@@ -389,11 +444,43 @@ def _command(run, data, out, spark_conf, cluster):
     engine, master = run["engine"], run.get("master")
     conf = [item for key, value in spark_conf.items() for item in ("--conf", f"{key}={value}")]
     if engine == "spark" and master and master.startswith("spark://"):
-        return ([cluster.spark_submit, "--master", master, "--driver-memory", DRIVER_MEMORY, *CLUSTER_SUBMIT_ARGS, *conf,
-                 os.path.join(ROOT, "headroom_pipeline", "__main__.py"), *JOB_ARGUMENTS, "--snapshots", data, "--out", out], cluster.env)
+        return (
+            [
+                cluster.spark_submit,
+                "--master",
+                master,
+                "--driver-memory",
+                DRIVER_MEMORY,
+                *CLUSTER_SUBMIT_ARGS,
+                *conf,
+                os.path.join(ROOT, "headroom_pipeline", "__main__.py"),
+                *JOB_ARGUMENTS,
+                "--snapshots",
+                data,
+                "--out",
+                out,
+            ],
+            cluster.env,
+        )
     if engine == "spark":
-        return ([sys.executable, "-m", "headroom_pipeline", *JOB_ARGUMENTS, "--snapshots", data, "--out", out,
-                 "--master", master, "--driver-memory", DRIVER_MEMORY, *conf], None)
+        return (
+            [
+                sys.executable,
+                "-m",
+                "headroom_pipeline",
+                *JOB_ARGUMENTS,
+                "--snapshots",
+                data,
+                "--out",
+                out,
+                "--master",
+                master,
+                "--driver-memory",
+                DRIVER_MEMORY,
+                *conf,
+            ],
+            None,
+        )
     if engine in ("floor", "duckdb-floor"):
         command = [sys.executable, os.path.join(BENCH_DIR, "pipeline_floor.py"), "--snapshots", data, "--out", out]
         if engine == "floor":
@@ -409,40 +496,67 @@ def _result(run, stdout, out):
             summary = json.load(handle)
         timings = summary["timings_seconds"]
         work = sum(seconds for stage, seconds in timings.items() if stage != "start Spark")
-        return {"seconds": round(work, 3), "session_seconds": timings.get("start Spark"), "total_seconds": round(work + timings.get("start Spark", 0), 3),
-                "phases": timings, "rows_read": summary["rows_read"], "rows_used": summary["rows_used"], "rows_rejected": summary["rows_rejected"],
-                "spark": summary.get("spark")}
+        return {
+            "seconds": round(work, 3),
+            "session_seconds": timings.get("start Spark"),
+            "total_seconds": round(work + timings.get("start Spark", 0), 3),
+            "phases": timings,
+            "rows_read": summary["rows_read"],
+            "rows_used": summary["rows_used"],
+            "rows_rejected": summary["rows_rejected"],
+            "spark": summary.get("spark"),
+        }
     line = next((line for line in reversed(stdout.splitlines()) if line.startswith(("RESULT ", "{"))), None)
     if line is None:
         return None
-    result = json.loads(line[len("RESULT "):] if line.startswith("RESULT ") else line)
+    result = json.loads(line[len("RESULT ") :] if line.startswith("RESULT ") else line)
     if run["engine"] in ("floor", "duckdb-floor"):
-        result = {"seconds": result["work_seconds"], "session_seconds": result["session_seconds"],
-                  "total_seconds": round(result["work_seconds"] + result["session_seconds"], 3), "phases": result["phases"]}
+        result = {
+            "seconds": result["work_seconds"],
+            "session_seconds": result["session_seconds"],
+            "total_seconds": round(result["work_seconds"] + result["session_seconds"], 3),
+            "phases": result["phases"],
+        }
     return result
 
 
 def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
     """One run (engine, size, master) in a process of its own; its figures, or its status when it did not finish."""
     engine, rows = run["engine"], run["rows"]
-    out = os.path.join(BUILD, f"pipeline-out-{run['label'].replace('[', '-').replace(']', '').replace('*', 'all').replace(' ', '-')}-{rows}")
+    out = os.path.join(
+        BUILD,
+        f"pipeline-out-{run['label'].replace('[', '-').replace(']', '').replace('*', 'all').replace(' ', '-')}-{rows}",
+    )
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     command, environment = _command(run, data, out, spark_conf or {}, cluster)
     progress(f"{run['label']} on {rows:,} rows ...")
     load_before = [round(value, 2) for value in os.getloadavg()]
     began = time.monotonic()
-    cpus = sorted(os.sched_getaffinity(0))[:run["cpus"]] if run.get("cpus") else None
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT,
-                               env=environment, preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+    cpus = sorted(os.sched_getaffinity(0))[: run["cpus"]] if run.get("cpus") else None
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=ROOT,
+        env=environment,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+    )
     watch = Watch(process, time_limit, roots=cluster.worker_pids() if cluster else ())
     watch.start()
     stdout, stderr = process.communicate()
     watch.done.set()
     watch.join()
     wall = time.monotonic() - began
-    run = dict(run, out=os.path.relpath(out, ROOT), process_seconds=round(wall, 3), load_average_before=load_before,
-               load_average_after=[round(value, 2) for value in os.getloadavg()])
+    run = dict(
+        run,
+        out=os.path.relpath(out, ROOT),
+        process_seconds=round(wall, 3),
+        load_average_before=load_before,
+        load_average_after=[round(value, 2) for value in os.getloadavg()],
+    )
     try:
         result = _result(run, stdout, out) if process.returncode == 0 else None
     except (OSError, ValueError, KeyError):
@@ -453,7 +567,9 @@ def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
         errors = _error_lines(stderr)
         reason = "killed (out of memory?)" if process.returncode in (-9, 137) else f"exit status {process.returncode}"
         cause = next((line.split(":", 1)[1].strip() for line in errors if line.startswith("Caused by:")), None)
-        run.update(status="failed", reason=cause or reason, errors=errors, log=os.path.relpath(_keep_log(out, stderr), ROOT))
+        run.update(
+            status="failed", reason=cause or reason, errors=errors, log=os.path.relpath(_keep_log(out, stderr), ROOT)
+        )
     else:
         run.update(status="ok", **result)
     if engine in ("spark", "floor"):
@@ -462,7 +578,10 @@ def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
             run["executor_peak_rss_mib"] = round(watch.executor_peak_kib / 1024.0, 1)
     else:
         run.setdefault("python_peak_rss_mib", round(watch.worker_peak_kib / 1024.0, 1))
-    progress(f"{run['label']} on {rows:,} rows: {run['status']}" + (f", work {run['seconds']:.1f}s" if run["status"] == "ok" else f" ({run['reason']})"))
+    progress(
+        f"{run['label']} on {rows:,} rows: {run['status']}"
+        + (f", work {run['seconds']:.1f}s" if run["status"] == "ok" else f" ({run['reason']})")
+    )
     return run
 
 
@@ -506,7 +625,9 @@ def compare_outputs(runs, progress):
     connection = duckdb.connect()
     connection.execute("SET TimeZone = 'UTC'")
     # numbers within 1e-9 relative (floating-point sums run in different orders), nulls equal to nulls
-    connection.execute("CREATE MACRO close(x, y) AS (x IS NULL AND y IS NULL) OR abs(x - y) <= 1e-9 * greatest(abs(x), abs(y), 1e-6)")
+    connection.execute(
+        "CREATE MACRO close(x, y) AS (x IS NULL AND y IS NULL) OR abs(x - y) <= 1e-9 * greatest(abs(x), abs(y), 1e-6)"
+    )
     comparisons = []
     for rows in sorted({run["rows"] for run in runs}):
         finished = [run for run in runs if run["rows"] == rows and run["status"] == "ok"]
@@ -519,7 +640,9 @@ def compare_outputs(runs, progress):
                 cursor = connection.execute(sql)
                 comparison[table] = dict(zip([column[0] for column in cursor.description], cursor.fetchone()))
             comparisons.append(comparison)
-            progress(f"{other['label']} vs {reference['label']} on {rows:,} rows: decisions {comparison['decisions']}, forecast {comparison['forecast']}")
+            progress(
+                f"{other['label']} vs {reference['label']} on {rows:,} rows: decisions {comparison['decisions']}, forecast {comparison['forecast']}"
+            )
     return comparisons
 
 
@@ -534,7 +657,9 @@ def standalone_cluster(progress):
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     progress("starting a standalone Spark cluster (a master, two workers) ...")
-    with spark_standalone.standalone_cluster(workdir, workers=2, cores_per_worker=1, worker_memory=CLUSTER_WORKER_MEMORY) as cluster:
+    with spark_standalone.standalone_cluster(
+        workdir, workers=2, cores_per_worker=1, worker_memory=CLUSTER_WORKER_MEMORY
+    ) as cluster:
         yield cluster
 
 
@@ -544,7 +669,11 @@ def _find(runs, label, rows):
 
 
 def _ratio(numerator, denominator):
-    return round(numerator["seconds"] / denominator["seconds"], 3) if numerator and denominator and denominator["seconds"] else None
+    return (
+        round(numerator["seconds"] / denominator["seconds"], 3)
+        if numerator and denominator and denominator["seconds"]
+        else None
+    )
 
 
 def ratios_and_verdicts(runs, comparisons, sizes):
@@ -554,24 +683,64 @@ def ratios_and_verdicts(runs, comparisons, sizes):
         limit = FLOOR_TARGETS.get(rows)
         if limit:
             value = _ratio(_find(runs, JOB, rows), _find(runs, "floor", rows))
-            targets.append((f"job's work at most {limit:g}x the Spark floor's at {rows:,} rows", value, value is not None and value <= limit, "x"))
+            targets.append(
+                (
+                    f"job's work at most {limit:g}x the Spark floor's at {rows:,} rows",
+                    value,
+                    value is not None and value <= limit,
+                    "x",
+                )
+            )
     if SCALE_ROWS in sizes:
         scale = _find(runs, JOB, SCALE_ROWS)
-        targets.append((f"job completes at {SCALE_ROWS:,} rows with the driver heap at {DRIVER_MEMORY}", "done" if scale else "not done", bool(scale), ""))
+        targets.append(
+            (
+                f"job completes at {SCALE_ROWS:,} rows with the driver heap at {DRIVER_MEMORY}",
+                "done" if scale else "not done",
+                bool(scale),
+                "",
+            )
+        )
         if CORES_ROWS in sizes:
             value = _ratio(scale, _find(runs, JOB, CORES_ROWS))
-            targets.append((f"job's work {SCALE_ROWS:,} / {CORES_ROWS:,} rows at most {SCALE_RATIO:g}", value, value is not None and value <= SCALE_RATIO, ""))
+            targets.append(
+                (
+                    f"job's work {SCALE_ROWS:,} / {CORES_ROWS:,} rows at most {SCALE_RATIO:g}",
+                    value,
+                    value is not None and value <= SCALE_RATIO,
+                    "",
+                )
+            )
     one, two = _find(runs, "spark local[1]", CORES_ROWS), _find(runs, "spark local[2]", CORES_ROWS)
     if one or two:
         value = _ratio(one, two)
-        targets.append((f"local[1] on one CPU / local[2] on two: work at {CORES_ROWS:,} rows at least {SPEED_UP:g}", value,
-                        value is not None and value >= SPEED_UP, "x"))
+        targets.append(
+            (
+                f"local[1] on one CPU / local[2] on two: work at {CORES_ROWS:,} rows at least {SPEED_UP:g}",
+                value,
+                value is not None and value >= SPEED_UP,
+                "x",
+            )
+        )
     if comparisons:
-        different = sum(comparison[table][key] for comparison in comparisons for table in ("decisions", "forecast")
-                        for key in ("missing", "different") + (("rank_different",) if table == "forecast" else ()))
-        targets.append(("outputs of every engine and master equal the job's", different, different == 0, " rows differ"))
-    return [{"target": name, "measured": value, "unit": unit, "verdict": "n/a" if value is None else ("PASS" if ok else "FAIL")}
-            for name, value, ok, unit in targets]
+        different = sum(
+            comparison[table][key]
+            for comparison in comparisons
+            for table in ("decisions", "forecast")
+            for key in ("missing", "different") + (("rank_different",) if table == "forecast" else ())
+        )
+        targets.append(
+            ("outputs of every engine and master equal the job's", different, different == 0, " rows differ")
+        )
+    return [
+        {
+            "target": name,
+            "measured": value,
+            "unit": unit,
+            "verdict": "n/a" if value is None else ("PASS" if ok else "FAIL"),
+        }
+        for name, value, ok, unit in targets
+    ]
 
 
 def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
@@ -583,11 +752,22 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
     for run in runs:
         memory = run.get("jvm_peak_rss_mib") if run["engine"] in ("spark", "floor") else run.get("python_peak_rss_mib")
         floor = _find(runs, "floor", run["rows"])
-        lines.append([f"{run['rows']:,}", run["label"], run["status"] if run["status"] == "ok" else f"{run['status']}: {run.get('reason')}",
-                      number(run.get("seconds"), 2), number(run.get("session_seconds"), 2), number(run.get("total_seconds"), 2),
-                      number(_ratio(run, floor), 2) if run["status"] == "ok" and run["engine"] != "floor" else "-",
-                      number(memory, 0) + (" (JVM)" if run["engine"] in ("spark", "floor") else " (Python)")
-                      + (f", executors {number(run['executor_peak_rss_mib'], 0)}" if run.get("executor_peak_rss_mib") else "")])
+        lines.append(
+            [
+                f"{run['rows']:,}",
+                run["label"],
+                run["status"] if run["status"] == "ok" else f"{run['status']}: {run.get('reason')}",
+                number(run.get("seconds"), 2),
+                number(run.get("session_seconds"), 2),
+                number(run.get("total_seconds"), 2),
+                number(_ratio(run, floor), 2) if run["status"] == "ok" and run["engine"] != "floor" else "-",
+                number(memory, 0)
+                + (" (JVM)" if run["engine"] in ("spark", "floor") else " (Python)")
+                + (
+                    f", executors {number(run['executor_peak_rss_mib'], 0)}" if run.get("executor_peak_rss_mib") else ""
+                ),
+            ]
+        )
     widths = [max(len(str(row[index])) for row in [header] + lines) for index in range(len(header))]
     print("| " + " | ".join(name.ljust(width) for name, width in zip(header, widths)) + " |", file=out)
     print("|" + "|".join("-" * (width + 2) for width in widths) + "|", file=out)
@@ -595,24 +775,34 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
         print("| " + " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths)) + " |", file=out)
     for run in runs:
         if run["engine"] == "spark" and run["status"] == "ok":
-            stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in run["phases"].items() if stage != "start Spark")
+            stages = ", ".join(
+                f"{stage} {seconds:.1f}" for stage, seconds in run["phases"].items() if stage != "start Spark"
+            )
             print(f"{run['label']} {run['rows']:,} rows: {stages}", file=out)
         if run["status"] != "ok":
-            print(f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s ({run.get('reason')})"
-                  + (f"; log {run['log']}" if run.get("log") else ""), file=out)
+            print(
+                f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s ({run.get('reason')})"
+                + (f"; log {run['log']}" if run.get("log") else ""),
+                file=out,
+            )
     print(file=out)
     if exchanges:
         for name, before in EXCHANGES_BEFORE.items():
             after = exchanges.get(name, {})
-            print(f"exchanges, {name}: before {before['shuffle']} shuffle + {before['broadcast']} broadcast in {before['queries']} queries "
-                  f"(commit {BEFORE_COMMIT}); now {after.get('shuffle')} shuffle + {after.get('broadcast')} broadcast in {after.get('queries')} queries",
-                  file=out)
+            print(
+                f"exchanges, {name}: before {before['shuffle']} shuffle + {before['broadcast']} broadcast in {before['queries']} queries "
+                f"(commit {BEFORE_COMMIT}); now {after.get('shuffle')} shuffle + {after.get('broadcast')} broadcast in {after.get('queries')} queries",
+                file=out,
+            )
         print(file=out)
     for comparison in comparisons:
         decisions, forecast = comparison["decisions"], comparison["forecast"]
-        print(f"{comparison['engine']} vs {comparison['reference']} at {comparison['rows']:,} rows: decisions {decisions['compared']:,} compared, "
-              f"{decisions['missing']} missing, {decisions['different']} different; forecast {forecast['compared']:,} compared, {forecast['missing']} missing, "
-              f"{forecast['different']} different, {forecast['rank_different']} ranked differently", file=out)
+        print(
+            f"{comparison['engine']} vs {comparison['reference']} at {comparison['rows']:,} rows: decisions {decisions['compared']:,} compared, "
+            f"{decisions['missing']} missing, {decisions['different']} different; forecast {forecast['compared']:,} compared, {forecast['missing']} missing, "
+            f"{forecast['different']} different, {forecast['rank_different']} ranked differently",
+            file=out,
+        )
     print(file=out)
     for verdict in verdicts:
         measured = "-" if verdict["measured"] is None else f"{verdict['measured']}{verdict['unit']}"
@@ -625,9 +815,11 @@ def machine():
     info = {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()}
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            info["cpu"] = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), None)
+            info["cpu"] = next(
+                (line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), None
+            )
         with open("/proc/meminfo", encoding="ascii") as handle:
-            info["memory_gib"] = round(int(handle.readline().split()[1]) / 2 ** 20, 1)
+            info["memory_gib"] = round(int(handle.readline().split()[1]) / 2**20, 1)
     except OSError:
         pass
     for name in ("pyspark", "pandas", "duckdb", "pyarrow", "numpy"):
@@ -650,12 +842,16 @@ def _runs_of(sizes, engines, cores, standalone):
     for rows in sizes:
         for engine in [engine for engine in ENGINES if engine in engines]:
             master = "local[*]" if engine in ("spark", "floor") else None
-            runs.append({"engine": engine, "rows": rows, "master": master, "label": JOB if engine == "spark" else engine})
+            runs.append(
+                {"engine": engine, "rows": rows, "master": master, "label": JOB if engine == "spark" else engine}
+            )
     if cores:
         # local[1] on one CPU: unpinned, its JIT compiler, garbage collector and Python driver take the second core.
-        runs += [{"engine": "spark", "rows": CORES_ROWS, "master": "local[1]", "label": "spark local[1]", "cpus": 1},
-                 {"engine": "spark", "rows": CORES_ROWS, "master": "local[2]", "label": "spark local[2]", "cpus": 2},
-                 {"engine": "spark", "rows": CORES_ROWS, "master": "local[1]", "label": "spark local[1] unpinned"}]
+        runs += [
+            {"engine": "spark", "rows": CORES_ROWS, "master": "local[1]", "label": "spark local[1]", "cpus": 1},
+            {"engine": "spark", "rows": CORES_ROWS, "master": "local[2]", "label": "spark local[2]", "cpus": 2},
+            {"engine": "spark", "rows": CORES_ROWS, "master": "local[1]", "label": "spark local[1] unpinned"},
+        ]
     if standalone:
         runs.append({"engine": "spark", "rows": CORES_ROWS, "master": "standalone", "label": "spark standalone"})
     return runs
@@ -665,26 +861,62 @@ def count_exchanges(progress):
     """The exchanges of the job's plans (decision timeline, forecast), counted in a Spark process of its own."""
     data = snapshot_data(SMALL_PLAN_ROWS, progress)
     out = os.path.join(BUILD, "pipeline-plans")
-    process = subprocess.run([sys.executable, os.path.abspath(__file__), "--plans", "--data", data, "--out", out], capture_output=True, text=True,
-                             check=False, cwd=ROOT)
+    process = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--plans", "--data", data, "--out", out],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     line = next((line for line in process.stdout.splitlines() if line.startswith("RESULT ")), None)
     if line is None:
         progress(f"counting exchanges failed: {_error_lines(process.stderr)}")
         return None
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=list(DEFAULT_ROWS), help="snapshot rows per size (default: 10k 1M 10M 100M)")
-    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines to run (default: all)")
-    parser.add_argument("--no-cores", action="store_true", help=f"skip the local[1] / local[2] runs at {CORES_ROWS:,} rows")
-    parser.add_argument("--no-standalone", action="store_true", help=f"skip the run on a standalone Spark cluster at {CORES_ROWS:,} rows")
-    parser.add_argument("--time-limit", type=float, default=RUN_TIME_LIMIT, help="seconds a pandas or DuckDB run may take before it is stopped (default 1200)")
-    parser.add_argument("--spark-time-limit", type=float, default=SPARK_TIME_LIMIT, help="seconds a Spark run may take before it is stopped (default 3600)")
-    parser.add_argument("--json", default=RESULT_FILE, help="where to write every figure (default build/bench/pipeline_bench.json)")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for the job and floor runs, on top of the job's session settings (repeatable; for experiments)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_ROWS),
+        help="snapshot rows per size (default: 10k 1M 10M 100M)",
+    )
+    parser.add_argument(
+        "--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines to run (default: all)"
+    )
+    parser.add_argument(
+        "--no-cores", action="store_true", help=f"skip the local[1] / local[2] runs at {CORES_ROWS:,} rows"
+    )
+    parser.add_argument(
+        "--no-standalone",
+        action="store_true",
+        help=f"skip the run on a standalone Spark cluster at {CORES_ROWS:,} rows",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=RUN_TIME_LIMIT,
+        help="seconds a pandas or DuckDB run may take before it is stopped (default 1200)",
+    )
+    parser.add_argument(
+        "--spark-time-limit",
+        type=float,
+        default=SPARK_TIME_LIMIT,
+        help="seconds a Spark run may take before it is stopped (default 3600)",
+    )
+    parser.add_argument(
+        "--json", default=RESULT_FILE, help="where to write every figure (default build/bench/pipeline_bench.json)"
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the job and floor runs, on top of the job's session settings (repeatable; for experiments)",
+    )
     parser.add_argument("--worker", choices=("pandas", "duckdb"), help=argparse.SUPPRESS)
     parser.add_argument("--plans", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
@@ -721,11 +953,23 @@ def main():
     comparisons = compare_outputs(runs, progress)
     verdicts = ratios_and_verdicts(runs, comparisons, sizes)
     print_report(runs, comparisons, verdicts, exchanges)
-    settings = {"driver_memory": DRIVER_MEMORY, "min_available_ratio": MIN_AVAILABLE_RATIO, "spark_conf": spark_conf, "job": JOB_ARGUMENTS,
-                "time_limit_seconds": args.time_limit, "spark_time_limit_seconds": args.spark_time_limit,
-                "fleets": {rows: fleet_parameters(rows) for rows in sizes}}
-    document = {"machine": machine(), "settings": settings, "runs": runs, "comparisons": comparisons, "targets": verdicts,
-                "exchanges": {"before": EXCHANGES_BEFORE, "before_commit": BEFORE_COMMIT, "now": exchanges}}
+    settings = {
+        "driver_memory": DRIVER_MEMORY,
+        "min_available_ratio": MIN_AVAILABLE_RATIO,
+        "spark_conf": spark_conf,
+        "job": JOB_ARGUMENTS,
+        "time_limit_seconds": args.time_limit,
+        "spark_time_limit_seconds": args.spark_time_limit,
+        "fleets": {rows: fleet_parameters(rows) for rows in sizes},
+    }
+    document = {
+        "machine": machine(),
+        "settings": settings,
+        "runs": runs,
+        "comparisons": comparisons,
+        "targets": verdicts,
+        "exchanges": {"before": EXCHANGES_BEFORE, "before_commit": BEFORE_COMMIT, "now": exchanges},
+    }
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2)

@@ -35,26 +35,42 @@ def spark_floor(spark, snapshots, out, interval_us=INTERVAL_US):
     phases = {}
     began = time.monotonic()
     raw = spark.read.parquet(snapshots)
-    volumes = raw.select(F.col("ClusterId").alias("cluster"), F.col("BrokerId").alias("broker_id"),
-                         F.unix_micros("SnapshotAt").alias("at"), F.explode("Volumes").alias("volume"))
-    volumes = volumes.select("cluster", "broker_id", "at", F.col("volume.VolumeName").alias("log_dir"),
-                             F.col("volume.Capacity").alias("total"), (F.col("volume.Capacity") - F.col("volume.Consumed")).alias("usable"))
+    volumes = raw.select(
+        F.col("ClusterId").alias("cluster"),
+        F.col("BrokerId").alias("broker_id"),
+        F.unix_micros("SnapshotAt").alias("at"),
+        F.explode("Volumes").alias("volume"),
+    )
+    volumes = volumes.select(
+        "cluster",
+        "broker_id",
+        "at",
+        F.col("volume.VolumeName").alias("log_dir"),
+        F.col("volume.Capacity").alias("total"),
+        (F.col("volume.Capacity") - F.col("volume.Consumed")).alias("usable"),
+    )
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at")
     first_instant = F.col("at") + F.pmod(-F.col("at"), F.lit(interval_us))
     timed = volumes.select("*", first_instant.alias("first"), F.lead("at").over(by_broker).alias("next"))
     # the last instant before the broker's next message (the message's own instant at least; its own alone without a next)
     before_next = F.col("next") - 1 - F.pmod(F.col("next") - 1, F.lit(interval_us))
     last = F.when(F.col("next").isNull(), F.col("first")).otherwise(F.greatest(F.col("first"), before_next))
-    served = timed.select("cluster", "broker_id", "total", "usable", F.explode(F.sequence("first", last, F.lit(interval_us))).alias("t"))
-    per_instant = served.groupBy("cluster", "t").agg(F.min(F.col("usable") / F.col("total")).alias("least_available_ratio"),
-                                                     F.count(F.lit(1)).alias("volumes"))
+    served = timed.select(
+        "cluster", "broker_id", "total", "usable", F.explode(F.sequence("first", last, F.lit(interval_us))).alias("t")
+    )
+    per_instant = served.groupBy("cluster", "t").agg(
+        F.min(F.col("usable") / F.col("total")).alias("least_available_ratio"), F.count(F.lit(1)).alias("volumes")
+    )
     per_instant.write.mode("overwrite").parquet(os.path.join(out, "per_instant"))
     phases["per instant"] = round(time.monotonic() - began, 3)
     began = time.monotonic()
     used = (F.col("total") - F.col("usable")).cast("double")
     per_volume = volumes.groupBy("cluster", "broker_id", "log_dir").agg(
-        F.regr_slope(used, F.col("at") / 1e6).alias("bytes_per_second"), F.max("at").alias("last_at"),
-        F.max_by("total", "at").alias("last_total"), F.max_by("usable", "at").alias("last_usable"))
+        F.regr_slope(used, F.col("at") / 1e6).alias("bytes_per_second"),
+        F.max("at").alias("last_at"),
+        F.max_by("total", "at").alias("last_total"),
+        F.max_by("usable", "at").alias("last_usable"),
+    )
     per_volume.write.mode("overwrite").parquet(os.path.join(out, "per_volume"))
     phases["per volume"] = round(time.monotonic() - began, 3)
     return phases
@@ -105,19 +121,35 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if args.engine == "duckdb":
         phases = duckdb_floor(args.snapshots, args.out)
-        print(json.dumps({"session_seconds": 0.0, "work_seconds": round(sum(phases.values()), 3), "phases": phases}), flush=True)
+        print(
+            json.dumps({"session_seconds": 0.0, "work_seconds": round(sum(phases.values()), 3), "phases": phases}),
+            flush=True,
+        )
         return 0
     from headroom_pipeline.session import spark_session
 
     began = time.monotonic()
-    spark = spark_session(args.master, app_name="pipeline-floor", driver_memory=args.driver_memory,
-                          conf=dict(setting.split("=", 1) for setting in args.conf))
+    spark = spark_session(
+        args.master,
+        app_name="pipeline-floor",
+        driver_memory=args.driver_memory,
+        conf=dict(setting.split("=", 1) for setting in args.conf),
+    )
     session_seconds = time.monotonic() - began
     try:
         phases = spark_floor(spark, args.snapshots, args.out)
     finally:
         spark.stop()
-    print(json.dumps({"session_seconds": round(session_seconds, 3), "work_seconds": round(sum(phases.values()), 3), "phases": phases}), flush=True)
+    print(
+        json.dumps(
+            {
+                "session_seconds": round(session_seconds, 3),
+                "work_seconds": round(sum(phases.values()), 3),
+                "phases": phases,
+            }
+        ),
+        flush=True,
+    )
     return 0
 
 

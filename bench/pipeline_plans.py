@@ -19,7 +19,11 @@ def exchanges(frame):
 
 
 def _summed(counts):
-    return {"shuffle": sum(item["shuffle"] for item in counts), "broadcast": sum(item["broadcast"] for item in counts), "queries": len(counts)}
+    return {
+        "shuffle": sum(item["shuffle"] for item in counts),
+        "broadcast": sum(item["broadcast"] for item in counts),
+        "queries": len(counts),
+    }
 
 
 def job_exchanges(data, out, config):
@@ -30,11 +34,19 @@ def job_exchanges(data, out, config):
 
     spark = spark_session("local[*]", app_name="pipeline-plans")
     try:
-        job.run(PipelineConfig(snapshots=data, out=out, min_available_ratio=config.min_available_ratio, report=False, progress=False))
+        job.run(
+            PipelineConfig(
+                snapshots=data, out=out, min_available_ratio=config.min_available_ratio, report=False, progress=False
+            )
+        )
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
         messages = ingest.load_snapshots(spark, data).as_read
-        timeline = decisions.decision_timeline(messages, dataclasses.replace(config, max_timeline_rows=None))   # sized by the forecast's observation
-        return {"decision timeline": _summed([exchanges(timeline)]),
-                "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))])}
+        timeline = decisions.decision_timeline(
+            messages, dataclasses.replace(config, max_timeline_rows=None)
+        )  # sized by the forecast's observation
+        return {
+            "decision timeline": _summed([exchanges(timeline)]),
+            "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))]),
+        }
     finally:
         spark.stop()

@@ -58,30 +58,50 @@ def _terminate(signum, frame):
 
 def _driver(cluster):
     """The restart command for broker {node_id}, as the role's command method takes it."""
-    return " ".join(shlex.quote(part) for part in (sys.executable, "-m", "kafka_sim", "restart", "--dir", cluster.directory)) + " --broker {node_id}"
+    return (
+        " ".join(
+            shlex.quote(part) for part in (sys.executable, "-m", "kafka_sim", "restart", "--dir", cluster.directory)
+        )
+        + " --broker {node_id}"
+    )
 
 
 def _env(workdir):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.junit", JUNIT_OUTPUT_DIR=os.path.join(workdir, "junit"))
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.junit",
+        JUNIT_OUTPUT_DIR=os.path.join(workdir, "junit"),
+    )
     env.pop("ANSIBLE_CONFIG", None)
     return env
 
 
 def _connection(cluster):
-    return {"bootstrap_servers": cluster.info["bootstrap_servers"].split(","), "security_protocol": cluster.info["security_protocol"]}
+    return {
+        "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+        "security_protocol": cluster.info["security_protocol"],
+    }
 
 
 def _incarnations(cluster):
     """node id -> pid of the running nodes, as the launcher recorded them."""
     current = Cluster(cluster.directory)
-    return {entry["id"]: entry["pid"] for entry in current.info["brokers"] if entry.get("pid") and process_alive(entry["pid"])}
+    return {
+        entry["id"]: entry["pid"]
+        for entry in current.info["brokers"]
+        if entry.get("pid") and process_alive(entry["pid"])
+    }
 
 
 def _create_topic(cluster):
     from confluent_kafka.admin import AdminClient, NewTopic  # pylint: disable=import-outside-toplevel
+
     admin = AdminClient({"bootstrap.servers": cluster.info["bootstrap_servers"]})
     admin.create_topics([NewTopic(TOPIC, BROKERS, BROKERS)])[TOPIC].result(15)
 
@@ -89,6 +109,7 @@ def _create_topic(cluster):
 def _healthy(bootstrap):
     from ansible_collections.headroom.kafka.plugins.module_utils import health  # pylint: disable=import-outside-toplevel
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError  # pylint: disable=import-outside-toplevel
+
     adapter = KafkaAdapter(bootstrap)
     try:
         return health.judge(adapter.describe_cluster(), adapter.partitions(), list(range(1, BROKERS + 1)))["healthy"]
@@ -122,8 +143,11 @@ def _inventory(cluster, needs_restart):
     hosts = {}
     for entry in cluster.info["brokers"]:
         hosts[f"broker-{entry['id']}"] = {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-            "kafka_node_id": entry["id"], "kafka_listener_host": entry["host"], "kafka_listener_port": entry["port"],
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "kafka_node_id": entry["id"],
+            "kafka_listener_host": entry["host"],
+            "kafka_listener_port": entry["port"],
             "kafka_restart_needed": entry["id"] in needs_restart,
             "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
         }
@@ -140,13 +164,21 @@ def _playbook(workdir, name, inventory, playbook):
     """Run one playbook; wall time and the junit task durations (task name -> seconds, summed)."""
     junit = os.path.join(workdir, "junit")
     shutil.rmtree(junit, ignore_errors=True)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", _write(os.path.join(workdir, f"{name}-inventory.yml"), inventory),
-               _write(os.path.join(workdir, f"{name}-play.yml"), playbook)]
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        "-i",
+        _write(os.path.join(workdir, f"{name}-inventory.yml"), inventory),
+        _write(os.path.join(workdir, f"{name}-play.yml"), playbook),
+    ]
     started = time.perf_counter()
-    result = subprocess.run(command, env=_env(workdir), cwd=workdir, capture_output=True, text=True, timeout=900, check=False)
+    result = subprocess.run(
+        command, env=_env(workdir), cwd=workdir, capture_output=True, text=True, timeout=900, check=False
+    )
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
-        raise RuntimeError(f"{name} playbook failed ({result.returncode}):\n{result.stdout[-5000:]}{result.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{name} playbook failed ({result.returncode}):\n{result.stdout[-5000:]}{result.stderr[-2000:]}"
+        )
     tasks = {}
     for report in os.listdir(junit) if os.path.isdir(junit) else []:
         for case in ElementTree.parse(os.path.join(junit, report)).getroot().iter("testcase"):
@@ -155,13 +187,28 @@ def _playbook(workdir, name, inventory, playbook):
 
 
 def _roll(cluster, workdir, needs_restart, role_vars):
-    variables = {"rolling_restart_method": "command", "rolling_restart_command": _driver(cluster),
-                 "rolling_restart_health_timeout": 120, "rolling_restart_port_timeout": 60, "kafka_connection": _connection(cluster)}
+    variables = {
+        "rolling_restart_method": "command",
+        "rolling_restart_command": _driver(cluster),
+        "rolling_restart_health_timeout": 120,
+        "rolling_restart_port_timeout": 60,
+        "kafka_connection": _connection(cluster),
+    }
     variables.update(role_vars)
-    play = [{"name": "roll", "hosts": "all", "gather_facts": False, "vars": variables,
-             "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"}, "roles": [{"role": "rolling_restart"}]}]
+    play = [
+        {
+            "name": "roll",
+            "hosts": "all",
+            "gather_facts": False,
+            "vars": variables,
+            "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
+            "roles": [{"role": "rolling_restart"}],
+        }
+    ]
     before = _incarnations(cluster)
-    elapsed, tasks, stdout = _playbook(workdir, "roll" if needs_restart else "noop", _inventory(cluster, needs_restart), play)
+    elapsed, tasks, stdout = _playbook(
+        workdir, "roll" if needs_restart else "noop", _inventory(cluster, needs_restart), play
+    )
     after = _incarnations(cluster)
     restarted = {node_id for node_id in before if after.get(node_id) != before[node_id]}
     if restarted != set(needs_restart):
@@ -174,24 +221,47 @@ def _roll(cluster, workdir, needs_restart, role_vars):
 def _baseline(cluster, workdir):
     """Restart, pause a fixed 20 s, then poll every 5 s until healthy; broker after broker."""
     one = [
-        {"name": "Restart broker {{ broker_id }}", "ansible.builtin.command": _driver(cluster).replace("{node_id}", "{{ broker_id }}"),
-         "changed_when": True},
-        {"name": "Wait a fixed time after restarting broker {{ broker_id }}", "ansible.builtin.pause": {"seconds": BASELINE_PAUSE_S}},
-        {"name": "Poll until healthy after restarting broker {{ broker_id }}",
-         "headroom.kafka.cluster_health_info": {"expected_brokers": list(range(1, BROKERS + 1))},
-         "register": "health", "until": "health.healthy | default(false)", "retries": 60, "delay": BASELINE_POLL_S},
+        {
+            "name": "Restart broker {{ broker_id }}",
+            "ansible.builtin.command": _driver(cluster).replace("{node_id}", "{{ broker_id }}"),
+            "changed_when": True,
+        },
+        {
+            "name": "Wait a fixed time after restarting broker {{ broker_id }}",
+            "ansible.builtin.pause": {"seconds": BASELINE_PAUSE_S},
+        },
+        {
+            "name": "Poll until healthy after restarting broker {{ broker_id }}",
+            "headroom.kafka.cluster_health_info": {"expected_brokers": list(range(1, BROKERS + 1))},
+            "register": "health",
+            "until": "health.healthy | default(false)",
+            "retries": 60,
+            "delay": BASELINE_POLL_S,
+        },
     ]
     tasks_file = _write(os.path.join(workdir, "baseline-one.yml"), one)
-    play = [{"name": "baseline", "hosts": "localhost", "gather_facts": False,
-             "vars": {"kafka_connection": _connection(cluster), "ansible_python_interpreter": sys.executable},
-             "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
-             "tasks": [{"name": "Restart one broker at a time", "ansible.builtin.include_tasks": tasks_file,
-                        "loop": list(range(1, BROKERS + 1)), "loop_control": {"loop_var": "broker_id"}}]}]
+    play = [
+        {
+            "name": "baseline",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "vars": {"kafka_connection": _connection(cluster), "ansible_python_interpreter": sys.executable},
+            "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
+            "tasks": [
+                {
+                    "name": "Restart one broker at a time",
+                    "ansible.builtin.include_tasks": tasks_file,
+                    "loop": list(range(1, BROKERS + 1)),
+                    "loop_control": {"loop_var": "broker_id"},
+                }
+            ],
+        }
+    ]
     inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local"}}}}
     before = _incarnations(cluster)
     elapsed = _playbook(workdir, "baseline", inventory, play)[0]
     after = _incarnations(cluster)
-    if any(after.get(node_id) == pid for node_id, pid in before.items() if node_id <= BROKERS):   # not the controller
+    if any(after.get(node_id) == pid for node_id, pid in before.items() if node_id <= BROKERS):  # not the controller
         raise RuntimeError("the baseline did not restart every broker")
     return elapsed
 
@@ -219,10 +289,17 @@ def _one_run(cluster, workdir, label, role_vars):
     _progress(f"{label}: rolling restart of {BROKERS} brokers")
     total, tasks = _roll(cluster, workdir, set(range(1, BROKERS + 1)), role_vars)
     _progress(f"  total {total:.2f} s, fixed cost {fixed:.2f} s")
-    return {"restarts": [row[0] for row in direct], "to_healthy": [row[1] for row in direct], "fixed": fixed, "total": total,
-            "breakdown": {"restart": _phase(tasks, "Restart with the restart command") / BROKERS,
-                          "port": _phase(tasks, "Wait for the listener port") / BROKERS,
-                          "health": _phase(tasks, "Wait until the cluster is healthy again") / BROKERS}}
+    return {
+        "restarts": [row[0] for row in direct],
+        "to_healthy": [row[1] for row in direct],
+        "fixed": fixed,
+        "total": total,
+        "breakdown": {
+            "restart": _phase(tasks, "Restart with the restart command") / BROKERS,
+            "port": _phase(tasks, "Wait for the listener port") / BROKERS,
+            "health": _phase(tasks, "Wait until the cluster is healthy again") / BROKERS,
+        },
+    }
 
 
 def _measure(args, workdir):
@@ -233,9 +310,17 @@ def _measure(args, workdir):
         _create_topic(cluster)
         _wait_healthy(cluster)
         _healthy(cluster.info["bootstrap_servers"])  # warm the imports
-        role_vars = {name: value for name, value in (("rolling_restart_poll_interval", args.poll_interval),
-                                                     ("rolling_restart_healthy_polls", args.healthy_polls)) if value is not None}
-        runs = [_one_run(cluster, workdir, f"run {number}/{args.runs}", role_vars) for number in range(1, args.runs + 1)]
+        role_vars = {
+            name: value
+            for name, value in (
+                ("rolling_restart_poll_interval", args.poll_interval),
+                ("rolling_restart_healthy_polls", args.healthy_polls),
+            )
+            if value is not None
+        }
+        runs = [
+            _one_run(cluster, workdir, f"run {number}/{args.runs}", role_vars) for number in range(1, args.runs + 1)
+        ]
         baseline = None
         if not args.no_baseline:
             _progress(f"baseline: restart, pause {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s (about 70 s)")
@@ -248,18 +333,29 @@ def _measure(args, workdir):
     # directly as the restart until the cluster is healthy again.
     minimum = restart + args.catch_up_ms / 1000 if cluster.engine == "sim" else to_healthy
     overheads = [(run["total"] - run["fixed"] - BROKERS * minimum) / BROKERS for run in runs]
-    return {"engine": cluster.engine, "restart": restart, "catch_up": minimum - restart, "minimum": minimum,
-            "to_healthy": statistics.median(value for run in runs for value in run["to_healthy"]),
-            "totals": [run["total"] for run in runs], "total": statistics.median(run["total"] for run in runs),
-            "fixed": statistics.median(run["fixed"] for run in runs), "overheads": overheads, "overhead": statistics.median(overheads),
-            "breakdown": {key: statistics.median(run["breakdown"][key] for run in runs) for key in runs[0]["breakdown"]},
-            "baseline": baseline}
+    return {
+        "engine": cluster.engine,
+        "restart": restart,
+        "catch_up": minimum - restart,
+        "minimum": minimum,
+        "to_healthy": statistics.median(value for run in runs for value in run["to_healthy"]),
+        "totals": [run["total"] for run in runs],
+        "total": statistics.median(run["total"] for run in runs),
+        "fixed": statistics.median(run["fixed"] for run in runs),
+        "overheads": overheads,
+        "overhead": statistics.median(overheads),
+        "breakdown": {key: statistics.median(run["breakdown"][key] for run in runs) for key in runs[0]["breakdown"]},
+        "baseline": baseline,
+    }
 
 
 def _report(args, figures):
     rows = [
         ("test cluster restart of one broker (kafka_sim restart, median)", figures["restart"]),
-        ("catch-up time (the model's catch_up_ms; on real Kafka measured: healthy again after the restart)", figures["catch_up"]),
+        (
+            "catch-up time (the model's catch_up_ms; on real Kafka measured: healthy again after the restart)",
+            figures["catch_up"],
+        ),
         ("known minimum per broker (restart + catch-up)", figures["minimum"]),
         ("observed: restart start until healthy, 50 ms polling (median)", figures["to_healthy"]),
         ("role, per broker: restart task", figures["breakdown"]["restart"]),
@@ -270,21 +366,37 @@ def _report(args, figures):
         ("role overhead per broker above the minimum (median)", figures["overhead"]),
     ]
     if figures["baseline"] is not None:
-        rows.append((f"baseline total: pause {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s (1 run)", figures["baseline"]))
+        rows.append(
+            (f"baseline total: pause {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s (1 run)", figures["baseline"])
+        )
     print(f"cores: {os.cpu_count()}")
-    print(f"cluster: {figures['engine']} engine, {BROKERS} brokers, topic {TOPIC!r} {BROKERS} partitions x RF {BROKERS}, "
-          f"catch_up_ms {args.catch_up_ms} (the model's), runs {args.runs}")
+    print(
+        f"cluster: {figures['engine']} engine, {BROKERS} brokers, topic {TOPIC!r} {BROKERS} partitions x RF {BROKERS}, "
+        f"catch_up_ms {args.catch_up_ms} (the model's), runs {args.runs}"
+    )
     with open(os.path.join(ROOT, "roles", "rolling_restart", "defaults", "main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
-    interval = f"{args.poll_interval} s" if args.poll_interval is not None else f"{defaults['rolling_restart_poll_interval']} s (default)"
-    polls = str(args.healthy_polls) if args.healthy_polls is not None else f"{defaults['rolling_restart_healthy_polls']} (default)"
+    interval = (
+        f"{args.poll_interval} s"
+        if args.poll_interval is not None
+        else f"{defaults['rolling_restart_poll_interval']} s (default)"
+    )
+    polls = (
+        str(args.healthy_polls)
+        if args.healthy_polls is not None
+        else f"{defaults['rolling_restart_healthy_polls']} (default)"
+    )
     print(f"role settings: poll interval {interval}, healthy polls in a row {polls}")
     width = max(len(label) for label, value in rows)
     print(f"{'figure':<{width}} {'seconds':>8}")
     for label, value in rows:
         print(f"{label:<{width}} {value:>8.2f}")
-    print("role totals per run: " + ", ".join(f"{value:.2f}" for value in figures["totals"])
-          + "; overhead per broker per run: " + ", ".join(f"{value:.2f}" for value in figures["overheads"]))
+    print(
+        "role totals per run: "
+        + ", ".join(f"{value:.2f}" for value in figures["totals"])
+        + "; overhead per broker per run: "
+        + ", ".join(f"{value:.2f}" for value in figures["overheads"])
+    )
     verdict = "PASS" if figures["overhead"] <= OVERHEAD_TARGET_S else "FAIL"
     print(f"overhead per broker: {figures['overhead']:.2f} s (target <= {OVERHEAD_TARGET_S:.1f} s): {verdict}")
     if figures["baseline"] is not None:
@@ -297,10 +409,18 @@ def main():
     """Measure, print the figures and a verdict per target; exit status 0 done, 130 interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--engine", choices=("kafka", "sim"), default=None, help="test cluster engine (default: real Kafka)")
-    parser.add_argument("--catch-up-ms", type=int, default=2000, help="the model's catch-up time (real replicas catch up on their own)")
-    parser.add_argument("--poll-interval", type=float, help="rolling_restart_poll_interval for the role (default: the role's)")
-    parser.add_argument("--healthy-polls", type=int, help="rolling_restart_healthy_polls for the role (default: the role's)")
+    parser.add_argument(
+        "--engine", choices=("kafka", "sim"), default=None, help="test cluster engine (default: real Kafka)"
+    )
+    parser.add_argument(
+        "--catch-up-ms", type=int, default=2000, help="the model's catch-up time (real replicas catch up on their own)"
+    )
+    parser.add_argument(
+        "--poll-interval", type=float, help="rolling_restart_poll_interval for the role (default: the role's)"
+    )
+    parser.add_argument(
+        "--healthy-polls", type=int, help="rolling_restart_healthy_polls for the role (default: the role's)"
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the 20 s pause baseline (about 70 s)")
     args = parser.parse_args()
     _ensure_collection_link()

@@ -36,32 +36,56 @@ def parser():
     command = argparse.ArgumentParser(
         prog="python -m headroom_guard",
         description="Observe every log dir of a Kafka cluster, decide a throttle factor and make the cluster's client quotas "
-                    "hold the declared produce rates scaled by it, every interval.",
+        "hold the declared produce rates scaled by it, every interval.",
         epilog="Exit status: 0 stopped by SIGTERM/SIGINT, or --once/--check-config done; 1 --once whose decision failed; "
-               "2 configuration refused (nothing was sent to Kafka). One line per decision on stderr.")
-    command.add_argument("--config", required=True, metavar="FILE",
-                         help="YAML or JSON mapping of the headroom.kafka.disk_guard module's options (connection, policy, limits, "
-                              "quotas, default_producer_byte_rate, excluded_principals, ...)")
-    command.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL, metavar="SECONDS",
-                         help=f"seconds from the start of one decision to the next (default {DEFAULT_INTERVAL:g})")
-    command.add_argument("--state-file", metavar="PATH",
-                         help="where the last complete observation is kept across restarts (policy strimzi's validity clock); "
-                              "in memory only without it")
-    command.add_argument("--metrics-file", metavar="PATH",
-                         help="Prometheus text file rewritten atomically after each decision (for node_exporter's textfile "
-                              "collector: name it *.prom)")
-    command.add_argument("--metrics-port", type=_port, metavar="PORT", help="serve the metrics over HTTP at /metrics on this port")
-    command.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDRESS",
-                         help="address the metrics port binds to (default 127.0.0.1)")
+        "2 configuration refused (nothing was sent to Kafka). One line per decision on stderr.",
+    )
+    command.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help="YAML or JSON mapping of the headroom.kafka.disk_guard module's options (connection, policy, limits, "
+        "quotas, default_producer_byte_rate, excluded_principals, ...)",
+    )
+    command.add_argument(
+        "--interval",
+        type=_interval,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"seconds from the start of one decision to the next (default {DEFAULT_INTERVAL:g})",
+    )
+    command.add_argument(
+        "--state-file",
+        metavar="PATH",
+        help="where the last complete observation is kept across restarts (policy strimzi's validity clock); "
+        "in memory only without it",
+    )
+    command.add_argument(
+        "--metrics-file",
+        metavar="PATH",
+        help="Prometheus text file rewritten atomically after each decision (for node_exporter's textfile "
+        "collector: name it *.prom)",
+    )
+    command.add_argument(
+        "--metrics-port", type=_port, metavar="PORT", help="serve the metrics over HTTP at /metrics on this port"
+    )
+    command.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address the metrics port binds to (default 127.0.0.1)",
+    )
     command.add_argument("--once", action="store_true", help="decide once and exit")
-    command.add_argument("--dry-run", action="store_true", help="decide and have Kafka validate the quotas, never apply them")
+    command.add_argument(
+        "--dry-run", action="store_true", help="decide and have Kafka validate the quotas, never apply them"
+    )
     command.add_argument("--check-config", action="store_true", help="check the configuration and exit")
     return command
 
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    from headroom_guard import config          # imported here: --help needs no Kafka client
+    from headroom_guard import config  # imported here: --help needs no Kafka client
     from headroom_guard.guard import Guard
     from headroom_guard.metrics import MetricsServer
 
@@ -84,11 +108,15 @@ def main(argv=None):
         try:
             server = MetricsServer(guard.metrics, args.metrics_address, args.metrics_port, guard.lock).start()
         except OSError as exc:
-            print(f"headroom_guard: --metrics-port {args.metrics_port}: cannot listen on {args.metrics_address}: {exc.strerror or exc}",
-                  file=sys.stderr)
+            print(
+                f"headroom_guard: --metrics-port {args.metrics_port}: cannot listen on {args.metrics_address}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             return EXIT_BAD_CONFIG
         guard.say(f"metrics on http://{args.metrics_address}:{server.port}/metrics")
-    guard.say(f"deciding every {args.interval:g} s ({settings.policy.name}); SIGTERM stops after the decision under way")
+    guard.say(
+        f"deciding every {args.interval:g} s ({settings.policy.name}); SIGTERM stops after the decision under way"
+    )
     try:
         guard.run(args.interval, stop)
     finally:

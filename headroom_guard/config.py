@@ -36,11 +36,19 @@ def load(path):
     except yaml.YAMLError as exc:
         raise ConfigError(f"--config: {path!r} is not YAML: {exc}") from None
     if not isinstance(document, dict):
-        raise ConfigError(f"--config: {path!r} must hold a mapping of the disk_guard module's options (got {type(document).__name__})")
+        raise ConfigError(
+            f"--config: {path!r} must hold a mapping of the disk_guard module's options (got {type(document).__name__})"
+        )
     if "state_file" in document:
-        raise ConfigError(f"--config: {path!r}: state_file is the module's; the guard keeps its state with --state-file")
-    validator = ArgumentSpecValidator(guard_options.ARGUMENT_SPEC, mutually_exclusive=guard_options.MUTUALLY_EXCLUSIVE,
-                                      required_if=guard_options.REQUIRED_IF, required_together=guard_options.REQUIRED_TOGETHER)
+        raise ConfigError(
+            f"--config: {path!r}: state_file is the module's; the guard keeps its state with --state-file"
+        )
+    validator = ArgumentSpecValidator(
+        guard_options.ARGUMENT_SPEC,
+        mutually_exclusive=guard_options.MUTUALLY_EXCLUSIVE,
+        required_if=guard_options.REQUIRED_IF,
+        required_together=guard_options.REQUIRED_TOGETHER,
+    )
     result = validator.validate(document)
     secrets = set(result._no_log_values)  # pylint: disable=protected-access  # the values the spec marks no_log
     if result.error_messages:

@@ -18,15 +18,21 @@ from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import 
 
 
 def _stamp(seconds):
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return (
+        datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def decision_line(result, seconds):
     """The one line a decision writes on stderr."""
     changes = len(result["changes"])
     changed = f"{changes} quota entit{'y' if changes == 1 else 'ies'} changed" if changes else "quotas unchanged"
-    return (f"{_stamp(result['decided_at'])} factor {result['throttle_factor']:g} {result['state']} ({result['policy']}, "
-            f"{result['reason']}): {changed} in {seconds:.2f} s")
+    return (
+        f"{_stamp(result['decided_at'])} factor {result['throttle_factor']:g} {result['state']} ({result['policy']}, "
+        f"{result['reason']}): {changed} in {seconds:.2f} s"
+    )
 
 
 class Guard:
@@ -51,7 +57,9 @@ class Guard:
         try:
             if self.adapter is None:
                 self.adapter = KafkaAdapter.from_module_params(self.params)
-            result, memory = guard_run.guard_once(self.adapter, self.settings, self.memory, now, check_mode=self.dry_run)
+            result, memory = guard_run.guard_once(
+                self.adapter, self.settings, self.memory, now, check_mode=self.dry_run
+            )
         except (KafkaAdapterError, QuotaApplyError) as exc:
             self._close_adapter()
             with self.lock:

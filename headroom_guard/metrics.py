@@ -59,9 +59,9 @@ class GuardMetrics:
     """What the metrics say: the last decision (None before the first) and the counts since the guard started."""
 
     def __init__(self):
-        self.last = None                # guard_once's result
-        self.last_decision_at = None    # epoch seconds of the last decision that completed
-        self.last_duration = None       # how long it took, seconds
+        self.last = None  # guard_once's result
+        self.last_decision_at = None  # epoch seconds of the last decision that completed
+        self.last_duration = None  # how long it took, seconds
         self.outcomes = dict.fromkeys(OUTCOMES, 0)
         self.quota_changes = 0
 
@@ -79,41 +79,64 @@ class GuardMetrics:
         for outcome in OUTCOMES:
             outcomes.add(self.outcomes[outcome], outcome=outcome)
         families.append(outcomes)
-        families.append(Family("headroom_guard_quota_changes_total", "counter",
-                               "Client quota entities changed since the guard started.").add(self.quota_changes))
+        families.append(
+            Family(
+                "headroom_guard_quota_changes_total",
+                "counter",
+                "Client quota entities changed since the guard started.",
+            ).add(self.quota_changes)
+        )
         if self.last is not None:
             families.extend(self._decision_families(self.last))
         return "".join(line + "\n" for family in families for line in family.lines())
 
     def _decision_families(self, result):
-        volumes, _skipped = usable_volumes(result["volumes"])     # the rules' own test of a volume with figures
-        yield Family("headroom_guard_throttle_factor", "gauge", "The factor applied to the declared produce rates (0 to 1).").add(
-            float(result["throttle_factor"]))
-        yield Family("headroom_guard_limit_violated", "gauge", "1 when some volume is past a limit.").add(bool(result["violations"]))
-        yield Family("headroom_guard_fallback_applied", "gauge", "1 when the fallback factor applies (policy strimzi).").add(
-            bool(result["fallback_applied"]))
-        yield Family("headroom_guard_missing_data_applied", "gauge", "1 when incomplete data paused producers (policy graded).").add(
-            bool(result.get("missing_data_applied")))
-        yield Family("headroom_guard_observed", "gauge", "1 when every broker that should have answered did.").add(bool(result["observed"]))
-        state = Family("headroom_guard_state", "gauge", "The guard's state: 1 for the current one of OPEN, THROTTLE and PAUSE.")
+        volumes, _skipped = usable_volumes(result["volumes"])  # the rules' own test of a volume with figures
+        yield Family(
+            "headroom_guard_throttle_factor", "gauge", "The factor applied to the declared produce rates (0 to 1)."
+        ).add(float(result["throttle_factor"]))
+        yield Family("headroom_guard_limit_violated", "gauge", "1 when some volume is past a limit.").add(
+            bool(result["violations"])
+        )
+        yield Family(
+            "headroom_guard_fallback_applied", "gauge", "1 when the fallback factor applies (policy strimzi)."
+        ).add(bool(result["fallback_applied"]))
+        yield Family(
+            "headroom_guard_missing_data_applied", "gauge", "1 when incomplete data paused producers (policy graded)."
+        ).add(bool(result.get("missing_data_applied")))
+        yield Family("headroom_guard_observed", "gauge", "1 when every broker that should have answered did.").add(
+            bool(result["observed"])
+        )
+        state = Family(
+            "headroom_guard_state", "gauge", "The guard's state: 1 for the current one of OPEN, THROTTLE and PAUSE."
+        )
         for name in STATES:
             state.add(1 if result["state"] == name else 0, state=name)
         yield state
-        yield Family("headroom_guard_active_brokers", "gauge", "Brokers whose log dirs were seen in the last decision.").add(
-            len(set(volume["broker_id"] for volume in result["volumes"])))
-        yield Family("headroom_guard_active_log_dirs", "gauge", "Log dirs of known size seen in the last decision.").add(len(volumes))
+        yield Family(
+            "headroom_guard_active_brokers", "gauge", "Brokers whose log dirs were seen in the last decision."
+        ).add(len(set(volume["broker_id"] for volume in result["volumes"])))
+        yield Family(
+            "headroom_guard_active_log_dirs", "gauge", "Log dirs of known size seen in the last decision."
+        ).add(len(volumes))
         available = Family("headroom_guard_volume_available_bytes", "gauge", "Usable bytes of each log dir.")
-        consumed = Family("headroom_guard_volume_consumed_bytes", "gauge", "Used bytes (total - usable) of each log dir.")
+        consumed = Family(
+            "headroom_guard_volume_consumed_bytes", "gauge", "Used bytes (total - usable) of each log dir."
+        )
         for volume in sorted(volumes, key=lambda item: (item["broker_id"], item["log_dir"])):
             labels = {"broker_id": volume["broker_id"], "log_dir": volume["log_dir"]}
             available.add(volume["usable_bytes"], **labels)
             consumed.add(volume["total_bytes"] - volume["usable_bytes"], **labels)
         yield available
         yield consumed
-        yield Family("headroom_guard_last_decision_timestamp_seconds", "gauge", "When the last decision was taken (Unix time).").add(
-            float(self.last_decision_at))
-        yield Family("headroom_guard_last_decision_duration_seconds", "gauge",
-                     "How long the last decision took: reads, decision and quota changes.").add(float(self.last_duration))
+        yield Family(
+            "headroom_guard_last_decision_timestamp_seconds", "gauge", "When the last decision was taken (Unix time)."
+        ).add(float(self.last_decision_at))
+        yield Family(
+            "headroom_guard_last_decision_duration_seconds",
+            "gauge",
+            "How long the last decision took: reads, decision and quota changes.",
+        ).add(float(self.last_duration))
 
 
 def write_textfile(path, text):
@@ -150,7 +173,7 @@ class MetricsServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args):     # scrapes are not decisions: stderr carries one line per decision only
+            def log_message(self, *args):  # scrapes are not decisions: stderr carries one line per decision only
                 pass
 
         self.server = http.server.ThreadingHTTPServer((address, port), Handler)

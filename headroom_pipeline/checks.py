@@ -27,14 +27,19 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 # The instants and broker ids the modules accept are the ones the pipeline accepts.
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID, EARLIEST_INSTANT, KAFKA_ID_MAX, LATEST_INSTANT  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import (
+    BROKER_ID,
+    EARLIEST_INSTANT,
+    KAFKA_ID_MAX,
+    LATEST_INSTANT,
+)  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import SNAPSHOT_LIMIT_NAMES  # noqa: E402
 
 UTC = datetime.timezone.utc
 # ISO 8601 date-time with a zone, as module_utils.snapshots accepts it (normalized below into the form Spark casts).
 TIMESTAMP_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)$"
-BROKER_ID_MAX = KAFKA_ID_MAX                      # Kafka's broker ids are Java ints >= 0
-MEDIAN_ACCURACY = 10000                           # percentile_approx: rank error at most 1/10000 of the records
+BROKER_ID_MAX = KAFKA_ID_MAX  # Kafka's broker ids are Java ints >= 0
+MEDIAN_ACCURACY = 10000  # percentile_approx: rank error at most 1/10000 of the records
 LIMIT_TYPE_OF_NAME = {name: limit_type for limit_type, name in SNAPSHOT_LIMIT_NAMES.items()}
 
 
@@ -55,7 +60,9 @@ def from_micros(value):
 
 def first_reason(*checks):
     """The reason of the first (condition, reason) that holds, else null; a reason is a text or a text column."""
-    return F.coalesce(*[F.when(condition, reason if isinstance(reason, Column) else F.lit(reason)) for condition, reason in checks])
+    return F.coalesce(
+        *[F.when(condition, reason if isinstance(reason, Column) else F.lit(reason)) for condition, reason in checks]
+    )
 
 
 # -- time stamps -------------------------------------------------------------------------------------------------
@@ -65,7 +72,9 @@ def parse_timestamp(text: Column) -> Column:
     Spark casts the common forms; lower-case z, a comma before the fraction and times without seconds, which
     module_utils.snapshots also accepts, are rewritten first.
     """
-    normalized = F.regexp_replace(F.translate(text, ",z", ".Z"), r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})([Z+-])", "$1T$2:00$3")
+    normalized = F.regexp_replace(
+        F.translate(text, ",z", ".Z"), r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})([Z+-])", "$1T$2:00$3"
+    )
     return F.when(is_timestamp_text(text), normalized.try_cast("timestamp"))
 
 
@@ -84,8 +93,10 @@ def time_checks(field: str, at: Column, missing: Column, well_formed: Column):
     return [
         (missing, f"{field} is missing"),
         (~well_formed, f"{field} must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z"),
-        (at.isNull() | ~in_instant_range(at),
-         f"{field} must be a valid date-time from {iso(EARLIEST_INSTANT)} to 9999-12-31T23:59:59Z"),
+        (
+            at.isNull() | ~in_instant_range(at),
+            f"{field} must be a valid date-time from {iso(EARLIEST_INSTANT)} to 9999-12-31T23:59:59Z",
+        ),
     ]
 
 
@@ -93,6 +104,7 @@ def time_checks(field: str, at: Column, missing: Column, well_formed: Column):
 class TimeWindow:
     """Which stamps are plausible: from ``since`` through ``until`` (aware datetimes) where given; a side without
     one is ``spread`` seconds from the median stamp of the input's well-formed stamps."""
+
     since: Optional[datetime.datetime] = None
     until: Optional[datetime.datetime] = None
     spread: float = DEFAULT_PLAUSIBLE_WINDOW
@@ -105,6 +117,7 @@ class TimeWindow:
 @dataclasses.dataclass(frozen=True)
 class TimeBounds:
     """The bounds one input's stamps were held to (None: that side has only the instant range)."""
+
     field: str
     window: TimeWindow
     median: Optional[datetime.datetime]
@@ -125,21 +138,30 @@ class TimeBounds:
         stamp, days = F.unix_micros(at), _duration_text(self.window.spread)
         result = []
         if self.lower is not None:
-            reason = (f"{self.field} is before --since {iso(self.window.since)}" if self.window.since is not None else
-                      f"{self.field} is more than {days} before the median {self.field} of its input ({iso(self.median)}): "
-                      "a clock that was reset? (--since or --plausible-window accept older records)")
+            reason = (
+                f"{self.field} is before --since {iso(self.window.since)}"
+                if self.window.since is not None
+                else f"{self.field} is more than {days} before the median {self.field} of its input ({iso(self.median)}): "
+                "a clock that was reset? (--since or --plausible-window accept older records)"
+            )
             result.append((stamp < F.lit(micros(self.lower)), reason))
         if self.upper is not None:
-            reason = (f"{self.field} is after --until {iso(self.window.until)}" if self.window.until is not None else
-                      f"{self.field} is more than {days} after the median {self.field} of its input ({iso(self.median)}): "
-                      "a clock that ran ahead? (--until or --plausible-window accept later records)")
+            reason = (
+                f"{self.field} is after --until {iso(self.window.until)}"
+                if self.window.until is not None
+                else f"{self.field} is more than {days} after the median {self.field} of its input ({iso(self.median)}): "
+                "a clock that ran ahead? (--until or --plausible-window accept later records)"
+            )
             result.append((stamp > F.lit(micros(self.upper)), reason))
         return result
 
     def describe(self):
         """For the summary: the bounds and the median they came from, ISO 8601."""
-        return {"since": iso(self.lower) if self.lower else None, "until": iso(self.upper) if self.upper else None,
-                "median": iso(self.median) if self.median else None}
+        return {
+            "since": iso(self.lower) if self.lower else None,
+            "until": iso(self.upper) if self.upper else None,
+            "median": iso(self.median) if self.median else None,
+        }
 
 
 def _duration_text(seconds):
@@ -161,8 +183,10 @@ def count_and_bounds(raw: DataFrame, field: str, at: Column, usable: Column, win
         candidate = candidate & (stamp >= F.lit(micros(window.since)))
     if window.until is not None:
         candidate = candidate & (stamp <= F.lit(micros(window.until)))
-    row = raw.agg(F.count(F.lit(1)).alias("records"),
-                  F.percentile_approx(F.when(candidate, stamp), F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median")).first()
+    row = raw.agg(
+        F.count(F.lit(1)).alias("records"),
+        F.percentile_approx(F.when(candidate, stamp), F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median"),
+    ).first()
     median = from_micros(row["median"]) if row["median"] is not None else None
     return row["records"], TimeBounds(field, window, median)
 
@@ -190,10 +214,18 @@ def limit_checks(limit: Column, field: str):
     names = list(LIMIT_TYPE_OF_NAME)
     level = limit["level"]
     return [
-        (limit.isNotNull() & (limit["type"].isNull() | ~limit["type"].isin(names)), f"{field}.type must be one of {', '.join(sorted(names))}"),
-        (limit.isNotNull() & (level.isNull() | not_finite(level) | (level < 0)), f"{field}.level must be a finite number >= 0"),
-        (limit.isNotNull() & (limit["type"] == "MinFreePercentage") & (level > 100),
-         f"{field}.level is a percentage for MinFreePercentage and must be between 0 and 100"),
+        (
+            limit.isNotNull() & (limit["type"].isNull() | ~limit["type"].isin(names)),
+            f"{field}.type must be one of {', '.join(sorted(names))}",
+        ),
+        (
+            limit.isNotNull() & (level.isNull() | not_finite(level) | (level < 0)),
+            f"{field}.level must be a finite number >= 0",
+        ),
+        (
+            limit.isNotNull() & (limit["type"] == "MinFreePercentage") & (level > 100),
+            f"{field}.level is a percentage for MinFreePercentage and must be between 0 and 100",
+        ),
     ]
 
 
@@ -214,7 +246,10 @@ def volume_checks(volumes: Column):
     return [
         (volumes.isNull(), "Volumes is missing (or not a list of {VolumeName, Capacity, Consumed})"),
         (has_null(names) | F.array_contains(names, ""), "a volume lacks its VolumeName"),
-        (has_null(capacities) | has_null(consumed), "a volume lacks Capacity or Consumed (or they are not whole numbers of bytes)"),
+        (
+            has_null(capacities) | has_null(consumed),
+            "a volume lacks Capacity or Consumed (or they are not whole numbers of bytes)",
+        ),
         ((F.array_min(capacities) < 0) | (F.array_min(consumed) < 0), "a volume has a negative size"),
         (F.exists(volumes, lambda v: v["Consumed"] > v["Capacity"]), "a volume's Consumed exceeds its Capacity"),
         (F.size(F.array_distinct(names)) != F.size(volumes), "a VolumeName appears twice"),
@@ -224,8 +259,16 @@ def volume_checks(volumes: Column):
 def volumes_sound(volumes: Column) -> Column:
     """True exactly when none of volume_checks holds, in one walk over the list: a sound record, the common case,
     pays for one lambda instead of all the checks, whose reasons are then worked out only for the others."""
-    each = F.forall(volumes, lambda v: v["VolumeName"].isNotNull() & (v["VolumeName"] != "") & (v["Capacity"] >= 0)
-                    & (v["Consumed"] >= 0) & (v["Consumed"] <= v["Capacity"]))
+    each = F.forall(
+        volumes,
+        lambda v: (
+            v["VolumeName"].isNotNull()
+            & (v["VolumeName"] != "")
+            & (v["Capacity"] >= 0)
+            & (v["Consumed"] >= 0)
+            & (v["Consumed"] <= v["Capacity"])
+        ),
+    )
     distinct = (F.size(volumes) <= 1) | (F.size(F.array_distinct(volumes["VolumeName"])) == F.size(volumes))
     return F.coalesce(each & distinct, F.lit(False))
 
@@ -240,7 +283,10 @@ def snapshot_checks(not_object: Column, parsed: Column, key: Column, times):
         *times,
         (broker.isNull() & key.isNull(), "BrokerId is missing (or not a whole number)"),
         (not_broker_id(F.coalesce(broker, key_broker)), f"BrokerId must be {BROKER_ID.describe()}"),
-        (key.isNotNull() & broker.isNotNull() & (key_broker.isNull() | (key_broker != broker)), "BrokerId does not match the record key"),
+        (
+            key.isNotNull() & broker.isNotNull() & (key_broker.isNull() | (key_broker != broker)),
+            "BrokerId does not match the record key",
+        ),
         (~volumes_sound(parsed["Volumes"]), first_reason(*volume_checks(parsed["Volumes"]))),
         *limit_checks(parsed["SoftLimit"], "SoftLimit"),
         *limit_checks(parsed["HardLimit"], "HardLimit"),
@@ -254,6 +300,9 @@ def traffic_checks(not_object: Column, parsed: Column, times):
         *times,
         (parsed["broker_id"].isNull(), "broker_id is missing (or not a whole number)"),
         (not_broker_id(parsed["broker_id"]), f"broker_id must be {BROKER_ID.describe()}"),
-        (parsed["bytes_in"].isNull() | parsed["bytes_out"].isNull(), "bytes_in and bytes_out are required (whole numbers of bytes)"),
+        (
+            parsed["bytes_in"].isNull() | parsed["bytes_out"].isNull(),
+            "bytes_in and bytes_out are required (whole numbers of bytes)",
+        ),
         ((parsed["bytes_in"] < 0) | (parsed["bytes_out"] < 0), "bytes_in and bytes_out must be >= 0"),
     ]

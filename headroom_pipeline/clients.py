@@ -49,7 +49,9 @@ def client_analysis(traffic: DataFrame, quotas: list, proposed: list | None, con
     for prefix, unused_entries in quota_sets:
         windows = _quota_figures(windows, prefix, window_seconds, window_ms)
     windows = windows.select(*_window_columns(proposed is not None))
-    recommendations = _recommendations(windows, config.recommend_percentile, config.recommend_headroom, proposed is not None)
+    recommendations = _recommendations(
+        windows, config.recommend_percentile, config.recommend_headroom, proposed is not None
+    )
     return windows, recommendations
 
 
@@ -59,13 +61,19 @@ def _window_bytes(traffic: DataFrame, window_us: int, window_seconds: float) -> 
     ts_us = F.unix_micros("ts")
     window_end_us = ts_us + F.pmod(-ts_us, F.lit(window_us).cast("long"))
     grouped = traffic.groupBy("user", "client_id", "broker_id", window_end_us.alias("window_end_us")).agg(
-        F.sum("bytes_in").alias("produce_bytes"), F.sum("bytes_out").alias("fetch_bytes"))
+        F.sum("bytes_in").alias("produce_bytes"), F.sum("bytes_out").alias("fetch_bytes")
+    )
     return grouped.select(
-        "user", "client_id", "broker_id", "window_end_us",
+        "user",
+        "client_id",
+        "broker_id",
+        "window_end_us",
         F.timestamp_micros(F.col("window_end_us") - window_us).alias("window_start"),
         F.timestamp_micros("window_end_us").alias("window_end"),
-        "produce_bytes", (F.col("produce_bytes") / F.lit(window_seconds)).alias("produce_bytes_per_sec"),
-        "fetch_bytes", (F.col("fetch_bytes") / F.lit(window_seconds)).alias("fetch_bytes_per_sec"),
+        "produce_bytes",
+        (F.col("produce_bytes") / F.lit(window_seconds)).alias("produce_bytes_per_sec"),
+        "fetch_bytes",
+        (F.col("fetch_bytes") / F.lit(window_seconds)).alias("fetch_bytes_per_sec"),
     )
 
 
@@ -101,7 +109,9 @@ def _entries_by_level(entries):
         rates = [values.get(key) for key in cqm.QUOTA_KEYS]
         if level is None or all(rate is None for rate in rates):
             continue
-        by_level.setdefault(level, []).append((entry["entity"], *[None if rate is None else float(rate) for rate in rates]))
+        by_level.setdefault(level, []).append(
+            (entry["entity"], *[None if rate is None else float(rate) for rate in rates])
+        )
     return by_level
 
 
@@ -116,13 +126,21 @@ def _level_values(clients: DataFrame, level: int, items, spark) -> tuple[DataFra
     columns = [f"level{level}_{key}" for key in cqm.QUOTA_KEYS] + [f"level{level}_entity"]
     keys = _join_keys(level)
     if not keys:
-        entity, *rates = items[0]            # a default-only level holds one entity at most
+        entity, *rates = items[0]  # a default-only level holds one entity at most
         literals = [F.lit(rate).cast("double") for rate in rates] + [F.lit(cqm.describe_entity(entity))]
         return clients, dict(zip(columns, literals))
-    rows = [tuple(entity[key] for key in keys) + tuple(rates) + (cqm.describe_entity(entity),) for entity, *rates in items]
+    rows = [
+        tuple(entity[key] for key in keys) + tuple(rates) + (cqm.describe_entity(entity),) for entity, *rates in items
+    ]
     key_columns = [f"level{level}_match_{key}" for key in keys]
-    table = spark.createDataFrame(rows, ", ".join([f"{name} string" for name in key_columns] + [f"{name} double" for name in columns[:-1]]
-                                                  + [f"{columns[-1]} string"]))
+    table = spark.createDataFrame(
+        rows,
+        ", ".join(
+            [f"{name} string" for name in key_columns]
+            + [f"{name} double" for name in columns[:-1]]
+            + [f"{columns[-1]} string"]
+        ),
+    )
     condition = None
     for key, name in zip(keys, key_columns):
         equal = clients[key] == table[name]
@@ -139,12 +157,25 @@ def _resolve(clients: DataFrame, entries, prefix: str) -> DataFrame:
         clients, candidates[level] = _level_values(clients, level, items, spark)
     for direction, key in DIRECTIONS:
         names = cqm.column_names(prefix, direction, key)
-        levels = [(level, columns[f"level{level}_{key}"], columns[f"level{level}_entity"]) for level, columns in sorted(candidates.items())]
+        levels = [
+            (level, columns[f"level{level}_{key}"], columns[f"level{level}_entity"])
+            for level, columns in sorted(candidates.items())
+        ]
         chosen = [(level, _applies(level) & value.isNotNull(), value, entity) for level, value, entity in levels]
-        value = F.coalesce(*[F.when(hit, value) for unused_level, hit, value, unused_entity in chosen], F.lit(None).cast("double"))
-        entity = F.coalesce(*[F.when(hit, entity) for unused_level, hit, unused_value, entity in chosen], F.lit(None).cast("string"))
-        level = F.coalesce(*[F.when(hit, F.lit(level)) for level, hit, unused_value, unused_entity in chosen], F.lit(None).cast("int"))
-        clients = clients.withColumn(names["quota"], value).withColumn(names["entity"], entity).withColumn(names["group"], _group(level))
+        value = F.coalesce(
+            *[F.when(hit, value) for unused_level, hit, value, unused_entity in chosen], F.lit(None).cast("double")
+        )
+        entity = F.coalesce(
+            *[F.when(hit, entity) for unused_level, hit, unused_value, entity in chosen], F.lit(None).cast("string")
+        )
+        level = F.coalesce(
+            *[F.when(hit, F.lit(level)) for level, hit, unused_value, unused_entity in chosen], F.lit(None).cast("int")
+        )
+        clients = (
+            clients.withColumn(names["quota"], value)
+            .withColumn(names["entity"], entity)
+            .withColumn(names["group"], _group(level))
+        )
     scratch = [name for columns in candidates.values() for name in columns if name in clients.columns]
     return clients.drop(*scratch)
 
@@ -164,13 +195,17 @@ def _group(level: Column) -> Column:
 # -- throttling ---------------------------------------------------------------------------------------------------
 def kafka_throttle_time_ms(rate: Column, quota: Column, window_ms: int) -> Column:
     """client_quota_math.kafka_throttle_time_ms as a column: 0 within quota or without one."""
-    return F.when(rate > quota, F.floor((rate - quota) / quota * F.lit(window_ms).cast("long") + F.lit(0.5))).otherwise(F.lit(0).cast("long"))
+    return F.when(rate > quota, F.floor((rate - quota) / quota * F.lit(window_ms).cast("long") + F.lit(0.5))).otherwise(
+        F.lit(0).cast("long")
+    )
 
 
 def kip13_throttle_time_ms(window_bytes: Column, quota: Column, window_seconds: float) -> Column:
     """client_quota_math.kip13_throttle_time_ms as a column."""
     bound = quota * F.lit(window_seconds)
-    return F.when(window_bytes > bound, F.floor((window_bytes - bound) / quota * F.lit(1000.0) + F.lit(0.5))).otherwise(F.lit(0).cast("long"))
+    return F.when(window_bytes > bound, F.floor((window_bytes - bound) / quota * F.lit(1000.0) + F.lit(0.5))).otherwise(
+        F.lit(0).cast("long")
+    )
 
 
 def _quota_figures(windows: DataFrame, prefix: str, window_seconds: float, window_ms: int) -> DataFrame:
@@ -197,7 +232,9 @@ def _window_columns(with_proposed: bool):
             names = cqm.column_names(prefix, direction, key)
             if not prefix:
                 columns += [f"{direction}_bytes", f"{direction}_bytes_per_sec"]
-            columns += [names[name] for name in ("quota", "entity", "group", "group_rate", "fraction", "throttle", "kip13")]
+            columns += [
+                names[name] for name in ("quota", "entity", "group", "group_rate", "fraction", "throttle", "kip13")
+            ]
     return columns
 
 
@@ -220,26 +257,51 @@ def _recommendations(windows: DataFrame, fraction: float, headroom: float, with_
         F.percentile("produce_bytes_per_sec", F.lit(fraction)).alias("percentile_produce_bytes_per_sec"),
         F.max("fetch_bytes_per_sec").alias("peak_fetch_bytes_per_sec"),
         F.percentile("fetch_bytes_per_sec", F.lit(fraction)).alias("percentile_fetch_bytes_per_sec"),
-        F.max("producer_byte_rate").alias("producer_byte_rate"), F.max("quota_entity").alias("quota_entity"),
-        F.max("consumer_byte_rate").alias("consumer_byte_rate"), F.max("fetch_quota_entity").alias("fetch_quota_entity"),
+        F.max("producer_byte_rate").alias("producer_byte_rate"),
+        F.max("quota_entity").alias("quota_entity"),
+        F.max("consumer_byte_rate").alias("consumer_byte_rate"),
+        F.max("fetch_quota_entity").alias("fetch_quota_entity"),
         F.count(F.when(_over(""), 1)).alias("windows_over_quota"),
     ]
     if with_proposed:
-        figures += [F.max("proposed_producer_byte_rate").alias("proposed_producer_byte_rate"),
-                    F.max("proposed_consumer_byte_rate").alias("proposed_consumer_byte_rate"),
-                    F.count(F.when(_over("proposed_"), 1)).alias("proposed_windows_over_quota")]
+        figures += [
+            F.max("proposed_producer_byte_rate").alias("proposed_producer_byte_rate"),
+            F.max("proposed_consumer_byte_rate").alias("proposed_consumer_byte_rate"),
+            F.count(F.when(_over("proposed_"), 1)).alias("proposed_windows_over_quota"),
+        ]
     per_client = windows.groupBy(*CLIENT_KEYS).agg(*figures)
     user, client_id = F.col("user"), F.col("client_id")
-    entity = F.concat_ws(",", F.when(_present(user), F.concat(F.lit("user="), user)),
-                         F.when(_present(client_id), F.concat(F.lit("client_id="), client_id)))
+    entity = F.concat_ws(
+        ",",
+        F.when(_present(user), F.concat(F.lit("user="), user)),
+        F.when(_present(client_id), F.concat(F.lit("client_id="), client_id)),
+    )
     advice = [
-        recommended_quota(F.col("percentile_produce_bytes_per_sec"), F.col("peak_produce_bytes_per_sec"), headroom).alias("recommended_producer_byte_rate"),
-        recommended_quota(F.col("percentile_fetch_bytes_per_sec"), F.col("peak_fetch_bytes_per_sec"), headroom).alias("recommended_consumer_byte_rate"),
+        recommended_quota(
+            F.col("percentile_produce_bytes_per_sec"), F.col("peak_produce_bytes_per_sec"), headroom
+        ).alias("recommended_producer_byte_rate"),
+        recommended_quota(F.col("percentile_fetch_bytes_per_sec"), F.col("peak_fetch_bytes_per_sec"), headroom).alias(
+            "recommended_consumer_byte_rate"
+        ),
         F.when(entity != "", entity).alias("recommended_entity"),
     ]
-    columns = ["user", "client_id", "windows", "peak_produce_bytes_per_sec", "percentile_produce_bytes_per_sec", "producer_byte_rate",
-               "quota_entity", "peak_fetch_bytes_per_sec", "percentile_fetch_bytes_per_sec", "consumer_byte_rate", "fetch_quota_entity",
-               "recommended_producer_byte_rate", "recommended_consumer_byte_rate", "recommended_entity", "windows_over_quota"]
+    columns = [
+        "user",
+        "client_id",
+        "windows",
+        "peak_produce_bytes_per_sec",
+        "percentile_produce_bytes_per_sec",
+        "producer_byte_rate",
+        "quota_entity",
+        "peak_fetch_bytes_per_sec",
+        "percentile_fetch_bytes_per_sec",
+        "consumer_byte_rate",
+        "fetch_quota_entity",
+        "recommended_producer_byte_rate",
+        "recommended_consumer_byte_rate",
+        "recommended_entity",
+        "windows_over_quota",
+    ]
     if with_proposed:
         columns += ["proposed_producer_byte_rate", "proposed_consumer_byte_rate", "proposed_windows_over_quota"]
     return per_client.select("*", *advice).select(*columns)

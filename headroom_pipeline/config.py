@@ -10,11 +10,14 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils.durations import DurationError, parse_positive_duration  # noqa: E402
+
 # The instants the modules accept are the ones the pipeline accepts.
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import OptionError, parse_datetime  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (  # noqa: E402
-    MISSING_DATA_ACTIONS, LimitError, validate_strimzi_limits)
-
+    MISSING_DATA_ACTIONS,
+    LimitError,
+    validate_strimzi_limits,
+)
 
 # Per cluster: a year of minutes for 38 volumes. A cluster beyond it is more likely a mistake (a stamp decades off,
 # a one-second --check-interval) than its history; each cluster's timeline is judged in one task.
@@ -34,29 +37,31 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     quotas: Optional[str] = None
     proposed_quotas: Optional[str] = None
     topic_thresholds: Optional[str] = None
-    master: Optional[str] = None                 # None: local[*], or spark-submit's master under spark-submit
+    master: Optional[str] = None  # None: local[*], or spark-submit's master under spark-submit
     driver_memory: Optional[str] = None
-    cluster: str = "default"                      # cluster name for snapshots without ClusterId
+    cluster: str = "default"  # cluster name for snapshots without ClusterId
     # Plausible time stamps (checks.TimeWindow): explicit bounds, else this far either side of the input's median.
     since: Union[datetime.datetime, str, None] = None
     until: Union[datetime.datetime, str, None] = None
     plausible_window: float = DEFAULT_PLAUSIBLE_WINDOW
-    max_timeline_rows: Optional[int] = DEFAULT_MAX_TIMELINE_ROWS   # check instants x volumes of one cluster; None: no bound
+    max_timeline_rows: Optional[int] = (
+        DEFAULT_MAX_TIMELINE_ROWS  # check instants x volumes of one cluster; None: no bound
+    )
     # The shipped plugin (policy strimzi): computed when one of the two limits is given.
     min_available_bytes: Optional[int] = None
     min_available_ratio: Optional[float] = None
-    check_interval: float = 60.0                  # seconds between the plugin's checks (storage.check-interval)
-    throttle_factor_validity: float = 300.0       # seconds (throttle.factor.validity.duration, PT5M)
-    throttle_factor_fallback: float = 1.0         # throttle.factor.fallback
+    check_interval: float = 60.0  # seconds between the plugin's checks (storage.check-interval)
+    throttle_factor_validity: float = 300.0  # seconds (throttle.factor.validity.duration, PT5M)
+    throttle_factor_fallback: float = 1.0  # throttle.factor.fallback
     # The first proposal (policy graded): limits come from the snapshots' SoftLimit / HardLimit.
-    max_age: Optional[float] = None               # seconds a snapshot stays fresh; default 3 check intervals
+    max_age: Optional[float] = None  # seconds a snapshot stays fresh; default 3 check intervals
     missing_data_action: str = "pause"
     # Forecast
-    forecast_window: float = 7 * 86400.0          # seconds of history the trend is fitted on
+    forecast_window: float = 7 * 86400.0  # seconds of history the trend is fitted on
     # Client quota analysis
-    client_window: float = 60.0                   # seconds per analysis window
-    quota_window_num: int = 11                    # quota.window.num
-    quota_window_size: float = 1.0                # quota.window.size.seconds
+    client_window: float = 60.0  # seconds per analysis window
+    quota_window_num: int = 11  # quota.window.num
+    quota_window_size: float = 1.0  # quota.window.size.seconds
     recommend_percentile: float = 0.99
     recommend_headroom: float = 1.2
     report: bool = True
@@ -78,26 +83,40 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
                 validate_strimzi_limits(self.min_available_bytes, self.min_available_ratio)
             except LimitError as exc:
                 raise ConfigError(str(exc).replace("min_available_", "--min-available-")) from None
-        for option, value in (("--check-interval", self.check_interval), ("--throttle-factor-validity", self.throttle_factor_validity),
-                              ("--forecast-window", self.forecast_window), ("--client-window", self.client_window),
-                              ("--quota-window-size", self.quota_window_size)):
+        for option, value in (
+            ("--check-interval", self.check_interval),
+            ("--throttle-factor-validity", self.throttle_factor_validity),
+            ("--forecast-window", self.forecast_window),
+            ("--client-window", self.client_window),
+            ("--quota-window-size", self.quota_window_size),
+        ):
             if not value > 0:
                 raise ConfigError(f"{option} must be a positive duration (got {value!r})")
         self.since, self.until = instant(self.since, "--since"), instant(self.until, "--until")
         if self.since is not None and self.until is not None and not self.since < self.until:
-            raise ConfigError(f"--since must be before --until (got {self.since.isoformat()} and {self.until.isoformat()})")
+            raise ConfigError(
+                f"--since must be before --until (got {self.since.isoformat()} and {self.until.isoformat()})"
+            )
         if not self.plausible_window > 0:
             raise ConfigError(f"--plausible-window must be a positive duration (got {self.plausible_window!r})")
-        if self.max_timeline_rows is not None and not (isinstance(self.max_timeline_rows, int) and self.max_timeline_rows >= 1):
+        if self.max_timeline_rows is not None and not (
+            isinstance(self.max_timeline_rows, int) and self.max_timeline_rows >= 1
+        ):
             raise ConfigError(f"--max-timeline-rows must be a whole number >= 1 (got {self.max_timeline_rows!r})")
         if self.max_age is not None and not self.max_age > 0:
             raise ConfigError(f"--max-age must be a positive duration (got {self.max_age!r})")
         if not 0.0 <= self.throttle_factor_fallback <= 1.0:
-            raise ConfigError(f"--throttle-factor-fallback must be between 0.0 and 1.0 inclusive (got {self.throttle_factor_fallback!r})")
+            raise ConfigError(
+                f"--throttle-factor-fallback must be between 0.0 and 1.0 inclusive (got {self.throttle_factor_fallback!r})"
+            )
         if self.missing_data_action not in MISSING_DATA_ACTIONS:
-            raise ConfigError(f"--missing-data-action must be one of {', '.join(MISSING_DATA_ACTIONS)} (got {self.missing_data_action!r})")
+            raise ConfigError(
+                f"--missing-data-action must be one of {', '.join(MISSING_DATA_ACTIONS)} (got {self.missing_data_action!r})"
+            )
         if self.quota_window_num < 2:
-            raise ConfigError(f"--quota-window-num must be at least 2, as Kafka requires (got {self.quota_window_num!r})")
+            raise ConfigError(
+                f"--quota-window-num must be at least 2, as Kafka requires (got {self.quota_window_num!r})"
+            )
         if not 0.0 < self.recommend_percentile <= 1.0:
             raise ConfigError(f"--recommend-percentile must be in (0, 1] (got {self.recommend_percentile!r})")
         if not self.recommend_headroom >= 1.0:
@@ -119,7 +138,9 @@ def instant(value, option):
     if value is None:
         return None
     if isinstance(value, datetime.datetime) and value.tzinfo is None:
-        raise ConfigError(f"{option} must be an ISO 8601 date-time with a time zone, such as 2026-11-01T00:00:00Z (got {value!r})")
+        raise ConfigError(
+            f"{option} must be an ISO 8601 date-time with a time zone, such as 2026-11-01T00:00:00Z (got {value!r})"
+        )
     try:
         return parse_datetime(value, option)
     except OptionError as exc:

@@ -56,8 +56,18 @@ from ansible_collections.headroom.kafka.plugins.module_utils import volume_limit
 
 VIOLATION = T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())])
 VIOLATIONS = T.ArrayType(VIOLATION, False)
-TIMELINE_COLUMNS = ["cluster", "at", "policy", "throttle_factor", "state", "fallback_applied", "observed", "violations",
-                    "volumes_considered", "brokers_considered"]
+TIMELINE_COLUMNS = [
+    "cluster",
+    "at",
+    "policy",
+    "throttle_factor",
+    "state",
+    "fallback_applied",
+    "observed",
+    "violations",
+    "volumes_considered",
+    "brokers_considered",
+]
 LIMIT_COLUMNS = ["soft_type", "soft_level", "hard_type", "hard_level"]
 MICROS = 1_000_000
 
@@ -90,23 +100,42 @@ def _limit_column(value) -> Column:
 
 
 def _sort_key(rank: Column, usable: Column) -> Column:
-    return F.struct(rank.cast("double").alias("rank"), usable.cast("long").alias("usable"), F.col("broker_id"), F.col("log_dir"))
+    return F.struct(
+        rank.cast("double").alias("rank"), usable.cast("long").alias("usable"), F.col("broker_id"), F.col("log_dir")
+    )
 
 
 def _judge_strimzi(rows: DataFrame, min_available_bytes, min_available_ratio, prefix="") -> DataFrame:
     """The plugin's rule per volume: the bytes limit where given, else the ratio limit; both inclusive."""
+
     def own(name):
         return F.col(prefix + name)
 
-    bytes_limit, ratio_limit = _limit_column(min_available_bytes).cast("long"), _limit_column(min_available_ratio).cast("double")
-    staged = rows.withColumns({prefix + "considered": _known_sizes(), prefix + "bytes_limit": bytes_limit,
-                               prefix + "ratio_limit": ratio_limit, prefix + "ratio": _available_ratio()})
+    bytes_limit, ratio_limit = (
+        _limit_column(min_available_bytes).cast("long"),
+        _limit_column(min_available_ratio).cast("double"),
+    )
+    staged = rows.withColumns(
+        {
+            prefix + "considered": _known_sizes(),
+            prefix + "bytes_limit": bytes_limit,
+            prefix + "ratio_limit": ratio_limit,
+            prefix + "ratio": _available_ratio(),
+        }
+    )
     by_bytes = own("bytes_limit").isNotNull()
-    violates = F.when(by_bytes, F.col("usable_bytes") <= own("bytes_limit")).otherwise(own("ratio") <= own("ratio_limit"))
+    violates = F.when(by_bytes, F.col("usable_bytes") <= own("bytes_limit")).otherwise(
+        own("ratio") <= own("ratio_limit")
+    )
     # volume_limits.strimzi_decision's order: usable bytes (bytes limit) or available ratio (ratio limit), then the volume.
     sort_key = _sort_key(F.when(~by_bytes, own("ratio")), F.when(by_bytes, F.col("usable_bytes")))
-    judged = staged.withColumns({prefix + "violates": own("considered") & violates,
-                                 prefix + "volume_factor": F.when(violates, F.lit(0.0)).otherwise(F.lit(1.0)), prefix + "sort_key": sort_key})
+    judged = staged.withColumns(
+        {
+            prefix + "violates": own("considered") & violates,
+            prefix + "volume_factor": F.when(violates, F.lit(0.0)).otherwise(F.lit(1.0)),
+            prefix + "sort_key": sort_key,
+        }
+    )
     return judged.drop(prefix + "bytes_limit", prefix + "ratio_limit", prefix + "ratio")
 
 
@@ -120,8 +149,13 @@ def _limits_are_usable() -> Column:
     """volume_limits.validate_graded_limits as a column: known and equal types, usable levels, soft trips first."""
     soft_type, hard_type, soft, hard = F.col("soft_type"), F.col("hard_type"), F.col("soft_level"), F.col("hard_level")
     ordered = F.when(soft_type.isin(*vl.FREE_TYPES), soft > hard).otherwise(soft < hard)
-    usable = (soft_type.isin(*vl.LIMIT_TYPES) & (hard_type == soft_type) & _level_is_usable(soft, soft_type)
-              & _level_is_usable(hard, hard_type) & ordered)
+    usable = (
+        soft_type.isin(*vl.LIMIT_TYPES)
+        & (hard_type == soft_type)
+        & _level_is_usable(soft, soft_type)
+        & _level_is_usable(hard, hard_type)
+        & ordered
+    )
     return F.coalesce(usable, F.lit(False))
 
 
@@ -129,9 +163,11 @@ def _measure() -> Column:
     """The figure the limit type compares: free bytes, free percent (0 for zero capacity) or consumed bytes."""
     limit_type = F.col("soft_type")
     usable, total = F.col("usable_bytes").cast("double"), F.col("total_bytes").cast("double")
-    return (F.when(limit_type == "min_free_bytes", usable)
-            .when(limit_type == "min_free_percentage", _available_ratio() * 100.0)
-            .otherwise(total - usable))
+    return (
+        F.when(limit_type == "min_free_bytes", usable)
+        .when(limit_type == "min_free_percentage", _available_ratio() * 100.0)
+        .otherwise(total - usable)
+    )
 
 
 def _judge_graded(rows: DataFrame, prefix="") -> DataFrame:
@@ -140,21 +176,34 @@ def _judge_graded(rows: DataFrame, prefix="") -> DataFrame:
     Only volumes with usable limits are considered, and their soft and hard limits have the same type, so one
     measure serves both limits.
     """
+
     def own(name):
         return F.col(prefix + name)
 
-    staged = rows.withColumns({prefix + "considered": _known_sizes() & _limits_are_usable(),
-                               prefix + "free": F.col("soft_type").isin(*vl.FREE_TYPES), prefix + "measure": _measure()})
+    staged = rows.withColumns(
+        {
+            prefix + "considered": _known_sizes() & _limits_are_usable(),
+            prefix + "free": F.col("soft_type").isin(*vl.FREE_TYPES),
+            prefix + "measure": _measure(),
+        }
+    )
     value, soft, hard, free = own("measure"), F.col("soft_level"), F.col("hard_level"), own("free")
 
     def breaches(level):
         return F.when(free, value <= level).otherwise(value >= level)
 
     between = F.when(free, F.try_divide(value - hard, soft - hard)).otherwise(F.try_divide(hard - value, hard - soft))
-    breached = staged.withColumns({prefix + "past_soft": breaches(soft), prefix + "past_hard": breaches(hard), prefix + "between": between})
-    factor = (F.when(own("past_hard"), F.lit(0.0)).when(~own("past_soft"), F.lit(1.0))
-              .otherwise(F.least(F.greatest(own("between"), F.lit(0.0)), F.lit(1.0))))
-    judged = breached.withColumns({prefix + "violates": own("considered") & own("past_soft"), prefix + "volume_factor": factor})
+    breached = staged.withColumns(
+        {prefix + "past_soft": breaches(soft), prefix + "past_hard": breaches(hard), prefix + "between": between}
+    )
+    factor = (
+        F.when(own("past_hard"), F.lit(0.0))
+        .when(~own("past_soft"), F.lit(1.0))
+        .otherwise(F.least(F.greatest(own("between"), F.lit(0.0)), F.lit(1.0)))
+    )
+    judged = breached.withColumns(
+        {prefix + "violates": own("considered") & own("past_soft"), prefix + "volume_factor": factor}
+    )
     # volume_limits.graded_decision's order: volume factor, usable bytes, then the volume.
     judged = judged.withColumn(prefix + "sort_key", _sort_key(own("volume_factor"), F.col("usable_bytes")))
     return judged.drop(*[prefix + name for name in ("free", "measure", "past_soft", "past_hard", "between")])
@@ -172,7 +221,9 @@ def _judge(rows: DataFrame, policy: str, min_available_bytes=None, min_available
 
 # -- aggregates over judged rows ------------------------------------------------------------------------------------
 def _pairs(sort_keys: Column) -> Column:
-    return F.transform(sort_keys, lambda item: F.struct(item["broker_id"].alias("broker_id"), item["log_dir"].alias("log_dir"))).cast(VIOLATIONS)
+    return F.transform(
+        sort_keys, lambda item: F.struct(item["broker_id"].alias("broker_id"), item["log_dir"].alias("log_dir"))
+    ).cast(VIOLATIONS)
 
 
 def _decision_aggregates():
@@ -180,13 +231,16 @@ def _decision_aggregates():
 
     The factor is the smallest volume factor, 1.0 when nothing is judged (for strimzi: 0.0 iff a volume violates).
     """
-    return (F.coalesce(F.min(F.when(F.col("considered"), F.col("volume_factor"))), F.lit(1.0)),
-            _pairs(F.array_sort(F.collect_list(F.when(F.col("violates"), F.col("sort_key"))))),
-            F.count(F.when(F.col("considered"), True)).cast("int"))
+    return (
+        F.coalesce(F.min(F.when(F.col("considered"), F.col("volume_factor"))), F.lit(1.0)),
+        _pairs(F.array_sort(F.collect_list(F.when(F.col("violates"), F.col("sort_key"))))),
+        F.count(F.when(F.col("considered"), True)).cast("int"),
+    )
 
 
-def decide_instants(volume_rows: DataFrame, policy: str, min_available_bytes=None, min_available_ratio=None,
-                    keys=("cluster", "at")) -> DataFrame:
+def decide_instants(
+    volume_rows: DataFrame, policy: str, min_available_bytes=None, min_available_ratio=None, keys=("cluster", "at")
+) -> DataFrame:
     """The volume rule of ``policy`` for each group of volume rows (one group per cluster and instant).
 
     volume_rows: the ``keys`` columns plus broker_id, log_dir, total_bytes, usable_bytes and, for graded, soft_type,
@@ -200,15 +254,33 @@ def decide_instants(volume_rows: DataFrame, policy: str, min_available_bytes=Non
     plugin's validity clock are the callers' business.
     """
     keys = list(keys)
-    if policy == "strimzi" and not isinstance(min_available_bytes, Column) and not isinstance(min_available_ratio, Column):
+    if (
+        policy == "strimzi"
+        and not isinstance(min_available_bytes, Column)
+        and not isinstance(min_available_ratio, Column)
+    ):
         vl.validate_strimzi_limits(min_available_bytes, min_available_ratio)
     judged = _judge(volume_rows, policy, min_available_bytes, min_available_ratio)
     factor, violations, volumes_considered = _decision_aggregates()
     decided = judged.groupBy(*keys).agg(
-        factor.alias("throttle_factor"), violations.alias("violations"), F.min(F.when(F.col("considered"), F.col("sort_key"))).alias("least"),
-        volumes_considered.alias("volumes_considered"), F.count_distinct("broker_id").cast("int").alias("brokers_considered"))
-    least = F.when(F.col("least").isNotNull(), F.struct(F.col("least.broker_id").alias("broker_id"), F.col("least.log_dir").alias("log_dir")))
-    return decided.select(*keys, "throttle_factor", "violations", least.alias("least_headroom"), "volumes_considered", "brokers_considered")
+        factor.alias("throttle_factor"),
+        violations.alias("violations"),
+        F.min(F.when(F.col("considered"), F.col("sort_key"))).alias("least"),
+        volumes_considered.alias("volumes_considered"),
+        F.count_distinct("broker_id").cast("int").alias("brokers_considered"),
+    )
+    least = F.when(
+        F.col("least").isNotNull(),
+        F.struct(F.col("least.broker_id").alias("broker_id"), F.col("least.log_dir").alias("log_dir")),
+    )
+    return decided.select(
+        *keys,
+        "throttle_factor",
+        "violations",
+        least.alias("least_headroom"),
+        "volumes_considered",
+        "brokers_considered",
+    )
 
 
 def state_of(factor: Column) -> Column:
@@ -218,15 +290,18 @@ def state_of(factor: Column) -> Column:
 
 def _missing_data_applied(complete: Column, missing_data_action: str) -> Column:
     if missing_data_action not in vl.MISSING_DATA_ACTIONS:
-        raise ValueError(f"missing_data_action must be one of {', '.join(vl.MISSING_DATA_ACTIONS)} (got {missing_data_action!r})")
+        raise ValueError(
+            f"missing_data_action must be one of {', '.join(vl.MISSING_DATA_ACTIONS)} (got {missing_data_action!r})"
+        )
     return ~complete if missing_data_action == "pause" else F.lit(False)
 
 
 def apply_missing_data(decided: DataFrame, complete: Column, missing_data_action: str) -> DataFrame:
     """The graded missing-data action: with pause, incomplete data gives factor 0.0 and fallback_applied."""
     paused = _missing_data_applied(complete, missing_data_action)
-    return (decided.withColumn("fallback_applied", paused)
-            .withColumn("throttle_factor", F.when(F.col("fallback_applied"), F.lit(0.0)).otherwise(F.col("throttle_factor"))))
+    return decided.withColumn("fallback_applied", paused).withColumn(
+        "throttle_factor", F.when(F.col("fallback_applied"), F.lit(0.0)).otherwise(F.col("throttle_factor"))
+    )
 
 
 # -- messages -------------------------------------------------------------------------------------------------------
@@ -241,6 +316,7 @@ def _on_or_before(micros: Column, interval: int) -> Column:
 
 def _duplicate_preference(element: T.StructType) -> Column:
     """The reference's duplicate_preference as a column: the smallest struct is the message kept."""
+
     def sizes(volume):
         log_dir, total, usable = volume_fields(volume, element)
         return log_dir, total, usable
@@ -251,16 +327,23 @@ def _duplicate_preference(element: T.StructType) -> Column:
 
     def listed(volume):
         log_dir, size, usable = sizes(volume)
-        return F.struct(log_dir, F.coalesce(F.when(size >= 0, size), F.lit(-1).cast("long")),
-                        F.coalesce(F.when(usable >= 0, usable), F.lit(-1).cast("long")))
+        return F.struct(
+            log_dir,
+            F.coalesce(F.when(size >= 0, size), F.lit(-1).cast("long")),
+            F.coalesce(F.when(usable >= 0, usable), F.lit(-1).cast("long")),
+        )
 
     def limit(prefix):
         level = F.col(f"{prefix}_level")
         finite = level.isNotNull() & ~F.isnan(level) & (F.abs(level) != F.lit(float("inf")))
         return F.coalesce(F.col(f"{prefix}_type"), F.lit("")), F.when(finite, level).otherwise(F.lit(-1.0))
 
-    return F.struct(F.aggregate("volumes", F.lit(0).cast("long"), known_usable), F.array_sort(F.transform("volumes", listed)),
-                    *limit("soft"), *limit("hard"))
+    return F.struct(
+        F.aggregate("volumes", F.lit(0).cast("long"), known_usable),
+        F.array_sort(F.transform("volumes", listed)),
+        *limit("soft"),
+        *limit("hard"),
+    )
 
 
 def _timed(keyed: DataFrame, interval: int) -> DataFrame:
@@ -276,22 +359,34 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     predecessor, the last one's successor).
     """
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
-    by_time = by_broker.rangeBetween(0, 0)      # the messages of one time: one pass over each broker's messages
+    by_time = by_broker.rangeBetween(0, 0)  # the messages of one time: one pass over each broker's messages
     at, previous, following = F.col("at_micros"), F.col("previous_micros"), F.col("following_micros")
     duplicate = F.col("duplicated")
-    neighbours = keyed.select("*", F.lag("at_micros").over(by_broker).alias("previous_micros"),
-                              F.lead("at_micros").over(by_broker).alias("following_micros"),
-                              F.monotonically_increasing_id().alias("position"))
-    marked = neighbours.withColumn("duplicated", F.coalesce(previous == at, F.lit(False)) | F.coalesce(following == at, F.lit(False)))
-    choice = F.when(duplicate, F.struct(_duplicate_preference(volume_element(keyed)).alias("preference"), F.col("position")))
+    neighbours = keyed.select(
+        "*",
+        F.lag("at_micros").over(by_broker).alias("previous_micros"),
+        F.lead("at_micros").over(by_broker).alias("following_micros"),
+        F.monotonically_increasing_id().alias("position"),
+    )
+    marked = neighbours.withColumn(
+        "duplicated", F.coalesce(previous == at, F.lit(False)) | F.coalesce(following == at, F.lit(False))
+    )
+    choice = F.when(
+        duplicate, F.struct(_duplicate_preference(volume_element(keyed)).alias("preference"), F.col("position"))
+    )
     grouped = marked.withColumn("choice", choice).select(
-        "*", F.min("choice").over(by_time).alias("chosen"),
+        "*",
+        F.min("choice").over(by_time).alias("chosen"),
         F.max(F.when(following != at, following)).over(by_time).alias("group_following"),
-        F.max(previous.isNull()).over(by_time).alias("group_is_new"))
+        F.max(previous.isNull()).over(by_time).alias("group_is_new"),
+    )
     kept = grouped.where(~duplicate | (F.col("choice") == F.col("chosen")))
-    return kept.select(*keyed.columns, _on_or_after(at, interval).alias("first_instant"),
-                       F.when(duplicate, F.col("group_following")).otherwise(following).alias("next_micros"),
-                       F.when(duplicate, F.col("group_is_new")).otherwise(previous.isNull()).cast("int").alias("broker_is_new"))
+    return kept.select(
+        *keyed.columns,
+        _on_or_after(at, interval).alias("first_instant"),
+        F.when(duplicate, F.col("group_following")).otherwise(following).alias("next_micros"),
+        F.when(duplicate, F.col("group_is_new")).otherwise(previous.isNull()).cast("int").alias("broker_is_new"),
+    )
 
 
 def _served_volume_rows(timed: DataFrame, last_served, interval: int) -> DataFrame:
@@ -305,17 +400,43 @@ def _served_volume_rows(timed: DataFrame, last_served, interval: int) -> DataFra
     freshness ends, past its cluster's last instant too: those instants are dropped after the aggregation.
     """
     lasts = {policy: _on_or_before(last, interval) for policy, last in last_served.items()}
-    with_last = timed.select("cluster", "broker_id", *LIMIT_COLUMNS, "volumes", "first_instant", "broker_is_new",
-                             *[last.alias(f"{policy}_last") for policy, last in lasts.items()])
+    with_last = timed.select(
+        "cluster",
+        "broker_id",
+        *LIMIT_COLUMNS,
+        "volumes",
+        "first_instant",
+        "broker_is_new",
+        *[last.alias(f"{policy}_last") for policy, last in lasts.items()],
+    )
     until = F.greatest(F.col("first_instant"), *[F.col(f"{policy}_last") for policy in lasts])
     served = with_last.select("*", F.explode(F.sequence("first_instant", until, F.lit(interval))).alias("t"))
-    flags = {"arrival": F.col("t") == F.col("first_instant"), **{f"{policy}_served": F.col("t") <= F.col(f"{policy}_last") for policy in lasts}}
-    volumes = served.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, "broker_is_new", *[flag.alias(name) for name, flag in flags.items()],
-                            F.posexplode_outer("volumes").alias("position", "volume"))
+    flags = {
+        "arrival": F.col("t") == F.col("first_instant"),
+        **{f"{policy}_served": F.col("t") <= F.col(f"{policy}_last") for policy in lasts},
+    }
+    volumes = served.select(
+        "cluster",
+        "t",
+        "broker_id",
+        *LIMIT_COLUMNS,
+        "broker_is_new",
+        *[flag.alias(name) for name, flag in flags.items()],
+        F.posexplode_outer("volumes").alias("position", "volume"),
+    )
     log_dir, total, usable = volume_fields(F.col("volume"), volume_element(timed))
-    return volumes.select("cluster", "t", "broker_id", *LIMIT_COLUMNS, "broker_is_new", *flags,
-                          F.coalesce(F.col("position"), F.lit(0)).isin(0).alias("broker_marker"),
-                          log_dir.alias("log_dir"), total.alias("total_bytes"), usable.alias("usable_bytes"))
+    return volumes.select(
+        "cluster",
+        "t",
+        "broker_id",
+        *LIMIT_COLUMNS,
+        "broker_is_new",
+        *flags,
+        F.coalesce(F.col("position"), F.lit(0)).isin(0).alias("broker_marker"),
+        log_dir.alias("log_dir"),
+        total.alias("total_bytes"),
+        usable.alias("usable_bytes"),
+    )
 
 
 # -- the timeline ---------------------------------------------------------------------------------------------------
@@ -325,8 +446,10 @@ def _served_ranges(config: PipelineConfig, policies):
     at, first, following = F.col("at_micros"), F.col("first_instant"), F.col("next_micros") - 1
     validity, freshness = duration_micros(config.throttle_factor_validity), duration_micros(config.freshness)
     ranges = {
-        "graded": F.least(following, at + freshness),                            # fresh while t - at <= F
-        "strimzi": F.least(following, F.greatest(at + validity - 1, first)),     # new at its first instant, then while t < at + V
+        "graded": F.least(following, at + freshness),  # fresh while t - at <= F
+        "strimzi": F.least(
+            following, F.greatest(at + validity - 1, first)
+        ),  # new at its first instant, then while t < at + V
     }
     return {policy: ranges[policy] for policy in policies}
 
@@ -342,9 +465,12 @@ def volume_rows_of(messages: DataFrame) -> DataFrame:
 def cluster_spans(volume_rows: DataFrame) -> DataFrame:
     """(cluster, first_at, last_at in microseconds, volumes) per cluster: the query timeline_size runs."""
     at = F.unix_micros("at")
-    per_volume = volume_rows.groupBy("cluster", "broker_id", "log_dir").agg(F.min(at).alias("first_at"), F.max(at).alias("last_at"))
-    return per_volume.groupBy("cluster").agg(F.min("first_at").alias("first_at"), F.max("last_at").alias("last_at"),
-                                             F.count(F.lit(1)).alias("volumes"))
+    per_volume = volume_rows.groupBy("cluster", "broker_id", "log_dir").agg(
+        F.min(at).alias("first_at"), F.max(at).alias("last_at")
+    )
+    return per_volume.groupBy("cluster").agg(
+        F.min("first_at").alias("first_at"), F.max("last_at").alias("last_at"), F.count(F.lit(1)).alias("volumes")
+    )
 
 
 def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
@@ -357,7 +483,13 @@ def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
     Two aggregations in one query (partial aggregates shuffled), one row per cluster to the driver. Every volume
     reported at every interval makes the estimate exact; silences make it an upper bound.
     """
-    return _sized([(row["cluster"], row["first_at"], row["last_at"], row["volumes"]) for row in cluster_spans(volume_rows).collect()], interval)
+    return _sized(
+        [
+            (row["cluster"], row["first_at"], row["last_at"], row["volumes"])
+            for row in cluster_spans(volume_rows).collect()
+        ],
+        interval,
+    )
 
 
 def timeline_size_of_volume_spans(volume_spans, interval: int) -> dict:
@@ -376,8 +508,16 @@ def _sized(spans, interval: int) -> dict:
     for cluster, first_at, last_at, volumes in spans:
         first, last = first_at + (-first_at) % interval, last_at + (-last_at) % interval
         instants = (last - first) / float(interval) + 1
-        sized.append({"cluster": cluster, "first": first, "last": last, "volumes": float(volumes), "instants": instants,
-                      "rows": instants * volumes})
+        sized.append(
+            {
+                "cluster": cluster,
+                "first": first,
+                "last": last,
+                "volumes": float(volumes),
+                "instants": instants,
+                "rows": instants * volumes,
+            }
+        )
     largest = max(sized, key=lambda item: (item["rows"], item["cluster"]), default=None)
     return {"clusters": len(sized), "largest": largest}
 
@@ -393,7 +533,8 @@ def refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
     raise TimelineTooLarge(
         f"cluster {largest['cluster']!r} would judge {largest['rows']:,.0f} rows (check instants x volumes), more than --max-timeline-rows "
         f"{max_rows:,}: it spans {span}, {largest['instants']:,.0f} check instants every {interval / MICROS:g} s for {largest['volumes']:,.0f} "
-        "volume(s). Narrow the snapshots' time with --since/--until, raise --check-interval, or raise --max-timeline-rows if the span is right")
+        "volume(s). Narrow the snapshots' time with --since/--until, raise --check-interval, or raise --max-timeline-rows if the span is right"
+    )
 
 
 def _stamp(micros: int) -> str:
@@ -418,15 +559,24 @@ def _per_instant(judged: DataFrame, policies) -> DataFrame:
     branches of a plan).
     """
     arrived = F.col("arrival") & F.col("broker_marker")
-    aggregates = [F.count(F.when(arrived, True)).alias("arrived"), F.coalesce(F.sum(F.when(arrived, F.col("broker_is_new"))), F.lit(0)).alias("new_brokers")]
+    aggregates = [
+        F.count(F.when(arrived, True)).alias("arrived"),
+        F.coalesce(F.sum(F.when(arrived, F.col("broker_is_new"))), F.lit(0)).alias("new_brokers"),
+    ]
     for policy in policies:
         served = F.col(f"{policy}_served")
         considered = served & F.col(f"{policy}_considered")
         violates = served & F.col(f"{policy}_violates")
-        aggregates += [F.coalesce(F.min(F.when(considered, F.col(f"{policy}_volume_factor"))), F.lit(1.0)).alias(f"{policy}_factor"),
-                       F.count(F.when(considered, True)).cast("int").alias(f"{policy}_volumes"),
-                       F.count(F.when(served & F.col("broker_marker"), True)).cast("int").alias(f"{policy}_brokers"),
-                       _pairs(F.array_sort(F.collect_list(F.when(violates, F.col(f"{policy}_sort_key"))))).alias(f"{policy}_violations")]
+        aggregates += [
+            F.coalesce(F.min(F.when(considered, F.col(f"{policy}_volume_factor"))), F.lit(1.0)).alias(
+                f"{policy}_factor"
+            ),
+            F.count(F.when(considered, True)).cast("int").alias(f"{policy}_volumes"),
+            F.count(F.when(served & F.col("broker_marker"), True)).cast("int").alias(f"{policy}_brokers"),
+            _pairs(F.array_sort(F.collect_list(F.when(violates, F.col(f"{policy}_sort_key"))))).alias(
+                f"{policy}_violations"
+            ),
+        ]
     return judged.groupBy("cluster", "t").agg(*aggregates)
 
 
@@ -435,22 +585,34 @@ def _quiet_instants(clocked: DataFrame, interval: int, policies) -> DataFrame:
     by the quiet instants up to the cluster's next row, with the clock it leaves (known brokers, last observation
     and factor) and nothing else: no arrival, no fresh broker, nothing judged."""
     following = F.coalesce(F.col("next_t") - F.lit(interval), F.col("t"))
-    expanded = clocked.withColumn("row_t", F.col("t")).withColumn("t", F.explode(F.sequence("row_t", following, F.lit(interval))))
+    expanded = clocked.withColumn("row_t", F.col("t")).withColumn(
+        "t", F.explode(F.sequence("row_t", following, F.lit(interval)))
+    )
     quiet = F.col("t") != F.col("row_t")
     nothing = F.array().cast(VIOLATIONS)
     overrides = {"arrived": F.when(quiet, F.lit(0).cast("long")).otherwise(F.col("arrived"))}
     for policy in policies:
-        overrides.update({f"{policy}_factor": F.when(quiet, F.lit(1.0)).otherwise(F.col(f"{policy}_factor")),
-                          f"{policy}_volumes": F.when(quiet, F.lit(0)).otherwise(F.col(f"{policy}_volumes")),
-                          f"{policy}_brokers": F.when(quiet, F.lit(0)).otherwise(F.col(f"{policy}_brokers")),
-                          f"{policy}_violations": F.when(quiet, nothing).otherwise(F.col(f"{policy}_violations"))})
+        overrides.update(
+            {
+                f"{policy}_factor": F.when(quiet, F.lit(1.0)).otherwise(F.col(f"{policy}_factor")),
+                f"{policy}_volumes": F.when(quiet, F.lit(0)).otherwise(F.col(f"{policy}_volumes")),
+                f"{policy}_brokers": F.when(quiet, F.lit(0)).otherwise(F.col(f"{policy}_brokers")),
+                f"{policy}_violations": F.when(quiet, nothing).otherwise(F.col(f"{policy}_violations")),
+            }
+        )
     return expanded.withColumns(overrides)
 
 
 def _row(policy, factor, fallback_applied, observed, violations, volumes, brokers) -> Column:
-    return F.struct(F.lit(policy).alias("policy"), factor.cast("double").alias("throttle_factor"), fallback_applied.alias("fallback_applied"),
-                    observed.alias("observed"), violations.alias("violations"), volumes.cast("int").alias("volumes_considered"),
-                    brokers.cast("int").alias("brokers_considered"))
+    return F.struct(
+        F.lit(policy).alias("policy"),
+        factor.cast("double").alias("throttle_factor"),
+        fallback_applied.alias("fallback_applied"),
+        observed.alias("observed"),
+        violations.alias("violations"),
+        volumes.cast("int").alias("volumes_considered"),
+        brokers.cast("int").alias("brokers_considered"),
+    )
 
 
 def _graded_row(config: PipelineConfig) -> Column:
@@ -464,11 +626,21 @@ def _strimzi_row(config: PipelineConfig) -> Column:
     """The plugin's clock: a success recomputes; a failure keeps the last factor until validity ends, then falls back."""
     observed = F.col("arrived") > 0
     fallback_applied = ~observed & (F.col("t") - F.col("valid_from") > duration_micros(config.throttle_factor_validity))
-    factor = (F.when(observed, F.col("strimzi_factor")).when(fallback_applied, F.lit(float(config.throttle_factor_fallback)))
-              .otherwise(F.col("last_factor")))
+    factor = (
+        F.when(observed, F.col("strimzi_factor"))
+        .when(fallback_applied, F.lit(float(config.throttle_factor_fallback)))
+        .otherwise(F.col("last_factor"))
+    )
     nothing = F.array().cast(VIOLATIONS)
-    return _row("strimzi", factor, fallback_applied, observed, F.when(observed, F.col("strimzi_violations")).otherwise(nothing),
-                F.when(observed, F.col("strimzi_volumes")).otherwise(0), F.when(observed, F.col("strimzi_brokers")).otherwise(0))
+    return _row(
+        "strimzi",
+        factor,
+        fallback_applied,
+        observed,
+        F.when(observed, F.col("strimzi_violations")).otherwise(nothing),
+        F.when(observed, F.col("strimzi_volumes")).otherwise(0),
+        F.when(observed, F.col("strimzi_brokers")).otherwise(0),
+    )
 
 
 def _policies(config: PipelineConfig, policies):
@@ -489,7 +661,9 @@ def check_interval_micros(config: PipelineConfig) -> int:
     return interval
 
 
-def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None, size=None, observation=None) -> DataFrame:
+def decision_timeline(
+    messages: DataFrame, config: PipelineConfig, policies=None, size=None, observation=None
+) -> DataFrame:
     """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
 
     messages: the MESSAGES frame (schemas.MESSAGES; volumes may also be the snapshot's own structs, as ingest
@@ -509,13 +683,19 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
         size = timeline_size(volume_rows_of(messages), interval)
     if size is not None:
         refuse_if_too_large(size, interval, config.max_timeline_rows)
-    keyed = messages.select("cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes").repartition("cluster")
+    keyed = messages.select(
+        "cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes"
+    ).repartition("cluster")
     per_instant = _per_instant(_judged_rows(_timed(keyed, interval), config, interval, policies), policies)
     # The cluster's instants run from its first message's instant through its last one's; a broker's last message
     # counted past that.
     whole_cluster = Window.partitionBy("cluster")
     last_instant = F.max(F.when(F.col("arrived") > 0, F.col("t"))).over(whole_cluster)
-    in_range = per_instant.withColumn("last_instant", last_instant).where(F.col("t") <= F.col("last_instant")).drop("last_instant")
+    in_range = (
+        per_instant.withColumn("last_instant", last_instant)
+        .where(F.col("t") <= F.col("last_instant"))
+        .drop("last_instant")
+    )
     in_order = Window.partitionBy("cluster").orderBy("t")
     so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     clock = {"next_t": F.lead("t").over(in_order), "first_row": F.row_number().over(in_order) == 1}
@@ -530,10 +710,22 @@ def decision_timeline(messages: DataFrame, config: PipelineConfig, policies=None
         rows.append(_strimzi_row(config))
     filled = _quiet_instants(in_range.withColumns(clock), interval, policies)
     first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
-    exploded = filled.select("cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row"))
-    timeline = exploded.select("cluster", F.timestamp_micros("t").alias("at"), "row.policy", "row.throttle_factor",
-                               state_of(F.col("row.throttle_factor")).alias("state"), "row.fallback_applied", "row.observed",
-                               "row.violations", "row.volumes_considered", "row.brokers_considered", "first_of_cluster")
+    exploded = filled.select(
+        "cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row")
+    )
+    timeline = exploded.select(
+        "cluster",
+        F.timestamp_micros("t").alias("at"),
+        "row.policy",
+        "row.throttle_factor",
+        state_of(F.col("row.throttle_factor")).alias("state"),
+        "row.fallback_applied",
+        "row.observed",
+        "row.violations",
+        "row.volumes_considered",
+        "row.brokers_considered",
+        "first_of_cluster",
+    )
     if observation is not None:
         timeline = timeline.observe(observation, *_counts(policies[0]))
     return timeline.drop("first_of_cluster")
@@ -544,7 +736,9 @@ DECISION_COUNTS = ("rows", "clusters", "not_open", "fallback_applied")
 
 
 def _counts(one_policy):
-    return (F.count(F.lit(1)).alias("rows"),
-            F.count(F.when(F.col("first_of_cluster") & (F.col("policy") == one_policy), True)).alias("clusters"),
-            F.count(F.when(F.col("state") != vl.OPEN, True)).alias("not_open"),
-            F.count(F.when(F.col("fallback_applied"), True)).alias("fallback_applied"))
+    return (
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(F.col("first_of_cluster") & (F.col("policy") == one_policy), True)).alias("clusters"),
+        F.count(F.when(F.col("state") != vl.OPEN, True)).alias("not_open"),
+        F.count(F.when(F.col("fallback_applied"), True)).alias("fallback_applied"),
+    )

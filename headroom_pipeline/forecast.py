@@ -41,14 +41,31 @@ BUCKETS = 24
 MIN_BUCKETS = 3
 MICROS_PER_SECOND = 1_000_000
 SECONDS_PER_HOUR = 3600.0
-MAX_TIMESTAMP_MICROS = 253_402_300_799_999_999      # 9999-12-31T23:59:59.999999Z, the last instant a timestamp holds
-MAX_WINDOW_MICROS = 2 ** 62                         # any longer window keeps all history; keeps the subtraction in range
+MAX_TIMESTAMP_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant a timestamp holds
+MAX_WINDOW_MICROS = 2**62  # any longer window keeps all history; keeps the subtraction in range
 
 OUTPUT_COLUMNS = [
-    "cluster", "broker_id", "log_dir", "first_at", "last_at", "samples", "buckets",
-    "total_bytes", "usable_bytes", "used_bytes", "usable_ratio",
-    "hard_limit_type", "hard_limit_level", "hard_limit_usable_bytes", "bytes_per_hour", "crosses_hard_limit_at", "hours_to_hard_limit",
-    "plugin_limit_usable_bytes", "crosses_plugin_limit_at", "hours_to_plugin_limit", "rank",
+    "cluster",
+    "broker_id",
+    "log_dir",
+    "first_at",
+    "last_at",
+    "samples",
+    "buckets",
+    "total_bytes",
+    "usable_bytes",
+    "used_bytes",
+    "usable_ratio",
+    "hard_limit_type",
+    "hard_limit_level",
+    "hard_limit_usable_bytes",
+    "bytes_per_hour",
+    "crosses_hard_limit_at",
+    "hours_to_hard_limit",
+    "plugin_limit_usable_bytes",
+    "crosses_plugin_limit_at",
+    "hours_to_plugin_limit",
+    "rank",
 ]
 
 
@@ -69,22 +86,34 @@ def volume_forecast(volumes: DataFrame, config, observation=None) -> DataFrame:
     trends = _trends(peaks)
     with_limits = trends.select(
         "*",
-        _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias("hard_limit_usable_bytes"),
+        _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias(
+            "hard_limit_usable_bytes"
+        ),
         _plugin_limit_usable_bytes(config, F.col("total_bytes")).alias("plugin_limit_usable_bytes"),
     )
-    hard_seconds = _seconds_to_limit(F.col("usable_bytes"), F.col("hard_limit_usable_bytes"), F.col("slope"), F.col("last_us"))
-    plugin_seconds = _seconds_to_limit(F.col("usable_bytes"), F.col("plugin_limit_usable_bytes"), F.col("slope"), F.col("last_us"))
+    hard_seconds = _seconds_to_limit(
+        F.col("usable_bytes"), F.col("hard_limit_usable_bytes"), F.col("slope"), F.col("last_us")
+    )
+    plugin_seconds = _seconds_to_limit(
+        F.col("usable_bytes"), F.col("plugin_limit_usable_bytes"), F.col("slope"), F.col("last_us")
+    )
     crossings = with_limits.select("*", hard_seconds.alias("hard_seconds"), plugin_seconds.alias("plugin_seconds"))
-    ranked = _ranked(crossings.select(
-        "*",
-        _crossing_at(F.col("last_us"), F.col("hard_seconds")).alias("crosses_hard_limit_at"),
-        (F.col("hard_seconds") / SECONDS_PER_HOUR).alias("hours_to_hard_limit"),
-        _crossing_at(F.col("last_us"), F.col("plugin_seconds")).alias("crosses_plugin_limit_at"),
-        (F.col("plugin_seconds") / SECONDS_PER_HOUR).alias("hours_to_plugin_limit"),
-    ))
+    ranked = _ranked(
+        crossings.select(
+            "*",
+            _crossing_at(F.col("last_us"), F.col("hard_seconds")).alias("crosses_hard_limit_at"),
+            (F.col("hard_seconds") / SECONDS_PER_HOUR).alias("hours_to_hard_limit"),
+            _crossing_at(F.col("last_us"), F.col("plugin_seconds")).alias("crosses_plugin_limit_at"),
+            (F.col("plugin_seconds") / SECONDS_PER_HOUR).alias("hours_to_plugin_limit"),
+        )
+    )
     if observation is not None:
-        ranked = ranked.observe(observation, F.count(F.lit(1)).alias("volumes"), F.count("crosses_hard_limit_at").alias("crossing_hard_limit"),
-                                F.collect_list(F.struct("cluster", "earliest_us", "last_us")).alias(VOLUME_SPANS))
+        ranked = ranked.observe(
+            observation,
+            F.count(F.lit(1)).alias("volumes"),
+            F.count("crosses_hard_limit_at").alias("crossing_hard_limit"),
+            F.collect_list(F.struct("cluster", "earliest_us", "last_us")).alias(VOLUME_SPANS),
+        )
     return ranked.select(*OUTPUT_COLUMNS)
 
 
@@ -98,18 +127,30 @@ def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
     partition would group them.
     """
     window_micros = min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
-    rows = volumes.select(*VOLUME_KEY, "total_bytes", "usable_bytes", "hard_type", "hard_level",
-                          (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"), F.unix_micros("at").alias("at_us"))
+    rows = volumes.select(
+        *VOLUME_KEY,
+        "total_bytes",
+        "usable_bytes",
+        "hard_type",
+        "hard_level",
+        (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"),
+        F.unix_micros("at").alias("at_us"),
+    )
     lasts = rows.groupBy(*VOLUME_KEY).agg(F.max("at_us").alias("last_us"), F.min("at_us").alias("earliest_us"))
     recent = _joined(rows, lasts).where(F.col("at_us") >= F.col("last_us") - F.lit(window_micros))
     firsts = recent.groupBy(*VOLUME_KEY).agg(F.min("at_us").alias("first_us"))
     windowed = _joined(recent, firsts)
-    return windowed.withColumn("bucket", _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")))
+    return windowed.withColumn(
+        "bucket", _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us"))
+    )
 
 
 def _joined(rows: DataFrame, per_volume: DataFrame) -> DataFrame:
     """``rows`` with the columns of ``per_volume`` (one row per volume), matched null-safely on the volume."""
-    keyed = per_volume.select(*[F.col(name).alias(f"_{name}") for name in VOLUME_KEY], *[name for name in per_volume.columns if name not in VOLUME_KEY])
+    keyed = per_volume.select(
+        *[F.col(name).alias(f"_{name}") for name in VOLUME_KEY],
+        *[name for name in per_volume.columns if name not in VOLUME_KEY],
+    )
     matched = [rows[name].eqNullSafe(keyed[f"_{name}"]) for name in VOLUME_KEY]
     return rows.join(F.broadcast(keyed), matched).drop(*[f"_{name}" for name in VOLUME_KEY])
 
@@ -145,23 +186,35 @@ def _trends(peaks: DataFrame) -> DataFrame:
     )
     slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
     return per_volume.select(
-        *VOLUME_KEY, "samples", "buckets", "earliest_us", "first_us", "last_us", slope.alias("slope"),
-        F.timestamp_micros("first_us").alias("first_at"), F.timestamp_micros("last_us").alias("last_at"),
-        F.col("latest.total_bytes").alias("total_bytes"), F.col("latest.usable_bytes").alias("usable_bytes"),
+        *VOLUME_KEY,
+        "samples",
+        "buckets",
+        "earliest_us",
+        "first_us",
+        "last_us",
+        slope.alias("slope"),
+        F.timestamp_micros("first_us").alias("first_at"),
+        F.timestamp_micros("last_us").alias("last_at"),
+        F.col("latest.total_bytes").alias("total_bytes"),
+        F.col("latest.usable_bytes").alias("usable_bytes"),
         F.col("latest.used_bytes").alias("used_bytes"),
         F.when(F.col("latest.total_bytes") > 0, F.try_divide(F.col("latest.usable_bytes"), F.col("latest.total_bytes")))
-         .otherwise(F.lit(0.0)).alias("usable_ratio"),
-        F.col("latest.hard_type").alias("hard_limit_type"), F.col("latest.hard_level").alias("hard_limit_level"),
+        .otherwise(F.lit(0.0))
+        .alias("usable_ratio"),
+        F.col("latest.hard_type").alias("hard_limit_type"),
+        F.col("latest.hard_level").alias("hard_limit_level"),
         (slope * SECONDS_PER_HOUR).alias("bytes_per_hour"),
     )
 
 
 def _hard_limit_usable_bytes(limit_type: Column, level: Column, total: Column) -> Column:
     """Usable bytes at which the hard limit trips (usable <= this); null without a hard limit."""
-    return (F.when(limit_type == "min_free_bytes", level)
-            .when(limit_type == "min_free_percentage", total * level / 100.0)
-            .when(limit_type == "consumed_space", total - level)
-            .cast("double"))
+    return (
+        F.when(limit_type == "min_free_bytes", level)
+        .when(limit_type == "min_free_percentage", total * level / 100.0)
+        .when(limit_type == "consumed_space", total - level)
+        .cast("double")
+    )
 
 
 def _plugin_limit_usable_bytes(config, total: Column) -> Column:
@@ -177,10 +230,12 @@ def _seconds_to_limit(usable: Column, limit: Column, slope: Column, last_us: Col
     """Seconds from last_at until usable reaches the limit: 0 when already there, null when never (or past year 9999)."""
     seconds = F.try_divide(usable - limit, slope)
     latest_representable = (F.lit(MAX_TIMESTAMP_MICROS) - last_us).cast("double") / MICROS_PER_SECOND
-    return (F.when(limit.isNull(), F.lit(None))
-            .when(usable <= limit, F.lit(0.0))
-            .when((slope > 0) & (seconds <= latest_representable), seconds)
-            .cast("double"))
+    return (
+        F.when(limit.isNull(), F.lit(None))
+        .when(usable <= limit, F.lit(0.0))
+        .when((slope > 0) & (seconds <= latest_representable), seconds)
+        .cast("double")
+    )
 
 
 def _crossing_at(last_us: Column, seconds: Column) -> Column:
@@ -192,5 +247,7 @@ def _ranked(forecast: DataFrame) -> DataFrame:
     """rank 1 = the volume that crosses a limit first; volumes that never cross follow, least headroom first."""
     first_crossing = F.least(F.col("crosses_hard_limit_at"), F.col("crosses_plugin_limit_at"))
     # One partition on purpose: the output is one row per volume, and the rank is over all of them.
-    order = Window.partitionBy(F.lit(0)).orderBy(first_crossing.asc_nulls_last(), F.col("usable_ratio").asc(), *[F.col(name).asc() for name in VOLUME_KEY])
+    order = Window.partitionBy(F.lit(0)).orderBy(
+        first_crossing.asc_nulls_last(), F.col("usable_ratio").asc(), *[F.col(name).asc() for name in VOLUME_KEY]
+    )
     return forecast.withColumn("rank", F.row_number().over(order))

@@ -12,8 +12,8 @@ import math
 import os
 import random
 
-GIB = 1024 ** 3
-MIB = 1024 ** 2
+GIB = 1024**3
+MIB = 1024**2
 # Kafka's byte-rate quotas apply per broker. 'ingest' sends each broker twice its producer quota for the first
 # SURGE_MINUTES of every hour, whatever the seed or broker count: with any client window up to SURGE_MINUTES long,
 # some of its windows are over the quota (throttled) on every broker.
@@ -35,14 +35,21 @@ def snapshots(clusters=3, brokers=3, log_dirs=2, hours=48, interval=60, seed=7, 
         for broker in range(1, brokers + 1):
             for index in range(log_dirs):
                 capacity = rng.choice([50, 100, 200]) * GIB
-                volumes.append({
-                    "cluster": f"cluster-{cluster + 1}", "broker": broker, "dir": f"/var/lib/kafka/data-{index}", "capacity": capacity,
-                    "base": capacity * rng.uniform(0.35, 0.6), "tooth": capacity * rng.uniform(0.05, 0.15),
-                    "period": rng.choice([4, 6, 8]) * 3600, "phase": rng.uniform(0, 1),
-                    # a few volumes grow steadily: they are the ones the forecast should rank first
-                    "growth": capacity * rng.uniform(0.004, 0.01) / 3600 if rng.random() < 0.3 else 0.0,
-                })
-    silent = (f"cluster-{clusters}", brokers)       # this broker stops reporting for 20 minutes mid-way
+                volumes.append(
+                    {
+                        "cluster": f"cluster-{cluster + 1}",
+                        "broker": broker,
+                        "dir": f"/var/lib/kafka/data-{index}",
+                        "capacity": capacity,
+                        "base": capacity * rng.uniform(0.35, 0.6),
+                        "tooth": capacity * rng.uniform(0.05, 0.15),
+                        "period": rng.choice([4, 6, 8]) * 3600,
+                        "phase": rng.uniform(0, 1),
+                        # a few volumes grow steadily: they are the ones the forecast should rank first
+                        "growth": capacity * rng.uniform(0.004, 0.01) / 3600 if rng.random() < 0.3 else 0.0,
+                    }
+                )
+    silent = (f"cluster-{clusters}", brokers)  # this broker stops reporting for 20 minutes mid-way
     messages = []
     steps = int(hours * 3600 / interval)
     for step in range(steps):
@@ -56,12 +63,20 @@ def snapshots(clusters=3, brokers=3, log_dirs=2, hours=48, interval=60, seed=7, 
             consumed = volume["base"] + volume["tooth"] * cycle + volume["growth"] * elapsed
             consumed = min(int(consumed + rng.uniform(-1, 1) * volume["capacity"] * 0.001), volume["capacity"])
             key = (volume["cluster"], volume["broker"])
-            by_broker.setdefault(key, []).append({"VolumeName": volume["dir"], "Capacity": volume["capacity"], "Consumed": max(consumed, 0)})
+            by_broker.setdefault(key, []).append(
+                {"VolumeName": volume["dir"], "Capacity": volume["capacity"], "Consumed": max(consumed, 0)}
+            )
         for (cluster, broker), items in sorted(by_broker.items()):
-            messages.append({
-                "SnapshotAt": _stamp(moment + datetime.timedelta(milliseconds=rng.randint(0, 900))),
-                "HardLimit": {"type": "MinFreePercentage", "level": 5}, "SoftLimit": {"type": "MinFreePercentage", "level": 15},
-                "Volumes": items, "BrokerId": broker, "ClusterId": cluster})
+            messages.append(
+                {
+                    "SnapshotAt": _stamp(moment + datetime.timedelta(milliseconds=rng.randint(0, 900))),
+                    "HardLimit": {"type": "MinFreePercentage", "level": 5},
+                    "SoftLimit": {"type": "MinFreePercentage", "level": 15},
+                    "Volumes": items,
+                    "BrokerId": broker,
+                    "ClusterId": cluster,
+                }
+            )
     return messages
 
 
@@ -69,8 +84,12 @@ def traffic(brokers=3, hours=6, interval=60, seed=11, start=EPOCH):
     """Client traffic rows: a few producers and consumers, rates spread over the brokers; 'ingest' bursts at random and
     surges above its per-broker quota (INGEST_PRODUCER_QUOTA) for the first SURGE_MINUTES of every hour."""
     rng = random.Random(seed)
-    clients = [("ingest", "ingest-app", "events", 900_000, 0.6), ("billing", "billing-1", "invoices", 200_000, 0.1),
-               ("analytics", "spark-reader", "events", 0, 0.0), ("ops", "mirror", "audit", 50_000, 0.0)]
+    clients = [
+        ("ingest", "ingest-app", "events", 900_000, 0.6),
+        ("billing", "billing-1", "invoices", 200_000, 0.1),
+        ("analytics", "spark-reader", "events", 0, 0.0),
+        ("ops", "mirror", "audit", 50_000, 0.0),
+    ]
     rows = []
     for step in range(1, int(hours * 3600 / interval) + 1):
         moment = start + datetime.timedelta(seconds=step * interval)
@@ -80,17 +99,30 @@ def traffic(brokers=3, hours=6, interval=60, seed=11, start=EPOCH):
                 produced = int(rate * wave * interval / brokers)
                 if user == "ingest" and (step * interval) % 3600 < SURGE_MINUTES * 60:
                     produced = max(produced, int(SURGE_BYTES_PER_SEC * interval))
-                fetched = int((rate or 1_500_000) * 1.5 * interval / brokers) if user == "analytics" else int(produced * 0.2)
-                rows.append({"ts": _stamp(moment), "broker_id": broker, "user": user, "client_id": client_id, "topic": topic,
-                             "bytes_in": produced, "bytes_out": fetched})
+                fetched = (
+                    int((rate or 1_500_000) * 1.5 * interval / brokers) if user == "analytics" else int(produced * 0.2)
+                )
+                rows.append(
+                    {
+                        "ts": _stamp(moment),
+                        "broker_id": broker,
+                        "user": user,
+                        "client_id": client_id,
+                        "topic": topic,
+                        "bytes_in": produced,
+                        "bytes_out": fetched,
+                    }
+                )
     return rows
 
 
-QUOTAS = {"quotas": [
-    {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}},
-    {"entity": {"user": "ingest"}, "values": {"producer_byte_rate": INGEST_PRODUCER_QUOTA}},
-    {"entity": {"user": "analytics", "client_id": "spark-reader"}, "values": {"consumer_byte_rate": 3145728}},
-]}
+QUOTAS = {
+    "quotas": [
+        {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}},
+        {"entity": {"user": "ingest"}, "values": {"producer_byte_rate": INGEST_PRODUCER_QUOTA}},
+        {"entity": {"user": "analytics", "client_id": "spark-reader"}, "values": {"consumer_byte_rate": 3145728}},
+    ]
+}
 TOPIC_THRESHOLDS = {"total_bytes_in_per_sec_threshold": 600000, "topics": {"events": 400000}}
 
 
@@ -100,7 +132,10 @@ def write(directory, brokers=3, hours=48, **options):
     ``options`` go to snapshots(); the traffic covers the same brokers and the first hours of the history (at most 6).
     """
     os.makedirs(directory, exist_ok=True)
-    paths = {name: os.path.join(directory, name) for name in ("snapshots.jsonl", "traffic.jsonl", "quotas.json", "topic-thresholds.json")}
+    paths = {
+        name: os.path.join(directory, name)
+        for name in ("snapshots.jsonl", "traffic.jsonl", "quotas.json", "topic-thresholds.json")
+    }
     with open(paths["snapshots.jsonl"], "w", encoding="utf-8") as handle:
         for message in snapshots(brokers=brokers, hours=hours, **options):
             handle.write(json.dumps(message, separators=(",", ":")) + "\n")

@@ -39,6 +39,7 @@ class Ingested:
     counts, during the first action on ``rows`` or ``as_read`` (no pass of its own), the records checked and
     those rejected (``counts()``).
     """
+
     rows: DataFrame
     rejected: DataFrame
     read: int
@@ -71,7 +72,9 @@ def _source_column(links) -> Column:
     path = F.regexp_replace(F.coalesce(F.try_url_decode(uri), F.input_file_name()), "^file:(//)?", "")
     if not links:
         return path
-    originals = F.create_map(*[F.lit(item) for pair in links.items() for item in (pair[0], sources.shown_path(pair[1]))])
+    originals = F.create_map(
+        *[F.lit(item) for pair in links.items() for item in (pair[0], sources.shown_path(pair[1]))]
+    )
     return F.coalesce(originals[path], path)
 
 
@@ -111,7 +114,9 @@ def _raw_parquet(spark, files, schema):
     for field in schema.fields:
         if field.name not in present or not _castable(frame, field.name, field.dataType):
             columns.append(F.lit(None).cast(field.dataType).alias(field.name))
-        elif field.dataType == schemas.T.StringType() and isinstance(frame.schema[field.name].dataType, schemas.T.TimestampType):
+        elif field.dataType == schemas.T.StringType() and isinstance(
+            frame.schema[field.name].dataType, schemas.T.TimestampType
+        ):
             # A timestamp column is already a point in time: used as it is (see native_time), and rendered in the
             # text form the text path parses for the record and the checks.
             columns.append(F.date_format(field.name, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias(field.name))
@@ -121,14 +126,20 @@ def _raw_parquet(spark, files, schema):
     # Every Parquet row is an object. Its text form is only needed for the rows that are rejected; the optimizer
     # prunes the to_json from the accepted rows, so reading stays a columnar scan.
     parsed = frame.select(_source_column(links).alias("source"), F.struct(*columns).alias("parsed"), *native)
-    native_names = [NATIVE_TIME_PREFIX + field.name for field in schema.fields if NATIVE_TIME_PREFIX + field.name in parsed.columns]
-    return parsed.select("source", F.to_json("parsed").alias("record"), "parsed", F.lit(False).alias("not_object"), *native_names)
+    native_names = [
+        NATIVE_TIME_PREFIX + field.name for field in schema.fields if NATIVE_TIME_PREFIX + field.name in parsed.columns
+    ]
+    return parsed.select(
+        "source", F.to_json("parsed").alias("record"), "parsed", F.lit(False).alias("not_object"), *native_names
+    )
 
 
 def _raw_kafka(spark, url, schema, records=None):
     if records is None:
         records = sources.read_kafka_records(url)
-    rows = [(where, key, value) for where, key, value in records if value is not None]   # tombstones are deletions, not records
+    rows = [
+        (where, key, value) for where, key, value in records if value is not None
+    ]  # tombstones are deletions, not records
     frame = spark.createDataFrame(rows, "source string, key string, record string")
     parsed = frame.select("source", "record", F.from_json("record", schema).alias("parsed"), "key")
     return parsed.withColumn("not_object", checks.not_json_object(F.col("record"), F.col("parsed")))
@@ -152,9 +163,12 @@ def _split(raw, reason, as_read_columns, input_name):
     observation = Observation(f"{input_name} checked")
     checked = raw.withColumn("reason", reason)
     observed = checked.select(*as_read_columns, "reason").observe(
-        observation, F.count(F.lit(1)).alias("checked"), F.count("reason").alias("rejected"))
+        observation, F.count(F.lit(1)).alias("checked"), F.count("reason").alias("rejected")
+    )
     as_read = observed.where(F.col("reason").isNull()).drop("reason")
-    rejected = checked.where(F.col("reason").isNotNull()).select(F.lit(input_name).alias("input"), "source", "record", "reason")
+    rejected = checked.where(F.col("reason").isNotNull()).select(
+        F.lit(input_name).alias("input"), "source", "record", "reason"
+    )
     return as_read, rejected, observation
 
 
@@ -164,18 +178,24 @@ def _timed(raw, field, window):
     raw = raw.withColumns({"at": at, "at_missing": missing, "at_well_formed": well_formed})
     usable = F.col("at_well_formed") & F.col("at").isNotNull() & checks.in_instant_range(F.col("at"))
     read, bounds = checks.count_and_bounds(raw, field, F.col("at"), usable, window or TimeWindow())
-    times = checks.time_checks(field, F.col("at"), F.col("at_missing"), F.col("at_well_formed")) + bounds.checks(F.col("at"))
+    times = checks.time_checks(field, F.col("at"), F.col("at_missing"), F.col("at_well_formed")) + bounds.checks(
+        F.col("at")
+    )
     return raw, read, bounds, times
 
 
 # -- snapshots ---------------------------------------------------------------------------------------------------
-def load_snapshots(spark, location, cluster_default="default", option="--snapshots", kafka_records=None, window=None) -> Ingested:
+def load_snapshots(
+    spark, location, cluster_default="default", option="--snapshots", kafka_records=None, window=None
+) -> Ingested:
     """Usage snapshot messages as the MESSAGES frame (one row per accepted message).
 
     ``kafka_records``: the records of a kafka:// location when the caller has read them already. ``window``: the
     TimeWindow of plausible SnapshotAt (default: 366 days either side of the median).
     """
-    raw, read, bounds, times = _timed(_raw(spark, location, schemas.SNAPSHOT, option, kafka_records), "SnapshotAt", window)
+    raw, read, bounds, times = _timed(
+        _raw(spark, location, schemas.SNAPSHOT, option, kafka_records), "SnapshotAt", window
+    )
     parsed = F.col("parsed")
     reason = checks.first_reason(*checks.snapshot_checks(F.col("not_object"), parsed, F.col("key"), times))
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
@@ -183,22 +203,48 @@ def load_snapshots(spark, location, cluster_default="default", option="--snapsho
         F.coalesce(parsed["ClusterId"], F.lit(cluster_default)).alias("cluster"),
         F.coalesce(parsed["BrokerId"], F.col("key").try_cast("long")).alias("broker_id"),
         F.col("at"),
-        checks.limit_type(soft).alias("soft_type"), soft["level"].alias("soft_level"),
-        checks.limit_type(hard).alias("hard_type"), hard["level"].alias("hard_level"),
+        checks.limit_type(soft).alias("soft_type"),
+        soft["level"].alias("soft_level"),
+        checks.limit_type(hard).alias("hard_type"),
+        hard["level"].alias("hard_level"),
     ]
     as_read, rejected, observation = _split(raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots")
-    normalized = F.transform("volumes", lambda v: F.struct(
-        v["VolumeName"].alias("log_dir"), v["Capacity"].alias("total_bytes"), (v["Capacity"] - v["Consumed"]).alias("usable_bytes")))
+    normalized = F.transform(
+        "volumes",
+        lambda v: F.struct(
+            v["VolumeName"].alias("log_dir"),
+            v["Capacity"].alias("total_bytes"),
+            (v["Capacity"] - v["Consumed"]).alias("usable_bytes"),
+        ),
+    )
     return Ingested(as_read.withColumn("volumes", normalized), rejected, read, bounds, as_read, observation)
 
 
 def explode_volumes(messages: DataFrame) -> DataFrame:
     """The VOLUMES frame: one row per (cluster, broker_id, log_dir, at). ``messages``: MESSAGES, or as read."""
-    exploded = messages.select("cluster", "broker_id", "at", "soft_type", "soft_level", "hard_type", "hard_level",
-                               F.explode("volumes").alias("volume"))
+    exploded = messages.select(
+        "cluster",
+        "broker_id",
+        "at",
+        "soft_type",
+        "soft_level",
+        "hard_type",
+        "hard_level",
+        F.explode("volumes").alias("volume"),
+    )
     log_dir, total, usable = schemas.volume_fields(F.col("volume"), schemas.volume_element(messages))
-    return exploded.select("cluster", "broker_id", "at", "soft_type", "soft_level", "hard_type", "hard_level",
-                           log_dir.alias("log_dir"), total.alias("total_bytes"), usable.alias("usable_bytes"))
+    return exploded.select(
+        "cluster",
+        "broker_id",
+        "at",
+        "soft_type",
+        "soft_level",
+        "hard_type",
+        "hard_level",
+        log_dir.alias("log_dir"),
+        total.alias("total_bytes"),
+        usable.alias("usable_bytes"),
+    )
 
 
 # -- traffic -----------------------------------------------------------------------------------------------------
@@ -207,7 +253,9 @@ def load_traffic(spark, location, option="--traffic", window=None) -> Ingested:
     raw, read, bounds, times = _timed(_raw(spark, location, schemas.TRAFFIC, option), "ts", window)
     parsed = F.col("parsed")
     reason = checks.first_reason(*checks.traffic_checks(F.col("not_object"), parsed, times))
-    accepted_columns = [F.col("at").alias("ts")] + [parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"]
+    accepted_columns = [F.col("at").alias("ts")] + [
+        parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
+    ]
     accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic")
     return Ingested(accepted, rejected, read, bounds, accepted, observation)
 
@@ -228,11 +276,15 @@ def load_quotas(path, option="--quotas"):
         raise ConfigError(f"{option}: {path!r} is not JSON: {exc}") from None
     entries = document.get("quotas") if isinstance(document, dict) else document
     if not isinstance(entries, list):
-        raise ConfigError(f"{option}: {path!r} must hold client_quota_info's result ({{\"quotas\": [{{entity, values}}]}}) or its quotas list")
+        raise ConfigError(
+            f'{option}: {path!r} must hold client_quota_info\'s result ({{"quotas": [{{entity, values}}]}}) or its quotas list'
+        )
     items = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("values"), dict):
-            raise ConfigError(f"{option}: quotas[{index}] must be {{entity: {{user|client_id|ip: name}}, values: {{key: number}}}} (got {entry!r})")
+            raise ConfigError(
+                f"{option}: quotas[{index}] must be {{entity: {{user|client_id|ip: name}}, values: {{key: number}}}} (got {entry!r})"
+            )
         items.append(dict(entry["values"], entity=entry.get("entity")))
     try:
         desired = quota_spec.desired_state(items)

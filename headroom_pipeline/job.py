@@ -31,7 +31,7 @@ PIPELINE = (
     (stages.READ_SNAPSHOTS, stage_work.read_snapshots),
     (stages.READ_TRAFFIC, stage_work.read_traffic),
     (stages.REJECT, stage_work.reject_unusable_records),
-    (stages.FORECAST, stage_work.forecast_volumes),          # before the timeline: its observation bounds the timeline's size
+    (stages.FORECAST, stage_work.forecast_volumes),  # before the timeline: its observation bounds the timeline's size
     (stages.DECISIONS, stage_work.build_decision_timeline),
     (stages.CLIENTS, stage_work.analyse_client_quotas),
     (stages.TOPICS, stage_work.analyse_topic_thresholds),
@@ -66,7 +66,7 @@ def run(config):
     with failures_named(progress):
         try:
             for stage, work in pipeline:
-                if stage.reads_summary:         # written before such a stage, and again at the end
+                if stage.reads_summary:  # written before such a stage, and again at the end
                     _finish(state, progress)
                 with progress.stage(stage.name) as line:
                     line.detail = work(state)
@@ -74,8 +74,10 @@ def run(config):
         finally:
             if state.owned:
                 _stop(state.spark)
-    progress.say(f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
-                 + (f"; report {summary['report']}" if summary.get("report") else ""))
+    progress.say(
+        f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
+        + (f"; report {summary['report']}" if summary.get("report") else "")
+    )
     return summary
 
 
@@ -96,7 +98,7 @@ class Progress:
     def __init__(self, enabled, total):
         self.enabled, self.total, self.step, self.timings = enabled, total, 0, {}
         self.started = time.monotonic()
-        self.current = "start"          # the stage a failure is reported in
+        self.current = "start"  # the stage a failure is reported in
 
     def stage(self, name):
         return _Stage(self, name)
@@ -121,7 +123,9 @@ class _Stage:
         elapsed = time.monotonic() - self.begin
         self.progress.timings[self.name] = round(elapsed, 3)
         if kind is None:
-            self.progress.say(f"{self.progress.step}/{self.progress.total} {self.name} done in {elapsed:.1f}s {self.detail}".rstrip())
+            self.progress.say(
+                f"{self.progress.step}/{self.progress.total} {self.name} done in {elapsed:.1f}s {self.detail}".rstrip()
+            )
         return False
 
 
@@ -141,7 +145,9 @@ def _check_inputs(config):
     proposed = ingest.load_quotas(config.proposed_quotas, "--proposed-quotas") if config.proposed_quotas else None
     plan = topics.load_plan(config.topic_thresholds) if config.topic_thresholds else None
     if (config.quotas or config.proposed_quotas or config.topic_thresholds) and not config.traffic:
-        raise ConfigError("--quotas, --proposed-quotas and --topic-thresholds analyse client traffic: give --traffic too")
+        raise ConfigError(
+            "--quotas, --proposed-quotas and --topic-thresholds analyse client traffic: give --traffic too"
+        )
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
     kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
@@ -157,8 +163,10 @@ def _nothing_usable(inputs):
         if not figures["read"]:
             warnings.append(f"--{name}: no records to read (empty input); its outputs are empty")
         else:
-            warnings.append(f"--{name}: none of the {figures['read']:,} records read could be used (each is in rejected/ with "
-                            "its reason); its outputs are empty")
+            warnings.append(
+                f"--{name}: none of the {figures['read']:,} records read could be used (each is in rejected/ with "
+                "its reason); its outputs are empty"
+            )
     return warnings
 
 
@@ -185,13 +193,15 @@ def failure_reason(exc):
     except Exception:  # pylint: disable=broad-except  # a Py4J error asks the JVM for its text, and the JVM may be gone
         text = ""
     if "OutOfMemoryError" in text or isinstance(exc, MemoryError):
-        return ("out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory, or narrow the input "
-                "(--since/--until, fewer files)")
+        return (
+            "out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory, or narrow the input "
+            "(--since/--until, fewer files)"
+        )
     if isinstance(exc, (ConnectionError, EOFError)) or type(exc).__name__ == "Py4JNetworkError":
         return f"lost Spark's JVM ({type(exc).__name__}: it stopped, ran out of memory or was killed; its log is above)"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
-        lines = lines[1:]                           # Py4J's own first line says only which call it was
+        lines = lines[1:]  # Py4J's own first line says only which call it was
     reason = lines[0].lstrip(": ") if lines else type(exc).__name__
     return reason if len(reason) <= MAX_REASON else reason[:MAX_REASON] + "..."
 
@@ -235,9 +245,11 @@ def _settings(config):
     """The run's settings for the summary: locations with their secrets masked, instants in ISO 8601."""
     settings = {}
     for key, value in vars(config).items():
-        if key == "spark_conf":          # Spark settings may carry credentials (spark.hadoop.fs.s3a.secret.key)
+        if key == "spark_conf":  # Spark settings may carry credentials (spark.hadoop.fs.s3a.secret.key)
             continue
-        settings[key] = value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else sources.mask_location(value)
+        settings[key] = (
+            value.isoformat().replace("+00:00", "Z") if hasattr(value, "isoformat") else sources.mask_location(value)
+        )
     return settings
 
 
@@ -246,7 +258,9 @@ def _account(summary):
     inputs = summary["inputs"]
     for name, figures in inputs.items():
         if figures["read"] != figures["used"] + figures["rejected"]:
-            raise JobError(f"{name}: {figures['read']} records read but {figures['used']} used + {figures['rejected']} rejected")
+            raise JobError(
+                f"{name}: {figures['read']} records read but {figures['used']} used + {figures['rejected']} rejected"
+            )
     for key in ("read", "used", "rejected"):
         summary[f"rows_{key}"] = sum(figures[key] for figures in inputs.values())
 

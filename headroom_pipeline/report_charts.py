@@ -14,7 +14,7 @@ import re
 
 from headroom_pipeline.report_format import UTC, client_label, human_bytes, utc
 
-VOLUMES_PER_CHART = 8         # the volumes of a cluster that fill first; more lines would not be readable
+VOLUMES_PER_CHART = 8  # the volumes of a cluster that fill first; more lines would not be readable
 MIN_PROJECTION_SECONDS = 86400.0
 CLIENTS_CHART = "clients-nearest-quota.png"
 POLICY_LABELS = {"strimzi": "strimzi (shipped quota plugin)", "graded": "graded (soft/hard limits)"}
@@ -29,11 +29,17 @@ def draw(report_dir, data):
     charts = []
     for cluster in data.clusters:
         slug = cluster_slug(cluster)
-        charts.append({
-            "cluster": cluster,
-            "free_space": _draw_free_space(report_dir, f"free-space-{slug}.png", cluster, data.chart_volumes.get(cluster, []), data.history),
-            "throttle": _draw_throttle(report_dir, f"throttle-factor-{slug}.png", cluster, data.timelines.get(cluster, {})),
-        })
+        charts.append(
+            {
+                "cluster": cluster,
+                "free_space": _draw_free_space(
+                    report_dir, f"free-space-{slug}.png", cluster, data.chart_volumes.get(cluster, []), data.history
+                ),
+                "throttle": _draw_throttle(
+                    report_dir, f"throttle-factor-{slug}.png", cluster, data.timelines.get(cluster, {})
+                ),
+            }
+        )
     clients_chart = _draw_clients(report_dir, CLIENTS_CHART, data.clients["top"]) if data.clients else None
     return charts, clients_chart
 
@@ -53,7 +59,7 @@ def _plain(text):
 
 
 def _figure(width=10.0, height=4.5):
-    from matplotlib.figure import Figure       # no pyplot: no global state, no display, Agg when saved as PNG
+    from matplotlib.figure import Figure  # no pyplot: no global state, no display, Agg when saved as PNG
 
     figure = Figure(figsize=(width, height), dpi=100)
     return figure, figure.add_subplot(1, 1, 1)
@@ -76,7 +82,7 @@ def _save(figure, report_dir, name):
 def _byte_tick_step(top):
     """A tick step of 1, 2 or 5 times a power of 1024 bytes (10 GiB, not 9.3 GiB), about six ticks up to ``top``."""
     unit = 1.0
-    while top / unit >= 1024.0 and unit < 1024.0 ** 5:
+    while top / unit >= 1024.0 and unit < 1024.0**5:
         unit *= 1024.0
     for step in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000):
         if top / (unit * step) <= 7:
@@ -106,13 +112,17 @@ def _draw_free_space(report_dir, name, cluster, volumes, history):
     figure, axes = _figure()
     colours = [f"C{index % 10}" for index in range(max(len(volumes), 1))]
     keys = [(cluster, volume["broker_id"], volume["log_dir"]) for volume in volumes]
-    if not volumes:      # no forecast: the history of the volumes written, by broker and log dir
+    if not volumes:  # no forecast: the history of the volumes written, by broker and log dir
         keys = sorted(key for key in history if key[0] == cluster)[:VOLUMES_PER_CHART]
         colours = [f"C{index % 10}" for index in range(max(len(keys), 1))]
     times = [moment for key in keys for moment in history.get(key, ([], []))[0]]
     history_span = (max(times) - min(times)).total_seconds() if times else 0.0
-    hard_levels = {volume["hard_limit_usable_bytes"] for volume in volumes if volume["hard_limit_usable_bytes"] is not None}
-    plugin_levels = {volume["plugin_limit_usable_bytes"] for volume in volumes if volume["plugin_limit_usable_bytes"] is not None}
+    hard_levels = {
+        volume["hard_limit_usable_bytes"] for volume in volumes if volume["hard_limit_usable_bytes"] is not None
+    }
+    plugin_levels = {
+        volume["plugin_limit_usable_bytes"] for volume in volumes if volume["plugin_limit_usable_bytes"] is not None
+    }
     for index, key in enumerate(keys):
         colour = colours[index]
         label = _plain(f"broker {key[1]} {key[2]}")
@@ -133,20 +143,32 @@ def _draw_free_space(report_dir, name, cluster, volumes, history):
             axes.axhline(volume["hard_limit_usable_bytes"], color=colour, linestyle=":", linewidth=1.0)
     if len(hard_levels) == 1:
         level = next(iter(hard_levels))
-        axes.axhline(level, color="black", linestyle="-.", linewidth=1.2, label=f"hard limit ({human_bytes(level)} free)")
+        axes.axhline(
+            level, color="black", linestyle="-.", linewidth=1.2, label=f"hard limit ({human_bytes(level)} free)"
+        )
     elif hard_levels:
         axes.plot([], [], color="grey", linestyle=":", label="hard limit (per volume, dotted)")
     if len(plugin_levels) == 1:
         level = next(iter(plugin_levels))
-        axes.axhline(level, color="#ff7f0e", linestyle=(0, (1, 3)), linewidth=1.2, label=f"plugin limit ({human_bytes(level)} free)")
+        axes.axhline(
+            level,
+            color="#ff7f0e",
+            linestyle=(0, (1, 3)),
+            linewidth=1.2,
+            label=f"plugin limit ({human_bytes(level)} free)",
+        )
     if not keys:
         axes.text(0.5, 0.5, "no volume history", transform=axes.transAxes, ha="center", va="center")
     axes.set_ylim(bottom=0)
     axes.yaxis.set_major_locator(MultipleLocator(_byte_tick_step(axes.get_ylim()[1])))
     axes.yaxis.set_major_formatter(FuncFormatter(lambda value, position: human_bytes(value)))
     axes.set_ylabel("free space (usable bytes)")
-    axes.set_title(_plain(f"Free space, cluster {cluster}: {_counted(len(keys), 'volume')} that fill first (dashed: forecast, x: hard limit reached)"),
-                   fontsize="medium")
+    axes.set_title(
+        _plain(
+            f"Free space, cluster {cluster}: {_counted(len(keys), 'volume')} that fill first (dashed: forecast, x: hard limit reached)"
+        ),
+        fontsize="medium",
+    )
     axes.grid(True, alpha=0.3)
     if times or volumes:
         _time_axis(axes)
@@ -159,8 +181,14 @@ def _draw_throttle(report_dir, name, cluster, policies):
     figure, axes = _figure(10.0, 3.2)
     for policy in sorted(policies):
         moments, factors = policies[policy]
-        axes.step(moments, factors, where="post", color=POLICY_COLOURS.get(policy, "grey"),
-                  label=_plain(POLICY_LABELS.get(policy, policy)), **POLICY_STYLES.get(policy, {"linewidth": 1.4}))
+        axes.step(
+            moments,
+            factors,
+            where="post",
+            color=POLICY_COLOURS.get(policy, "grey"),
+            label=_plain(POLICY_LABELS.get(policy, policy)),
+            **POLICY_STYLES.get(policy, {"linewidth": 1.4}),
+        )
     if policies:
         _time_axis(axes)
         axes.legend(loc="lower left", fontsize="small", frameon=False)
@@ -168,7 +196,9 @@ def _draw_throttle(report_dir, name, cluster, policies):
         axes.text(0.5, 0.5, "no decisions", transform=axes.transAxes, ha="center", va="center")
     axes.set_ylim(-0.05, 1.05)
     axes.set_ylabel("throttle factor")
-    axes.set_title(_plain(f"Throttle factor, cluster {cluster} (1.0 open, 0.0 paused; lowest per time bucket)"), fontsize="medium")
+    axes.set_title(
+        _plain(f"Throttle factor, cluster {cluster} (1.0 open, 0.0 paused; lowest per time bucket)"), fontsize="medium"
+    )
     axes.grid(True, alpha=0.3)
     return _save(figure, report_dir, name)
 
@@ -186,7 +216,9 @@ def _draw_clients(report_dir, name, clients):
     axes.invert_yaxis()
     axes.set_xlim(0, max([1.1] + [value * 1.05 for value in produce + fetch]))
     axes.set_xlabel("peak fraction of the quota used in a window")
-    axes.set_title(_plain(f"The {_counted(len(clients), 'client')} nearest their quota (user / client id)"), fontsize="medium")
+    axes.set_title(
+        _plain(f"The {_counted(len(clients), 'client')} nearest their quota (user / client id)"), fontsize="medium"
+    )
     axes.grid(True, axis="x", alpha=0.3)
     if not clients:
         axes.text(0.5, 0.5, "no client has a quota", transform=axes.transAxes, ha="center", va="center")

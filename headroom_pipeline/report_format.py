@@ -40,5 +40,5 @@ def or_placeholder(value, placeholder):
 
 
 def client_label(client):
-    text = f'{or_placeholder(client["user"], "(no user)")} / {or_placeholder(client["client_id"], "(no client id)")}'
+    text = f"{or_placeholder(client['user'], '(no user)')} / {or_placeholder(client['client_id'], '(no client id)')}"
     return text if len(text) <= 48 else text[:47] + "\u2026"

@@ -19,7 +19,7 @@ from headroom_pipeline.report_format import client_label, human_bytes, human_hou
 TEMPLATES = pathlib.Path(__file__).resolve().with_name("templates")
 TEMPLATE = "report.html.j2"
 
-Table = collections.namedtuple("Table", "headers rows numeric")     # numeric: the indexes of right-aligned columns
+Table = collections.namedtuple("Table", "headers rows numeric")  # numeric: the indexes of right-aligned columns
 
 
 def render(summary, data, charts, clients_chart):
@@ -31,7 +31,9 @@ def render(summary, data, charts, clients_chart):
         crossing=[volume for volume in data.next_volumes or [] if volume["crosses_hard_limit_at"] is not None],
         not_open=data.not_open,
         clients=clients,
-        over_quota=[client for client in clients["top"] if client["peak"] is not None and client["peak"] > 1.0] if clients else [],
+        over_quota=[client for client in clients["top"] if client["peak"] is not None and client["peak"] > 1.0]
+        if clients
+        else [],
         count_tables=_count_tables(summary or {}),
         volume_table=_volume_table(data.next_volumes or []),
         charts=charts,
@@ -72,17 +74,30 @@ def _per_day(volume):
 def _plugin_limit_first(volume):
     """Whether the shipped plugin's own limit comes first: that is when produce stops, and the page says so."""
     crossing = volume["crosses_plugin_limit_at"]
-    return crossing is not None and (volume["crosses_hard_limit_at"] is None or crossing < volume["crosses_hard_limit_at"])
+    return crossing is not None and (
+        volume["crosses_hard_limit_at"] is None or crossing < volume["crosses_hard_limit_at"]
+    )
 
 
 def _count_tables(summary):
     inputs = summary.get("inputs") or {}
-    rows = [(name, figures.get("read"), figures.get("used"), figures.get("rejected")) for name, figures in sorted(inputs.items())]
+    rows = [
+        (name, figures.get("read"), figures.get("used"), figures.get("rejected"))
+        for name, figures in sorted(inputs.items())
+    ]
     rows.append(("total", summary.get("rows_read"), summary.get("rows_used"), summary.get("rows_rejected")))
-    tables = [Table(["input", "records read", "used", "rejected"], [(row[0], *map(_number, row[1:])) for row in rows], (1, 2, 3))]
+    tables = [
+        Table(
+            ["input", "records read", "used", "rejected"], [(row[0], *map(_number, row[1:])) for row in rows], (1, 2, 3)
+        )
+    ]
     stages = summary.get("stages") or {}
-    stage_rows = [(stage, key, _number(value)) for stage, figures in sorted(stages.items()) if isinstance(figures, dict)
-                  for key, value in sorted(figures.items())]
+    stage_rows = [
+        (stage, key, _number(value))
+        for stage, figures in sorted(stages.items())
+        if isinstance(figures, dict)
+        for key, value in sorted(figures.items())
+    ]
     if stage_rows:
         tables.append(Table(["stage", "count", "value"], stage_rows, (2,)))
     timings = summary.get("timings_seconds") or {}
@@ -92,13 +107,41 @@ def _count_tables(summary):
 
 
 def _volume_table(next_volumes):
-    rows = [(volume["rank"], volume["cluster"], volume["broker_id"], volume["log_dir"], human_bytes(volume["usable_bytes"]),
-             human_bytes(volume["total_bytes"]), human_bytes(volume["hard_limit_usable_bytes"]),
-             _limit_text(volume["hard_limit_type"], volume["hard_limit_level"]), human_bytes(_per_day(volume)),
-             _when(volume["crosses_hard_limit_at"]), human_hours(volume["hours_to_hard_limit"]), _when(volume["crosses_plugin_limit_at"]))
-            for volume in next_volumes]
-    return Table(["#", "cluster", "broker", "log dir", "free now", "size", "free at hard limit", "hard limit", "growth a day",
-                  "reaches hard limit", "in", "reaches plugin limit"], rows, (0, 2, 4, 5, 6, 8))
+    rows = [
+        (
+            volume["rank"],
+            volume["cluster"],
+            volume["broker_id"],
+            volume["log_dir"],
+            human_bytes(volume["usable_bytes"]),
+            human_bytes(volume["total_bytes"]),
+            human_bytes(volume["hard_limit_usable_bytes"]),
+            _limit_text(volume["hard_limit_type"], volume["hard_limit_level"]),
+            human_bytes(_per_day(volume)),
+            _when(volume["crosses_hard_limit_at"]),
+            human_hours(volume["hours_to_hard_limit"]),
+            _when(volume["crosses_plugin_limit_at"]),
+        )
+        for volume in next_volumes
+    ]
+    return Table(
+        [
+            "#",
+            "cluster",
+            "broker",
+            "log dir",
+            "free now",
+            "size",
+            "free at hard limit",
+            "hard limit",
+            "growth a day",
+            "reaches hard limit",
+            "in",
+            "reaches plugin limit",
+        ],
+        rows,
+        (0, 2, 4, 5, 6, 8),
+    )
 
 
 def _client_table(clients):
@@ -107,18 +150,40 @@ def _client_table(clients):
         headers += ["recommended producer_byte_rate", "recommended consumer_byte_rate"]
     rows = []
     for client in clients["top"]:
-        row = [or_placeholder(client["user"], "(no user)"), or_placeholder(client["client_id"], "(no client id)"), _number(client["peak_produce"]),
-               _number(client["peak_fetch"]), _number(client["windows_over"]), _number(client["max_throttle_time_ms"])]
+        row = [
+            or_placeholder(client["user"], "(no user)"),
+            or_placeholder(client["client_id"], "(no client id)"),
+            _number(client["peak_produce"]),
+            _number(client["peak_fetch"]),
+            _number(client["windows_over"]),
+            _number(client["max_throttle_time_ms"]),
+        ]
         if clients["with_recommendations"]:
-            row += [_number(client.get("recommended_producer_byte_rate")), _number(client.get("recommended_consumer_byte_rate"))]
+            row += [
+                _number(client.get("recommended_producer_byte_rate")),
+                _number(client.get("recommended_consumer_byte_rate")),
+            ]
         rows.append(row)
     return Table(headers, rows, tuple(range(2, len(headers))))
 
 
 def _topic_table(topics):
-    rows = [(topic["topic"], _number(topic["windows"]), _number(topic["brokers"]), human_bytes(topic["bytes_rejected"]),
-             human_bytes(topic["peak_rate"]) + "/s", human_bytes(topic["threshold"]) + "/s") for topic in topics]
-    return Table(["topic", "windows over threshold", "brokers", "bytes rejected", "peak rate (EWMA)", "threshold"], rows, (1, 2, 3, 4, 5))
+    rows = [
+        (
+            topic["topic"],
+            _number(topic["windows"]),
+            _number(topic["brokers"]),
+            human_bytes(topic["bytes_rejected"]),
+            human_bytes(topic["peak_rate"]) + "/s",
+            human_bytes(topic["threshold"]) + "/s",
+        )
+        for topic in topics
+    ]
+    return Table(
+        ["topic", "windows over threshold", "brokers", "bytes rejected", "peak rate (EWMA)", "threshold"],
+        rows,
+        (1, 2, 3, 4, 5),
+    )
 
 
 def _escaped(value):
@@ -131,7 +196,15 @@ def _escaped(value):
 
 
 _ENVIRONMENT = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined, finalize=_escaped,
-    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-_ENVIRONMENT.filters.update(bytes=human_bytes, hours=human_hours, when=_when, number=_number, client=client_label, per_day=_per_day)
+    loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    finalize=_escaped,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+_ENVIRONMENT.filters.update(
+    bytes=human_bytes, hours=human_hours, when=_when, number=_number, client=client_label, per_day=_per_day
+)
 _ENVIRONMENT.tests.update(plugin_first=_plugin_limit_first)

@@ -4,61 +4,73 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import types as T
 
 LIMIT = T.StructType([T.StructField("type", T.StringType()), T.StructField("level", T.DoubleType())])
-VOLUME = T.StructType([
-    T.StructField("VolumeName", T.StringType()),
-    T.StructField("Capacity", T.LongType()),
-    T.StructField("Consumed", T.LongType()),
-])
+VOLUME = T.StructType(
+    [
+        T.StructField("VolumeName", T.StringType()),
+        T.StructField("Capacity", T.LongType()),
+        T.StructField("Consumed", T.LongType()),
+    ]
+)
 # One usage snapshot message (usage_snapshot's JSON lines, the compacted topic's values, or Parquet with these columns).
-SNAPSHOT = T.StructType([
-    T.StructField("SnapshotAt", T.StringType()),
-    T.StructField("HardLimit", LIMIT),
-    T.StructField("SoftLimit", LIMIT),
-    T.StructField("Volumes", T.ArrayType(VOLUME)),
-    T.StructField("BrokerId", T.LongType()),
-    T.StructField("ClusterId", T.StringType()),
-])
+SNAPSHOT = T.StructType(
+    [
+        T.StructField("SnapshotAt", T.StringType()),
+        T.StructField("HardLimit", LIMIT),
+        T.StructField("SoftLimit", LIMIT),
+        T.StructField("Volumes", T.ArrayType(VOLUME)),
+        T.StructField("BrokerId", T.LongType()),
+        T.StructField("ClusterId", T.StringType()),
+    ]
+)
 # Client traffic exported from broker metrics: bytes in the interval ending at ts.
-TRAFFIC = T.StructType([
-    T.StructField("ts", T.StringType()),
-    T.StructField("broker_id", T.LongType()),
-    T.StructField("user", T.StringType()),
-    T.StructField("client_id", T.StringType()),
-    T.StructField("topic", T.StringType()),
-    T.StructField("bytes_in", T.LongType()),
-    T.StructField("bytes_out", T.LongType()),
-])
+TRAFFIC = T.StructType(
+    [
+        T.StructField("ts", T.StringType()),
+        T.StructField("broker_id", T.LongType()),
+        T.StructField("user", T.StringType()),
+        T.StructField("client_id", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("bytes_in", T.LongType()),
+        T.StructField("bytes_out", T.LongType()),
+    ]
+)
 
 # Normalized frames (what ingest hands to the stages).
 # messages: one row per accepted snapshot message; limits in the graded rules' names (min_free_bytes, ...).
 # ingest also hands them over with the snapshot's own volume structs (VOLUME); the stages take either (volume_fields).
-MESSAGE_VOLUME = T.StructType([
-    T.StructField("log_dir", T.StringType(), False),
-    T.StructField("total_bytes", T.LongType(), False),
-    T.StructField("usable_bytes", T.LongType(), False),
-])
-MESSAGES = T.StructType([
-    T.StructField("cluster", T.StringType(), False),
-    T.StructField("broker_id", T.LongType(), False),
-    T.StructField("at", T.TimestampType(), False),
-    T.StructField("soft_type", T.StringType()),
-    T.StructField("soft_level", T.DoubleType()),
-    T.StructField("hard_type", T.StringType()),
-    T.StructField("hard_level", T.DoubleType()),
-    T.StructField("volumes", T.ArrayType(MESSAGE_VOLUME, False), False),
-])
+MESSAGE_VOLUME = T.StructType(
+    [
+        T.StructField("log_dir", T.StringType(), False),
+        T.StructField("total_bytes", T.LongType(), False),
+        T.StructField("usable_bytes", T.LongType(), False),
+    ]
+)
+MESSAGES = T.StructType(
+    [
+        T.StructField("cluster", T.StringType(), False),
+        T.StructField("broker_id", T.LongType(), False),
+        T.StructField("at", T.TimestampType(), False),
+        T.StructField("soft_type", T.StringType()),
+        T.StructField("soft_level", T.DoubleType()),
+        T.StructField("hard_type", T.StringType()),
+        T.StructField("hard_level", T.DoubleType()),
+        T.StructField("volumes", T.ArrayType(MESSAGE_VOLUME, False), False),
+    ]
+)
 # volumes: messages exploded, one row per (cluster, broker_id, log_dir, at).
 VOLUMES = T.StructType([f for f in MESSAGES.fields if f.name != "volumes"] + list(MESSAGE_VOLUME.fields))
 # traffic: accepted traffic rows.
-TRAFFIC_ROWS = T.StructType([
-    T.StructField("ts", T.TimestampType(), False),
-    T.StructField("broker_id", T.LongType(), False),
-    T.StructField("user", T.StringType()),
-    T.StructField("client_id", T.StringType()),
-    T.StructField("topic", T.StringType()),
-    T.StructField("bytes_in", T.LongType(), False),
-    T.StructField("bytes_out", T.LongType(), False),
-])
+TRAFFIC_ROWS = T.StructType(
+    [
+        T.StructField("ts", T.TimestampType(), False),
+        T.StructField("broker_id", T.LongType(), False),
+        T.StructField("user", T.StringType()),
+        T.StructField("client_id", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("bytes_in", T.LongType(), False),
+        T.StructField("bytes_out", T.LongType(), False),
+    ]
+)
 
 
 def volume_fields(volume: Column, element: T.StructType):

@@ -14,14 +14,22 @@ import shutil
 import tempfile
 import urllib.parse
 
-from headroom_pipeline.config import ConfigError  # makes the collection importable
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem  # noqa: E402  pylint: disable=wrong-import-order
+from headroom_pipeline.config import ConfigError  # makes the collection importable
 
 KAFKA_SCHEME = "kafka://"
 PARQUET_SUFFIXES = (".parquet", ".parq")
 # Query parameters of a kafka:// URL: the collection's connection options (secrets come from the environment).
-KAFKA_OPTIONS = ("security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname", "sasl_mechanism",
-                 "sasl_username", "request_timeout")
+KAFKA_OPTIONS = (
+    "security_protocol",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_check_hostname",
+    "sasl_mechanism",
+    "sasl_username",
+    "request_timeout",
+)
 SECRET_ENVIRONMENT = {"sasl_password": "HEADROOM_KAFKA_SASL_PASSWORD", "ssl_password": "HEADROOM_KAFKA_SSL_PASSWORD"}
 MASK = "***"
 # A parameter whose name says it holds a secret has its value masked in every message, whatever its spelling.
@@ -50,7 +58,7 @@ class SourceUnavailable(RuntimeError):
 
 
 def is_kafka(location):
-    return isinstance(location, str) and location[:len(KAFKA_SCHEME)].lower() == KAFKA_SCHEME
+    return isinstance(location, str) and location[: len(KAFKA_SCHEME)].lower() == KAFKA_SCHEME
 
 
 def mask_location(location):
@@ -96,9 +104,12 @@ def _masked_user_information(text):
         return text
     start = scheme.end()
     harmless = [match.span() for match in _HARMLESS_VALUE.finditer(text, start)]
-    ends = [index for index, character in enumerate(text) if index >= start and character == "@"
-            and not any(begin <= index < end for begin, end in harmless)]
-    return text[:start] + MASK + text[ends[-1]:] if ends else text
+    ends = [
+        index
+        for index, character in enumerate(text)
+        if index >= start and character == "@" and not any(begin <= index < end for begin, end in harmless)
+    ]
+    return text[:start] + MASK + text[ends[-1] :] if ends else text
 
 
 def resolve_files(location, option):
@@ -107,17 +118,25 @@ def resolve_files(location, option):
     The format is parquet when every file ends in .parquet (Spark's own part files do), else json (JSON lines).
     """
     if os.path.isdir(location):
-        files = sorted(os.path.join(root, name) for root, dirs, names in os.walk(location) for name in names
-                       if not name.startswith((".", "_")))
+        files = sorted(
+            os.path.join(root, name)
+            for root, dirs, names in os.walk(location)
+            for name in names
+            if not name.startswith((".", "_"))
+        )
     elif os.path.isfile(location):
         files = [location]
     else:
         files = sorted(path for path in glob.glob(location, recursive=True) if os.path.isfile(path))
     if not files:
-        raise ConfigError(f"{option}: no file matches {mask_location(location)!r} (give a file, a directory or a glob of JSON lines or Parquet files)")
+        raise ConfigError(
+            f"{option}: no file matches {mask_location(location)!r} (give a file, a directory or a glob of JSON lines or Parquet files)"
+        )
     parquet = [path for path in files if path.endswith(PARQUET_SUFFIXES)]
     if parquet and len(parquet) != len(files):
-        raise ConfigError(f"{option}: {mask_location(location)!r} mixes Parquet and other files; give one format per option")
+        raise ConfigError(
+            f"{option}: {mask_location(location)!r} mixes Parquet and other files; give one format per option"
+        )
     for path in parquet:
         _check_parquet_file(path, option)
     return ("parquet" if parquet else "json"), files
@@ -135,8 +154,10 @@ def _check_parquet_file(path, option):
     except OSError as exc:
         raise ConfigError(f"{option}: cannot read {path!r}: {exc.strerror}") from None
     if size < 3 * len(PARQUET_MAGIC) or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-        raise ConfigError(f"{option}: {path!r} is not a Parquet file ({size} bytes without Parquet's header and footer); "
-                          "give JSON lines another suffix than .parquet/.parq")
+        raise ConfigError(
+            f"{option}: {path!r} is not a Parquet file ({size} bytes without Parquet's header and footer); "
+            "give JSON lines another suffix than .parquet/.parq"
+        )
 
 
 def spark_locations(files):
@@ -159,7 +180,7 @@ def _hadoop_can_read(absolute):
     name = os.path.basename(absolute)
     try:
         absolute.encode("utf-8")
-    except UnicodeEncodeError:          # a name that is not UTF-8 cannot cross to the JVM
+    except UnicodeEncodeError:  # a name that is not UTF-8 cannot cross to the JVM
         return False
     if name.startswith((".", "_")) or name.endswith("._COPYING_"):
         return False
@@ -187,24 +208,32 @@ def parse_kafka_url(url, option="--snapshots"):
     """(connection options, topic) from kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...]."""
     try:
         parsed = urllib.parse.urlsplit(url)
-    except ValueError as exc:      # an unbalanced [ of an IPv6 address, say
-        raise ConfigError(f"{option}: {mask_location(url)!r} is not a URL ({exc}); it must look like kafka://host:port[,host:port]/topic") from None
+    except ValueError as exc:  # an unbalanced [ of an IPv6 address, say
+        raise ConfigError(
+            f"{option}: {mask_location(url)!r} is not a URL ({exc}); it must look like kafka://host:port[,host:port]/topic"
+        ) from None
     topic = parsed.path.lstrip("/")
     if "@" in parsed.netloc:
         # Never echoed: the text before @ would be a user and password, and would end up in errors and the summary.
-        raise ConfigError(f"{option}: a kafka:// URL takes no credentials before the host; give sasl_username as a parameter "
-                          f"and the password in {SECRET_ENVIRONMENT['sasl_password']}")
+        raise ConfigError(
+            f"{option}: a kafka:// URL takes no credentials before the host; give sasl_username as a parameter "
+            f"and the password in {SECRET_ENVIRONMENT['sasl_password']}"
+        )
     if not parsed.netloc or not topic or "/" in topic:
         raise ConfigError(f"{option}: {mask_location(url)!r} must look like kafka://host:port[,host:port]/topic")
     if topic_name_problem(topic):
         # Kafka's own rule; text after the host that breaks it is more likely a misplaced credential than a topic.
-        raise ConfigError(f"{option}: the topic of {mask_location(url)!r} is not a Kafka topic name "
-                          "(1 to 249 letters, digits, '.', '_' and '-')")
+        raise ConfigError(
+            f"{option}: the topic of {mask_location(url)!r} is not a Kafka topic name "
+            "(1 to 249 letters, digits, '.', '_' and '-')"
+        )
     options = {"bootstrap_servers": [s for s in parsed.netloc.split(",") if s]}
     for key, values in urllib.parse.parse_qs(parsed.query, keep_blank_values=True).items():
         if key not in KAFKA_OPTIONS:
-            raise ConfigError(f"{option}: unknown parameter {key!r} in the kafka:// URL; allowed: {', '.join(KAFKA_OPTIONS)} "
-                              f"(passwords come from {' and '.join(SECRET_ENVIRONMENT.values())})")
+            raise ConfigError(
+                f"{option}: unknown parameter {key!r} in the kafka:// URL; allowed: {', '.join(KAFKA_OPTIONS)} "
+                f"(passwords come from {' and '.join(SECRET_ENVIRONMENT.values())})"
+            )
         options[key] = values[-1]
     for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
         if key in options:
@@ -249,7 +278,9 @@ def _positive_seconds(text, option):
     except ValueError:
         value = None
     if value is None or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{option}: request_timeout in the kafka:// URL must be a number of seconds greater than 0 (got {text!r})")
+        raise ConfigError(
+            f"{option}: request_timeout in the kafka:// URL must be a number of seconds greater than 0 (got {text!r})"
+        )
     return value
 
 

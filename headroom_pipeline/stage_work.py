@@ -31,14 +31,15 @@ CACHE_LEVEL = StorageLevel.DISK_ONLY
 @dataclasses.dataclass
 class Run:  # pylint: disable=too-many-instance-attributes
     """What the stages share: the settings, the checked inputs, the summary they fill in, and what one hands the next."""
+
     config: PipelineConfig
-    inputs: tuple                               # job.CheckedInputs: quotas, proposed quotas, topic plan, kafka:// records
+    inputs: tuple  # job.CheckedInputs: quotas, proposed quotas, topic plan, kafka:// records
     summary: dict
     spark: Optional[SparkSession] = None
-    owned: bool = False                         # the job started the session (and stops it); a caller's is left running
-    ingested: dict = dataclasses.field(default_factory=dict)    # per input ("snapshots", "traffic"): as ingest read it
-    traffic: Optional[DataFrame] = None         # the traffic rows, cached for the analyses until release()
-    forecast_observed: Optional[dict] = None    # the forecast's observation: its counts and every volume's span
+    owned: bool = False  # the job started the session (and stops it); a caller's is left running
+    ingested: dict = dataclasses.field(default_factory=dict)  # per input ("snapshots", "traffic"): as ingest read it
+    traffic: Optional[DataFrame] = None  # the traffic rows, cached for the analyses until release()
+    forecast_observed: Optional[dict] = None  # the forecast's observation: its counts and every volume's span
 
     def path(self, name):
         return os.path.join(self.config.out, name)
@@ -64,8 +65,9 @@ def start_spark(run):
 
 def read_snapshots(run):
     config = run.config
-    snapshots = ingest.load_snapshots(run.spark, config.snapshots, config.cluster, kafka_records=run.inputs.kafka_records,
-                                      window=run.time_window())
+    snapshots = ingest.load_snapshots(
+        run.spark, config.snapshots, config.cluster, kafka_records=run.inputs.kafka_records, window=run.time_window()
+    )
     _write(ingest.explode_volumes(snapshots.as_read), run.path("volumes"))
     run.ingested["snapshots"] = snapshots
     figures = run.summary["inputs"]["snapshots"] = _input_figures(snapshots)
@@ -94,21 +96,28 @@ def reject_unusable_records(run):
 
 def forecast_volumes(run):
     observation = Observation("forecast")
-    with global_window_warnings_quiet(run.spark):      # the ranking of all volumes is one window on purpose
+    with global_window_warnings_quiet(run.spark):  # the ranking of all volumes is one window on purpose
         volumes = run.spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
         _write(forecast.volume_forecast(volumes, run.config, observation=observation), run.path("forecast"))
     run.forecast_observed = observation.get
-    counts = stages.FORECAST.record(run.summary, {key: int(run.forecast_observed[key]) for key in forecast.FORECAST_COUNTS})
+    counts = stages.FORECAST.record(
+        run.summary, {key: int(run.forecast_observed[key]) for key in forecast.FORECAST_COUNTS}
+    )
     return f"({counts['volumes']:,} volumes)"
 
 
 def build_decision_timeline(run):
     config = run.config
     interval = decisions.check_interval_micros(config)
-    size = (decisions.timeline_size_of_volume_spans(run.forecast_observed[forecast.VOLUME_SPANS], interval)
-            if config.max_timeline_rows is not None else None)
+    size = (
+        decisions.timeline_size_of_volume_spans(run.forecast_observed[forecast.VOLUME_SPANS], interval)
+        if config.max_timeline_rows is not None
+        else None
+    )
     observation = Observation("decisions")
-    timeline = decisions.decision_timeline(run.ingested["snapshots"].as_read, config, size=size, observation=observation)
+    timeline = decisions.decision_timeline(
+        run.ingested["snapshots"].as_read, config, size=size, observation=observation
+    )
     _write(timeline, run.path("decisions"), "policy")
     observed = observation.get
     counts = stages.DECISIONS.record(run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS})
@@ -127,8 +136,13 @@ def analyse_topic_thresholds(run):
     thresholds, exceeded = topics.topic_analysis(run.traffic, run.inputs.plan, run.config)
     _write(thresholds, run.path("topic_thresholds"))
     _write(exceeded, run.path("topics"))
-    counts = stages.TOPICS.record(run.summary, {"thresholds": _count(run.spark, run.path("topic_thresholds")),
-                                                "windows_exceeded": _count(run.spark, run.path("topics"))})
+    counts = stages.TOPICS.record(
+        run.summary,
+        {
+            "thresholds": _count(run.spark, run.path("topic_thresholds")),
+            "windows_exceeded": _count(run.spark, run.path("topics")),
+        },
+    )
     return f"({counts['windows_exceeded']:,} windows over threshold)"
 
 
@@ -139,17 +153,25 @@ def write_report(run):
 def _spark_facts(spark):
     """Where the job ran: the master, Spark's version and the settings that decide its shape."""
     context = spark.sparkContext
-    return {"master": context.master, "version": spark.version, "default_parallelism": context.defaultParallelism,
-            "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
-            "driver_host": context.getConf().get("spark.driver.host", None)}
+    return {
+        "master": context.master,
+        "version": spark.version,
+        "default_parallelism": context.defaultParallelism,
+        "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
+        "driver_host": context.getConf().get("spark.driver.host", None),
+    }
 
 
 def _input_figures(ingested):
     """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
     the way (rejected/ is written only when that count is above 0; job._account compares it with what was written)."""
     counts = ingested.counts()
-    return {"read": ingested.read, "used": counts["checked"] - counts["rejected"], "rejected_counted": counts["rejected"],
-            "time_bounds": ingested.time_bounds.describe()}
+    return {
+        "read": ingested.read,
+        "used": counts["checked"] - counts["rejected"],
+        "rejected_counted": counts["rejected"],
+        "time_bounds": ingested.time_bounds.describe(),
+    }
 
 
 def _write(frame, path, partition_by=None):
@@ -162,7 +184,9 @@ def _write(frame, path, partition_by=None):
 def _has_parquet(path):
     """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
     and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
-    return os.path.isdir(path) and any(name.endswith(".parquet") for unused_root, unused_dirs, names in os.walk(path) for name in names)
+    return os.path.isdir(path) and any(
+        name.endswith(".parquet") for unused_root, unused_dirs, names in os.walk(path) for name in names
+    )
 
 
 def _count(spark, path):
@@ -189,14 +213,26 @@ def _rejected_counts(spark, path):
     """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
     if not os.path.isdir(path):
         return {}
-    return {name[len("input="):]: spark.read.schema("reason string").json(os.path.join(path, name)).count()
-            for name in os.listdir(path) if name.startswith("input=")}
+    return {
+        name[len("input=") :]: spark.read.schema("reason string").json(os.path.join(path, name)).count()
+        for name in os.listdir(path)
+        if name.startswith("input=")
+    }
 
 
 def _client_counts(run):
     if not _has_parquet(run.path("clients")):
         return {"windows": 0, "windows_throttled": 0, "clients": _count(run.spark, run.path("client_recommendations"))}
-    row = run.spark.read.parquet(run.path("clients")).agg(
-        F.count(F.lit(1)).alias("windows"), F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).alias("windows_throttled")).first()
-    return {"windows": int(row["windows"] or 0), "windows_throttled": int(row["windows_throttled"] or 0),
-            "clients": _count(run.spark, run.path("client_recommendations"))}
+    row = (
+        run.spark.read.parquet(run.path("clients"))
+        .agg(
+            F.count(F.lit(1)).alias("windows"),
+            F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).alias("windows_throttled"),
+        )
+        .first()
+    )
+    return {
+        "windows": int(row["windows"] or 0),
+        "windows_throttled": int(row["windows_throttled"] or 0),
+        "clients": _count(run.spark, run.path("client_recommendations")),
+    }

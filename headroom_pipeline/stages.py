@@ -14,10 +14,10 @@ from typing import Callable, Optional, Tuple
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
-    name: str                                     # as the progress lines and summary.json's "timings_seconds" say it
-    when: Optional[Callable] = None               # (config, topic plan) -> whether it runs; None: on every run
-    recorded_at: Tuple[str, ...] = ()             # where summary.json records what it did: ("stages", key) or ("report",)
-    reads_summary: bool = False                   # it reads the finished outputs, summary.json among them
+    name: str  # as the progress lines and summary.json's "timings_seconds" say it
+    when: Optional[Callable] = None  # (config, topic plan) -> whether it runs; None: on every run
+    recorded_at: Tuple[str, ...] = ()  # where summary.json records what it did: ("stages", key) or ("report",)
+    reads_summary: bool = False  # it reads the finished outputs, summary.json among them
 
     @property
     def optional(self):
@@ -63,14 +63,14 @@ FORECAST = Stage("volume forecast", recorded_at=("stages", "forecast"))
 DECISIONS = Stage("decision timeline", recorded_at=("stages", "decisions"))
 CLIENTS = Stage("client quota analysis", when=_with_traffic, recorded_at=("stages", "clients"))
 TOPICS = Stage("topic thresholds", when=_with_topic_plan, recorded_at=("stages", "topics"))
-REPORT = Stage("report", when=_with_report, recorded_at=("report",), reads_summary=True)      # the page links summary.json
+REPORT = Stage("report", when=_with_report, recorded_at=("report",), reads_summary=True)  # the page links summary.json
 
 
 @dataclasses.dataclass(frozen=True)
 class Output:
-    name: str                       # in DIR: a directory, or summary.json
-    stage: Optional[Stage]          # the stage that writes it; None: the job itself, last, on every run
-    description: str                # as the report's list of outputs says it
+    name: str  # in DIR: a directory, or summary.json
+    stage: Optional[Stage]  # the stage that writes it; None: the job itself, last, on every run
+    description: str  # as the report's list of outputs says it
 
 
 # In the order the report lists them.
@@ -92,8 +92,13 @@ _WRITER = {output.name: output.stage for output in OUTPUTS}
 def left_over(previous, config, plan):
     """The outputs that the run of summary ``previous`` says it wrote and that this run will not replace: those of
     the optional stages that ran then and do not run now."""
-    return [output.name for output in OUTPUTS
-            if output.stage is not None and not output.stage.runs(config, plan) and output.stage.recorded(previous) is not None]
+    return [
+        output.name
+        for output in OUTPUTS
+        if output.stage is not None
+        and not output.stage.runs(config, plan)
+        and output.stage.recorded(previous) is not None
+    ]
 
 
 def written(name, summary):

@@ -36,9 +36,27 @@ EWMA_CHUNK = 512
 MICROS = 1000000.0
 STATE_TYPE = "struct<rate:double,last_us:bigint>"
 OUT_TYPE = "array<struct<ts_us:bigint,bytes:bigint,rate:double>>"
-DEFAULT_SCOPE = -1                     # explicit thresholds of the plan itself (broker ids are >= 0)
-THRESHOLD_COLUMNS = ["broker_id", "topic", "total_threshold", "topic_threshold", "threshold_kind", "explicit_threshold_sum", "implicit_topics"]
-WINDOW_COLUMNS = ["broker_id", "topic", "ts", "total_ewma", "topic_ewma", "total_threshold", "topic_threshold", "threshold_kind", "bytes_rejected"]
+DEFAULT_SCOPE = -1  # explicit thresholds of the plan itself (broker ids are >= 0)
+THRESHOLD_COLUMNS = [
+    "broker_id",
+    "topic",
+    "total_threshold",
+    "topic_threshold",
+    "threshold_kind",
+    "explicit_threshold_sum",
+    "implicit_topics",
+]
+WINDOW_COLUMNS = [
+    "broker_id",
+    "topic",
+    "ts",
+    "total_ewma",
+    "topic_ewma",
+    "total_threshold",
+    "topic_threshold",
+    "threshold_kind",
+    "bytes_rejected",
+]
 
 
 def load_plan(path, option="--topic-thresholds"):
@@ -73,14 +91,22 @@ def topic_analysis(traffic: DataFrame, plan: dict, config=None, chunk: int = EWM
     plan = _validated(plan)
     rows = traffic.select("broker_id", "topic", F.unix_micros("ts").alias("ts_us"), "bytes_in")
     intervals = _broker_intervals(rows)
-    topic_points = (rows.where(F.col("topic").isNotNull()).groupBy("broker_id", "topic", "ts_us").agg(F.sum("bytes_in").alias("bytes"))
-                    .join(intervals.select("broker_id", "ts_us", "start_us"), ["broker_id", "ts_us"]))
-    total_rates = meter_rates(intervals, ["broker_id"], chunk).select("broker_id", "ts_us", F.col("rate").alias("total_ewma"))
+    topic_points = (
+        rows.where(F.col("topic").isNotNull())
+        .groupBy("broker_id", "topic", "ts_us")
+        .agg(F.sum("bytes_in").alias("bytes"))
+        .join(intervals.select("broker_id", "ts_us", "start_us"), ["broker_id", "ts_us"])
+    )
+    total_rates = meter_rates(intervals, ["broker_id"], chunk).select(
+        "broker_id", "ts_us", F.col("rate").alias("total_ewma")
+    )
     topic_rates = meter_rates(topic_points, ["broker_id", "topic"], chunk).withColumnRenamed("rate", "topic_ewma")
     thresholds = _thresholds(rows, plan)
     rated = topic_rates.join(total_rates, ["broker_id", "ts_us"]).join(thresholds, ["broker_id", "topic"])
     over = (F.col("total_ewma") > F.col("total_threshold")) & (F.col("topic_ewma") > F.col("topic_threshold"))
-    windows = rated.where(over).select("*", F.timestamp_micros("ts_us").alias("ts"), F.col("bytes").alias("bytes_rejected"))
+    windows = rated.where(over).select(
+        "*", F.timestamp_micros("ts_us").alias("ts"), F.col("bytes").alias("bytes_rejected")
+    )
     return thresholds.select(*THRESHOLD_COLUMNS), windows.select(*WINDOW_COLUMNS)
 
 
@@ -122,17 +148,30 @@ def _chunk_rates(carry: Column, chunk: Column) -> Column:
 
 def meter_rates(points: DataFrame, keys, chunk: int = EWMA_CHUNK) -> DataFrame:
     """(keys..., ts_us, bytes, rate) for every point of every meter; points: keys, ts_us, start_us, bytes."""
-    series = points.groupBy(*keys).agg(F.array_sort(F.collect_list(F.struct("ts_us", "start_us", "bytes"))).alias("points"))
+    series = points.groupBy(*keys).agg(
+        F.array_sort(F.collect_list(F.struct("ts_us", "start_us", "bytes"))).alias("points")
+    )
     chunk_count = F.ceil(F.size("points") / F.lit(float(chunk))).cast("int")
-    series = series.select(*keys, F.transform(F.sequence(F.lit(0), chunk_count - 1),
-                                              lambda index: F.slice("points", index * chunk + 1, F.lit(chunk))).alias("chunks"))
+    series = series.select(
+        *keys,
+        F.transform(
+            F.sequence(F.lit(0), chunk_count - 1), lambda index: F.slice("points", index * chunk + 1, F.lit(chunk))
+        ).alias("chunks"),
+    )
     fresh = F.lit(None).cast(STATE_TYPE)
     carried = F.struct(fresh.alias("state"), F.array().cast(f"array<{STATE_TYPE}>").alias("carries"))
-    carries = F.aggregate("chunks", carried, lambda acc, points_of_chunk: F.struct(
-        F.aggregate(points_of_chunk, acc["state"], meter_step).alias("state"),
-        F.array_append(acc["carries"], acc["state"]).alias("carries")))["carries"]
+    carries = F.aggregate(
+        "chunks",
+        carried,
+        lambda acc, points_of_chunk: F.struct(
+            F.aggregate(points_of_chunk, acc["state"], meter_step).alias("state"),
+            F.array_append(acc["carries"], acc["state"]).alias("carries"),
+        ),
+    )["carries"]
     pieces = series.select(*keys, F.explode(F.arrays_zip(F.col("chunks"), carries.alias("carries"))).alias("piece"))
-    emitted = pieces.select(*keys, F.explode(_chunk_rates(F.col("piece.carries"), F.col("piece.chunks"))).alias("point"))
+    emitted = pieces.select(
+        *keys, F.explode(_chunk_rates(F.col("piece.carries"), F.col("piece.chunks"))).alias("point")
+    )
     return emitted.select(*keys, "point.ts_us", "point.bytes", "point.rate")
 
 
@@ -145,23 +184,38 @@ def _thresholds(rows: DataFrame, plan: dict) -> DataFrame:
     overrides = {int(broker): tt.broker_plan(plan, int(broker)) for broker in plan["brokers"]}
     broker_rows = [(broker, total, tt.explicit_sum(explicit)) for broker, (total, explicit) in overrides.items()]
     explicit_rows = [(DEFAULT_SCOPE, topic, value) for topic, value in default_explicit.items()]
-    explicit_rows += [(broker, topic, value) for broker, (unused_total, explicit) in overrides.items() for topic, value in explicit.items()]
+    explicit_rows += [
+        (broker, topic, value)
+        for broker, (unused_total, explicit) in overrides.items()
+        for topic, value in explicit.items()
+    ]
     brokers = spark.createDataFrame(broker_rows, "override_broker_id long, override_total double, override_sum double")
     explicit = spark.createDataFrame(explicit_rows, "scope long, explicit_topic string, explicit_threshold double")
     table = present.join(F.broadcast(brokers), present["broker_id"] == brokers["override_broker_id"], "left")
     overridden = F.col("override_broker_id").isNotNull()
-    table = table.select("broker_id", "topic",
-                         F.when(overridden, F.col("broker_id")).otherwise(F.lit(DEFAULT_SCOPE).cast("long")).alias("scope_key"),
-                         F.coalesce("override_total", F.lit(float(default_total))).alias("total_threshold"),
-                         F.coalesce("override_sum", F.lit(tt.explicit_sum(default_explicit))).alias("explicit_threshold_sum"))
+    table = table.select(
+        "broker_id",
+        "topic",
+        F.when(overridden, F.col("broker_id")).otherwise(F.lit(DEFAULT_SCOPE).cast("long")).alias("scope_key"),
+        F.coalesce("override_total", F.lit(float(default_total))).alias("total_threshold"),
+        F.coalesce("override_sum", F.lit(tt.explicit_sum(default_explicit))).alias("explicit_threshold_sum"),
+    )
     matched = (table["scope_key"] == explicit["scope"]) & (table["topic"] == explicit["explicit_topic"])
     table = table.join(F.broadcast(explicit), matched, "left")
     implicit_topics = F.count(F.when(F.col("explicit_threshold").isNull(), 1)).over(Window.partitionBy("broker_id"))
     table = table.withColumn("implicit_topics", implicit_topics)
-    implicit = F.when(F.col("implicit_topics") > 0, (F.col("total_threshold") - F.col("explicit_threshold_sum")) / F.col("implicit_topics"))
+    implicit = F.when(
+        F.col("implicit_topics") > 0,
+        (F.col("total_threshold") - F.col("explicit_threshold_sum")) / F.col("implicit_topics"),
+    )
     return table.select(
-        "broker_id", "topic", "total_threshold",
+        "broker_id",
+        "topic",
+        "total_threshold",
         F.coalesce("explicit_threshold", implicit).alias("topic_threshold"),
-        F.when(F.col("explicit_threshold").isNotNull(), F.lit(tt.EXPLICIT)).otherwise(F.lit(tt.IMPLICIT)).alias("threshold_kind"),
-        "explicit_threshold_sum", "implicit_topics",
+        F.when(F.col("explicit_threshold").isNotNull(), F.lit(tt.EXPLICIT))
+        .otherwise(F.lit(tt.IMPLICIT))
+        .alias("threshold_kind"),
+        "explicit_threshold_sum",
+        "implicit_topics",
     )

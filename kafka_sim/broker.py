@@ -36,7 +36,9 @@ def validate_quota_callback(props):
     if not callback:
         return None
     if callback != quota_plugin_config.STATIC_QUOTA_CALLBACK:
-        raise ConfigError(f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} could not be found.")
+        raise ConfigError(
+            f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} could not be found."
+        )
     try:
         return quota_plugin_config.load(props)
     except quota_plugin_config.PluginConfigError as exc:
@@ -48,6 +50,7 @@ def _max_versions(text):
     if not text:
         return {}
     from kafka_sim import wire  # pylint: disable=import-outside-toplevel  # the codec loads only when asked for
+
     try:
         return wire.parse_max_versions(text)
     except ValueError as exc:
@@ -61,10 +64,17 @@ def static_voters(props, listener):
     for item in filter(None, (part.strip() for part in text.split(","))):
         match = _VOTER.match(item)
         if match is None:
-            raise ConfigError(f"Invalid value {text} for configuration controller.quorum.voters: {item!r} is not in the form of "
-                              "{id}@{host}:{port}")
-        voters.append({"id": int(match.group(1)), "directory_id": cluster_state.NO_DIRECTORY_ID,
-                       "endpoints": [{"name": listener, "host": match.group(2).strip("[]"), "port": int(match.group(3))}]})
+            raise ConfigError(
+                f"Invalid value {text} for configuration controller.quorum.voters: {item!r} is not in the form of "
+                "{id}@{host}:{port}"
+            )
+        voters.append(
+            {
+                "id": int(match.group(1)),
+                "directory_id": cluster_state.NO_DIRECTORY_ID,
+                "endpoints": [{"name": listener, "host": match.group(2).strip("[]"), "port": int(match.group(3))}],
+            }
+        )
     return voters
 
 
@@ -74,17 +84,19 @@ class BrokerConfig:
     def __init__(self, props):
         self.props = props
         if "node.id" not in props:
-            raise ConfigError("Missing required configuration \"node.id\" which has no default value.")
+            raise ConfigError('Missing required configuration "node.id" which has no default value.')
         self.node_id = _int(props, "node.id", None)
         roles = [role.strip() for role in props.get("process.roles", "").split(",") if role.strip()]
         if not roles or any(role not in ROLES for role in roles) or len(set(roles)) != len(roles):
-            raise ConfigError(f"Invalid value {props.get('process.roles', '')} for configuration process.roles: "
-                              "must be a non-empty list of broker and/or controller")
+            raise ConfigError(
+                f"Invalid value {props.get('process.roles', '')} for configuration process.roles: "
+                "must be a non-empty list of broker and/or controller"
+            )
         self.roles = roles
         self.is_broker = "broker" in roles
         self.listeners = parse_endpoints(props, "listeners")
         if not self.listeners:
-            raise ConfigError("Missing required configuration \"listeners\": a KRaft node needs at least one listener")
+            raise ConfigError('Missing required configuration "listeners": a KRaft node needs at least one listener')
         controllers = controller_listener_names(props)
         if "controller" in roles and not controllers & {endpoint.name for endpoint in self.listeners}:
             raise ConfigError("controller.listener.names must name one of the listeners on a controller node")
@@ -92,21 +104,29 @@ class BrokerConfig:
         self.static_voters = static_voters(props, names[0] if names else "CONTROLLER")
         bootstrap = props.get("controller.quorum.bootstrap.servers", "").strip()
         if "controller" in roles and not self.static_voters and not bootstrap:
-            raise ConfigError("If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap "
-                              "controllers or controller.quorum.voters must contain a parseable set of controllers.")
-        if "controller" in roles and self.static_voters and self.node_id not in [voter["id"] for voter in self.static_voters]:
-            raise ConfigError(f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included in the set "
-                              f"of voters controller.quorum.voters={props.get('controller.quorum.voters')}")
+            raise ConfigError(
+                "If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap "
+                "controllers or controller.quorum.voters must contain a parseable set of controllers."
+            )
+        if (
+            "controller" in roles
+            and self.static_voters
+            and self.node_id not in [voter["id"] for voter in self.static_voters]
+        ):
+            raise ConfigError(
+                f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included in the set "
+                f"of voters controller.quorum.voters={props.get('controller.quorum.voters')}"
+            )
         self.advertised = advertised_endpoints(props, self.listeners) if self.is_broker else []
         if self.is_broker and not self.advertised:
             raise ConfigError("A broker needs a listener that is not a controller listener")
         log_dirs = props.get("log.dirs") or props.get("log.dir")
         if self.is_broker and not log_dirs:
-            raise ConfigError("Missing required configuration \"log.dirs\"")
+            raise ConfigError('Missing required configuration "log.dirs"')
         self.log_dirs = [path.strip() for path in (log_dirs or "").split(",") if path.strip()]
         self.metadata_dir = props.get("metadata.log.dir") or (self.log_dirs[0] if self.log_dirs else None)
         if not self.metadata_dir:
-            raise ConfigError("Missing required configuration \"metadata.log.dir\"")
+            raise ConfigError('Missing required configuration "metadata.log.dir"')
         self.rack = props.get("broker.rack") or None
         self.session_timeout_ms = _int(props, "broker.session.timeout.ms", 9000)
         self.heartbeat_ms = _int(props, "broker.heartbeat.interval.ms", 2000)
@@ -154,13 +174,24 @@ class Broker:
         copy is left (then the surviving replicas are the data, as after an unclean restart of a sole replica)."""
         replicas = partition["replicas"]
         # A replica whose log dir is offline is offline too (KRaft: ReplicationControlManager.handleDirectoriesOffline).
-        alive = [r for r in replicas if r in live and partition["dirs"].get(str(r)) not in live[r].get("offline_log_dirs", ())]
-        in_sync = [r for r in alive
-                   if partition["created_ms"] >= live[r]["started_ms"] or live[r]["started_ms"] + catch_up_ms <= now]
+        alive = [
+            r
+            for r in replicas
+            if r in live and partition["dirs"].get(str(r)) not in live[r].get("offline_log_dirs", ())
+        ]
+        in_sync = [
+            r
+            for r in alive
+            if partition["created_ms"] >= live[r]["started_ms"] or live[r]["started_ms"] + catch_up_ms <= now
+        ]
         if not in_sync:
             in_sync = alive
         leader = in_sync[0] if in_sync else -1
-        isr = in_sync if in_sync else [partition.get("leader", replicas[0]) if partition.get("leader", -1) != -1 else replicas[0]]
+        isr = (
+            in_sync
+            if in_sync
+            else [partition.get("leader", replicas[0]) if partition.get("leader", -1) != -1 else replicas[0]]
+        )
         offline = [r for r in replicas if r not in alive]
         return leader, isr, offline
 
@@ -236,7 +267,9 @@ class Broker:
         LOG.error("Error while writing to log dir %s, marking it offline: %s", log_dir.path, reason)
         self.publish_offline_log_dirs()
         if not self.online_log_dirs():
-            LOG.critical("Shutdown broker because all log dirs in %s have failed", ", ".join(d.path for d in self.log_dirs))
+            LOG.critical(
+                "Shutdown broker because all log dirs in %s have failed", ", ".join(d.path for d in self.log_dirs)
+            )
             # Kafka's failure handler thread halts the JVM shortly after the failing request was answered.
             threading.Timer(0.2, _halt).start()
 
@@ -349,15 +382,25 @@ def _write_meta_properties(broker, cluster_id):
     for log_dir in broker.log_dirs:
         path = os.path.join(log_dir.path, "meta.properties")
         if not os.path.exists(path):
-            properties.write_atomic(path, properties.render({
-                "version": "1", "cluster.id": cluster_id, "node.id": str(broker.node_id), "directory.id": str(uuid.uuid4()),
-            }), mode=0o644)
+            properties.write_atomic(
+                path,
+                properties.render(
+                    {
+                        "version": "1",
+                        "cluster.id": cluster_id,
+                        "node.id": str(broker.node_id),
+                        "directory.id": str(uuid.uuid4()),
+                    }
+                ),
+                mode=0o644,
+            )
 
 
 def run(config_path):
     """Start a broker from its properties file; return the process exit status."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+    )
     # Imported here so a config error is reported before the protocol codec loads.
     try:
         config = BrokerConfig(properties.load(config_path))
@@ -365,12 +408,15 @@ def run(config_path):
         LOG.error("Exiting Kafka due to fatal exception during startup: %s", exc)
         return 1
     from kafka_sim.server import SocketServer  # pylint: disable=import-outside-toplevel
+
     broker = Broker(config)
     cluster_id = broker.state.format()
     nodes = broker.nodes()
     other = nodes.get(broker.node_id)
     if other and other["alive"] and other["pid"] != os.getpid() and _pid_alive(other["pid"]):
-        LOG.error("Exiting Kafka: node.id %s is already registered by a live process (pid %s)", broker.node_id, other["pid"])
+        LOG.error(
+            "Exiting Kafka: node.id %s is already registered by a live process (pid %s)", broker.node_id, other["pid"]
+        )
         return 1
     _write_meta_properties(broker, cluster_id)
     broker.state.update(lambda s: cluster_state.directory_id(s, broker.node_id))
@@ -390,7 +436,12 @@ def run(config_path):
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
     server.start()
-    LOG.info("[KafkaRaftServer nodeId=%s] Kafka Server started (cluster %s, roles %s)", broker.node_id, cluster_id, ",".join(config.roles))
+    LOG.info(
+        "[KafkaRaftServer nodeId=%s] Kafka Server started (cluster %s, roles %s)",
+        broker.node_id,
+        cluster_id,
+        ",".join(config.roles),
+    )
     while not broker.stopping.wait(0.5):
         pass
     broker.state.fence(broker.node_id)  # controlled shutdown: leave the cluster before closing sockets

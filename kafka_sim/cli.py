@@ -23,28 +23,53 @@ def _parser():
         return sub
 
     up = command("up", "create and start a cluster")
-    up.add_argument("--engine", choices=sorted(ENGINES), default=None,
-                    help=f"kafka: real Apache Kafka from Maven Central; sim: our model (default: ${ENGINE_VARIABLE}, else kafka)")
+    up.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default=None,
+        help=f"kafka: real Apache Kafka from Maven Central; sim: our model (default: ${ENGINE_VARIABLE}, else kafka)",
+    )
     up.add_argument("--brokers", type=int, default=3)
-    up.add_argument("--combined", type=int, default=0, metavar="K",
-                    help="the first K brokers are KRaft combined nodes (process.roles=broker,controller), voters of the quorum")
-    up.add_argument("--controllers-only", type=int, default=0, metavar="K",
-                    help="K more nodes with process.roles=controller (ids after the brokers), voters of the quorum")
+    up.add_argument(
+        "--combined",
+        type=int,
+        default=0,
+        metavar="K",
+        help="the first K brokers are KRaft combined nodes (process.roles=broker,controller), voters of the quorum",
+    )
+    up.add_argument(
+        "--controllers-only",
+        type=int,
+        default=0,
+        metavar="K",
+        help="K more nodes with process.roles=controller (ids after the brokers), voters of the quorum",
+    )
     up.add_argument("--base-port", type=int, default=19092)
     up.add_argument("--tls", action="store_true", help="SSL listener with a generated CA (PEM)")
     up.add_argument("--client-auth", choices=("required", "requested", "none"), default="required")
     up.add_argument("--scram", action="store_true", help="SASL SCRAM-SHA-256/512 listener, user 'admin' as super user")
     up.add_argument("--volume-size", help="mount each log dir as its own filesystem of this size (e.g. 64M)")
     up.add_argument("--log-dirs-per-broker", type=int, default=1)
-    up.add_argument("--catch-up-ms", type=int, default=DEFAULT_CATCH_UP_MS,
-                    help="how long a restarted broker's replicas stay out of the ISR")
-    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties line for every broker")
+    up.add_argument(
+        "--catch-up-ms",
+        type=int,
+        default=DEFAULT_CATCH_UP_MS,
+        help="how long a restarted broker's replicas stay out of the ISR",
+    )
+    up.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties line for every broker"
+    )
     up.add_argument("--timeout", type=float, default=120.0)
     command("down", "stop every broker and unmount the volumes")
     command("status", "show each broker's process and cluster membership")
-    for name, text in (("start", "start a stopped broker"), ("stop", "stop a broker (controlled shutdown)"),
-                       ("restart", "stop then start a broker"), ("kill", "kill a broker (SIGKILL, no controlled shutdown)"),
-                       ("pause", "freeze a broker (SIGSTOP)"), ("resume", "unfreeze a paused broker (SIGCONT)")):
+    for name, text in (
+        ("start", "start a stopped broker"),
+        ("stop", "stop a broker (controlled shutdown)"),
+        ("restart", "stop then start a broker"),
+        ("kill", "kill a broker (SIGKILL, no controlled shutdown)"),
+        ("pause", "freeze a broker (SIGSTOP)"),
+        ("resume", "unfreeze a paused broker (SIGCONT)"),
+    ):
         command(name, text, broker=True)
     offline = command("offline-log-dir", "take a log dir away from a running broker", broker=True)
     offline.add_argument("--log-dir", help="default: the broker's first log dir")
@@ -54,8 +79,11 @@ def _parser():
     user.add_argument("--user", required=True)
     user.add_argument("--password", required=True)
     user.add_argument("--mechanism", default="SCRAM-SHA-512", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"))
-    commands.add_parser("libs", help="fetch the jars of real Kafka and archive the classes its nodes load "
-                                     "(once; KAFKA_VERSION, KAFKA_HOME) and print where they are")
+    commands.add_parser(
+        "libs",
+        help="fetch the jars of real Kafka and archive the classes its nodes load "
+        "(once; KAFKA_VERSION, KAFKA_HOME) and print where they are",
+    )
     broker = commands.add_parser("broker", help="run one model broker in the foreground from its properties file")
     broker.add_argument("--config", required=True)
     return parser
@@ -74,20 +102,35 @@ def _extra(pairs):
 def _run(args):
     if args.command == "broker":
         from kafka_sim.broker import run  # pylint: disable=import-outside-toplevel
+
         return run(args.config)
     if args.command == "libs":
         libs = ensure_libs()
-        print(f"Apache Kafka {libs.version}: {libs.kafka_libs} (plugin: {libs.plugin}, agent: {libs.agent}, "
-              f"class archive: {write_class_archive(libs)})")
+        print(
+            f"Apache Kafka {libs.version}: {libs.kafka_libs} (plugin: {libs.plugin}, agent: {libs.agent}, "
+            f"class archive: {write_class_archive(libs)})"
+        )
         return 0
     cluster = Cluster(args.dir, getattr(args, "engine", None))
     if args.command == "up":
-        cluster.create(args.brokers, args.base_port, args.tls, args.scram, args.volume_size, args.log_dirs_per_broker,
-                       args.client_auth, args.catch_up_ms, _extra(args.set), combined=args.combined,
-                       controllers_only=args.controllers_only)
+        cluster.create(
+            args.brokers,
+            args.base_port,
+            args.tls,
+            args.scram,
+            args.volume_size,
+            args.log_dirs_per_broker,
+            args.client_auth,
+            args.catch_up_ms,
+            _extra(args.set),
+            combined=args.combined,
+            controllers_only=args.controllers_only,
+        )
         cluster.up(args.timeout)
-        print(f"{cluster.engine} cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
-              f"({cluster.info['security_protocol']}), details in {cluster.path}")
+        print(
+            f"{cluster.engine} cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
+            f"({cluster.info['security_protocol']}), details in {cluster.path}"
+        )
         return 0
     if cluster.info is None:
         raise ClusterError(f"--dir {args.dir}: no cluster.json there; run 'up' first")
@@ -111,7 +154,9 @@ def _run(args):
         cluster.offline_log_dir(args.broker, args.log_dir)
     elif args.command == "latency":
         if cluster.engine != "sim":
-            raise ClusterError("latency injection is a feature of the model (--engine sim); real brokers cannot be slowed that way")
+            raise ClusterError(
+                "latency injection is a feature of the model (--engine sim); real brokers cannot be slowed that way"
+            )
         cluster.broker(args.broker)
         cluster.state.set_fault(args.broker, "latency_ms", args.ms or None)
     elif args.command == "add-scram-user":

@@ -56,8 +56,8 @@ QUOTA_KEYS = {
 
 # Integer bounds as Java compares them: ``double > Long.MAX_VALUE`` widens the long to a double (2**63).
 _INTEGRAL_LIMITS = {
-    "int": (float(2 ** 31 - 1), "an INT"),
-    "long": (float(2 ** 63 - 1), "a LONG"),
+    "int": (float(2**31 - 1), "an INT"),
+    "long": (float(2**63 - 1), "a LONG"),
 }
 
 DEFAULT_NAME = "<default>"
@@ -68,6 +68,7 @@ _KEY_SAFE = "@:/+,;!$&'()*[]~"
 
 # ---------------------------------------------------------------------------------------------------------------------
 # java.util.HashMap emulation (only what the messages and response orders need)
+
 
 def _java_string_hash(text):
     """``String.hashCode()`` as an unsigned 32-bit value (over UTF-16 code units)."""
@@ -122,7 +123,9 @@ def _ordered_parts(entity, initial_capacity=None):
 
 def _entity_repr(entity, initial_capacity=None):
     """``ClientQuotaEntity.toString()``: ``ClientQuotaEntity(entries={client-id=app, user=null})``."""
-    parts = ", ".join(f"{etype}={'null' if name is None else name}" for etype, name in _ordered_parts(entity, initial_capacity))
+    parts = ", ".join(
+        f"{etype}={'null' if name is None else name}" for etype, name in _ordered_parts(entity, initial_capacity)
+    )
     return f"ClientQuotaEntity(entries={{{parts}}})"
 
 
@@ -136,6 +139,7 @@ def _entity_hash(entity):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Store keys
+
 
 def entity_key(entity):
     """Canonical, stable store key of an entity dict, e.g. ``client-id=<default>|user=alice``.
@@ -171,6 +175,7 @@ def parse_entity_key(key):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # AlterClientQuotas
+
 
 def _entity_map(pairs):
     """``AlterClientQuotasRequest.entries()``: a HashMap, so a repeated type silently keeps the last name."""
@@ -379,6 +384,7 @@ def alter_response(entries, results):
 # ---------------------------------------------------------------------------------------------------------------------
 # DescribeClientQuotas
 
+
 class _FilterError(Exception):
     def __init__(self, code, message):
         super().__init__(message)
@@ -393,7 +399,9 @@ def _parse_filter(components):
         if entity_type == "":
             raise _FilterError(INVALID_REQUEST, "Invalid empty entity type.")
         if entity_type in exact or entity_type in specified:
-            raise _FilterError(INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter.")
+            raise _FilterError(
+                INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter."
+            )
         if entity_type not in ENTITY_TYPES:
             raise _FilterError(UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
         if match_type == MATCH_TYPE_EXACT:
@@ -402,18 +410,25 @@ def _parse_filter(components):
             exact[entity_type] = match
         elif match_type == MATCH_TYPE_DEFAULT:
             if match is not None:
-                raise _FilterError(INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+                raise _FilterError(
+                    INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+                )
             exact[entity_type] = None
         elif match_type == MATCH_TYPE_SPECIFIED:
             if match is not None:
-                raise _FilterError(INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
+                raise _FilterError(
+                    INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+                )
             specified.add(entity_type)
         else:
             raise _FilterError(INVALID_REQUEST, f"Unknown match type {match_type}")
     used = set(exact) | specified
     if IP in used and (USER in used or CLIENT_ID in used):
-        raise _FilterError(INVALID_REQUEST, "Invalid entity filter component combination. IP filter component should not be used "
-                                            "with user or clientId filter component.")
+        raise _FilterError(
+            INVALID_REQUEST,
+            "Invalid entity filter component combination. IP filter component should not be used "
+            "with user or clientId filter component.",
+        )
     return exact, specified
 
 
@@ -450,4 +465,4 @@ def describe(quotas, components, strict):
         if not values or not _matches(entity, exact, specified, strict):
             continue
         entries.append((_ordered_parts(entity, 2), _value_order(values)))
-    return NONE, "", entries   # Kafka answers a successful describe with an empty message, not null
+    return NONE, "", entries  # Kafka answers a successful describe with an empty message, not null

@@ -11,8 +11,19 @@ from kafka_sim.kafka_cluster import KafkaCluster
 from kafka_sim.nodes import CLUSTER_FILE, ClusterError, parse_size, process_alive
 from kafka_sim.sim_cluster import SimCluster, add_scram_user
 
-__all__ = ["Cluster", "ClusterError", "ENGINES", "ENGINE_VARIABLE", "KafkaCluster", "SimCluster", "add_scram_user",
-           "default_engine", "engine_class", "parse_size", "process_alive"]
+__all__ = [
+    "Cluster",
+    "ClusterError",
+    "ENGINES",
+    "ENGINE_VARIABLE",
+    "KafkaCluster",
+    "SimCluster",
+    "add_scram_user",
+    "default_engine",
+    "engine_class",
+    "parse_size",
+    "process_alive",
+]
 
 ENGINES = {"kafka": KafkaCluster, "sim": SimCluster}
 ENGINE_VARIABLE = "HEADROOM_TEST_ENGINE"

@@ -53,8 +53,14 @@ def _start(directory, name, entry):
         key, _sep, value = fields["Environment"].partition("=")
         env[key] = value
     with open(os.path.join(directory, name + ".log"), "a", encoding="utf-8") as out:
-        entry["pid"] = subprocess.Popen(shlex.split(fields["ExecStart"]), cwd=fields.get("WorkingDirectory"), env=env, stdout=out,
-                                        stderr=out, start_new_session=True).pid
+        entry["pid"] = subprocess.Popen(
+            shlex.split(fields["ExecStart"]),
+            cwd=fields.get("WorkingDirectory"),
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        ).pid
 
 
 def main(argv=None):
@@ -75,8 +81,10 @@ def main(argv=None):
     status = 0
     if command == "show":
         loaded = os.path.exists(os.path.join(directory, "units", name + ".service"))
-        print(f"Id={name}.service\nLoadState={'loaded' if loaded else 'not-found'}\n"
-              f"ActiveState={'active' if running else 'inactive'}\nSubState={'running' if running else 'dead'}")
+        print(
+            f"Id={name}.service\nLoadState={'loaded' if loaded else 'not-found'}\n"
+            f"ActiveState={'active' if running else 'inactive'}\nSubState={'running' if running else 'dead'}"
+        )
     elif command == "is-enabled":
         print("enabled" if entry["enabled"] else "disabled")
         status = 0 if entry["enabled"] else 1
@@ -102,7 +110,9 @@ def install(directory, python=sys.executable):
     os.makedirs(os.path.join(directory, "bin"), exist_ok=True)
     path = os.path.join(directory, "bin", "systemctl")
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(f"#!{python}\nimport sys\nsys.path.insert(0, {root!r})\nfrom kafka_sim.fake_systemctl import main\nsys.exit(main())\n")
+        handle.write(
+            f"#!{python}\nimport sys\nsys.path.insert(0, {root!r})\nfrom kafka_sim.fake_systemctl import main\nsys.exit(main())\n"
+        )
     os.chmod(path, 0o755)
     return os.path.join(directory, "bin")
 

@@ -35,7 +35,9 @@ def tool_classpath(java, name):
         return None
     os.makedirs(os.path.dirname(target), exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f"{name}-", dir=os.path.dirname(target))
-    result = subprocess.run([javac, "--release", "17", "-d", staging, source], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [javac, "--release", "17", "-d", staging, source], capture_output=True, text=True, check=False
+    )
     if result.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         return None

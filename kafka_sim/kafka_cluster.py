@@ -19,15 +19,35 @@ from kafka_sim import properties, security
 from kafka_sim.client_config import kafka_python_config
 from kafka_sim.kafka_libs import ensure_libs
 from kafka_sim.log_dir_probe import LogDirProbe, fill_volume
-from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
-                             free_port_block, parse_size, principal_of, process_alive, security_protocol, tail)
+from kafka_sim.nodes import (
+    ADMIN_USER,
+    CONTROLLER_LISTENER,
+    HOST,
+    STANDARD_AUTHORIZER,
+    ClusterBase,
+    ClusterError,
+    answers,
+    free_port_block,
+    parse_size,
+    principal_of,
+    process_alive,
+    security_protocol,
+    tail,
+)
 from kafka_sim.storage_format import format_storage
 
 METADATA_VOLUME_SIZE = 64 << 20
 # Heap and JIT for many small JVMs on two cores: C1 only and the serial collector start faster and use less memory;
 # these brokers move megabytes, not gigabytes.
-JVM_OPTIONS = ["-Xms96m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+ExitOnOutOfMemoryError",
-               "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true"]
+JVM_OPTIONS = [
+    "-Xms96m",
+    "-Xmx384m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+]
 STARTED = "Kafka Server started"
 # MBeans the exporter serves: the plugin's, and Kafka's own that the tests and the demo read.
 EXPORTER_CONFIG = """\
@@ -74,7 +94,9 @@ def new_cluster_id():
 
 
 def _jaas(username, password):
-    return f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{username}" password="{password}";'
+    return (
+        f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{username}" password="{password}";'
+    )
 
 
 class KafkaCluster(ClusterBase):
@@ -98,8 +120,20 @@ class KafkaCluster(ClusterBase):
         return brokers + controllers + nodes
 
     # -- creation -------------------------------------------------------------------------------------------------
-    def create(self, brokers, base_port=19092, tls=False, scram=False, volume_size=None, log_dirs_per_broker=1,
-               client_auth="required", catch_up_ms=None, extra_properties=None, combined=0, controllers_only=0):
+    def create(
+        self,
+        brokers,
+        base_port=19092,
+        tls=False,
+        scram=False,
+        volume_size=None,
+        log_dirs_per_broker=1,
+        client_auth="required",
+        catch_up_ms=None,
+        extra_properties=None,
+        combined=0,
+        controllers_only=0,
+    ):
         """Configure and format ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` also controllers) and
         ``controllers_only`` controller nodes after them. KRaft needs a quorum: with neither option, one controller-only
         node is added. ``catch_up_ms`` is the model's knob; real replicas catch up at their own pace."""
@@ -107,8 +141,14 @@ class KafkaCluster(ClusterBase):
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         libs = ensure_libs()
         os.makedirs(self.directory, exist_ok=True)
-        self.info = {"engine": self.engine, "kafka_version": libs.version, "directory": self.directory, "brokers": [],
-                     "volumes": [], "notes": []}
+        self.info = {
+            "engine": self.engine,
+            "kafka_version": libs.version,
+            "directory": self.directory,
+            "brokers": [],
+            "volumes": [],
+            "notes": [],
+        }
         if not combined and not controllers_only:
             controllers_only = 1
             self.info["notes"].append("KRaft needs a controller quorum: one controller-only node was added")
@@ -124,9 +164,20 @@ class KafkaCluster(ClusterBase):
         common = self._security_settings(tls, scram, client_auth, [n for n, roles in nodes if "broker" in roles])
         size = parse_size(volume_size) if volume_size else None
         for index, (node_id, roles) in enumerate(nodes):
-            self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metrics_base + index,
-                              {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common,
-                               "extra": extra_properties})
+            self._create_node(
+                node_id,
+                roles,
+                base_port + node_id - 1,
+                controller_ports.get(node_id),
+                metrics_base + index,
+                {
+                    "tls": tls,
+                    "size": size,
+                    "log_dirs": log_dirs_per_broker,
+                    "common": common,
+                    "extra": extra_properties,
+                },
+            )
         self.info["bootstrap_servers"] = self._bootstrap_servers()
         self.info.update(common["client"])
         self._write_shared_files(libs)
@@ -146,12 +197,18 @@ class KafkaCluster(ClusterBase):
         super_users = []
         if tls and client_auth == "required" and not scram:
             # Brokers talk to each other on the client listener with their own certificates.
-            super_users += [principal_of(self.info["tls"]["cert"])] + [f"User:CN=broker-{node_id}" for node_id in broker_ids]
+            super_users += [principal_of(self.info["tls"]["cert"])] + [
+                f"User:CN=broker-{node_id}" for node_id in broker_ids
+            ]
         password = None
         if scram:
             password = secrets.token_urlsafe(18)
-            broker.update({"sasl.enabled.mechanisms": ",".join(security.MECHANISMS),
-                           "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"})
+            broker.update(
+                {
+                    "sasl.enabled.mechanisms": ",".join(security.MECHANISMS),
+                    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                }
+            )
             for mechanism in security.MECHANISMS:
                 broker[f"listener.name.client.{mechanism.lower()}.sasl.jaas.config"] = _jaas(ADMIN_USER, password)
             client["sasl"] = {"mechanism": "SCRAM-SHA-512", "username": ADMIN_USER, "password": password}
@@ -170,30 +227,52 @@ class KafkaCluster(ClusterBase):
         os.makedirs(metadata_dir, exist_ok=True)
         if options["size"]:
             self._mount_volume(metadata_dir, METADATA_VOLUME_SIZE)
-        protocols = ([f"CLIENT:{self.info['security_protocol']}"] if is_broker else []) + [f"{CONTROLLER_LISTENER}:PLAINTEXT"]
+        protocols = ([f"CLIENT:{self.info['security_protocol']}"] if is_broker else []) + [
+            f"{CONTROLLER_LISTENER}:PLAINTEXT"
+        ]
         props = self._listener_properties(node_id, roles, port, controller_port, protocols)
-        props.update({
-            "controller.listener.names": CONTROLLER_LISTENER,
-            "controller.quorum.voters": self.info["controller_quorum_voters"],
-            "log.dirs": ",".join(log_dirs) if log_dirs else metadata_dir,
-            "metadata.log.dir": metadata_dir,
-            "broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500",
-            "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
-            "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
-            "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1", "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "log.segment.bytes": str(1 << 20), "log.index.size.max.bytes": str(1 << 20),
-            # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice that
-            # does not fit the small heap and the JVM exits on OutOfMemoryError.
-            "log.cleaner.dedupe.buffer.size": str(16 << 20),
-        })
+        props.update(
+            {
+                "controller.listener.names": CONTROLLER_LISTENER,
+                "controller.quorum.voters": self.info["controller_quorum_voters"],
+                "log.dirs": ",".join(log_dirs) if log_dirs else metadata_dir,
+                "metadata.log.dir": metadata_dir,
+                "broker.session.timeout.ms": "4000",
+                "broker.heartbeat.interval.ms": "500",
+                "num.partitions": "1",
+                "default.replication.factor": "1",
+                "min.insync.replicas": "1",
+                "offsets.topic.num.partitions": "3",
+                "group.initial.rebalance.delay.ms": "0",
+                "offsets.topic.replication.factor": "1",
+                "transaction.state.log.replication.factor": "1",
+                "transaction.state.log.min.isr": "1",
+                "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1",
+                "log.segment.bytes": str(1 << 20),
+                "log.index.size.max.bytes": str(1 << 20),
+                # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice that
+                # does not fit the small heap and the JVM exits on OutOfMemoryError.
+                "log.cleaner.dedupe.buffer.size": str(16 << 20),
+            }
+        )
         config_path = self._write_node_config(home, node_id, is_broker, props, options)
-        self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port,
-                                     "properties": config_path, "log_dirs": log_dirs, "metadata_dir": metadata_dir,
-                                     "pid": None, "log_file": os.path.join(home, "broker.log"), "roles": roles,
-                                     "controller_port": controller_port, "metrics_port": metrics_port,
-                                     "metrics_url": f"http://{HOST}:{metrics_port}/metrics"})
+        self.info["brokers"].append(
+            {
+                "id": node_id,
+                "host": HOST,
+                "port": port if is_broker else controller_port,
+                "properties": config_path,
+                "log_dirs": log_dirs,
+                "metadata_dir": metadata_dir,
+                "pid": None,
+                "log_file": os.path.join(home, "broker.log"),
+                "roles": roles,
+                "controller_port": controller_port,
+                "metrics_port": metrics_port,
+                "metrics_url": f"http://{HOST}:{metrics_port}/metrics",
+            }
+        )
 
     def _write_shared_files(self, libs):
         self.info["log4j2"] = os.path.join(self.directory, "log4j2.properties")
@@ -211,18 +290,39 @@ class KafkaCluster(ClusterBase):
         format_storage(libs, self.info["brokers"], args, self._log_options(self.info["brokers"][0]))
 
     def _log_options(self, entry):
-        return [f"-Dlog4j2.configurationFile={self.info['log4j2']}", f"-Dkafka.logs.dir={os.path.dirname(entry['log_file'])}"]
+        return [
+            f"-Dlog4j2.configurationFile={self.info['log4j2']}",
+            f"-Dkafka.logs.dir={os.path.dirname(entry['log_file'])}",
+        ]
 
     # -- processes ------------------------------------------------------------------------------------------------
     def _launch(self, entry, libs):
-        agent = [f"-javaagent:{libs.agent}={HOST}:{entry['metrics_port']}:{self.info['exporter_config']}"] if self.metrics_agent else []
-        command = [libs.java, *JVM_OPTIONS, *(self.jvm_options or libs.sharing_options()), *self._log_options(entry), *agent,
-                   "-cp", libs.classpath, "kafka.Kafka", entry["properties"]]
+        agent = (
+            [f"-javaagent:{libs.agent}={HOST}:{entry['metrics_port']}:{self.info['exporter_config']}"]
+            if self.metrics_agent
+            else []
+        )
+        command = [
+            libs.java,
+            *JVM_OPTIONS,
+            *(self.jvm_options or libs.sharing_options()),
+            *self._log_options(entry),
+            *agent,
+            "-cp",
+            libs.classpath,
+            "kafka.Kafka",
+            entry["properties"],
+        ]
         with open(entry["log_file"], "ab") as log:
             entry["log_offset"] = log.tell()
             process = subprocess.Popen(  # pylint: disable=consider-using-with  # the node outlives this command
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                cwd=os.path.dirname(entry["log_file"]))
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=os.path.dirname(entry["log_file"]),
+            )
         entry["pid"] = process.pid
         entry["started_at"] = time.time()
 
@@ -261,8 +361,10 @@ class KafkaCluster(ClusterBase):
                 if self._started(entry) and answers(entry["host"], entry["port"]):
                     pending.remove(entry)
             if pending and time.monotonic() > deadline:
-                raise ClusterError(f"nodes {', '.join(str(e['id']) for e in pending)} did not start within {timeout:.0f}s:\n"
-                                   + tail(pending[0]["log_file"], 30))
+                raise ClusterError(
+                    f"nodes {', '.join(str(e['id']) for e in pending)} did not start within {timeout:.0f}s:\n"
+                    + tail(pending[0]["log_file"], 30)
+                )
             if pending:
                 time.sleep(0.1)
         brokers = {e["id"] for e in entries if "broker" in e["roles"]}
@@ -271,8 +373,10 @@ class KafkaCluster(ClusterBase):
             if not missing:
                 return
             if time.monotonic() > deadline:
-                raise ClusterError(f"brokers {', '.join(map(str, sorted(missing)))} started but are not registered "
-                                   f"unfenced after {timeout:.0f}s")
+                raise ClusterError(
+                    f"brokers {', '.join(map(str, sorted(missing)))} started but are not registered "
+                    f"unfenced after {timeout:.0f}s"
+                )
             time.sleep(0.1)
 
     def _started(self, entry):
@@ -287,10 +391,12 @@ class KafkaCluster(ClusterBase):
         """Ids of the brokers the cluster reports as registered and unfenced (DescribeCluster through a live broker)."""
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
         from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
+
         live = [e for e in self.broker_nodes if e.get("pid") and process_alive(e["pid"])]
         for entry in live:
-            config = kafka_python_config(self, bootstrap_servers=f"{entry['host']}:{entry['port']}",
-                                         request_timeout_ms=5000)
+            config = kafka_python_config(
+                self, bootstrap_servers=f"{entry['host']}:{entry['port']}", request_timeout_ms=5000
+            )
             try:
                 admin = KafkaAdminClient(**config)
             except (KafkaError, OSError, ValueError):
@@ -313,9 +419,13 @@ class KafkaCluster(ClusterBase):
             raise ClusterError(f"node {node_id} is a controller only and has no log dirs")
         path = os.path.abspath(path or entry["log_dirs"][0])
         if path not in entry["log_dirs"]:
-            raise ClusterError(f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})")
+            raise ClusterError(
+                f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})"
+            )
         if not any(v["path"] == path for v in self.info.get("volumes", [])):
-            raise ClusterError(f"--log-dir {path} is not on a volume of its own (create the cluster with --volume-size)")
+            raise ClusterError(
+                f"--log-dir {path} is not on a volume of its own (create the cluster with --volume-size)"
+            )
         topic = f"headroom-offline-probe-{node_id}-{entry['log_dirs'].index(path)}"
         probe = LogDirProbe(self, entry["id"], topic)
         probe.place(path, timeout)
@@ -331,6 +441,7 @@ class KafkaCluster(ClusterBase):
         """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by a broker to the controllers), or None."""
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
         from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
+
         try:
             admin = KafkaAdminClient(**kafka_python_config(self, request_timeout_ms=5000))
         except (KafkaError, OSError):
@@ -351,6 +462,7 @@ class KafkaCluster(ClusterBase):
     def add_scram_user(self, username, password, mechanism):
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
         from kafka.admin import ScramMechanism, UserScramCredentialUpsertion  # pylint: disable=import-outside-toplevel
+
         admin = KafkaAdminClient(**kafka_python_config(self))
         try:
             upsertion = UserScramCredentialUpsertion(username, ScramMechanism[mechanism.replace("-", "_")], password)
@@ -365,8 +477,17 @@ class KafkaCluster(ClusterBase):
         for entry in self.info["brokers"]:
             running = bool(entry.get("pid")) and process_alive(entry["pid"])
             in_cluster = entry["id"] in unfenced if "broker" in entry["roles"] else running and self._started(entry)
-            rows.append({"id": entry["id"], "port": entry["port"], "pid": entry.get("pid"), "running": running,
-                         "in_cluster": in_cluster, "roles": entry["roles"], "metrics_url": entry["metrics_url"]})
+            rows.append(
+                {
+                    "id": entry["id"],
+                    "port": entry["port"],
+                    "pid": entry.get("pid"),
+                    "running": running,
+                    "in_cluster": in_cluster,
+                    "roles": entry["roles"],
+                    "metrics_url": entry["metrics_url"],
+                }
+            )
         return rows
 
 
@@ -394,7 +515,9 @@ def write_class_archive(libs, timeout=120.0):
             for entry in cluster.info["brokers"]:
                 cluster.stop(entry["id"], timeout)
             if not os.path.exists(staging):
-                raise ClusterError(f"Java wrote no class archive at {staging}:\n{tail(cluster.info['brokers'][0]['log_file'])}")
+                raise ClusterError(
+                    f"Java wrote no class archive at {staging}:\n{tail(cluster.info['brokers'][0]['log_file'])}"
+                )
             os.replace(staging, archive)
         finally:
             cluster.down()

@@ -28,11 +28,27 @@ from decimal import Decimal
 
 # Dynamic broker configs that KafkaConfig's own ConfigDef does not define (DynamicConfig.Broker adds them): a broker's
 # DescribeConfigs lists them only once they are set.
-UNLISTED_UNLESS_SET = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-                                 "replica.alter.log.dirs.io.max.bytes.per.second"})
+UNLISTED_UNLESS_SET = frozenset(
+    {
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+    }
+)
 
 # DescribeConfigs v3+ ``ConfigType`` codes (DescribeConfigsResponse.ConfigType).
-CONFIG_TYPES = {"UNKNOWN": 0, "BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
+CONFIG_TYPES = {
+    "UNKNOWN": 0,
+    "BOOLEAN": 1,
+    "STRING": 2,
+    "INT": 3,
+    "SHORT": 4,
+    "LONG": 5,
+    "DOUBLE": 6,
+    "LIST": 7,
+    "CLASS": 8,
+    "PASSWORD": 9,
+}
 
 # DescribeConfigs ``ConfigSource`` codes (DescribeConfigsResponse.ConfigSource; Kafka's Java name of 1 is TOPIC_CONFIG).
 SOURCE_UNKNOWN = 0
@@ -68,7 +84,9 @@ class ConfigDef:
 
 
 _RO, _PB, _CW = READ_ONLY, PER_BROKER, CLUSTER_WIDE
-_KAFKA_LOG_DIR_DEFAULT = "/".join(("", "tmp", "kafka-logs"))  # Kafka's built-in log.dir default (ServerLogConfigs.LOG_DIR_DEFAULT)
+_KAFKA_LOG_DIR_DEFAULT = "/".join(
+    ("", "tmp", "kafka-logs")
+)  # Kafka's built-in log.dir default (ServerLogConfigs.LOG_DIR_DEFAULT)
 _TOPIC_BASED_RLMM = "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"
 _THROTTLED_REPLICAS = "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
 
@@ -134,7 +152,13 @@ _BROKER_TABLE = (
     ("group.consumer.max.heartbeat.interval.ms", "INT", "15000", _RO, "[1,...]"),
     ("group.consumer.max.session.timeout.ms", "INT", "60000", _RO, "[1,...]"),
     ("group.consumer.max.size", "INT", "2147483647", _RO, "[1,...]"),
-    ("group.consumer.migration.policy", "STRING", "bidirectional", _RO, "(case insensitive) [DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL]"),
+    (
+        "group.consumer.migration.policy",
+        "STRING",
+        "bidirectional",
+        _RO,
+        "(case insensitive) [DISABLED, DOWNGRADE, UPGRADE, BIDIRECTIONAL]",
+    ),
     ("group.consumer.min.assignment.interval.ms", "INT", "0", _RO, "[0,...]"),
     ("group.consumer.min.heartbeat.interval.ms", "INT", "5000", _RO, "[1,...]"),
     ("group.consumer.min.session.timeout.ms", "INT", "45000", _RO, "[1,...]"),
@@ -142,7 +166,13 @@ _BROKER_TABLE = (
     ("group.coordinator.append.linger.ms", "INT", "-1", _RO, "[-1,...]"),
     ("group.coordinator.background.threads", "INT", "2", _RO, "[1,...]"),
     ("group.coordinator.cached.buffer.max.bytes", "INT", "1048588", _CW, "[524288,...]"),
-    ("group.coordinator.rebalance.protocols", "LIST", "classic,consumer,streams", _RO, "[consumer, classic, share, streams]"),
+    (
+        "group.coordinator.rebalance.protocols",
+        "LIST",
+        "classic,consumer,streams",
+        _RO,
+        "[consumer, classic, share, streams]",
+    ),
     ("group.coordinator.threads", "INT", "4", _RO, "[1,...]"),
     ("group.initial.rebalance.delay.ms", "INT", "3000", _RO),
     ("group.max.session.timeout.ms", "INT", "1800000", _RO),
@@ -188,7 +218,12 @@ _BROKER_TABLE = (
     ("kafka.metrics.reporters", "LIST", "", _RO),
     ("leader.imbalance.check.interval.seconds", "LONG", "300", _RO, "[1,...]"),
     ("leader.replication.throttled.rate", "LONG", "9223372036854775807", _CW, "[0,...]"),
-    ("listener.security.protocol.map", "STRING", "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", _PB),
+    (
+        "listener.security.protocol.map",
+        "STRING",
+        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        _PB,
+    ),
     ("listeners", "LIST", "PLAINTEXT://:9092", _PB),
     ("log.cleaner.backoff.ms", "LONG", "15000", _CW, "[0,...]"),
     ("log.cleaner.dedupe.buffer.size", "LONG", "134217728", _CW),
@@ -265,7 +300,12 @@ _BROKER_TABLE = (
     ("offsets.topic.num.partitions", "INT", "50", _RO, "[1,...]"),
     ("offsets.topic.replication.factor", "SHORT", "3", _RO, "[1,...]"),
     ("offsets.topic.segment.bytes", "INT", "104857600", _RO, "[1,...]"),
-    ("principal.builder.class", "CLASS", "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", _PB),
+    (
+        "principal.builder.class",
+        "CLASS",
+        "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+        _PB,
+    ),
     ("process.roles", "LIST", None, _RO, "[broker, controller]"),
     ("producer.id.expiration.ms", "INT", "86400000", _CW, "[1,...]"),
     ("producer.purgatory.purge.interval.requests", "INT", "1000", _RO),
@@ -353,8 +393,18 @@ _BROKER_TABLE = (
     ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "LONG", "10000", _RO),
     ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "LONG", "100", _RO),
     ("sasl.oauthbearer.jwks.endpoint.url", "STRING", None, _RO),
-    ("sasl.oauthbearer.jwt.retriever.class", "CLASS", "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever", _RO),
-    ("sasl.oauthbearer.jwt.validator.class", "CLASS", "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", _RO),
+    (
+        "sasl.oauthbearer.jwt.retriever.class",
+        "CLASS",
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+        _RO,
+    ),
+    (
+        "sasl.oauthbearer.jwt.validator.class",
+        "CLASS",
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+        _RO,
+    ),
     ("sasl.oauthbearer.scope", "STRING", None, _RO),
     ("sasl.oauthbearer.scope.claim.name", "STRING", "scope", _RO),
     ("sasl.oauthbearer.sub.claim.name", "STRING", "sub", _RO),
@@ -419,7 +469,9 @@ _BROKER_TABLE = (
     ("unclean.leader.election.enable", "BOOLEAN", "false", _CW),
 )
 
-BROKER_CONFIGS: dict[str, ConfigDef] = {row[0]: ConfigDef(row[0], row[1], row[2], row[3], row[4] if len(row) > 4 else "") for row in _BROKER_TABLE}
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    row[0]: ConfigDef(row[0], row[1], row[2], row[3], row[4] if len(row) > 4 else "") for row in _BROKER_TABLE
+}
 
 # The broker keys Kafka requires and gives no default (DescribeConfigs always shows the configured value).
 REQUIRED_BROKER_CONFIGS = frozenset({"controller.listener.names", "node.id", "process.roles"})
@@ -451,7 +503,13 @@ _TOPIC_TABLE = (
     ("compression.zstd.level", "INT", "3", "[-131072,...,22]", "compression.zstd.level"),
     ("preallocate", "BOOLEAN", "false", "", "log.preallocate"),
     ("message.timestamp.type", "STRING", "CreateTime", "[CreateTime, LogAppendTime]", "log.message.timestamp.type"),
-    ("message.timestamp.before.max.ms", "LONG", "9223372036854775807", "[0,...]", "log.message.timestamp.before.max.ms"),
+    (
+        "message.timestamp.before.max.ms",
+        "LONG",
+        "9223372036854775807",
+        "[0,...]",
+        "log.message.timestamp.before.max.ms",
+    ),
     ("message.timestamp.after.max.ms", "LONG", "3600000", "[0,...]", "log.message.timestamp.after.max.ms"),
     ("leader.replication.throttled.replicas", "LIST", "", _THROTTLED_REPLICAS, None),
     ("follower.replication.throttled.replicas", "LIST", "", _THROTTLED_REPLICAS, None),
@@ -462,7 +520,9 @@ _TOPIC_TABLE = (
     ("remote.log.delete.on.disable", "BOOLEAN", "false", "", None),
 )
 
-TOPIC_CONFIGS: dict[str, ConfigDef] = {row[0]: ConfigDef(row[0], row[1], row[2], TOPIC, row[3], row[4]) for row in _TOPIC_TABLE}
+TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    row[0]: ConfigDef(row[0], row[1], row[2], TOPIC, row[3], row[4]) for row in _TOPIC_TABLE
+}
 
 # ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS: topic key -> the broker key that supplies its default.
 TOPIC_BROKER_SYNONYMS: dict[str, str] = {name: d.synonym for name, d in TOPIC_CONFIGS.items() if d.synonym}
@@ -484,16 +544,28 @@ _TOPIC_SYNONYM_CHAINS = {
 AUTHORIZER_CONFIG_KEYS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
 
 # SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix (listener.name.<listener>.<key>).
-DYNAMIC_SECURITY_CONFIGS = frozenset({
-    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type",
-    "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
-    "ssl.truststore.certificates",
-})
+DYNAMIC_SECURITY_CONFIGS = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.certificates",
+    }
+)
 # DynamicBrokerConfig.CLUSTER_LEVEL_LISTENER_CONFIGS: listener-prefixed forms of these may be set cluster-wide.
 _CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
 # DynamicBrokerConfig.LISTENER_MECHANISM_CONFIGS: set as listener.name.<listener>.<mechanism>.<key>.
 _LISTENER_MECHANISM_CONFIGS = (
-    "sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class", "sasl.server.callback.handler.class",
+    "sasl.jaas.config",
+    "sasl.login.callback.handler.class",
+    "sasl.login.class",
+    "sasl.server.callback.handler.class",
     "connections.max.reauth.ms",
 )
 _LISTENER_CONFIG_RE = re.compile(r"listener\.name\.[^.]*\.(.*)", re.DOTALL)
@@ -620,7 +692,11 @@ def _check_throttled_replicas(name: str, parsed: list[str]) -> None:
             continue
         pair = replica.split(":")
         if seen_empty or len(pair) != 2 or not all(re.fullmatch(r"[0-9]+", p) and int(p) < 2**31 for p in pair):
-            raise _invalid(name, parsed, f"{name} must be the literal '*' or a list of replicas in the following format: {_THROTTLED_REPLICAS}")
+            raise _invalid(
+                name,
+                parsed,
+                f"{name} must be the literal '*' or a list of replicas in the following format: {_THROTTLED_REPLICAS}",
+            )
 
 
 def _check_valid(name: str, parsed: object, config_type: str, valid: str) -> None:
@@ -637,7 +713,7 @@ def _check_valid(name: str, parsed: object, config_type: str, valid: str) -> Non
         if parsed > int(high) or (parsed < int(low) and parsed != -1):
             raise _invalid(name, parsed, f"Value must be between {low} and {high} or equal to -1")
     elif valid.startswith("(case insensitive) ["):
-        choices = valid[len("(case insensitive) ["): -1].split(", ")
+        choices = valid[len("(case insensitive) [") : -1].split(", ")
         if parsed.upper() not in choices:
             raise _invalid(name, parsed, "String must be one of (case insensitive): " + ", ".join(choices))
     elif (match := _RANGE_RE.fullmatch(valid)) is not None:
@@ -740,7 +816,9 @@ def topic_default_from_broker(name: str, broker_values: Mapping[str, str] | None
     chain = _TOPIC_SYNONYM_CHAINS.get(name, ((definition.synonym, 1),))
     chosen = next(((k, f, broker_values[k]) for k, f in chain if broker_values.get(k) is not None), None)
     if chosen is None:
-        chosen = next(((k, f, BROKER_CONFIGS[k].default) for k, f in chain if BROKER_CONFIGS[k].default is not None), None)
+        chosen = next(
+            ((k, f, BROKER_CONFIGS[k].default) for k, f in chain if BROKER_CONFIGS[k].default is not None), None
+        )
     if chosen is None:
         return definition.default
     key, factor, raw = chosen
@@ -799,18 +877,25 @@ def _validate_topic_values(parsed: dict[str, object], existing: Mapping[str, str
     """``LogConfig.validateValues`` and, as the controller runs it, ``validateTopicLogConfigValues``."""
     min_lag, max_lag = parsed["min.compaction.lag.ms"], parsed["max.compaction.lag.ms"]
     if min_lag > max_lag:
-        raise _ConfigError(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > max.compaction.lag.ms ({max_lag})")
+        raise _ConfigError(
+            f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > max.compaction.lag.ms ({max_lag})"
+        )
     if not parsed["remote.storage.enable"]:
         if parse_bool(existing.get("remote.storage.enable", "false")) and not parsed["remote.log.delete.on.disable"]:
             raise _ConfigError(
                 "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data and turn to read only, "
                 "please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to disable remote storage and delete all "
-                "remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+                "remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`."
+            )
         return
     if not remote_system_enabled:
-        raise _ConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+        raise _ConfigError(
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+        )
     if parsed["cleanup.policy"] not in ([], ["delete"]):
-        raise _ConfigError("Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list.")
+        raise _ConfigError(
+            "Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list."
+        )
     for total_key, local_key, limited in (
         ("retention.bytes", "local.retention.bytes", parsed["retention.bytes"] > -1),
         ("retention.ms", "local.retention.ms", parsed["retention.ms"] != -1),
@@ -822,11 +907,15 @@ def _validate_topic_values(parsed: dict[str, object], existing: Mapping[str, str
             if local > total:
                 raise _invalid(local_key, local, f"Value must not be more than {total_key} property value: {total}")
     if parsed["remote.log.copy.disable"]:
-        for total_key, local_key in (("retention.bytes", "local.retention.bytes"), ("retention.ms", "local.retention.ms")):
+        for total_key, local_key in (
+            ("retention.bytes", "local.retention.bytes"),
+            ("retention.ms", "local.retention.ms"),
+        ):
             if parsed[local_key] not in (-2, parsed[total_key]):
                 raise _ConfigError(
                     f"When `remote.log.copy.disable` is set to true, the `{local_key}` and `{total_key}` must be set to the identical value "
-                    "because there will be no more logs copied to the remote storage.")
+                    "because there will be no more logs copied to the remote storage."
+                )
 
 
 def _java_hash_set_order(names: Iterable[str]) -> list[str]:
@@ -839,7 +928,7 @@ def _java_hash_set_order(names: Iterable[str]) -> list[str]:
     def bucket(text: str) -> int:
         data, code = text.encode("utf-16-be"), 0
         for i in range(0, len(data), 2):
-            code = (31 * code + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+            code = (31 * code + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
         return (code ^ (code >> 16)) & (capacity - 1)
 
     return sorted(names, key=bucket)
@@ -870,7 +959,10 @@ def validate_dynamic_broker_updates(configs: Mapping[str, str | None], *, per_br
         return "Cannot update these configs dynamically: " + _java_set_str(non_dynamic)
     unprefixed_security = [name for name in configs if name in DYNAMIC_SECURITY_CONFIGS]
     if unprefixed_security:
-        return "These security configs can be dynamically updated only per-listener using the listener prefix: " + _java_set_str(unprefixed_security)
+        return (
+            "These security configs can be dynamically updated only per-listener using the listener prefix: "
+            + _java_set_str(unprefixed_security)
+        )
     for name, value in configs.items():
         base = _listener_base(name) or name
         if base in _DYNAMIC_BROKER_CONFIGS:
@@ -880,11 +972,16 @@ def validate_dynamic_broker_updates(configs: Mapping[str, str | None], *, per_br
                 return str(error)
     if not per_broker:
         per_broker_only = [
-            name for name in configs
-            if name in _PER_BROKER_CONFIGS or (_listener_base(name) is not None and _listener_base(name) not in _CLUSTER_LEVEL_LISTENER_CONFIGS)
+            name
+            for name in configs
+            if name in _PER_BROKER_CONFIGS
+            or (_listener_base(name) is not None and _listener_base(name) not in _CLUSTER_LEVEL_LISTENER_CONFIGS)
         ]
         if per_broker_only:
-            return "Cannot update these configs at default cluster level, broker id must be specified: " + _java_set_str(per_broker_only)
+            return (
+                "Cannot update these configs at default cluster level, broker id must be specified: "
+                + _java_set_str(per_broker_only)
+            )
     return None
 
 
@@ -927,7 +1024,11 @@ def validate_list_op(name: str, op: str, *, topic: bool) -> str | None:
         return None
     if topic:
         definition = TOPIC_CONFIGS.get(name)
-        return None if definition and definition.type == "LIST" else f"Can't {op} to key {name} because its type is not LIST."
+        return (
+            None
+            if definition and definition.type == "LIST"
+            else f"Can't {op} to key {name} because its type is not LIST."
+        )
     if BROKER_CONFIGS.get(name) and BROKER_CONFIGS[name].type == "LIST":
         return None
     return f"Config value {op.lower()} is not allowed for config key: {name}"

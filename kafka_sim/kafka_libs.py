@@ -47,9 +47,15 @@ class KafkaLibs:
     @property
     def classpath(self):
         """Every jar of Kafka's libs/ plus the plugin, as bin/kafka-run-class.sh builds it (no test or source jars)."""
-        jars = sorted(set(glob.glob(os.path.join(self.kafka_libs, "*.jar")) + glob.glob(os.path.join(self.extras, "*.jar"))))
-        return os.pathsep.join(path for path in jars if not re.search(r"-(test|sources|javadoc|scaladoc)\.jar$", path)
-                               and not os.path.basename(path).startswith(AGENT_PREFIX))
+        jars = sorted(
+            set(glob.glob(os.path.join(self.kafka_libs, "*.jar")) + glob.glob(os.path.join(self.extras, "*.jar")))
+        )
+        return os.pathsep.join(
+            path
+            for path in jars
+            if not re.search(r"-(test|sources|javadoc|scaladoc)\.jar$", path)
+            and not os.path.basename(path).startswith(AGENT_PREFIX)
+        )
 
     @property
     def agent(self):
@@ -81,24 +87,30 @@ def java_command():
     """``$JAVA_HOME/bin/java`` or ``java`` on PATH, checked to be Java 17 or newer."""
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     if not java or not os.access(java, os.X_OK):
-        raise ClusterError("no 'java' found (JAVA_HOME or PATH): Apache Kafka 4.x needs Java 17 or newer; "
-                           "install one (for example: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
+        raise ClusterError(
+            "no 'java' found (JAVA_HOME or PATH): Apache Kafka 4.x needs Java 17 or newer; "
+            "install one (for example: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME"
+        )
     result = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
     match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr)
     major = int(match.group(1)) if match else 0
     if major == 1 and match.group(2):
         major = int(match.group(2))
     if major < 17:
-        raise ClusterError(f"{java} is Java {major or 'unknown'}: Apache Kafka 4.x needs Java 17 or newer; "
-                           "install one (for example: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
+        raise ClusterError(
+            f"{java} is Java {major or 'unknown'}: Apache Kafka 4.x needs Java 17 or newer; "
+            "install one (for example: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME"
+        )
     return java
 
 
 def _maven(args, what):
     mvn = shutil.which("mvn")
     if not mvn:
-        raise ClusterError("no 'mvn' on PATH: the test cluster fetches Apache Kafka from Maven Central with Maven; "
-                           "install it (for example: apt-get install maven) or set KAFKA_HOME to an Apache Kafka installation")
+        raise ClusterError(
+            "no 'mvn' on PATH: the test cluster fetches Apache Kafka from Maven Central with Maven; "
+            "install it (for example: apt-get install maven) or set KAFKA_HOME to an Apache Kafka installation"
+        )
     result = subprocess.run([mvn, "-B", "-q", "-f", POM, *args], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip().splitlines()
@@ -126,8 +138,10 @@ def ensure_libs(version=None, kafka_home=None):
         libs = os.path.join(kafka_home, "libs")
         servers = glob.glob(os.path.join(libs, "kafka_2.13-*.jar"))
         if not servers:
-            raise ClusterError(f"KAFKA_HOME={kafka_home}: no libs/kafka_2.13-*.jar there; point it at an Apache Kafka "
-                               "installation (the directory holding bin/ and libs/)")
+            raise ClusterError(
+                f"KAFKA_HOME={kafka_home}: no libs/kafka_2.13-*.jar there; point it at an Apache Kafka "
+                "installation (the directory holding bin/ and libs/)"
+            )
         found = re.search(r"kafka_2\.13-([^-]+(?:-[^-]+)?)\.jar$", os.path.basename(sorted(servers)[-1]))
         extras = os.path.join(BUILD, "kafka-home-plugins")
         _copy(extras, ["-Dkafka.home=" + kafka_home], "the Strimzi quota plugin and the JMX exporter")

@@ -2,7 +2,9 @@
 
 import re
 
-DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT"
+DEFAULT_PROTOCOL_MAP = (
+    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT"
+)
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _ENDPOINT = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:\[\]]*):(-?\d+)$")
 
@@ -38,8 +40,10 @@ def protocol_map(props):
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, sep, protocol = item.partition(":")
         if not sep or protocol.upper() not in PROTOCOLS:
-            raise ConfigError(f"Invalid value {text} for configuration listener.security.protocol.map: "
-                              f"entry {item!r} must be NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}")
+            raise ConfigError(
+                f"Invalid value {text} for configuration listener.security.protocol.map: "
+                f"entry {item!r} must be NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}"
+            )
         result[name.upper()] = protocol.upper()
     return result
 
@@ -55,10 +59,14 @@ def parse_endpoints(props, key):
             raise ConfigError(f"Invalid value {text} for configuration {key}: {item!r} is not NAME://HOST:PORT")
         name = match.group(1).upper()
         if name not in mapping:
-            raise ConfigError(f"Invalid value {text} for configuration {key}: No security protocol defined for listener {name} "
-                              "(set listener.security.protocol.map)")
+            raise ConfigError(
+                f"Invalid value {text} for configuration {key}: No security protocol defined for listener {name} "
+                "(set listener.security.protocol.map)"
+            )
         if any(endpoint.name == name for endpoint in endpoints):
-            raise ConfigError(f"Invalid value {text} for configuration {key}: Each listener must have a different name, {name} is repeated")
+            raise ConfigError(
+                f"Invalid value {text} for configuration {key}: Each listener must have a different name, {name} is repeated"
+            )
         host = match.group(2).strip("[]") or "0.0.0.0"
         port = int(match.group(3))
         if not 0 <= port <= 65535:
@@ -81,11 +89,15 @@ def advertised_endpoints(props, listeners):
         if endpoint.name in controllers:
             continue
         if endpoint.name not in by_name:
-            raise ConfigError(f"Invalid value {props.get('advertised.listeners')} for configuration advertised.listeners: "
-                              f"listener {endpoint.name} is not in listeners")
+            raise ConfigError(
+                f"Invalid value {props.get('advertised.listeners')} for configuration advertised.listeners: "
+                f"listener {endpoint.name} is not in listeners"
+            )
         host = endpoint.host
         if host in ("0.0.0.0", "::"):
-            raise ConfigError(f"Invalid value {props.get('advertised.listeners', props.get('listeners'))} for configuration "
-                              "advertised.listeners: advertised.listeners cannot use the nonroutable meta-address 0.0.0.0")
+            raise ConfigError(
+                f"Invalid value {props.get('advertised.listeners', props.get('listeners'))} for configuration "
+                "advertised.listeners: advertised.listeners cannot use the nonroutable meta-address 0.0.0.0"
+            )
         result.append(Endpoint(endpoint.name, host, endpoint.port, endpoint.protocol))
     return result

@@ -18,7 +18,7 @@ def fill_volume(path, leave=0):
         with open(filler, "ab") as handle:
             remaining = available - leave
             while remaining > 0:
-                written = handle.write(chunk[:min(len(chunk), remaining)])
+                written = handle.write(chunk[: min(len(chunk), remaining)])
                 remaining -= written
                 handle.flush()
     except OSError as error:
@@ -33,6 +33,7 @@ class LogDirProbe:
 
     def __init__(self, cluster, broker_id, topic):
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
+
         self.cluster = cluster
         self.broker_id = broker_id
         self.topic = topic
@@ -41,6 +42,7 @@ class LogDirProbe:
     def place(self, path, timeout):
         from kafka.admin import NewTopic  # pylint: disable=import-outside-toplevel
         from kafka.errors import TopicAlreadyExistsError  # pylint: disable=import-outside-toplevel
+
         try:
             self.admin.create_topics([NewTopic(self.topic, replica_assignments={0: [self.broker_id]})])
         except TopicAlreadyExistsError:
@@ -65,7 +67,9 @@ class LogDirProbe:
 
     def write(self):
         from confluent_kafka import Producer  # pylint: disable=import-outside-toplevel
+
         from kafka_sim.client_config import confluent_config  # pylint: disable=import-outside-toplevel
+
         producer = Producer(confluent_config(self.cluster, **{"message.timeout.ms": 5000, "acks": "all"}))
         producer.produce(self.topic, b"x" * 65536, partition=0)
         producer.flush(10)

@@ -58,10 +58,10 @@ def descendants(pid):
         try:
             with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
                 stat = handle.read()
-            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        children.setdefault(parent, []).append((int(entry), stat[stat.index("(") + 1:stat.rindex(")")]))
+        children.setdefault(parent, []).append((int(entry), stat[stat.index("(") + 1 : stat.rindex(")")]))
     found, pending = {}, [pid]
     while pending:
         for child, name in children.get(pending.pop(), []):
@@ -153,13 +153,19 @@ def principal_of(cert_path):
     """The principal Kafka's default SSL principal builder gives the holder of this certificate."""
     from cryptography import x509  # pylint: disable=import-outside-toplevel
     from cryptography.hazmat.primitives.serialization import Encoding  # pylint: disable=import-outside-toplevel
+
     with open(cert_path, "rb") as handle:
         certificate = x509.load_pem_x509_certificate(handle.read())
     return security.principal_from_peer_cert(certificate.public_bytes(Encoding.DER))
 
 
 def security_protocol(tls, scram):
-    return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, scram)]
+    return {
+        (False, False): "PLAINTEXT",
+        (True, False): "SSL",
+        (False, True): "SASL_PLAINTEXT",
+        (True, True): "SASL_SSL",
+    }[(tls, scram)]
 
 
 class ClusterBase:
@@ -195,8 +201,10 @@ class ClusterBase:
         for entry in self.info["brokers"]:
             if entry["id"] == int(node_id):
                 return entry
-        raise ClusterError(f"--broker {node_id}: no such broker in {self.path} (brokers: "
-                           f"{', '.join(str(b['id']) for b in self.info['brokers'])})")
+        raise ClusterError(
+            f"--broker {node_id}: no such broker in {self.path} (brokers: "
+            f"{', '.join(str(b['id']) for b in self.info['brokers'])})"
+        )
 
     def _refuse_if_running(self):
         if self.info is not None and any(process_alive(b["pid"]) for b in self.info["brokers"] if b.get("pid")):
@@ -207,7 +215,9 @@ class ClusterBase:
         if brokers < 1 or log_dirs_per_broker < 1:
             raise ClusterError("--brokers and --log-dirs-per-broker must be at least 1")
         if not 0 <= combined <= brokers or controllers_only < 0:
-            raise ClusterError(f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0")
+            raise ClusterError(
+                f"--combined must be between 0 and --brokers ({brokers}) and --controllers-only at least 0"
+            )
 
     def _node_home(self, node_id, is_broker, log_dirs, size):
         """A node's directory and its data log dirs (each a volume of ``size`` bytes when given)."""
@@ -247,8 +257,13 @@ class ClusterBase:
     def _tls_broker_settings(self, client_auth):
         """A new CA and admin certificate, and the broker settings that trust them (PEM stores, client auth)."""
         ca_cert = self._tls_material()["ca"]
-        return {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_cert,
-                "ssl.client.auth": client_auth, "ssl.endpoint.identification.algorithm": "https"}
+        return {
+            "ssl.keystore.type": "PEM",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": ca_cert,
+            "ssl.client.auth": client_auth,
+            "ssl.endpoint.identification.algorithm": "https",
+        }
 
     def _tls_material(self):
         """A CA and the admin client's certificate, in the cluster's tls/ directory (PEM)."""
@@ -262,20 +277,34 @@ class ClusterBase:
     def _node_keystore(self, node_id):
         """PEM keystore (key, certificate, CA) of a node, valid as server and as client (inter-broker TLS)."""
         tls = self.info["tls"]
-        material = security.make_certificate(os.path.dirname(tls["ca"]), f"broker-{node_id}", tls["ca"], tls["ca_key"],
-                                             f"broker-{node_id}", sans=("localhost", HOST), server=True, client=True)
+        material = security.make_certificate(
+            os.path.dirname(tls["ca"]),
+            f"broker-{node_id}",
+            tls["ca"],
+            tls["ca_key"],
+            f"broker-{node_id}",
+            sans=("localhost", HOST),
+            server=True,
+            client=True,
+        )
         return material["chain"]
 
     def _mount_volume(self, path, size):
         if os.path.ismount(path):
             return
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
-                                capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if result.returncode == 0:
             self.info["volumes"].append({"path": path, "size": size, "type": "tmpfs"})
         else:
-            note = (f"cannot mount a {size}-byte filesystem on {path} ({result.stderr.strip() or 'mount failed'}); "
-                    "using a plain directory, so this log dir shares the host filesystem's space")
+            note = (
+                f"cannot mount a {size}-byte filesystem on {path} ({result.stderr.strip() or 'mount failed'}); "
+                "using a plain directory, so this log dir shares the host filesystem's space"
+            )
             self.info["notes"].append(note)
             print(f"warning: {note}", file=sys.stderr)
 
@@ -300,7 +329,7 @@ class ClusterBase:
         """SIGTERM (a controlled shutdown), SIGKILL after ``timeout``; True when the node shut down by itself."""
         if not entry.get("pid") or not process_alive(entry["pid"]):
             return True
-        os.kill(entry["pid"], signal.SIGCONT)   # a paused node must run to shut down
+        os.kill(entry["pid"], signal.SIGCONT)  # a paused node must run to shut down
         os.kill(entry["pid"], signal.SIGTERM)
         if wait_exit(entry["pid"], timeout):
             return True
@@ -326,8 +355,8 @@ class ClusterBase:
                 os.kill(entry["pid"], signal.SIGKILL)
                 wait_exit(entry["pid"], 5)
 
-    shutdown_timeout = 15.0   # one node's stop
-    down_timeout = 15.0       # the whole cluster's down
+    shutdown_timeout = 15.0  # one node's stop
+    down_timeout = 15.0  # the whole cluster's down
 
     def restart(self, node_id):
         self.stop(node_id)

@@ -15,8 +15,8 @@ def _unescape(text):
         char = text[i]
         if char == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            if nxt == "u" and i + 5 < len(text) + 0 and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6] or ""):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
+            if nxt == "u" and i + 5 < len(text) + 0 and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6] or ""):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
                 i += 6
                 continue
             out.append(_ESCAPES.get(nxt, nxt))
@@ -53,8 +53,8 @@ def parse(text):
         if match is None:
             key, value = line, ""
         else:
-            key = line[:match.start()]
-            rest = line[match.start():].lstrip(" \t\f")
+            key = line[: match.start()]
+            rest = line[match.start() :].lstrip(" \t\f")
             if rest[:1] in ("=", ":"):
                 rest = rest[1:].lstrip(" \t\f")
             value = rest

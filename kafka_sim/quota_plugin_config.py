@@ -72,8 +72,8 @@ CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
 ILLEGAL_STATE_EXCEPTION = "java.lang.IllegalStateException"
 
 JAVA_DOUBLE_MAX = sys.float_info.max
-_INT_MIN, _INT_MAX = -(2 ** 31), 2 ** 31 - 1
-_LONG_MIN, _LONG_MAX = -(2 ** 63), 2 ** 63 - 1
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _NANOS_PER_SECOND = 1_000_000_000
 
 
@@ -138,6 +138,7 @@ class _NumberFormatError(ValueError):
 # ---------------------------------------------------------------------------------------------------------------
 # Java semantics
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def _java_trim(text: str) -> str:
     """``String.trim()``: strip every character <= U+0020 (and nothing else) from both ends."""
@@ -431,7 +432,7 @@ def load(props: Mapping[str, str], version: str = DEFAULT_PLUGIN_VERSION) -> Plu
         exception_class, reason = failures[0]
         raise PluginConfigError(reason, exception_class)
     admin_properties = {
-        key[len(ADMIN_PREFIX):]: value
+        key[len(ADMIN_PREFIX) :]: value
         for key, value in props.items()
         if key.startswith(ADMIN_PREFIX) and len(key) > len(ADMIN_PREFIX) and key != ADMIN_BOOTSTRAP_KEY
     }

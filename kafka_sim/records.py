@@ -10,12 +10,12 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
 HEADER_SIZE = 61
-_BATCH_HEAD = struct.Struct(">qiib")           # base offset, batch length, leader epoch, magic
+_BATCH_HEAD = struct.Struct(">qiib")  # base offset, batch length, leader epoch, magic
 _CRC = struct.Struct(">I")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
-_TIMESTAMPS = struct.Struct(">qq")             # base timestamp, max timestamp
+_TIMESTAMPS = struct.Struct(">qq")  # base timestamp, max timestamp
 _COUNT = struct.Struct(">i")
-_LOG_OVERHEAD = 12                             # base offset + length fields precede the counted bytes
+_LOG_OVERHEAD = 12  # base offset + length fields precede the counted bytes
 COMPACTED_TOPIC_KEYLESS = "Compacted topic cannot accept message without key in topic partition {}."
 
 
@@ -58,9 +58,11 @@ def split_batches(buffer):
         if length < HEADER_SIZE - _LOG_OVERHEAD or end > len(view):
             raise InvalidBatch(2, f"Record batch size {length} is invalid")
         if magic != 2:
-            raise InvalidBatch(43, f"Record batch magic {magic} is not supported by produce v3+")  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+            raise InvalidBatch(
+                43, f"Record batch magic {magic} is not supported by produce v3+"
+            )  # UNSUPPORTED_FOR_MESSAGE_FORMAT
         (crc,) = _CRC.unpack_from(view, pos + 17)
-        if calc_crc32c(view[pos + 21:end]) != crc:
+        if calc_crc32c(view[pos + 21 : end]) != crc:
             raise InvalidBatch(2, "Record is corrupt (stored crc does not match computed crc)")
         batches.append(Batch(bytearray(view[pos:end])))
         pos = end

@@ -40,9 +40,19 @@ except ImportError:  # cryptography < 43
 from kafka_sim import errors
 
 __all__ = [
-    "MECHANISMS", "MIN_ITERATIONS", "MAX_ITERATIONS", "AuthenticationError", "IllegalSaslStateError",
-    "scram_credential", "scram_credential_from_salted_password", "ScramServer",
-    "make_ca", "make_certificate", "server_ssl_context", "principal_from_peer_cert", "ssl_principal",
+    "MECHANISMS",
+    "MIN_ITERATIONS",
+    "MAX_ITERATIONS",
+    "AuthenticationError",
+    "IllegalSaslStateError",
+    "scram_credential",
+    "scram_credential_from_salted_password",
+    "ScramServer",
+    "make_ca",
+    "make_certificate",
+    "server_ssl_context",
+    "principal_from_peer_cert",
+    "ssl_principal",
     "x500_name_rfc2253",
 ]
 
@@ -69,7 +79,8 @@ _BASE64 = rf"(?:{_B64}{{4}})*(?:{_B64}{{3}}=|{_B64}{{2}}==)?"
 _RESERVED = rf"(?:m={_VALUE},)?"
 _EXTENSIONS = rf"(?:,[A-Za-z]+={_VALUE})*"
 _CLIENT_FIRST = re.compile(
-    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,{_RESERVED}n=(?P<saslname>{_SASLNAME}),r=(?P<nonce>{_PRINTABLE})(?P<extensions>{_EXTENSIONS})")
+    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,{_RESERVED}n=(?P<saslname>{_SASLNAME}),r=(?P<nonce>{_PRINTABLE})(?P<extensions>{_EXTENSIONS})"
+)
 _CLIENT_FINAL = re.compile(rf"c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS},p=(?P<proof>{_BASE64})")
 
 
@@ -104,9 +115,13 @@ def _check_iterations(iterations, mechanism):
     if isinstance(iterations, bool) or not isinstance(iterations, int):
         raise ValueError(f"SCRAM iterations must be an integer, got {iterations!r}")
     if iterations < MIN_ITERATIONS:
-        raise ValueError(f"SCRAM iterations {iterations} is below Kafka's minimum {MIN_ITERATIONS} for {mechanism} (Too few iterations)")
+        raise ValueError(
+            f"SCRAM iterations {iterations} is below Kafka's minimum {MIN_ITERATIONS} for {mechanism} (Too few iterations)"
+        )
     if iterations > MAX_ITERATIONS:
-        raise ValueError(f"SCRAM iterations {iterations} is above Kafka's maximum {MAX_ITERATIONS} (Too many iterations)")
+        raise ValueError(
+            f"SCRAM iterations {iterations} is above Kafka's maximum {MAX_ITERATIONS} (Too many iterations)"
+        )
 
 
 def _random_string():
@@ -226,7 +241,9 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
         """Kafka's answer to a SaslException: one message for every cause, the cause kept as ``reason``."""
         phase = "re-authentication" if self._reauthentication else "authentication"
         return AuthenticationError(
-            f"Authentication failed during {phase} due to invalid credentials with SASL mechanism {self.mechanism}", reason)
+            f"Authentication failed during {phase} due to invalid credentials with SASL mechanism {self.mechanism}",
+            reason,
+        )
 
     def _client_first(self, message):
         match = _CLIENT_FIRST.fullmatch(message)
@@ -241,12 +258,17 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
         credential, authorization_id = self._find_credential(username, token_auth)
         if match["authzid"] and match["authzid"] != username:
             # Kafka's one SaslAuthenticationException: its message reaches the client as is.
-            raise AuthenticationError("Authentication failed: Client requested an authorization id that is different from username")
+            raise AuthenticationError(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         exchange = self._decode_credential(credential)
         exchange["authorization_id"] = authorization_id
         exchange["nonce"] = match["nonce"] + _server_nonce()
         # ScramMessages.ClientFirstMessage.clientFirstMessageBare(): rebuilt from the parsed fields.
-        exchange["bare"] = ",".join([f"n={match['saslname']}", f"r={match['nonce']}"] + [f"{name}={value}" for name, value in extensions.items()])
+        exchange["bare"] = ",".join(
+            [f"n={match['saslname']}", f"r={match['nonce']}"]
+            + [f"{name}={value}" for name, value in extensions.items()]
+        )
         exchange["server_first"] = f"r={exchange['nonce']},s={_b64(exchange['salt'])},i={exchange['iterations']}"
         self._exchange = exchange
         self.extensions = extensions
@@ -281,7 +303,9 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
         except (KeyError, TypeError, ValueError) as exc:
             raise self._failure(f"Authentication failed: Credentials could not be obtained ({exc!r})") from exc
         if iterations < MIN_ITERATIONS:
-            raise self._failure(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism.replace('-', '_')}")
+            raise self._failure(
+                f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism.replace('-', '_')}"
+            )
         return {"salt": salt, "iterations": iterations, "stored_key": stored_key, "server_key": server_key}
 
     def _client_final(self, message):
@@ -313,6 +337,7 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
 # DER and PEM helpers
 # --------------------------------------------------------------------------------------------------------------------
 
+
 def _der_read(data, pos):
     """Read the TLV at ``pos``: (tag, content start, end)."""
     if pos + 2 > len(data):
@@ -323,7 +348,7 @@ def _der_read(data, pos):
         count = length & 0x7F
         if not 0 < count <= 4 or pos + count > len(data):
             raise ValueError("bad DER length")
-        length = int.from_bytes(data[pos:pos + count], "big")
+        length = int.from_bytes(data[pos : pos + count], "big")
         pos += count
     if pos + length > len(data):
         raise ValueError("truncated DER")
@@ -366,8 +391,12 @@ def _pem_entries(text, name):
     """DefaultSslEngineFactory.PemParser: every ``name`` block of ``text``, whitespace-tolerant, as DER."""
     spaced = name.replace(" ", r"\s+")
     pattern = re.compile(
-        rf"-+BEGIN\s*.*{spaced}[^-]*-+\s+(?:\s*[^\r\n]*:[^\r\n]*[\r\n]+)*([a-zA-Z0-9/+=\s]*)-+END\s*.*{spaced}[^-]*-+\s+", re.ASCII)
-    entries = [base64.b64decode(re.sub(r"\s", "", match.group(1)), validate=True) for match in pattern.finditer(text + "\n")]
+        rf"-+BEGIN\s*.*{spaced}[^-]*-+\s+(?:\s*[^\r\n]*:[^\r\n]*[\r\n]+)*([a-zA-Z0-9/+=\s]*)-+END\s*.*{spaced}[^-]*-+\s+",
+        re.ASCII,
+    )
+    entries = [
+        base64.b64decode(re.sub(r"\s", "", match.group(1)), validate=True) for match in pattern.finditer(text + "\n")
+    ]
     if not entries:
         raise ValueError(f"No matching {name} entries in PEM")
     return entries
@@ -375,7 +404,7 @@ def _pem_entries(text, name):
 
 def _pem(label, der):
     body = base64.b64encode(der).decode("ascii")
-    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
     return f"-----BEGIN {label}-----\n" + "\n".join(lines) + f"\n-----END {label}-----\n"
 
 
@@ -420,27 +449,32 @@ def _pkcs12_kdf(password, salt, iterations, purpose, size):
         out += digest
         addend = int.from_bytes(stretch(digest), "big") + 1
         for i in range(0, len(state), block):
-            value = (int.from_bytes(state[i:i + block], "big") + addend) % (1 << (8 * block))
-            state[i:i + block] = value.to_bytes(block, "big")
+            value = (int.from_bytes(state[i : i + block], "big") + addend) % (1 << (8 * block))
+            state[i : i + block] = value.to_bytes(block, "big")
     return out[:size]
 
 
 def _encrypt_pkcs8(key, password):
     """PEM ``ENCRYPTED PRIVATE KEY`` of ``key`` under pbeWithSHAAnd3-KeyTripleDES-CBC."""
-    plain = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    plain = key.private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     salt = os.urandom(16)
     des_key = _pkcs12_kdf(password, salt, _PBE_ITERATIONS, 1, 24)
     des_iv = _pkcs12_kdf(password, salt, _PBE_ITERATIONS, 2, 8)
     padder = padding.PKCS7(64).padder()
     encryptor = Cipher(TripleDES(des_key), modes.CBC(des_iv)).encryptor()
     encrypted = encryptor.update(padder.update(plain) + padder.finalize()) + encryptor.finalize()
-    params = _der(0x30, _der(0x04, salt) + _der(0x02, _PBE_ITERATIONS.to_bytes((_PBE_ITERATIONS.bit_length() + 8) // 8, "big")))
+    params = _der(
+        0x30, _der(0x04, salt) + _der(0x02, _PBE_ITERATIONS.to_bytes((_PBE_ITERATIONS.bit_length() + 8) // 8, "big"))
+    )
     return _pem("ENCRYPTED PRIVATE KEY", _der(0x30, _der(0x30, _PBE_SHA1_3DES_OID + params) + _der(0x04, encrypted)))
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # Test PKI
 # --------------------------------------------------------------------------------------------------------------------
+
 
 def _write(path, data, mode):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -461,7 +495,9 @@ def _new_key(key_type):
 
 def _key_pem(key, password):
     if password is None:
-        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode("ascii")
+        return key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode("ascii")
     if not password:
         raise ValueError("key_password must not be empty")
     return _encrypt_pkcs8(key, password)
@@ -479,12 +515,28 @@ def make_ca(directory, common_name="headroom-test-ca", *, name="ca", days=3650, 
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     not_before, not_after = _validity(days)
     cert = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(not_before).not_valid_after(not_after)
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False),
-                       critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -496,8 +548,21 @@ def make_ca(directory, common_name="headroom-test-ca", *, name="ca", days=3650, 
 
 
 def make_certificate(  # pylint: disable=too-many-arguments,too-many-locals
-        directory, name, ca_cert_path, ca_key_path, common_name, *, sans=("localhost", "127.0.0.1"), server=True, client=True,
-        key_password=None, organization=None, days=825, key_type="ec", ca_key_password=None):
+    directory,
+    name,
+    ca_cert_path,
+    ca_key_path,
+    common_name,
+    *,
+    sans=("localhost", "127.0.0.1"),
+    server=True,
+    client=True,
+    key_password=None,
+    organization=None,
+    days=825,
+    key_type="ec",
+    ca_key_password=None,
+):
     """A certificate signed by the CA, for a broker (``server``) and/or a client (``client``).
 
     Writes ``<name>.crt`` (the certificate), ``<name>.key`` (PKCS#8 private key, encrypted when ``key_password`` is
@@ -512,22 +577,42 @@ def make_certificate(  # pylint: disable=too-many-arguments,too-many-locals
     with open(ca_cert_path, "rb") as handle:
         ca_cert = x509.load_pem_x509_certificate(handle.read())
     with open(ca_key_path, "rb") as handle:
-        ca_key = serialization.load_pem_private_key(handle.read(), ca_key_password.encode("utf-8") if ca_key_password else None)
+        ca_key = serialization.load_pem_private_key(
+            handle.read(), ca_key_password.encode("utf-8") if ca_key_password else None
+        )
     key = _new_key(key_type)
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization)] if organization else []
     attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     not_before, not_after = _validity(days)
     builder = (
-        x509.CertificateBuilder().subject_name(x509.Name(attributes)).issuer_name(ca_cert.subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(not_before).not_valid_after(not_after)
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attributes))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=key_type == "rsa",
-                                     data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                                     encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=key_type == "rsa",
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
     )
-    usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
+    usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
+        [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
+    )
     if usages:
         builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     names = []
@@ -563,7 +648,7 @@ def _effective_config(props, listener):
     config = dict(props)
     if listener:
         prefix = f"listener.name.{listener.lower()}."
-        config.update({key[len(prefix):]: value for key, value in props.items() if key.startswith(prefix)})
+        config.update({key[len(prefix) :]: value for key, value in props.items() if key.startswith(prefix)})
     return config
 
 
@@ -590,12 +675,16 @@ def _load_private_key(text, password, where):
     der = keys[0]
     kind = _pkcs8_kind(der)
     if kind is None:
-        raise ValueError(f"{where}: the private key is not PKCS#8; Kafka's PEM key store reads only 'BEGIN PRIVATE KEY' or "
-                         "'BEGIN ENCRYPTED PRIVATE KEY' blocks (convert with: openssl pkcs8 -topk8)")
+        raise ValueError(
+            f"{where}: the private key is not PKCS#8; Kafka's PEM key store reads only 'BEGIN PRIVATE KEY' or "
+            "'BEGIN ENCRYPTED PRIVATE KEY' blocks (convert with: openssl pkcs8 -topk8)"
+        )
     if kind == "encrypted" and password is None:
         raise ValueError(f"{where}: the private key is encrypted, so ssl.key.password is required")
     if kind == "plain" and password is not None:
-        raise ValueError(f"{where}: ssl.key.password is set but the private key is not encrypted; Kafka then fails to load the key")
+        raise ValueError(
+            f"{where}: ssl.key.password is set but the private key is not encrypted; Kafka then fails to load the key"
+        )
     try:
         key = serialization.load_der_private_key(der, password.encode("utf-8") if password is not None else None)
     except (ValueError, TypeError) as exc:
@@ -603,7 +692,9 @@ def _load_private_key(text, password, where):
     except Exception as exc:  # pylint: disable=broad-except  # unsupported encryption schemes
         raise ValueError(f"{where}: the private key could not be loaded: {exc}") from exc
     if not isinstance(key, (rsa.RSAPrivateKey, dsa.DSAPrivateKey, ec.EllipticCurvePrivateKey)):
-        raise ValueError(f"{where}: Private key could not be loaded: Kafka's PEM key store accepts RSA, DSA and EC keys only")
+        raise ValueError(
+            f"{where}: Private key could not be loaded: Kafka's PEM key store accepts RSA, DSA and EC keys only"
+        )
     return key
 
 
@@ -624,8 +715,11 @@ def _load_keystore(context, key_text, chain_text, password, where):
     if _spki(certs[0].public_key()) != _spki(key.public_key()):
         raise ValueError(f"{where}: the private key does not belong to the first certificate of the chain")
     ephemeral = secrets.token_urlsafe(24)
-    data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.BestAvailableEncryption(ephemeral.encode("ascii")))
+    data = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(ephemeral.encode("ascii")),
+    )
     data += b"".join(cert.public_bytes(serialization.Encoding.PEM) for cert in certs)
     directory = tempfile.mkdtemp(prefix="kafka-sim-tls-")
     try:
@@ -641,14 +735,18 @@ def _load_keystore(context, key_text, chain_text, password, where):
 def _client_auth(config, props, listener, security_protocol):
     value = config.get("ssl.client.auth", "none")
     if value not in _CLIENT_AUTH:
-        raise ValueError(f"Invalid value {value} for configuration ssl.client.auth: String must be one of: required, requested, none")
+        raise ValueError(
+            f"Invalid value {value} for configuration ssl.client.auth: String must be one of: required, requested, none"
+        )
     if security_protocol == "SASL_SSL":
         # ChannelBuilders: on SASL_SSL listeners only the listener-prefixed ssl.client.auth counts.
         prefixed = f"listener.name.{listener.lower()}.ssl.client.auth" if listener else None
         if prefixed not in props:
             if value != "none":
-                LOG.warning("Broker configuration 'ssl.client.auth' is applied only to SSL listeners; "
-                            "use the listener-prefixed configuration for SASL_SSL listeners")
+                LOG.warning(
+                    "Broker configuration 'ssl.client.auth' is applied only to SSL listeners; "
+                    "use the listener-prefixed configuration for SASL_SSL listeners"
+                )
             return ssl.CERT_NONE
     return _CLIENT_AUTH[value]
 
@@ -661,7 +759,9 @@ def _protocol_range(config):
         raise ValueError(f"ssl.enabled.protocols: unsupported protocol(s) {', '.join(unknown)}")
     usable = sorted(_PROTOCOLS[name] for name in names if name in _PROTOCOLS)
     if not usable:
-        raise ValueError(f"ssl.enabled.protocols={','.join(names)} leaves no protocol enabled (TLSv1.2 and TLSv1.3 are the usable ones)")
+        raise ValueError(
+            f"ssl.enabled.protocols={','.join(names)} leaves no protocol enabled (TLSv1.2 and TLSv1.3 are the usable ones)"
+        )
     return usable[0], usable[-1]
 
 
@@ -673,16 +773,24 @@ def _keystore_source(config):
     inline_chain = config.get("ssl.keystore.certificate.chain")
     if inline_key is not None:
         if inline_chain is None:
-            raise ValueError("SSL private key is specified, but certificate chain is not specified (ssl.keystore.certificate.chain).")
+            raise ValueError(
+                "SSL private key is specified, but certificate chain is not specified (ssl.keystore.certificate.chain)."
+            )
         if location is not None:
-            raise ValueError("Both SSL key store location and separate private key are specified (ssl.keystore.location, ssl.keystore.key).")
+            raise ValueError(
+                "Both SSL key store location and separate private key are specified (ssl.keystore.location, ssl.keystore.key)."
+            )
     elif inline_chain is not None:
         raise ValueError("SSL certificate chain is specified, but private key is not specified (ssl.keystore.key)")
     elif location is None:
-        raise ValueError("An SSL listener needs a key store: set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain")
+        raise ValueError(
+            "An SSL listener needs a key store: set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain"
+        )
     if "ssl.keystore.password" in config:
-        raise ValueError("SSL key store password cannot be specified with PEM format, only key password may be specified "
-                         "(remove ssl.keystore.password).")
+        raise ValueError(
+            "SSL key store password cannot be specified with PEM format, only key password may be specified "
+            "(remove ssl.keystore.password)."
+        )
     if inline_key is not None:
         return inline_key, inline_chain, "ssl.keystore.key/ssl.keystore.certificate.chain"
     text = _read_text(location, "keystore")
@@ -697,10 +805,14 @@ def _truststore_source(config):
         return None
     _only_pem(config, "ssl.truststore.type")
     if location is not None and inline is not None:
-        raise ValueError("Both SSL trust store location and separate trust certificates are specified "
-                         "(ssl.truststore.location, ssl.truststore.certificates).")
+        raise ValueError(
+            "Both SSL trust store location and separate trust certificates are specified "
+            "(ssl.truststore.location, ssl.truststore.certificates)."
+        )
     if "ssl.truststore.password" in config:
-        raise ValueError("SSL trust store password cannot be specified for PEM format (remove ssl.truststore.password).")
+        raise ValueError(
+            "SSL trust store password cannot be specified for PEM format (remove ssl.truststore.password)."
+        )
     if inline is not None:
         return inline, "ssl.truststore.certificates"
     return _read_text(location, "truststore"), f"ssl.truststore.location {location}"
@@ -747,8 +859,15 @@ def server_ssl_context(props, *, listener=None, security_protocol="SSL"):
 
 # AVAKeyword entries with an RFC 2253 keyword; every other attribute type is printed as its OID.
 _RFC2253_KEYWORDS = {
-    "2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O", "2.5.4.11": "OU",
-    "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC", "0.9.2342.19200300.100.1.1": "UID",
+    "2.5.4.3": "CN",
+    "2.5.4.6": "C",
+    "2.5.4.7": "L",
+    "2.5.4.8": "ST",
+    "2.5.4.10": "O",
+    "2.5.4.11": "OU",
+    "2.5.4.9": "STREET",
+    "0.9.2342.19200300.100.1.25": "DC",
+    "0.9.2342.19200300.100.1.1": "UID",
 }
 # AVA.isDerString(value, false): UTF8String, PrintableString, T61String, IA5String, GeneralString, BMPString. Java 17's
 # AVA decodes all of them as UTF-8 (so a BMPString comes out with \00 escapes); other value types are printed as #hex.
@@ -761,7 +880,7 @@ def _ava_rfc2253(name_der, ava):
     children = _der_children(name_der, start, end)
     if len(children) != 2 or children[0][0] != 0x06:
         raise ValueError("malformed AttributeTypeAndValue")
-    oid = _oid_string(name_der[children[0][2]:children[0][3]])
+    oid = _oid_string(name_der[children[0][2] : children[0][3]])
     keyword = _RFC2253_KEYWORDS.get(oid, oid)
     value_tag, value_header, value_start, value_end = children[1]
     if keyword[0].isdigit() or value_tag not in _STRING_TAGS:

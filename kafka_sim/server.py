@@ -9,7 +9,7 @@ import time
 from kafka_sim import handlers, security, wire
 
 LOG = logging.getLogger("kafka_sim.server")
-_PRE_AUTH_APIS = {wire.API_VERSIONS_KEY, 17, 36}   # ApiVersions, SaslHandshake, SaslAuthenticate
+_PRE_AUTH_APIS = {wire.API_VERSIONS_KEY, 17, 36}  # ApiVersions, SaslHandshake, SaslAuthenticate
 
 
 class Connection:
@@ -19,11 +19,11 @@ class Connection:
         self.sock = sock
         self.address = address
         self.endpoint = endpoint
-        self.controller = controller    # a connection to a controller listener (controller.listener.names)
+        self.controller = controller  # a connection to a controller listener (controller.listener.names)
         self.principal = "User:ANONYMOUS"
         self.authenticated = not endpoint.uses_sasl
-        self.sasl = None            # ScramServer after a successful SaslHandshake
-        self.sasl_raw = False       # SaslHandshake v0: tokens follow without SaslAuthenticate framing
+        self.sasl = None  # ScramServer after a successful SaslHandshake
+        self.sasl_raw = False  # SaslHandshake v0: tokens follow without SaslAuthenticate framing
 
     @property
     def client_host(self):
@@ -36,25 +36,37 @@ class SocketServer:
         self.sockets = []
         self._threads = []
         self._closing = threading.Event()
-        controllers = {name.strip().upper() for name in broker.props.get("controller.listener.names", "").split(",") if name.strip()}
+        controllers = {
+            name.strip().upper()
+            for name in broker.props.get("controller.listener.names", "").split(",")
+            if name.strip()
+        }
         for endpoint in broker.config.listeners:
             context = None
             if endpoint.uses_tls:
-                context = security.server_ssl_context(broker.props, listener=endpoint.name, security_protocol=endpoint.protocol)
+                context = security.server_ssl_context(
+                    broker.props, listener=endpoint.name, security_protocol=endpoint.protocol
+                )
             sock = socket.socket(socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((endpoint.host, endpoint.port))
             except OSError as exc:
                 sock.close()
-                raise OSError(f"Socket server failed to bind to {endpoint.host}:{endpoint.port}: {exc.strerror}") from None
+                raise OSError(
+                    f"Socket server failed to bind to {endpoint.host}:{endpoint.port}: {exc.strerror}"
+                ) from None
             sock.listen(128)
             self.sockets.append((sock, endpoint, context, endpoint.name in controllers))
 
     def start(self):
         for sock, endpoint, context, controller in self.sockets:
-            thread = threading.Thread(target=self._accept_loop, args=(sock, endpoint, context, controller),
-                                      name=f"acceptor-{endpoint.name}", daemon=True)
+            thread = threading.Thread(
+                target=self._accept_loop,
+                args=(sock, endpoint, context, controller),
+                name=f"acceptor-{endpoint.name}",
+                daemon=True,
+            )
             thread.start()
             self._threads.append(thread)
 
@@ -73,8 +85,12 @@ class SocketServer:
             except OSError:
                 return
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve, args=(client, address, endpoint, context, controller),
-                             name=f"conn-{address[1]}", daemon=True).start()
+            threading.Thread(
+                target=self._serve,
+                args=(client, address, endpoint, context, controller),
+                name=f"conn-{address[1]}",
+                daemon=True,
+            ).start()
 
     def _serve(self, sock, address, endpoint, context, controller):
         try:
@@ -126,7 +142,9 @@ class SocketServer:
         if closing:
             self._delay_failed_authentication()
         if response is not None:
-            connection.sock.sendall(wire.encode_response(request.api, request.version, request.correlation_id, response))
+            connection.sock.sendall(
+                wire.encode_response(request.api, request.version, request.correlation_id, response)
+            )
         return not closing
 
     def _delay_failed_authentication(self):

@@ -8,8 +8,20 @@ import time
 import uuid
 
 from kafka_sim import security
-from kafka_sim.nodes import (ADMIN_USER, CONTROLLER_LISTENER, HOST, STANDARD_AUTHORIZER, ClusterBase, ClusterError, answers,
-                             parse_size, principal_of, process_alive, security_protocol, tail)
+from kafka_sim.nodes import (
+    ADMIN_USER,
+    CONTROLLER_LISTENER,
+    HOST,
+    STANDARD_AUTHORIZER,
+    ClusterBase,
+    ClusterError,
+    answers,
+    parse_size,
+    principal_of,
+    process_alive,
+    security_protocol,
+    tail,
+)
 from kafka_sim.state import DEFAULT_CATCH_UP_MS, ClusterState
 
 
@@ -30,38 +42,84 @@ class SimCluster(ClusterBase):
         return ClusterState(self.info["metadata_dir"])
 
     # -- creation -------------------------------------------------------------------------------------------------
-    def create(self, brokers, base_port=19092, tls=False, scram=False, volume_size=None, log_dirs_per_broker=1,
-               client_auth="required", catch_up_ms=DEFAULT_CATCH_UP_MS, extra_properties=None, combined=0, controllers_only=0):
+    def create(
+        self,
+        brokers,
+        base_port=19092,
+        tls=False,
+        scram=False,
+        volume_size=None,
+        log_dirs_per_broker=1,
+        client_auth="required",
+        catch_up_ms=DEFAULT_CATCH_UP_MS,
+        extra_properties=None,
+        combined=0,
+        controllers_only=0,
+    ):
         """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also controllers)
         and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         os.makedirs(self.directory, exist_ok=True)
         metadata_dir = os.path.join(self.directory, "metadata")
-        self.info = {"engine": self.engine, "directory": self.directory, "metadata_dir": metadata_dir, "brokers": [], "volumes": [], "notes": []}
+        self.info = {
+            "engine": self.engine,
+            "directory": self.directory,
+            "metadata_dir": metadata_dir,
+            "brokers": [],
+            "volumes": [],
+            "notes": [],
+        }
         nodes = [(index + 1, ["broker", "controller"] if index < combined else ["broker"]) for index in range(brokers)]
         nodes += [(brokers + index + 1, ["controller"]) for index in range(controllers_only)]
         # Controller listeners take the ports after the client ports, in node id order.
-        controller_ports = {node_id: base_port + brokers + index
-                            for index, node_id in enumerate(node_id for node_id, roles in nodes if "controller" in roles)}
-        voters = [{"id": node_id, "directory_id": str(uuid.uuid4()), "endpoints": [{"name": CONTROLLER_LISTENER, "host": HOST, "port": port}]}
-                  for node_id, port in controller_ports.items()]
+        controller_ports = {
+            node_id: base_port + brokers + index
+            for index, node_id in enumerate(node_id for node_id, roles in nodes if "controller" in roles)
+        }
+        voters = [
+            {
+                "id": node_id,
+                "directory_id": str(uuid.uuid4()),
+                "endpoints": [{"name": CONTROLLER_LISTENER, "host": HOST, "port": port}],
+            }
+            for node_id, port in controller_ports.items()
+        ]
         # kafka-storage format --initial-controllers: the voter set of a dynamic quorum is in the formatted metadata.
-        min_insync = str((extra_properties or {}).get("min.insync.replicas", "1"))   # the nodes' static value
-        cluster_id = ClusterState(metadata_dir).format(catch_up_ms=catch_up_ms, voters=voters, min_insync_replicas=min_insync)
+        min_insync = str((extra_properties or {}).get("min.insync.replicas", "1"))  # the nodes' static value
+        cluster_id = ClusterState(metadata_dir).format(
+            catch_up_ms=catch_up_ms, voters=voters, min_insync_replicas=min_insync
+        )
         self.info["cluster_id"] = cluster_id
         protocol = security_protocol(tls, scram)
         self.info["security_protocol"] = protocol
         common = self._security_settings(tls, scram, client_auth)
         quorum = {}
         if voters:
-            self.info["controller_quorum_bootstrap_servers"] = ",".join(f"{HOST}:{port}" for port in controller_ports.values())
-            quorum = {"controller.listener.names": CONTROLLER_LISTENER,
-                      "controller.quorum.bootstrap.servers": self.info["controller_quorum_bootstrap_servers"]}
+            self.info["controller_quorum_bootstrap_servers"] = ",".join(
+                f"{HOST}:{port}" for port in controller_ports.values()
+            )
+            quorum = {
+                "controller.listener.names": CONTROLLER_LISTENER,
+                "controller.quorum.bootstrap.servers": self.info["controller_quorum_bootstrap_servers"],
+            }
         size = parse_size(volume_size) if volume_size else None
         for node_id, roles in nodes:
-            self._create_node(node_id, roles, base_port + node_id - 1, controller_ports.get(node_id), metadata_dir, protocol,
-                              {"tls": tls, "size": size, "log_dirs": log_dirs_per_broker, "common": common, "quorum": quorum,
-                               "extra": extra_properties})
+            self._create_node(
+                node_id,
+                roles,
+                base_port + node_id - 1,
+                controller_ports.get(node_id),
+                metadata_dir,
+                protocol,
+                {
+                    "tls": tls,
+                    "size": size,
+                    "log_dirs": log_dirs_per_broker,
+                    "common": common,
+                    "quorum": quorum,
+                    "extra": extra_properties,
+                },
+            )
         self.info["bootstrap_servers"] = self._bootstrap_servers()
         self.info.update(common.get("client", {}))
         self.save()
@@ -70,20 +128,37 @@ class SimCluster(ClusterBase):
         """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
         is_broker = "broker" in roles
         home, log_dirs = self._node_home(node_id, is_broker, options["log_dirs"], options["size"])
-        protocols = ([f"CLIENT:{protocol}"] if is_broker else []) + ([f"{CONTROLLER_LISTENER}:PLAINTEXT"] if options["quorum"] else [])
+        protocols = ([f"CLIENT:{protocol}"] if is_broker else []) + (
+            [f"{CONTROLLER_LISTENER}:PLAINTEXT"] if options["quorum"] else []
+        )
         props = self._listener_properties(node_id, roles, port, controller_port, protocols)
         props.update(options["quorum"])
         if is_broker:
             props["log.dirs"] = ",".join(log_dirs)
-        props.update({
-            "metadata.log.dir": metadata_dir,
-            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-            "num.partitions": "1", "default.replication.factor": "1", "min.insync.replicas": "1",
-        })
+        props.update(
+            {
+                "metadata.log.dir": metadata_dir,
+                "broker.session.timeout.ms": "3000",
+                "broker.heartbeat.interval.ms": "500",
+                "num.partitions": "1",
+                "default.replication.factor": "1",
+                "min.insync.replicas": "1",
+            }
+        )
         config_path = self._write_node_config(home, node_id, is_broker, props, options)
-        self.info["brokers"].append({"id": node_id, "host": HOST, "port": port if is_broker else controller_port, "properties": config_path,
-                                     "log_dirs": log_dirs, "pid": None, "log_file": os.path.join(home, "broker.log"),
-                                     "roles": roles, "controller_port": controller_port})
+        self.info["brokers"].append(
+            {
+                "id": node_id,
+                "host": HOST,
+                "port": port if is_broker else controller_port,
+                "properties": config_path,
+                "log_dirs": log_dirs,
+                "pid": None,
+                "log_file": os.path.join(home, "broker.log"),
+                "roles": roles,
+                "controller_port": controller_port,
+            }
+        )
 
     def _security_settings(self, tls, scram, client_auth):
         broker, client = {}, {}
@@ -97,7 +172,12 @@ class SimCluster(ClusterBase):
             password = secrets.token_urlsafe(18)
             for mechanism in security.MECHANISMS:
                 add_scram_user(self.info["metadata_dir"], ADMIN_USER, password, mechanism)
-            broker.update({"sasl.enabled.mechanisms": ",".join(security.MECHANISMS), "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"})
+            broker.update(
+                {
+                    "sasl.enabled.mechanisms": ",".join(security.MECHANISMS),
+                    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                }
+            )
             client["sasl"] = {"mechanism": "SCRAM-SHA-512", "username": ADMIN_USER, "password": password}
             super_users.append(f"User:{ADMIN_USER}")
         if super_users:
@@ -117,7 +197,12 @@ class SimCluster(ClusterBase):
         with open(entry["log_file"], "ab") as log:
             process = subprocess.Popen(  # pylint: disable=consider-using-with  # the broker outlives this command
                 [sys.executable, "-m", "kafka_sim", "broker", "--config", entry["properties"]],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=_package_env())
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=_package_env(),
+            )
         entry["pid"] = process.pid
         entry["started_at"] = time.time()
 
@@ -164,7 +249,9 @@ class SimCluster(ClusterBase):
             raise ClusterError(f"node {node_id} is a controller only and has no log dirs")
         path = os.path.abspath(path or entry["log_dirs"][0])
         if path not in entry["log_dirs"]:
-            raise ClusterError(f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})")
+            raise ClusterError(
+                f"--log-dir {path} is not a log dir of broker {node_id} ({', '.join(entry['log_dirs'])})"
+            )
         mounted = [v for v in self.info.get("volumes", []) if v["path"] == path]
         if mounted and os.path.ismount(path):
             subprocess.run(["umount", "-l", path], capture_output=True, check=True)
@@ -181,8 +268,17 @@ class SimCluster(ClusterBase):
         for entry in self.info["brokers"]:
             running = bool(entry.get("pid")) and process_alive(entry["pid"])
             registration = registrations.get(entry["id"])
-            rows.append({"id": entry["id"], "port": entry["port"], "pid": entry.get("pid"), "running": running,
-                         "in_cluster": bool(registration and registration["alive"] and registration["pid"] == entry.get("pid"))})
+            rows.append(
+                {
+                    "id": entry["id"],
+                    "port": entry["port"],
+                    "pid": entry.get("pid"),
+                    "running": running,
+                    "in_cluster": bool(
+                        registration and registration["alive"] and registration["pid"] == entry.get("pid")
+                    ),
+                }
+            )
         return rows
 
     def active_controller(self):

@@ -96,6 +96,7 @@ class ClusterState:
                 set_voters(state, voters)
             state["configs"]["broker"].setdefault("", {}).setdefault("min.insync.replicas", min_insync_replicas)
             return state["cluster_id"]
+
         return self.update(change, cluster_id=cluster_id, catch_up_ms=catch_up_ms)
 
     def read(self):
@@ -268,6 +269,11 @@ def elect(state, voter_ids, alive, nodes, now):
     up = [node_id for node_id in voter_ids if node_id in alive]
     if len(up) * 2 > len(voter_ids):
         winner = min(up)
-        quorum.update(leader=winner, leader_incarnation=alive[winner]["incarnation"], epoch=quorum["epoch"] + 1,
-                      epoch_start_ms=now, epoch_start_offset=quorum["log_end_offset"])
+        quorum.update(
+            leader=winner,
+            leader_incarnation=alive[winner]["incarnation"],
+            epoch=quorum["epoch"] + 1,
+            epoch_start_ms=now,
+            epoch_start_offset=quorum["log_end_offset"],
+        )
     return dict(quorum)

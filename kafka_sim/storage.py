@@ -58,7 +58,7 @@ class PartitionLog:
         self.directory = directory
         self.path = os.path.join(directory, SEGMENT)
         self.lock = threading.Lock()
-        self.index = []          # (base offset, last offset, position, size, max timestamp)
+        self.index = []  # (base offset, last offset, position, size, max timestamp)
         self.indexed_size = 0
 
     def create(self):
@@ -139,8 +139,10 @@ class PartitionLog:
             except OSError:
                 pass
             reason = "No space left on device" if exc.errno == errno.ENOSPC else exc.strerror
-            raise StorageFailure(f"Error while appending records to {os.path.basename(self.directory)} in dir "
-                                 f"{os.path.dirname(self.directory)}: {reason}") from exc
+            raise StorageFailure(
+                f"Error while appending records to {os.path.basename(self.directory)} in dir "
+                f"{os.path.dirname(self.directory)}: {reason}"
+            ) from exc
 
     def read(self, offset, max_bytes):
         """Batches from the one containing ``offset``, up to max_bytes but always at least one whole batch (KIP-74)."""
@@ -155,7 +157,7 @@ class PartitionLog:
                 return b""
             start = self.index[first][2]
             end = start + self.index[first][3]
-            for entry in self.index[first + 1:]:
+            for entry in self.index[first + 1 :]:
                 if entry[2] + entry[3] - start > max_bytes:
                     break
                 end = entry[2] + entry[3]

@@ -22,15 +22,46 @@ def format_storage(libs, entries, args, jvm_options=()):
     options = [*TOOL_JVM_OPTIONS, *libs.sharing_options(), *jvm_options]
     tools = tool_classpath(libs.java, "FormatStorage")
     if tools:
-        command = [libs.java, *options, "-cp", libs.classpath + os.pathsep + tools, "FormatStorage", *args, "--",
-                   *(entry["properties"] for entry in entries)]
+        command = [
+            libs.java,
+            *options,
+            "-cp",
+            libs.classpath + os.pathsep + tools,
+            "FormatStorage",
+            *args,
+            "--",
+            *(entry["properties"] for entry in entries),
+        ]
         outcomes = formatter_outcomes(_run(command), entries)
     else:
-        processes = [(entry, subprocess.Popen(  # pylint: disable=consider-using-with  # waited for below
-            [libs.java, *options, "-cp", libs.classpath, "kafka.tools.StorageTool", *args, "-c", entry["properties"]],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)) for entry in entries]
-        outcomes = [(entry, process.returncode, output) for entry, process, output in
-                    ((entry, process, process.communicate(timeout=120)[0]) for entry, process in processes)]
+        processes = [
+            (
+                entry,
+                subprocess.Popen(  # pylint: disable=consider-using-with  # waited for below
+                    [
+                        libs.java,
+                        *options,
+                        "-cp",
+                        libs.classpath,
+                        "kafka.tools.StorageTool",
+                        *args,
+                        "-c",
+                        entry["properties"],
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                ),
+            )
+            for entry in entries
+        ]
+        outcomes = [
+            (entry, process.returncode, output)
+            for entry, process, output in (
+                (entry, process, process.communicate(timeout=120)[0]) for entry, process in processes
+            )
+        ]
     failures = []
     for entry, returncode, output in outcomes:
         if returncode != 0:
@@ -42,8 +73,15 @@ def format_storage(libs, entries, args, jvm_options=()):
 
 
 def _run(command, timeout=120):
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                            timeout=timeout, check=False)
+    result = subprocess.run(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     return result.returncode, result.stdout
 
 
@@ -55,7 +93,7 @@ def formatter_outcomes(result, entries):
     outcomes, lines = {}, []
     for line in output.splitlines():
         if line.startswith(FORMATTED):
-            code, _space, config = line[len(FORMATTED):].partition(" ")
+            code, _space, config = line[len(FORMATTED) :].partition(" ")
             if config in by_config:
                 outcomes[config] = (by_config[config], int(code), "\n".join(lines))
             lines = []

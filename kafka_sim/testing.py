@@ -13,8 +13,16 @@ import pytest
 from kafka_sim.cluster import Cluster, engine_class
 from kafka_sim.nodes import free_port_block, port_range
 
-__all__ = ["ClusterFactory", "base_port_for", "free_port_block", "kafka_cluster", "kafka_cluster_factory",
-           "kafka_cluster_root", "running_as_root", "worker_ports"]
+__all__ = [
+    "ClusterFactory",
+    "base_port_for",
+    "free_port_block",
+    "kafka_cluster",
+    "kafka_cluster_factory",
+    "kafka_cluster_root",
+    "running_as_root",
+    "worker_ports",
+]
 
 
 def worker_ports(count):
@@ -48,8 +56,10 @@ class ClusterFactory:
         directory = tempfile.mkdtemp(prefix="cluster-", dir=self.root)
         engine = options.pop("engine", self.engine)
         cluster = Cluster(directory, engine)
-        options.setdefault("base_port", base_port_for(brokers, options.get("combined", 0), options.get("controllers_only", 0),
-                                                      cluster.engine))
+        options.setdefault(
+            "base_port",
+            base_port_for(brokers, options.get("combined", 0), options.get("controllers_only", 0), cluster.engine),
+        )
         timeout = options.pop("timeout", 120.0)
         cluster.create(brokers, **options)
         self.clusters.append(cluster)

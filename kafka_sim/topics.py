@@ -16,7 +16,7 @@ def invalid_name(name):
     if not name:
         return "Topic name is illegal, it can't be empty"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return 'Topic name cannot be "." or ".."'
     if len(name) > MAX_NAME_LENGTH:
         return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
     if not _LEGAL.fullmatch(name):
@@ -88,11 +88,15 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         return errors.INVALID_TOPIC_EXCEPTION, message
     nodes = broker.nodes()
     live = broker.live_brokers(nodes)
-    registered = {node_id: node for node_id, node in nodes.items() if "broker" in node["roles"]}  # fenced ones may hold replicas
+    registered = {
+        node_id: node for node_id, node in nodes.items() if "broker" in node["roles"]
+    }  # fenced ones may hold replicas
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
-            return errors.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments were set. "
-                                            "Both cannot be used at the same time.")
+            return errors.INVALID_REQUEST, (
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time."
+            )
         # The request handler validated the assignment (ReplicationControlManager's checks) before calling here.
         replicas_by_partition = [list(broker_ids) for _index, broker_ids in sorted(assignments)]
     else:
@@ -103,12 +107,16 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         if replication_factor == -1:
             replication_factor = int(broker_setting(broker, "default.replication.factor"))
         if replication_factor <= 0:
-            return errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, or -1 to use the default value."
+            return (
+                errors.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
         if replication_factor > len(live):
             return errors.INVALID_REPLICATION_FACTOR, (
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
                 f"{replication_factor} cannot be reached because only {len(live)} broker(s) are registered or some brokers have all "
-                "their log directories cordoned.")
+                "their log directories cordoned."
+            )
         replicas_by_partition = _assign(live, num_partitions, replication_factor, name)
     for key, value in configs.items():
         problem = kafka_configs.validate_topic_config(key, value)
@@ -122,9 +130,15 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         if colliding:
             return errors.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {colliding[0]}"
         created = now_ms()
-        record = {"id": str(uuid.uuid4()), "configs": dict(configs), "created_ms": created, "partitions": [
-            {"replicas": replicas, "dirs": dirs, "created_ms": created, "leader": -1, "leader_epoch": 0}
-            for replicas, dirs in zip(replicas_by_partition, _choose_dirs(state, registered, replicas_by_partition))]}
+        record = {
+            "id": str(uuid.uuid4()),
+            "configs": dict(configs),
+            "created_ms": created,
+            "partitions": [
+                {"replicas": replicas, "dirs": dirs, "created_ms": created, "leader": -1, "leader_epoch": 0}
+                for replicas, dirs in zip(replicas_by_partition, _choose_dirs(state, registered, replicas_by_partition))
+            ],
+        }
         if not validate_only:
             state["topics"][name] = record
         return errors.NONE, record

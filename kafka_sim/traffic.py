@@ -6,16 +6,28 @@ import time
 import urllib.request
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType,
-                                   ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from kafka_sim.client_config import confluent_config
 
 # One small batch in flight: a throttled producer's first response mutes its connection, so what it gets through
 # afterwards is what the quota allows, not what was already on the wire.
-PRODUCER_SETTINGS = {"linger.ms": 2, "batch.size": 16384, "max.in.flight.requests.per.connection": 1, "acks": "all",
-                     "enable.idempotence": False}
-_SAMPLE = re.compile(r'^(?P<name>[A-Za-z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)$')
+PRODUCER_SETTINGS = {
+    "linger.ms": 2,
+    "batch.size": 16384,
+    "max.in.flight.requests.per.connection": 1,
+    "acks": "all",
+    "enable.idempotence": False,
+}
+_SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)$")
 
 
 def admin(cluster):
@@ -24,13 +36,23 @@ def admin(cluster):
 
 def create_topic(cluster, name, replicas_on):
     """A one-partition topic whose only replica sits on broker ``replicas_on``."""
-    client = admin(cluster)     # kept referenced until the result: a collected client cancels its requests
+    client = admin(cluster)  # kept referenced until the result: a collected client cancels its requests
     client.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[[replicas_on]])])[name].result(30)
 
 
 def allow_all_on_topic(cluster, topic, *users):
-    bindings = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{user}", "*", AclOperation.ALL,
-                           AclPermissionType.ALLOW) for user in users]
+    bindings = [
+        AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            f"User:{user}",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        )
+        for user in users
+    ]
     client = admin(cluster)
     for future in client.create_acls(bindings).values():
         future.result(30)
@@ -62,8 +84,18 @@ class Measured:
         return sum(size for at, size in self.acked_at if start <= at < end) / (end - start)
 
 
-def produce(cluster, topic, *, seconds, user=None, password=None, offered_rate=None, max_bytes=None, message_size=8192,
-            **settings):
+def produce(
+    cluster,
+    topic,
+    *,
+    seconds,
+    user=None,
+    password=None,
+    offered_rate=None,
+    max_bytes=None,
+    message_size=8192,
+    **settings,
+):
     """Produce for ``seconds`` (at ``offered_rate`` bytes/s if given, else as fast as the broker takes it, up to
     ``max_bytes``) and return what was acknowledged. Messages still queued at the end are dropped, not counted."""
     config = dict(PRODUCER_SETTINGS, **settings)

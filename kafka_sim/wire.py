@@ -6,12 +6,26 @@ Only the codec comes from kafka-python; what a broker answers is written in this
 import io
 import struct
 
-from kafka.protocol.admin.client_quotas import (AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
-                                                DescribeClientQuotasResponse)
-from kafka.protocol.admin.cluster import (DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
-                                          DescribeQuorumRequest, DescribeQuorumResponse)
-from kafka.protocol.admin.configs import (DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
-                                          IncrementalAlterConfigsResponse)
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
+from kafka.protocol.admin.cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
+from kafka.protocol.admin.configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
@@ -21,7 +35,12 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 
 class Api:
@@ -43,25 +62,28 @@ class Api:
 # Ranges from Kafka 4.x (see the project's Kafka facts). InitProducerId (4.0's range) is there because
 # idempotent producers, the default of current clients, cannot produce without it. Produce is advertised from v0 because
 # librdkafka refuses to produce compressed batches otherwise (KAFKA-18659), yet v0-v2 are refused.
-APIS = {api.key: api for api in (
-    Api("Produce", ProduceRequest, ProduceResponse, 3, 13, advertised_min=0),
-    Api("Fetch", FetchRequest, FetchResponse, 4, 18),
-    Api("ListOffsets", ListOffsetsRequest, ListOffsetsResponse, 1, 11),
-    Api("Metadata", MetadataRequest, MetadataResponse, 0, 13),
-    Api("FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 0, 6),
-    Api("SaslHandshake", SaslHandshakeRequest, SaslHandshakeResponse, 0, 1),
-    Api("ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 4),
-    Api("CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 7),
-    Api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
-    Api("DescribeLogDirs", DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 5),
-    Api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
-    Api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 5),
-    Api("IncrementalAlterConfigs", IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
-    Api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1),
-    Api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1),
-    Api("DescribeQuorum", DescribeQuorumRequest, DescribeQuorumResponse, 0, 2),
-    Api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 2),
-)}
+APIS = {
+    api.key: api
+    for api in (
+        Api("Produce", ProduceRequest, ProduceResponse, 3, 13, advertised_min=0),
+        Api("Fetch", FetchRequest, FetchResponse, 4, 18),
+        Api("ListOffsets", ListOffsetsRequest, ListOffsetsResponse, 1, 11),
+        Api("Metadata", MetadataRequest, MetadataResponse, 0, 13),
+        Api("FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 0, 6),
+        Api("SaslHandshake", SaslHandshakeRequest, SaslHandshakeResponse, 0, 1),
+        Api("ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 4),
+        Api("CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 7),
+        Api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
+        Api("DescribeLogDirs", DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 5),
+        Api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
+        Api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 5),
+        Api("IncrementalAlterConfigs", IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
+        Api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1),
+        Api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1),
+        Api("DescribeQuorum", DescribeQuorumRequest, DescribeQuorumResponse, 0, 2),
+        Api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 2),
+    )
+}
 API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 PRODUCE_KEY = ProduceRequest.API_KEY
 DESCRIBE_QUORUM_KEY = DescribeQuorumRequest.API_KEY
@@ -134,7 +156,7 @@ def decode_request(frame, max_versions=None):
     stream = io.BytesIO(frame)
     try:
         header = RequestHeader.decode(stream, flexible=api.flexible(version))
-        body = api.request.decode(memoryview(frame)[stream.tell():], version=version)
+        body = api.request.decode(memoryview(frame)[stream.tell() :], version=version)
     except Exception as exc:  # a malformed request: Kafka closes the connection (InvalidRequestException)
         raise ProtocolViolation(f"cannot parse {api.name} v{version}: {exc}") from exc
     return Request(api, version, header.correlation_id, header.client_id, body)
@@ -171,10 +193,15 @@ def encode_response(api, version, correlation_id, values):
 def api_versions_error_frame(correlation_id):
     """Kafka's answer to an ApiVersions request above its range: v0, UNSUPPORTED_VERSION, and ApiVersions' own range."""
     api = APIS[API_VERSIONS_KEY]
-    return encode_response(api, 0, correlation_id, {
-        "error_code": 35,
-        "api_keys": [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}],
-    })
+    return encode_response(
+        api,
+        0,
+        correlation_id,
+        {
+            "error_code": 35,
+            "api_keys": [{"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}],
+        },
+    )
 
 
 def parse_max_versions(text):
@@ -184,8 +211,15 @@ def parse_max_versions(text):
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         name, sep, value = item.partition(":")
         api = by_name.get(name.strip())
-        if not sep or api is None or not value.strip().isdigit() or not api.min_version <= int(value) <= api.max_version:
-            raise ValueError(f"Invalid value {text} for configuration test.api.max.versions: {item!r} must be ApiName:version "
-                             f"with a known API and a version in its range")
+        if (
+            not sep
+            or api is None
+            or not value.strip().isdigit()
+            or not api.min_version <= int(value) <= api.max_version
+        ):
+            raise ValueError(
+                f"Invalid value {text} for configuration test.api.max.versions: {item!r} must be ApiName:version "
+                f"with a known API and a version in its range"
+            )
         result[api.key] = int(value)
     return result

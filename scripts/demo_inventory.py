@@ -16,24 +16,38 @@ def main(cluster_file, out):
     hosts = {}
     for entry in info["brokers"]:
         hosts[f"broker-{entry['id']}"] = {
-            "kafka_node_id": entry["id"], "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
-            "kafka_listener_host": entry["host"], "kafka_listener_port": entry["port"], "kafka_properties_file": entry["properties"],
+            "kafka_node_id": entry["id"],
+            "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
+            "kafka_listener_host": entry["host"],
+            "kafka_listener_port": entry["port"],
+            "kafka_properties_file": entry["properties"],
         }
     group_vars = {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
         "kafka_connection": {"bootstrap_servers": info["bootstrap_servers"].split(",")},
-        "kafka_quotas": {"type": "strimzi", "producer_byte_rate": 1048576, "consumer_byte_rate": 2097152,
-                         "min_available_ratio_per_volume": 0.1, "excluded_principals": ["User:ops"], "check_interval": "PT5S"},
+        "kafka_quotas": {
+            "type": "strimzi",
+            "producer_byte_rate": 1048576,
+            "consumer_byte_rate": 2097152,
+            "min_available_ratio_per_volume": 0.1,
+            "excluded_principals": ["User:ops"],
+            "check_interval": "PT5S",
+        },
         "quota_plugin_admin": {"bootstrap_servers": info["bootstrap_servers"]},
-        "quota_plugin_owner": "root", "quota_plugin_group": "root",
-        "kafka_client_quotas": [{"entity": {"user": "analytics"}, "producer_byte_rate": 524288, "consumer_byte_rate": 1048576},
-                                {"entity": {"client_id": "<default>"}, "request_percentage": 50}],
+        "quota_plugin_owner": "root",
+        "quota_plugin_group": "root",
+        "kafka_client_quotas": [
+            {"entity": {"user": "analytics"}, "producer_byte_rate": 524288, "consumer_byte_rate": 1048576},
+            {"entity": {"client_id": "<default>"}, "request_percentage": 50},
+        ],
         "kafka_preflight_limits": {"min_available_ratio": 0.05, "fail_on": "pause"},
         "rolling_restart_method": "command",
         "rolling_restart_command": f"{sys.executable} -m kafka_sim restart --dir {info['directory']} --broker {{node_id}}",
         "rolling_restart_poll_interval": 0.2,
         # site.yml's last play: the usage pipeline over the snapshot topic, with the quota plugin's volume limit.
-        "usage_pipeline_out": os.path.join(ROOT, ".demo", "pipeline-live"), "usage_pipeline_min_available_ratio": 0.1,
+        "usage_pipeline_out": os.path.join(ROOT, ".demo", "pipeline-live"),
+        "usage_pipeline_min_available_ratio": 0.1,
     }
     with open(out, "w", encoding="utf-8") as handle:
         yaml.safe_dump({"all": {"children": {"kafka": {"hosts": hosts, "vars": group_vars}}}}, handle, sort_keys=False)

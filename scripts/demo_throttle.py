@@ -18,14 +18,27 @@ QUOTA_WINDOW_S = 11
 def volume_limits(cluster, ratio):
     """headroom.kafka.volume_limits as an ad-hoc task, the way an operator would ask."""
     args = f"bootstrap_servers={cluster.info['bootstrap_servers']} min_available_ratio={ratio}"
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-o",
-               "-e", f"ansible_python_interpreter={sys.executable}", "-m", "headroom.kafka.volume_limits", "-a", args]
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible"),
+        "localhost",
+        "-c",
+        "local",
+        "-o",
+        "-e",
+        f"ansible_python_interpreter={sys.executable}",
+        "-m",
+        "headroom.kafka.volume_limits",
+        "-a",
+        args,
+    ]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return json.loads(output.split("=>", 1)[1])
 
 
 def show_rate(label, measured):
-    throttle = f", throttled up to {max(measured.throttles_ms) / 1000:.0f} s" if measured.throttles_ms else ", never throttled"
+    throttle = (
+        f", throttled up to {max(measured.throttles_ms) / 1000:.0f} s" if measured.throttles_ms else ", never throttled"
+    )
     print(f"   {label}: {measured.rate / 1024:8.1f} KiB/s accepted{throttle}")
 
 
@@ -34,7 +47,9 @@ def main(cluster_file, ratio):
     brokers = cluster.broker_nodes
     observer, victim = brokers[0], brokers[-1]
     create_topic(cluster, TOPIC, replicas_on=observer["id"])
-    print(f"== the real plugin at work: broker {victim['id']}'s volume fills while a producer writes to broker {observer['id']}")
+    print(
+        f"== the real plugin at work: broker {victim['id']}'s volume fills while a producer writes to broker {observer['id']}"
+    )
     show_rate("producer before", produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20))
     log_dir = victim["log_dirs"][0]
     stat = os.statvfs(log_dir)
@@ -42,21 +57,30 @@ def main(cluster_file, ratio):
     started = time.monotonic()
     try:
         wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 0.0, 60, what="the throttle")
-        print(f"   {log_dir} filled: the plugin's throttle factor fell to 0 after {time.monotonic() - started:.1f} s "
-              f"(broker {observer['id']}'s metrics at {observer['metrics_url']})")
+        print(
+            f"   {log_dir} filled: the plugin's throttle factor fell to 0 after {time.monotonic() - started:.1f} s "
+            f"(broker {observer['id']}'s metrics at {observer['metrics_url']})"
+        )
         limits = volume_limits(cluster, ratio)
-        print(f"   volume_limits: state {limits['state']}, factor {limits['throttle_factor']}, "
-              f"violations {[(v['broker_id'], v['log_dir']) for v in limits['violations']]}")
+        print(
+            f"   volume_limits: state {limits['state']}, factor {limits['throttle_factor']}, "
+            f"violations {[(v['broker_id'], v['log_dir']) for v in limits['violations']]}"
+        )
         show_rate("producer while full", produce(cluster, TOPIC, seconds=4))
     finally:
         os.remove(filler)
     freed = time.monotonic()
-    wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, 60, what="the throttle lifting")
+    wait_until(
+        lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, 60, what="the throttle lifting"
+    )
     print(f"   filler deleted: the throttle lifted after {time.monotonic() - freed:.1f} s")
     # Kafka judges a client's rate over its quota window (11 one-second samples): what it sent while throttled
     # still counts until those samples roll over.
     time.sleep(QUOTA_WINDOW_S)
-    show_rate(f"producer after ({QUOTA_WINDOW_S} s, a quota window, later)", produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20))
+    show_rate(
+        f"producer after ({QUOTA_WINDOW_S} s, a quota window, later)",
+        produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20),
+    )
 
 
 if __name__ == "__main__":

@@ -96,7 +96,9 @@ def instant_on_or_after(micros, interval):
 
 def _positive_seconds(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or duration_micros(value) < 1:
-        raise TimelineError("{0} must be a positive number of seconds, at least one microsecond (got {1!r})".format(name, value))
+        raise TimelineError(
+            "{0} must be a positive number of seconds, at least one microsecond (got {1!r})".format(name, value)
+        )
     return duration_micros(value)
 
 
@@ -108,7 +110,11 @@ def _check_parameters(policy, fallback, min_available_bytes, min_available_ratio
     if policy == "strimzi":
         vl.validate_strimzi_limits(min_available_bytes, min_available_ratio)
     elif missing_data_action not in vl.MISSING_DATA_ACTIONS:
-        raise TimelineError("missing_data_action must be one of {0} (got {1!r})".format(", ".join(vl.MISSING_DATA_ACTIONS), missing_data_action))
+        raise TimelineError(
+            "missing_data_action must be one of {0} (got {1!r})".format(
+                ", ".join(vl.MISSING_DATA_ACTIONS), missing_data_action
+            )
+        )
 
 
 # -- messages ------------------------------------------------------------------------------------------------------
@@ -131,9 +137,16 @@ def _limit_key(limit):
 
 def duplicate_preference(message):
     """Sort key among messages of one broker and instant of observation: the smallest one is kept (see module doc)."""
-    volumes = sorted((volume["log_dir"], _size_or_unknown(volume.get("total_bytes")), _size_or_unknown(volume.get("usable_bytes")))
-                     for volume in message["volumes"])
-    return (_usable_total(message), volumes, _limit_key(message.get("soft_limit")), _limit_key(message.get("hard_limit")))
+    volumes = sorted(
+        (volume["log_dir"], _size_or_unknown(volume.get("total_bytes")), _size_or_unknown(volume.get("usable_bytes")))
+        for volume in message["volumes"]
+    )
+    return (
+        _usable_total(message),
+        volumes,
+        _limit_key(message.get("soft_limit")),
+        _limit_key(message.get("hard_limit")),
+    )
 
 
 def deduplicate(messages):
@@ -181,16 +194,30 @@ class _PluginClock:
 def _strimzi_row(instant, latest, observed, clock, interval, validity, limits):
     if not observed:
         factor, fallback_applied = clock.fail(instant)
-        return {"throttle_factor": factor, "fallback_applied": fallback_applied, "observed": False, "violations": [],
-                "volumes_considered": 0, "brokers_considered": 0}
-    included = [message for message in latest.values()
-                if message["at_micros"] > instant - interval or instant < message["at_micros"] + validity]
+        return {
+            "throttle_factor": factor,
+            "fallback_applied": fallback_applied,
+            "observed": False,
+            "violations": [],
+            "volumes_considered": 0,
+            "brokers_considered": 0,
+        }
+    included = [
+        message
+        for message in latest.values()
+        if message["at_micros"] > instant - interval or instant < message["at_micros"] + validity
+    ]
     volumes = [volume for message in included for volume in _broker_volumes(message)]
     decision = vl.strimzi_decision(volumes, **limits)
     clock.succeed(instant, decision["throttle_factor"])
-    return {"throttle_factor": decision["throttle_factor"], "fallback_applied": False, "observed": True,
-            "violations": [[v["broker_id"], v["log_dir"]] for v in decision["violations"]],
-            "volumes_considered": len(volumes) - len(decision["skipped_volumes"]), "brokers_considered": len(included)}
+    return {
+        "throttle_factor": decision["throttle_factor"],
+        "fallback_applied": False,
+        "observed": True,
+        "violations": [[v["broker_id"], v["log_dir"]] for v in decision["violations"]],
+        "volumes_considered": len(volumes) - len(decision["skipped_volumes"]),
+        "brokers_considered": len(included),
+    }
 
 
 # -- policy graded -------------------------------------------------------------------------------------------------
@@ -212,10 +239,20 @@ def _graded_row(instant, latest, freshness, missing_data_action):
     # The order of volume_limits.graded_decision: factor, then usable bytes, then (broker_id, log_dir).
     judged.sort(key=lambda item: (item[0], item[1]["usable_bytes"], vl.volume_key(item[1])))
     factor = judged[0][0] if judged else 1.0
-    violations = [[volume["broker_id"], volume["log_dir"]] for volume_factor, volume, soft_limit in judged if vl.breaches(volume, soft_limit)]
+    violations = [
+        [volume["broker_id"], volume["log_dir"]]
+        for volume_factor, volume, soft_limit in judged
+        if vl.breaches(volume, soft_limit)
+    ]
     fallback_applied = not complete and missing_data_action == "pause"
-    return {"throttle_factor": 0.0 if fallback_applied else factor, "fallback_applied": fallback_applied, "observed": bool(fresh),
-            "violations": violations, "volumes_considered": len(judged), "brokers_considered": len(fresh)}
+    return {
+        "throttle_factor": 0.0 if fallback_applied else factor,
+        "fallback_applied": fallback_applied,
+        "observed": bool(fresh),
+        "violations": violations,
+        "volumes_considered": len(judged),
+        "brokers_considered": len(fresh),
+    }
 
 
 # -- the timeline --------------------------------------------------------------------------------------------------
@@ -239,8 +276,17 @@ def _cluster_rows(cluster, messages, policy, interval, validity, fallback, limit
     return rows
 
 
-def decision_timeline(messages, policy, check_interval, validity=300, fallback=1.0, min_available_bytes=None, min_available_ratio=None,
-                      freshness=None, missing_data_action="pause"):
+def decision_timeline(
+    messages,
+    policy,
+    check_interval,
+    validity=300,
+    fallback=1.0,
+    min_available_bytes=None,
+    min_available_ratio=None,
+    freshness=None,
+    missing_data_action="pause",
+):
     """The decision rows of every cluster and check instant (see the module documentation for the rules).
 
     check_interval, validity and freshness are seconds; freshness defaults to three check intervals.
@@ -252,6 +298,17 @@ def decision_timeline(messages, policy, check_interval, validity=300, fallback=1
     limits = {"min_available_bytes": min_available_bytes, "min_available_ratio": min_available_ratio}
     rows = []
     for cluster, cluster_messages in sorted(_by_cluster(deduplicate(messages)).items()):
-        rows.extend(_cluster_rows(cluster, cluster_messages, policy, interval, validity_micros, fallback, limits,
-                                  freshness_micros, missing_data_action))
+        rows.extend(
+            _cluster_rows(
+                cluster,
+                cluster_messages,
+                policy,
+                interval,
+                validity_micros,
+                fallback,
+                limits,
+                freshness_micros,
+                missing_data_action,
+            )
+        )
     return rows

@@ -10,7 +10,9 @@ class FakeAdapter:
 
     def __init__(self, quotas=None, refuse=None, refuse_on_apply=None, log_dirs=None):
         self.log_dirs = dict(log_dirs or {})
-        self.store = dict((quota_spec.entity_key(entity), (dict(entity), dict(values))) for entity, values in (quotas or []))
+        self.store = dict(
+            (quota_spec.entity_key(entity), (dict(entity), dict(values))) for entity, values in (quotas or [])
+        )
         self.refuse = refuse or {}
         self.refuse_on_apply = refuse_on_apply or {}
         self.requests = []
@@ -45,7 +47,12 @@ class FakeAdapter:
 
     def describe_cluster(self):
         self.requests.append(("describe_cluster",))
-        return {"cluster_id": "fake", "controller": None, "brokers": [{"id": broker} for broker in sorted(self.log_dirs)], "fenced_brokers": []}
+        return {
+            "cluster_id": "fake",
+            "controller": None,
+            "brokers": [{"id": broker} for broker in sorted(self.log_dirs)],
+            "fenced_brokers": [],
+        }
 
     def describe_log_dirs(self, broker_ids, timeout_ms=None):
         self.requests.append(("describe_log_dirs", tuple(broker_ids)))

@@ -37,6 +37,7 @@ def _enabled_mechanisms(broker):
 def _lookup_credential(broker, mechanism):
     def lookup(username):
         return broker.state.read()["scram"].get(username, {}).get(mechanism)
+
     return lookup
 
 
@@ -67,14 +68,17 @@ def _authenticate(connection, token):
     if connection.sasl.complete:
         connection.authenticated = True
         connection.principal = f"User:{connection.sasl.username}"
-    return errors.NONE, "", reply   # Kafka's generated message default: "" rather than null
+    return errors.NONE, "", reply  # Kafka's generated message default: "" rather than null
 
 
 def sasl_authenticate(_broker, connection, request):
     if connection.authenticated:
         # KafkaApis.handleSaslAuthenticateRequest: answered, the connection stays open.
-        return {"error_code": errors.ILLEGAL_SASL_STATE, "error_message": "SaslAuthenticate request received after successful authentication",
-                "auth_bytes": b""}
+        return {
+            "error_code": errors.ILLEGAL_SASL_STATE,
+            "error_message": "SaslAuthenticate request received after successful authentication",
+            "auth_bytes": b"",
+        }
     if connection.sasl is None:
         # SaslServerAuthenticator.handleKafkaRequest before SaslHandshake: IllegalSaslStateException, closed without an answer.
         connection.close_after_response = True

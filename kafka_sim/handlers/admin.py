@@ -2,7 +2,8 @@
 
 import uuid
 
-from kafka_sim import errors, kafka_configs as kc, topics
+from kafka_sim import errors, topics
+from kafka_sim import kafka_configs as kc
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -18,16 +19,30 @@ def describe_log_dirs(broker, _connection, request):
     results = []
     for log_dir in broker.log_dirs:
         if not log_dir.online(offline):
-            results.append({"error_code": errors.KAFKA_STORAGE_ERROR, "log_dir": log_dir.path, "topics": [],
-                            "total_bytes": -1, "usable_bytes": -1})
+            results.append(
+                {
+                    "error_code": errors.KAFKA_STORAGE_ERROR,
+                    "log_dir": log_dir.path,
+                    "topics": [],
+                    "total_bytes": -1,
+                    "usable_bytes": -1,
+                }
+            )
             continue
         try:
             total, usable = log_dir.sizes()
             present = log_dir.partitions()
         except OSError as exc:
             broker.fail_log_dir(log_dir, exc)
-            results.append({"error_code": errors.KAFKA_STORAGE_ERROR, "log_dir": log_dir.path, "topics": [],
-                            "total_bytes": -1, "usable_bytes": -1})
+            results.append(
+                {
+                    "error_code": errors.KAFKA_STORAGE_ERROR,
+                    "log_dir": log_dir.path,
+                    "topics": [],
+                    "total_bytes": -1,
+                    "usable_bytes": -1,
+                }
+            )
             continue
         by_topic = {}
         for (name, index), size in sorted(present.items()):
@@ -36,11 +51,23 @@ def describe_log_dirs(broker, _connection, request):
             topic, parts = view[name]
             if index >= len(parts) or topic["partitions"][index]["dirs"].get(str(broker.node_id)) != log_dir.path:
                 continue
-            by_topic.setdefault(name, []).append({"partition_index": index, "partition_size": size,
-                                                  "offset_lag": _offset_lag(broker, topic, name, index, parts[index][1]),
-                                                  "is_future_key": False})
-        results.append({"error_code": errors.NONE, "log_dir": log_dir.path, "total_bytes": total, "usable_bytes": usable,
-                        "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]})
+            by_topic.setdefault(name, []).append(
+                {
+                    "partition_index": index,
+                    "partition_size": size,
+                    "offset_lag": _offset_lag(broker, topic, name, index, parts[index][1]),
+                    "is_future_key": False,
+                }
+            )
+        results.append(
+            {
+                "error_code": errors.NONE,
+                "log_dir": log_dir.path,
+                "total_bytes": total,
+                "usable_bytes": usable,
+                "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+            }
+        )
     return {"throttle_time_ms": 0, "error_code": errors.NONE, "results": results}
 
 
@@ -61,24 +88,38 @@ _STATIC_DEFAULTS = {name: d.default for name, d in kc.BROKER_CONFIGS.items() if 
 
 def _entry(name, value, source, *, topic, read_only=False, synonyms=None):
     sensitive = kc.is_sensitive(name, topic=topic)
-    return {"name": name, "value": None if sensitive else value, "read_only": read_only, "config_source": source,
-            "is_sensitive": sensitive, "synonyms": synonyms or [], "config_type": kc.type_code(name, topic=topic), "documentation": None}
+    return {
+        "name": name,
+        "value": None if sensitive else value,
+        "read_only": read_only,
+        "config_source": source,
+        "is_sensitive": sensitive,
+        "synonyms": synonyms or [],
+        "config_type": kc.type_code(name, topic=topic),
+        "documentation": None,
+    }
 
 
 def _broker_layers(broker):
     """DynamicBrokerConfig's maps, highest precedence first: per-broker dynamic, cluster-default dynamic, static, Kafka defaults."""
     dynamic = broker.state.read()["configs"]["broker"]
-    return [(dynamic.get(str(broker.node_id), {}), kc.SOURCE_DYNAMIC_BROKER_CONFIG),
-            (dynamic.get("", {}), kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
-            (broker.props, kc.SOURCE_STATIC_BROKER_CONFIG),
-            (_STATIC_DEFAULTS, kc.SOURCE_DEFAULT_CONFIG)]
+    return [
+        (dynamic.get(str(broker.node_id), {}), kc.SOURCE_DYNAMIC_BROKER_CONFIG),
+        (dynamic.get("", {}), kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (broker.props, kc.SOURCE_STATIC_BROKER_CONFIG),
+        (_STATIC_DEFAULTS, kc.SOURCE_DEFAULT_CONFIG),
+    ]
 
 
 def _config_synonyms(name, layers, sensitive):
     """``ConfigHelper.configSynonyms``: every layer's value of every synonym of ``name``, minus leading other names."""
     names = kc.broker_config_synonyms(name)
-    synonyms = [{"name": synonym, "value": None if sensitive else values[synonym], "source": source}
-                for values, source in layers for synonym in names if values.get(synonym) is not None]
+    synonyms = [
+        {"name": synonym, "value": None if sensitive else values[synonym], "source": source}
+        for values, source in layers
+        for synonym in names
+        if values.get(synonym) is not None
+    ]
     while synonyms and synonyms[0]["name"] != name:
         synonyms.pop(0)
     return synonyms
@@ -87,10 +128,15 @@ def _config_synonyms(name, layers, sensitive):
 def _broker_entry(name, value, layers, include_synonyms, per_broker):
     """``ConfigHelper.createBrokerConfigEntry``."""
     sensitive = kc.is_sensitive(name)
-    synonyms = [s for s in _config_synonyms(name, layers, sensitive)
-                if per_broker or s["source"] == kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG]
+    synonyms = [
+        s
+        for s in _config_synonyms(name, layers, sensitive)
+        if per_broker or s["source"] == kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+    ]
     source = synonyms[0]["source"] if synonyms else kc.SOURCE_DEFAULT_CONFIG
-    return _entry(name, value, source, topic=False, read_only=kc.is_read_only(name), synonyms=synonyms if include_synonyms else [])
+    return _entry(
+        name, value, source, topic=False, read_only=kc.is_read_only(name), synonyms=synonyms if include_synonyms else []
+    )
 
 
 def _broker_entries(broker, include_synonyms):
@@ -113,7 +159,10 @@ def _broker_entries(broker, include_synonyms):
 def _cluster_default_entries(broker, include_synonyms):
     """Resource name "": only the dynamic cluster-wide defaults, values as stored."""
     layers = _broker_layers(broker)
-    return [_broker_entry(name, value, layers, include_synonyms, per_broker=False) for name, value in sorted(layers[1][0].items())]
+    return [
+        _broker_entry(name, value, layers, include_synonyms, per_broker=False)
+        for name, value in sorted(layers[1][0].items())
+    ]
 
 
 def _resolved_broker_values(layers):
@@ -152,7 +201,7 @@ def _parse_broker_id(name):
     if not digits or not digits.isascii() or not digits.isdigit():
         return None
     value = int(name)
-    return value if -2 ** 31 <= value < 2 ** 31 else None
+    return value if -(2**31) <= value < 2**31 else None
 
 
 def _describe_resource(broker, view, resource, include_synonyms):
@@ -165,7 +214,11 @@ def _describe_resource(broker, view, resource, include_synonyms):
         if node_id is None:
             return errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}", []
         if node_id != broker.node_id:
-            return errors.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}", []
+            return (
+                errors.INVALID_REQUEST,
+                f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}",
+                [],
+            )
         return errors.NONE, "", _broker_entries(broker, include_synonyms)
     if resource.resource_type == TOPIC:
         invalid = topics.invalid_name(name)
@@ -185,9 +238,15 @@ def describe_configs(broker, _connection, request):
     for resource in request.body.resources:
         code, message, entries = _describe_resource(broker, view, resource, include_synonyms)
         keys = resource.configuration_keys
-        results.append({"error_code": code, "error_message": message, "resource_type": resource.resource_type,
-                        "resource_name": resource.resource_name,
-                        "configs": [e for e in entries if not keys or e["name"] in keys]})
+        results.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": resource.resource_type,
+                "resource_name": resource.resource_name,
+                "configs": [e for e in entries if not keys or e["name"] in keys],
+            }
+        )
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -197,8 +256,10 @@ def describe_configs(broker, _connection, request):
 # TOPIC operations, ControllerConfigurationValidator, existence).
 _UNKNOWN_SERVER_ERROR = -1
 # ControllerApis.authorizeAlterResource answers new ApiError(error), whose message is the error's default message.
-_ERROR_MESSAGES = {errors.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
-                   errors.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed."}
+_ERROR_MESSAGES = {
+    errors.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    errors.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+}
 
 
 def _java_split(value):
@@ -221,7 +282,7 @@ def _broker_ops(current, ops):
         elif operation in (APPEND, SUBTRACT):
             definition = kc.BROKER_CONFIGS.get(name)
             if definition is None:
-                return _UNKNOWN_SERVER_ERROR, None   # Scala Map.apply on an unknown key: NoSuchElementException
+                return _UNKNOWN_SERVER_ERROR, None  # Scala Map.apply on an unknown key: NoSuchElementException
             if definition.type != "LIST":
                 verb = "append" if operation == APPEND else "subtract"
                 return errors.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}"
@@ -286,7 +347,9 @@ def _preprocess(broker, resource):
     result = _broker_ops(broker.state.read()["configs"]["broker"].get(scope, {}), resource.configs)
     if isinstance(result, tuple):
         return result
-    problem = kc.validate_dynamic_broker_updates(result, per_broker=scope != "") or _refused_reconfiguration(broker, scope, result)
+    problem = kc.validate_dynamic_broker_updates(result, per_broker=scope != "") or _refused_reconfiguration(
+        broker, scope, result
+    )
     if problem:
         return errors.INVALID_REQUEST, problem
     return None, result
@@ -297,7 +360,9 @@ def _refused_reconfiguration(broker, scope, updated):
     where no per-broker value of its own overrides it (DynamicBrokerConfig.validate)."""
     layers = _broker_layers(broker)
     replaced = 0 if scope != "" else 1
-    new_layers = [(updated, source) if index == replaced else (values, source) for index, (values, source) in enumerate(layers)]
+    new_layers = [
+        (updated, source) if index == replaced else (values, source) for index, (values, source) in enumerate(layers)
+    ]
     return kc.validate_reconfiguration(_effective(layers), _effective(new_layers))
 
 
@@ -325,18 +390,21 @@ def _alter_topic(broker, resource, validate_only):
         return errors.INVALID_TOPIC_EXCEPTION, invalid
     resolved = _resolved_broker_values(_broker_layers(broker))
     defaults = {key: kc.topic_default_from_broker(key, resolved) for key in kc.TOPIC_CONFIGS}
-    problem = kc.validate_topic_configs(result, defaults=defaults, existing=existing,
-                                        remote_storage_system_enabled=_remote_storage_enabled(broker))
+    problem = kc.validate_topic_configs(
+        result, defaults=defaults, existing=existing, remote_storage_system_enabled=_remote_storage_enabled(broker)
+    )
     if problem:
         return errors.INVALID_CONFIG, problem
     if record is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
     if not validate_only:
+
         def change(state):
             if name not in state["topics"]:
                 return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
             state["topics"][name]["configs"] = result
             return errors.NONE, None
+
         return broker.state.update(change)
     return errors.NONE, None
 
@@ -346,7 +414,11 @@ def _alter_resource(broker, resource, principal, validate_only):
     if code is not None:
         return code, outcome
     if not broker.may_alter_cluster(principal):
-        code = errors.TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC else errors.CLUSTER_AUTHORIZATION_FAILED
+        code = (
+            errors.TOPIC_AUTHORIZATION_FAILED
+            if resource.resource_type == TOPIC
+            else errors.CLUSTER_AUTHORIZATION_FAILED
+        )
         return code, _ERROR_MESSAGES[code]
     if resource.resource_type == TOPIC:
         return _alter_topic(broker, resource, validate_only)
@@ -363,8 +435,14 @@ def incremental_alter_configs(broker, connection, request):
             code, message = errors.INVALID_REQUEST, "Each resource must appear at most once."
         else:
             code, message = _alter_resource(broker, resource, connection.principal, request.body.validate_only)
-        responses.append({"error_code": code, "error_message": message, "resource_type": resource.resource_type,
-                          "resource_name": resource.resource_name})
+        responses.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": resource.resource_type,
+                "resource_name": resource.resource_name,
+            }
+        )
     return {"throttle_time_ms": 0, "responses": responses}
 
 
@@ -393,12 +471,21 @@ def _precheck_topic(broker, item, existing):
             return errors.INVALID_CONFIG, problem
     if item.assignments:
         if item.replication_factor != -1:
-            return errors.INVALID_REQUEST, "A manual partition assignment was specified, but replication factor was not set to -1."
+            return (
+                errors.INVALID_REQUEST,
+                "A manual partition assignment was specified, but replication factor was not set to -1.",
+            )
         if item.num_partitions != -1:
-            return errors.INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions was not set to -1."
+            return (
+                errors.INVALID_REQUEST,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
         return _check_assignments(broker, item.assignments)
     if item.replication_factor < -1 or item.replication_factor == 0:
-        return errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, or -1 to use the default value."
+        return (
+            errors.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
     if item.num_partitions < -1 or item.num_partitions == 0:
         return errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
     return None
@@ -416,19 +503,24 @@ def _check_assignments(broker, assignments):
             return errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
         for position, node_id in enumerate(replicas):
             if node_id not in registered:
-                return errors.INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes broker {node_id}, "
-                                                           "but no such broker is registered.")
+                return errors.INVALID_REPLICA_ASSIGNMENT, (
+                    f"The manual partition assignment includes broker {node_id}, but no such broker is registered."
+                )
             if position and replicas[position - 1] == node_id:
-                return errors.INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes the broker {node_id} "
-                                                           "more than once.")
+                return errors.INVALID_REPLICA_ASSIGNMENT, (
+                    f"The manual partition assignment includes the broker {node_id} more than once."
+                )
         if replication_factor is not None and len(replicas) != replication_factor:
             return errors.INVALID_REPLICA_ASSIGNMENT, (
                 f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this is not "
-                f"consistent with previous partitions, which have {replication_factor} replica(s).")
+                f"consistent with previous partitions, which have {replication_factor} replica(s)."
+            )
         replication_factor = len(replicas)
         if not any(node_id in live for node_id in replicas):
-            return errors.INVALID_REPLICA_ASSIGNMENT, (f"All brokers specified in the manual partition assignment for partition "
-                                                       f"{assignment.partition_index} are fenced or in controlled shutdown.")
+            return errors.INVALID_REPLICA_ASSIGNMENT, (
+                f"All brokers specified in the manual partition assignment for partition "
+                f"{assignment.partition_index} are fenced or in controlled shutdown."
+            )
         indexes.add(assignment.partition_index)
     if indexes != set(range(len(indexes))):
         return errors.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
@@ -436,11 +528,24 @@ def _check_assignments(broker, assignments):
 
 
 def _created_entry(broker, name, outcome, validate_only):
-    return {"name": name, "topic_id": uuid.uuid4() if validate_only else uuid.UUID(outcome["id"]), "error_code": errors.NONE,
-            "error_message": None, "num_partitions": len(outcome["partitions"]),
-            "replication_factor": len(outcome["partitions"][0]["replicas"]),
-            "configs": [{"name": e["name"], "value": e["value"], "read_only": False, "config_source": e["config_source"],
-                         "is_sensitive": e["is_sensitive"]} for e in _topic_entries(broker, outcome, False)]}
+    return {
+        "name": name,
+        "topic_id": uuid.uuid4() if validate_only else uuid.UUID(outcome["id"]),
+        "error_code": errors.NONE,
+        "error_message": None,
+        "num_partitions": len(outcome["partitions"]),
+        "replication_factor": len(outcome["partitions"][0]["replicas"]),
+        "configs": [
+            {
+                "name": e["name"],
+                "value": e["value"],
+                "read_only": False,
+                "config_source": e["config_source"],
+                "is_sensitive": e["is_sensitive"],
+            }
+            for e in _topic_entries(broker, outcome, False)
+        ],
+    }
 
 
 def create_topics(broker, _connection, request):
@@ -452,16 +557,24 @@ def create_topics(broker, _connection, request):
     for item in body.topics:
         if item.name in duplicates or item.name == _METADATA_TOPIC:
             continue
-        entry = {"name": item.name, "topic_id": uuid.UUID(int=0), "error_code": errors.NONE, "error_message": None,
-                 "num_partitions": -1, "replication_factor": -1, "configs": []}
+        entry = {
+            "name": item.name,
+            "topic_id": uuid.UUID(int=0),
+            "error_code": errors.NONE,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": [],
+        }
         problem = _precheck_topic(broker, item, broker.state.read()["topics"])
         if problem is None:
             assignments = [(a.partition_index, list(a.broker_ids)) for a in (item.assignments or [])]
             configs = {c.name: c.value for c in (item.configs or [])}
             num_partitions = -1 if assignments else item.num_partitions
             replication_factor = -1 if assignments else item.replication_factor
-            code, outcome = topics.create(broker, item.name, num_partitions, replication_factor, assignments, configs,
-                                          bool(body.validate_only))
+            code, outcome = topics.create(
+                broker, item.name, num_partitions, replication_factor, assignments, configs, bool(body.validate_only)
+            )
             if code == errors.NONE:
                 results.append(_created_entry(broker, item.name, outcome, bool(body.validate_only)))
                 continue
@@ -469,10 +582,27 @@ def create_topics(broker, _connection, request):
         entry["error_code"], entry["error_message"] = problem
         results.append(entry)
     for name in duplicates:
-        results.append({"name": name, "topic_id": uuid.UUID(int=0), "error_code": errors.INVALID_REQUEST,
-                        "error_message": "Duplicate topic name.", "num_partitions": -1, "replication_factor": -1, "configs": []})
+        results.append(
+            {
+                "name": name,
+                "topic_id": uuid.UUID(int=0),
+                "error_code": errors.INVALID_REQUEST,
+                "error_message": "Duplicate topic name.",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": [],
+            }
+        )
     if _METADATA_TOPIC in names and _METADATA_TOPIC not in duplicates:
-        results.append({"name": _METADATA_TOPIC, "topic_id": uuid.UUID(int=0), "error_code": errors.INVALID_REQUEST,
-                        "error_message": f"Creation of internal topic {_METADATA_TOPIC} is prohibited.",
-                        "num_partitions": -1, "replication_factor": -1, "configs": []})
+        results.append(
+            {
+                "name": _METADATA_TOPIC,
+                "topic_id": uuid.UUID(int=0),
+                "error_code": errors.INVALID_REQUEST,
+                "error_message": f"Creation of internal topic {_METADATA_TOPIC} is prohibited.",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": [],
+            }
+        )
     return {"throttle_time_ms": 0, "topics": results}

@@ -9,13 +9,17 @@ def api_versions(broker, connection, request):
     lowered = broker.config.max_versions
     # A controller listener advertises the controller's APIs (ApiVersionManager for ListenerType.CONTROLLER).
     apis = [api for api in wire.APIS.values() if not connection.controller or api.key in wire.CONTROLLER_API_KEYS]
-    keys = [{"api_key": api.key, "min_version": api.advertised_min, "max_version": lowered.get(api.key, api.max_version)}
-            for api in sorted(apis, key=lambda api: api.key)]
+    keys = [
+        {"api_key": api.key, "min_version": api.advertised_min, "max_version": lowered.get(api.key, api.max_version)}
+        for api in sorted(apis, key=lambda api: api.key)
+    ]
     response = {"error_code": errors.NONE, "api_keys": keys, "throttle_time_ms": 0}
     if request.version >= 3:
         response["supported_features"] = [{"name": "metadata.version", "min_version": 7, "max_version": 27}]
         response["finalized_features_epoch"] = 1
-        response["finalized_features"] = [{"name": "metadata.version", "max_version_level": 27, "min_version_level": 27}]
+        response["finalized_features"] = [
+            {"name": "metadata.version", "max_version_level": 27, "min_version_level": 27}
+        ]
     return response
 
 
@@ -45,16 +49,34 @@ def controller_id(live):
 def _topic_entry(name, topic, parts, error=errors.NONE):
     partitions = []
     for index, leader, epoch, isr, offline in parts:
-        partitions.append({
-            "error_code": errors.LEADER_NOT_AVAILABLE if leader == -1 else errors.NONE,
-            "partition_index": index, "leader_id": leader, "leader_epoch": epoch,
-            "replica_nodes": topic["partitions"][index]["replicas"], "isr_nodes": isr, "offline_replicas": offline,
-        })
-    return {"error_code": error, "name": name, "topic_id": uuid.UUID(topic["id"]), "is_internal": False, "partitions": partitions}
+        partitions.append(
+            {
+                "error_code": errors.LEADER_NOT_AVAILABLE if leader == -1 else errors.NONE,
+                "partition_index": index,
+                "leader_id": leader,
+                "leader_epoch": epoch,
+                "replica_nodes": topic["partitions"][index]["replicas"],
+                "isr_nodes": isr,
+                "offline_replicas": offline,
+            }
+        )
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": uuid.UUID(topic["id"]),
+        "is_internal": False,
+        "partitions": partitions,
+    }
 
 
 def _error_topic(error, name=None, topic_id=None):
-    return {"error_code": error, "name": name, "topic_id": topic_id or uuid.UUID(int=0), "is_internal": False, "partitions": []}
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": topic_id or uuid.UUID(int=0),
+        "is_internal": False,
+        "partitions": [],
+    }
 
 
 def metadata(broker, connection, request):
@@ -63,7 +85,7 @@ def metadata(broker, connection, request):
     view = broker.topics_view()
     requested = body.topics
     if request.version == 0 and requested == []:
-        requested = None   # v0 has no null: an empty list means every topic
+        requested = None  # v0 has no null: an empty list means every topic
     entries = []
     if requested is None:
         entries = [_topic_entry(name, *view[name]) for name in sorted(view)]
@@ -93,8 +115,10 @@ def metadata(broker, connection, request):
     listener = connection.endpoint.name
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": node["node_id"], "host": endpoint["host"], "port": endpoint["port"], "rack": node["rack"]}
-                    for node, endpoint in brokers_on_listener(live, listener)],
+        "brokers": [
+            {"node_id": node["node_id"], "host": endpoint["host"], "port": endpoint["port"], "rack": node["rack"]}
+            for node, endpoint in brokers_on_listener(live, listener)
+        ],
         "cluster_id": broker.state.read()["cluster_id"],
         "controller_id": controller_id(live),
         "topics": entries,
@@ -113,8 +137,10 @@ def _describe_cluster_error(request, expected):
         code, message = errors.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {requested}"
     elif requested != expected:
         code = errors.MISMATCHED_ENDPOINT_TYPE
-        message = (f"The request was sent to an endpoint of type {_ENDPOINT_TYPES[expected]}, "
-                   f"but we wanted an endpoint of type {_ENDPOINT_TYPES[requested]}")
+        message = (
+            f"The request was sent to an endpoint of type {_ENDPOINT_TYPES[expected]}, "
+            f"but we wanted an endpoint of type {_ENDPOINT_TYPES[requested]}"
+        )
     else:
         return None
     return _bare_refusal(errors.INVALID_REQUEST if request.version == 0 else code, message)
@@ -122,8 +148,15 @@ def _describe_cluster_error(request, expected):
 
 def _bare_refusal(code, message):
     """Kafka's refusals carry no cluster id and leave the endpoint type at its default."""
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "endpoint_type": 1, "cluster_id": "",
-            "controller_id": -1, "brokers": []}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "endpoint_type": 1,
+        "cluster_id": "",
+        "controller_id": -1,
+        "brokers": [],
+    }
 
 
 def _described_node(node_id, endpoint, rack, fenced, version):
@@ -139,19 +172,31 @@ def describe_cluster(broker, connection, request):
     refused = _describe_cluster_error(request, expected)
     if refused is not None:
         return refused
-    response = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None, "endpoint_type": expected,
-                "cluster_id": broker.state.read()["cluster_id"], "controller_id": -1, "brokers": []}
+    response = {
+        "throttle_time_ms": 0,
+        "error_code": errors.NONE,
+        "error_message": None,
+        "endpoint_type": expected,
+        "cluster_id": broker.state.read()["cluster_id"],
+        "controller_id": -1,
+        "brokers": [],
+    }
     if connection.controller:
         return _describe_controllers(broker, connection, request, response)
     body = request.body
     nodes = broker.nodes()
     include_fenced = request.version >= 2 and body.include_fenced_brokers
-    shown = {node_id: node for node_id, node in nodes.items()
-             if "broker" in node["roles"] and (node["alive"] or include_fenced)}
+    shown = {
+        node_id: node
+        for node_id, node in nodes.items()
+        if "broker" in node["roles"] and (node["alive"] or include_fenced)
+    }
     live = broker.live_brokers(nodes)
     response["controller_id"] = controller_id(live)
-    response["brokers"] = [_described_node(node["node_id"], endpoint, node["rack"], not node["alive"], request.version)
-                           for node, endpoint in brokers_on_listener(shown, connection.endpoint.name)]
+    response["brokers"] = [
+        _described_node(node["node_id"], endpoint, node["rack"], not node["alive"], request.version)
+        for node, endpoint in brokers_on_listener(shown, connection.endpoint.name)
+    ]
     return response
 
 
@@ -163,8 +208,11 @@ def _describe_controllers(broker, connection, request, response):
     view = broker.quorum_view()
     voters = sorted(view[1] if view else [], key=lambda voter: voter["id"])
     endpoints = [(voter["id"], _endpoint_for(voter, connection.endpoint.name)) for voter in voters]
-    response["brokers"] = [_described_node(node_id, endpoint, None, False, request.version)
-                           for node_id, endpoint in endpoints if endpoint is not None]
+    response["brokers"] = [
+        _described_node(node_id, endpoint, None, False, request.version)
+        for node_id, endpoint in endpoints
+        if endpoint is not None
+    ]
     leader = view[0]["leader"] if view else -1
     response["controller_id"] = leader if any(entry["broker_id"] == leader for entry in response["brokers"]) else -1
     return response
@@ -174,9 +222,26 @@ def find_coordinator(broker, _connection, request):
     # The test cluster has no group or transaction coordinator: consumers use manual assignment.
     message = "The coordinator is not available."
     if request.version <= 3:
-        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": message,
-                "node_id": -1, "host": "", "port": -1}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+            "error_message": message,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
     del broker
-    return {"throttle_time_ms": 0, "coordinators": [
-        {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": message}
-        for key in request.body.coordinator_keys]}
+    return {
+        "throttle_time_ms": 0,
+        "coordinators": [
+            {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                "error_message": message,
+            }
+            for key in request.body.coordinator_keys
+        ],
+    }

@@ -45,8 +45,15 @@ def _local_log(broker, name, entry, index):
 
 # -- Produce ------------------------------------------------------------------------------------------------------
 def _produce_partition(broker, name, entry, index, payload, acks):
-    result = {"index": index, "error_code": errors.NONE, "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1,
-              "record_errors": [], "error_message": None}
+    result = {
+        "index": index,
+        "error_code": errors.NONE,
+        "base_offset": -1,
+        "log_append_time_ms": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": None,
+    }
     log, code = _local_log(broker, name, entry, index)
     if code != errors.NONE:
         result["error_code"] = code
@@ -55,7 +62,9 @@ def _produce_partition(broker, name, entry, index, payload, acks):
     max_bytes = int(topics.topic_setting(broker, topic, "max.message.bytes"))
     if payload is None or len(payload) > max_bytes:
         result["error_code"] = errors.MESSAGE_TOO_LARGE if payload else errors.CORRUPT_MESSAGE
-        result["error_message"] = f"The request included a message larger than the max message size the server will accept ({max_bytes})."
+        result["error_message"] = (
+            f"The request included a message larger than the max message size the server will accept ({max_bytes})."
+        )
         return result
     try:
         batches = records.split_batches(payload)
@@ -72,7 +81,9 @@ def _produce_partition(broker, name, entry, index, payload, acks):
     isr = parts[index][3]
     if acks == -1 and len(isr) < int(topics.topic_setting(broker, topic, "min.insync.replicas")):
         result["error_code"] = errors.NOT_ENOUGH_REPLICAS
-        result["error_message"] = f"The size of the current ISR {isr} is insufficient to satisfy the min.isr requirement"
+        result["error_message"] = (
+            f"The size of the current ISR {isr} is insufficient to satisfy the min.isr requirement"
+        )
         return result
     try:
         base = log.append_batches(batches, parts[index][2], records.assign_offsets)
@@ -135,9 +146,16 @@ def _fetch_once(broker, request, view):
         name, entry, code = _resolve(view, request.version, topic_req.topic, getattr(topic_req, "topic_id", None), 13)
         partitions = []
         for part in topic_req.partitions:
-            result = {"partition_index": part.partition, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
-                      "log_start_offset": -1, "aborted_transactions": [] if body.isolation_level == 1 else None,
-                      "preferred_read_replica": -1, "records": b""}
+            result = {
+                "partition_index": part.partition,
+                "error_code": code,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": [] if body.isolation_level == 1 else None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
             if code == errors.NONE:
                 log, result["error_code"] = _local_log(broker, name, entry, part.partition)
                 if log is not None:
@@ -198,7 +216,13 @@ def list_offsets(broker, _connection, request):
         entry = view.get(topic_req.name)
         partitions = []
         for part in topic_req.partitions:
-            result = {"partition_index": part.partition_index, "error_code": errors.NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            result = {
+                "partition_index": part.partition_index,
+                "error_code": errors.NONE,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
             if entry is None:
                 result["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -216,10 +240,20 @@ def init_producer_id(broker, _connection, request):
     """Producer ids for idempotent producers, unique across the cluster. Transactions are not modelled: a
     transactional id finds no coordinator. Sequence numbers are accepted as sent (no duplicate detection)."""
     if request.body.transactional_id is not None:
-        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
 
     def allocate(state):
         state["next_producer_id"] = state.get("next_producer_id", 1000) + 1
         return state["next_producer_id"] - 1
 
-    return {"throttle_time_ms": 0, "error_code": errors.NONE, "producer_id": broker.state.update(allocate), "producer_epoch": 0}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": errors.NONE,
+        "producer_id": broker.state.update(allocate),
+        "producer_epoch": 0,
+    }

@@ -7,7 +7,8 @@ quorum leader describes the quorum, other controllers answer NOT_LEADER_OR_FOLLO
 
 import uuid
 
-from kafka_sim import errors, state as cluster_state
+from kafka_sim import errors
+from kafka_sim import state as cluster_state
 
 METADATA_TOPIC = "__cluster_metadata"
 # LeaderState.OBSERVER_SESSION_TIMEOUT_MS: the leader forgets an observer that has not fetched for this long.
@@ -21,35 +22,70 @@ def _top_level(error):
 def _valid_partition(body):
     """KafkaRaftClient.hasValidTopicPartition: exactly one topic, ``__cluster_metadata``, with exactly partition 0."""
     topics = body.topics or []
-    return (len(topics) == 1 and topics[0].topic_name == METADATA_TOPIC and len(topics[0].partitions or []) == 1
-            and topics[0].partitions[0].partition_index == 0)
+    return (
+        len(topics) == 1
+        and topics[0].topic_name == METADATA_TOPIC
+        and len(topics[0].partitions or []) == 1
+        and topics[0].partitions[0].partition_index == 0
+    )
 
 
 def _partition_errors(body, error):
     """DescribeQuorumRequest.getPartitionLevelErrorResponse: every requested partition with the error."""
-    return {"error_code": errors.NONE, "error_message": None, "nodes": [], "topics": [
-        {"topic_name": topic.topic_name, "partitions": [{"partition_index": p.partition_index, "error_code": error}
-                                                        for p in topic.partitions or []]}
-        for topic in body.topics or []]}
+    return {
+        "error_code": errors.NONE,
+        "error_message": None,
+        "nodes": [],
+        "topics": [
+            {
+                "topic_name": topic.topic_name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": error} for p in topic.partitions or []
+                ],
+            }
+            for topic in body.topics or []
+        ],
+    }
 
 
 def _not_leader():
     """DescribeQuorumResponse.singletonErrorResponse(__cluster_metadata-0, NOT_LEADER_OR_FOLLOWER)."""
-    return {"error_code": errors.NONE, "error_message": None, "nodes": [], "topics": [
-        {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0, "error_code": errors.NOT_LEADER_OR_FOLLOWER}]}]}
+    return {
+        "error_code": errors.NONE,
+        "error_message": None,
+        "nodes": [],
+        "topics": [
+            {
+                "topic_name": METADATA_TOPIC,
+                "partitions": [{"partition_index": 0, "error_code": errors.NOT_LEADER_OR_FOLLOWER}],
+            }
+        ],
+    }
 
 
 def _replica(quorum, node_id, directory_id, node, now):
     """RaftUtil.toReplicaState: the leader reports itself as fetched and caught up now; a replica that has not fetched
     in this epoch is unknown (-1). A follower fetches on every heartbeat, up to the end of the log at that moment."""
-    state = {"replica_id": node_id, "replica_directory_id": uuid.UUID(directory_id),
-             "log_end_offset": -1, "last_fetch_timestamp": -1, "last_caught_up_timestamp": -1}
+    state = {
+        "replica_id": node_id,
+        "replica_directory_id": uuid.UUID(directory_id),
+        "log_end_offset": -1,
+        "last_fetch_timestamp": -1,
+        "last_caught_up_timestamp": -1,
+    }
     if node_id == quorum["leader"]:
-        state.update(log_end_offset=cluster_state.log_end_offset(quorum, now), last_fetch_timestamp=now, last_caught_up_timestamp=now)
+        state.update(
+            log_end_offset=cluster_state.log_end_offset(quorum, now),
+            last_fetch_timestamp=now,
+            last_caught_up_timestamp=now,
+        )
     elif node is not None and node["heartbeat_ms"] >= quorum["epoch_start_ms"]:
         fetched = min(node["heartbeat_ms"], now)
-        state.update(log_end_offset=cluster_state.log_end_offset(quorum, fetched), last_fetch_timestamp=fetched,
-                     last_caught_up_timestamp=fetched)
+        state.update(
+            log_end_offset=cluster_state.log_end_offset(quorum, fetched),
+            last_fetch_timestamp=fetched,
+            last_caught_up_timestamp=fetched,
+        )
     return state
 
 
@@ -64,15 +100,35 @@ def _describe(view):
     voter_ids = {voter["id"] for voter in voters}
     directory_ids = quorum.get("directory_ids", {})
     current = [_replica(quorum, voter["id"], voter["directory_id"], nodes.get(voter["id"]), now) for voter in voters]
-    observers = [_replica(quorum, node_id, directory_ids.get(str(node_id), cluster_state.NO_DIRECTORY_ID), node, now)
-                 for node_id, node in sorted(nodes.items())
-                 if node_id not in voter_ids and node["heartbeat_ms"] >= quorum["epoch_start_ms"]
-                 and now - node["heartbeat_ms"] <= OBSERVER_SESSION_TIMEOUT_MS]
-    return {"error_code": errors.NONE, "error_message": None, "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{
-        "partition_index": 0, "error_code": errors.NONE, "error_message": None, "leader_id": quorum["leader"],
-        "leader_epoch": quorum["epoch"], "high_watermark": _high_watermark(current),
-        "current_voters": current, "observers": observers}]}],
-        "nodes": [{"node_id": voter["id"], "listeners": voter["endpoints"]} for voter in voters]}
+    observers = [
+        _replica(quorum, node_id, directory_ids.get(str(node_id), cluster_state.NO_DIRECTORY_ID), node, now)
+        for node_id, node in sorted(nodes.items())
+        if node_id not in voter_ids
+        and node["heartbeat_ms"] >= quorum["epoch_start_ms"]
+        and now - node["heartbeat_ms"] <= OBSERVER_SESSION_TIMEOUT_MS
+    ]
+    return {
+        "error_code": errors.NONE,
+        "error_message": None,
+        "topics": [
+            {
+                "topic_name": METADATA_TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "error_code": errors.NONE,
+                        "error_message": None,
+                        "leader_id": quorum["leader"],
+                        "leader_epoch": quorum["epoch"],
+                        "high_watermark": _high_watermark(current),
+                        "current_voters": current,
+                        "observers": observers,
+                    }
+                ],
+            }
+        ],
+        "nodes": [{"node_id": voter["id"], "listeners": voter["endpoints"]} for voter in voters],
+    }
 
 
 def describe_quorum(broker, connection, request):

@@ -42,7 +42,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.headroom.kafka.plugins.module_utils.restart_plan import RestartPlanError, restart_order as plan
+from ansible_collections.headroom.kafka.plugins.module_utils.restart_plan import RestartPlanError
+from ansible_collections.headroom.kafka.plugins.module_utils.restart_plan import restart_order as plan
 
 
 def restart_order(nodes, active_controller=None):

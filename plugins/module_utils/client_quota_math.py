@@ -62,8 +62,16 @@ LEVELS = (
     (8, None, "default"),
 )
 # Which of (user, client id) a quota of each level is shared by: the metric tags of the broker's sensor.
-SHARED_BY = {1: ("user", "client_id"), 2: ("user", "client_id"), 3: ("user",), 4: ("user", "client_id"),
-             5: ("user", "client_id"), 6: ("user",), 7: ("client_id",), 8: ("client_id",)}
+SHARED_BY = {
+    1: ("user", "client_id"),
+    2: ("user", "client_id"),
+    3: ("user",),
+    4: ("user", "client_id"),
+    5: ("user", "client_id"),
+    6: ("user",),
+    7: ("client_id",),
+    8: ("client_id",),
+}
 # (direction, its quota key): produce is the traffic's bytes_in, fetch its bytes_out.
 DIRECTIONS = (("produce", "producer_byte_rate"), ("fetch", "consumer_byte_rate"))
 
@@ -118,7 +126,9 @@ def quota_group(level: int, user: Optional[str], client_id: Optional[str]) -> st
     return ",".join("{0}={1}".format(key, names[key]) for key in SHARED_BY[level])
 
 
-def resolve_quota(entries: Optional[Iterable[Dict[str, Any]]], user: Optional[str], client_id: Optional[str], key: str) -> Optional[Dict[str, Any]]:
+def resolve_quota(
+    entries: Optional[Iterable[Dict[str, Any]]], user: Optional[str], client_id: Optional[str], key: str
+) -> Optional[Dict[str, Any]]:
     """The quota ``key`` that applies to (user, client_id): {value, entity, level, quota_entity, quota_group}, or None."""
     by_level: Dict[int, List[Dict[str, Any]]] = {}
     for entry in entries or []:
@@ -132,8 +142,13 @@ def resolve_quota(entries: Optional[Iterable[Dict[str, Any]]], user: Optional[st
             continue
         for entry in by_level[level]:
             if _matches(entry["entity"], user, client_id):
-                return {"value": float(entry["values"][key]), "entity": entry["entity"], "level": level,
-                        "quota_entity": describe_entity(entry["entity"]), "quota_group": quota_group(level, user, client_id)}
+                return {
+                    "value": float(entry["values"][key]),
+                    "entity": entry["entity"],
+                    "level": level,
+                    "quota_entity": describe_entity(entry["entity"]),
+                    "quota_group": quota_group(level, user, client_id),
+                }
     return None
 
 
@@ -215,7 +230,7 @@ def _quota_figures(windows, entries, window_seconds, window_ms, prefix):
             names = column_names(prefix, direction, key)
             if quota is None:
                 window.update(dict((name, None) for name in names.values()))
-                window[names["throttle"]] = window[names["kip13"]] = 0     # no quota: Kafka never throttles
+                window[names["throttle"]] = window[names["kip13"]] = 0  # no quota: Kafka never throttles
                 continue
             shared = group_bytes[(direction, window["broker_id"], window["window_end"], quota["quota_group"])]
             rate = shared / window_seconds
@@ -242,8 +257,14 @@ def column_names(prefix: str, direction: str, key: str) -> Dict[str, str]:
     }
 
 
-def client_windows(rows: Iterable[Dict[str, Any]], quotas: Optional[Sequence[Dict[str, Any]]], proposed: Optional[Sequence[Dict[str, Any]]] = None,
-                   window_seconds: float = 60.0, quota_window_num: int = 11, quota_window_size: float = 1.0) -> List[Dict[str, Any]]:
+def client_windows(
+    rows: Iterable[Dict[str, Any]],
+    quotas: Optional[Sequence[Dict[str, Any]]],
+    proposed: Optional[Sequence[Dict[str, Any]]] = None,
+    window_seconds: float = 60.0,
+    quota_window_num: int = 11,
+    quota_window_size: float = 1.0,
+) -> List[Dict[str, Any]]:
     """One dict per (user, client_id, broker_id, window): bytes, rates, the quota that applies and the throttle times.
 
     ``rows``: dicts with ts_us (end of the interval the bytes were counted in, microseconds since the epoch),
@@ -254,9 +275,19 @@ def client_windows(rows: Iterable[Dict[str, Any]], quotas: Optional[Sequence[Dic
     window_ms = kafka_window_ms(quota_window_num, quota_window_size)
     windows = []
     for (user, client_id, broker_id, end), (bytes_in, bytes_out) in _aggregate_windows(rows, window_us).items():
-        windows.append({"user": user, "client_id": client_id, "broker_id": broker_id, "window_start": end - window_us, "window_end": end,
-                        "produce_bytes": bytes_in, "produce_bytes_per_sec": bytes_in / window_seconds,
-                        "fetch_bytes": bytes_out, "fetch_bytes_per_sec": bytes_out / window_seconds})
+        windows.append(
+            {
+                "user": user,
+                "client_id": client_id,
+                "broker_id": broker_id,
+                "window_start": end - window_us,
+                "window_end": end,
+                "produce_bytes": bytes_in,
+                "produce_bytes_per_sec": bytes_in / window_seconds,
+                "fetch_bytes": bytes_out,
+                "fetch_bytes_per_sec": bytes_out / window_seconds,
+            }
+        )
     _quota_figures(windows, quotas, window_seconds, window_ms, "")
     if proposed is not None:
         _quota_figures(windows, proposed, window_seconds, window_ms, "proposed_")
@@ -282,7 +313,7 @@ def recommended_quota(rates: Sequence[float], fraction: float, headroom: float) 
     """Percentile rate times headroom, rounded up to a whole KiB (at least 1 KiB); None without any bytes."""
     if not rates or not any(rate > 0 for rate in rates):
         return None
-    scaled = cast(float, percentile(rates, fraction)) * headroom      # some rate is above 0: rates is not empty
+    scaled = cast(float, percentile(rates, fraction)) * headroom  # some rate is above 0: rates is not empty
     return max(KIB, int(math.ceil(scaled / KIB)) * KIB)
 
 
@@ -292,7 +323,9 @@ def recommended_entity(user: Optional[str], client_id: Optional[str]) -> Optiona
     return ",".join("{0}={1}".format(key, name) for key, name in parts if present(name)) or None
 
 
-def client_recommendations(windows: Sequence[Dict[str, Any]], fraction: float = 0.99, headroom: float = 1.2) -> List[Dict[str, Any]]:
+def client_recommendations(
+    windows: Sequence[Dict[str, Any]], fraction: float = 0.99, headroom: float = 1.2
+) -> List[Dict[str, Any]]:
     """One dict per (user, client_id) from client_windows' rows: counts, peak and percentile rates, quotas, advice."""
     by_client: Dict[Tuple[Optional[str], Optional[str]], List[Dict[str, Any]]] = {}
     for window in windows:
@@ -303,20 +336,30 @@ def client_recommendations(windows: Sequence[Dict[str, Any]], fraction: float = 
         produce = [row["produce_bytes_per_sec"] for row in rows]
         fetch = [row["fetch_bytes_per_sec"] for row in rows]
         item = {
-            "user": user, "client_id": client_id, "windows": len(rows),
-            "peak_produce_bytes_per_sec": max(produce), "percentile_produce_bytes_per_sec": percentile(produce, fraction),
-            "peak_fetch_bytes_per_sec": max(fetch), "percentile_fetch_bytes_per_sec": percentile(fetch, fraction),
-            "producer_byte_rate": rows[0]["producer_byte_rate"], "quota_entity": rows[0]["quota_entity"],
-            "consumer_byte_rate": rows[0]["consumer_byte_rate"], "fetch_quota_entity": rows[0]["fetch_quota_entity"],
+            "user": user,
+            "client_id": client_id,
+            "windows": len(rows),
+            "peak_produce_bytes_per_sec": max(produce),
+            "percentile_produce_bytes_per_sec": percentile(produce, fraction),
+            "peak_fetch_bytes_per_sec": max(fetch),
+            "percentile_fetch_bytes_per_sec": percentile(fetch, fraction),
+            "producer_byte_rate": rows[0]["producer_byte_rate"],
+            "quota_entity": rows[0]["quota_entity"],
+            "consumer_byte_rate": rows[0]["consumer_byte_rate"],
+            "fetch_quota_entity": rows[0]["fetch_quota_entity"],
             "recommended_producer_byte_rate": recommended_quota(produce, fraction, headroom),
             "recommended_consumer_byte_rate": recommended_quota(fetch, fraction, headroom),
             "recommended_entity": recommended_entity(user, client_id),
             "windows_over_quota": sum(1 for row in rows if _over(row, "")),
         }
         if with_proposed:
-            item.update({"proposed_producer_byte_rate": rows[0]["proposed_producer_byte_rate"],
-                         "proposed_consumer_byte_rate": rows[0]["proposed_consumer_byte_rate"],
-                         "proposed_windows_over_quota": sum(1 for row in rows if _over(row, "proposed_"))})
+            item.update(
+                {
+                    "proposed_producer_byte_rate": rows[0]["proposed_producer_byte_rate"],
+                    "proposed_consumer_byte_rate": rows[0]["proposed_consumer_byte_rate"],
+                    "proposed_windows_over_quota": sum(1 for row in rows if _over(row, "proposed_")),
+                }
+            )
         result.append(item)
     result.sort(key=lambda item: _sort_key((item["user"], item["client_id"])))
     return result
@@ -324,4 +367,7 @@ def client_recommendations(windows: Sequence[Dict[str, Any]], fraction: float = 
 
 def _over(row, prefix):
     """Over the produce or the fetch quota in this window (the rate the quota's sharers reach exceeds it)."""
-    return any(row.get(prefix + name) is not None and row[prefix + name] > 1.0 for name in ("quota_used_fraction", "fetch_quota_used_fraction"))
+    return any(
+        row.get(prefix + name) is not None and row[prefix + name] > 1.0
+        for name in ("quota_used_fraction", "fetch_quota_used_fraction")
+    )

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (
-    CONFLUENT_KAFKA_IMPORT_ERROR, HAS_CONFLUENT_KAFKA, HAS_KAFKA_PYTHON, KAFKA_PYTHON_IMPORT_ERROR, KafkaAdapter)
+    CONFLUENT_KAFKA_IMPORT_ERROR,
+    HAS_CONFLUENT_KAFKA,
+    HAS_KAFKA_PYTHON,
+    KAFKA_PYTHON_IMPORT_ERROR,
+    KafkaAdapter,
+)
 
 if TYPE_CHECKING:
     from ansible.module_utils.basic import AnsibleModule
@@ -58,7 +63,9 @@ def connection_problem(params: Mapping[str, Any]) -> Optional[str]:
     for index, server in enumerate(servers):
         match = _SERVER.match(server.strip()) if isinstance(server, str) else None
         if not match or not 1 <= int(match.group(1)) <= 65535:
-            return "bootstrap_servers[{0}] must be host:port with a port from 1 to 65535 (got {1!r})".format(index, server)
+            return "bootstrap_servers[{0}] must be host:port with a port from 1 to 65535 (got {1!r})".format(
+                index, server
+            )
     try:
         option_checks.check_params(params, CONNECTION_RANGES)
     except option_checks.OptionError as exc:
@@ -68,12 +75,14 @@ def connection_problem(params: Mapping[str, Any]) -> Optional[str]:
         given = [name for name in names if params.get(name) is not None]
         if given and protocol not in protocols:
             return "{0} applies to security_protocol {1} only (got security_protocol {2})".format(
-                " and ".join(given), " or ".join(protocols), protocol)
+                " and ".join(given), " or ".join(protocols), protocol
+            )
     for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
         path = params.get(name)
         if path is not None and not os.path.isfile(path):
             return "{0} must be a readable file (got {1!r}: {2})".format(
-                name, path, "a directory" if os.path.isdir(path) else "no such file")
+                name, path, "a directory" if os.path.isdir(path) else "no such file"
+            )
     return None
 
 
@@ -96,14 +105,17 @@ def missing_servers(params: Mapping[str, Any], purpose: str) -> Optional[str]:
     asks Kafka, as in "to read every log dir"."""
     if params.get("bootstrap_servers"):
         return None
-    return ("bootstrap_servers is required: this task talks to Kafka {0}. Give the brokers as host:port items, for example once "
-            "for the play with module_defaults and group/headroom.kafka.kafka".format(purpose))
+    return (
+        "bootstrap_servers is required: this task talks to Kafka {0}. Give the brokers as host:port items, for example once "
+        "for the play with module_defaults and group/headroom.kafka.kafka".format(purpose)
+    )
 
 
 def connect(module: "AnsibleModule", purpose: str, need_confluent: bool = False) -> KafkaAdapter:
     """An adapter for the module's connection options; fails the module, naming the option and why it is needed, when
     bootstrap_servers is missing, and when a client library is missing."""
     from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel
+
     missing = missing_servers(module.params, purpose)
     if missing:
         module.fail_json(msg=missing)

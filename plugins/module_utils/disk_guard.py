@@ -39,8 +39,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 
 PRODUCE = "producer_byte_rate"
-DEFAULT_USER = (("user", None),)                   # quota_spec.entity_key of the <default> user
-UNLIMITED_BYTE_RATE = 9223372036854775807          # Long.MAX_VALUE: Kafka's rate when no quota applies
+DEFAULT_USER = (("user", None),)  # quota_spec.entity_key of the <default> user
+UNLIMITED_BYTE_RATE = 9223372036854775807  # Long.MAX_VALUE: Kafka's rate when no quota applies
 PRINCIPAL_PREFIX = "User:"
 
 
@@ -54,9 +54,15 @@ def excluded_users(principals: Optional[Iterable[object]], option: str = "exclud
     names = []
     for index, principal in enumerate(principals or []):
         where = "{0}[{1}]".format(option, index)
-        if not isinstance(principal, str) or not principal.startswith(PRINCIPAL_PREFIX) or len(principal) == len(PRINCIPAL_PREFIX):
-            raise GuardError("{0} must be a principal User:<name>, such as User:admin (got {1!r})".format(where, principal))
-        name = principal[len(PRINCIPAL_PREFIX):]
+        if (
+            not isinstance(principal, str)
+            or not principal.startswith(PRINCIPAL_PREFIX)
+            or len(principal) == len(PRINCIPAL_PREFIX)
+        ):
+            raise GuardError(
+                "{0} must be a principal User:<name>, such as User:admin (got {1!r})".format(where, principal)
+            )
+        name = principal[len(PRINCIPAL_PREFIX) :]
         if name in names:
             raise GuardError("{0}: {1} is listed twice".format(where, principal))
         names.append(name)
@@ -66,32 +72,48 @@ def excluded_users(principals: Optional[Iterable[object]], option: str = "exclud
 class Declaration(object):
     """The base quota set the guard scales: validated once, before anything is asked of Kafka."""
 
-    def __init__(self, quotas: Optional[List[Dict[str, Any]]], default_producer_byte_rate: Optional[float] = None,
-                 excluded_principals: Optional[List[str]] = None, excluded_producer_byte_rate: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        quotas: Optional[List[Dict[str, Any]]],
+        default_producer_byte_rate: Optional[float] = None,
+        excluded_principals: Optional[List[str]] = None,
+        excluded_producer_byte_rate: Optional[float] = None,
+    ) -> None:
         try:
             declared = quota_spec.desired_state(quotas)
         except quota_spec.QuotaSpecError as exc:
             raise GuardError(str(exc))
         for index, item in enumerate(quotas or []):
             if (item.get("state") or "present") != "present":
-                raise GuardError("quotas[{0}].state: the guard holds the whole quota set, so an entity it should not hold is left "
-                                 "out; state absent is not allowed (got {1!r})".format(index, item.get("state")))
+                raise GuardError(
+                    "quotas[{0}].state: the guard holds the whole quota set, so an entity it should not hold is left "
+                    "out; state absent is not allowed (got {1!r})".format(index, item.get("state"))
+                )
         declared_default = declared.get(DEFAULT_USER, ({}, {}))[1].get(PRODUCE)
         if default_producer_byte_rate is not None:
             rate = _whole_rate("default_producer_byte_rate", default_producer_byte_rate)
             if declared_default is not None and declared_default != rate:
-                raise GuardError("default_producer_byte_rate {0} and the <default> user's producer_byte_rate {1} in quotas disagree; "
-                                 "give the <default> user's produce rate in one of them".format(_rate_text(rate), _rate_text(declared_default)))
+                raise GuardError(
+                    "default_producer_byte_rate {0} and the <default> user's producer_byte_rate {1} in quotas disagree; "
+                    "give the <default> user's produce rate in one of them".format(
+                        _rate_text(rate), _rate_text(declared_default)
+                    )
+                )
         elif declared_default is not None:
             rate = declared_default
         else:
-            raise GuardError("default_producer_byte_rate is required (or a quotas entry for user <default> with producer_byte_rate): "
-                             "it is the produce rate of every client no declared entity covers, the rate the guard scales for them")
+            raise GuardError(
+                "default_producer_byte_rate is required (or a quotas entry for user <default> with producer_byte_rate): "
+                "it is the produce rate of every client no declared entity covers, the rate the guard scales for them"
+            )
         self.declared = declared
         self.default_rate = rate
         self.excluded = excluded_users(excluded_principals)
-        self.excluded_rate = (UNLIMITED_BYTE_RATE if excluded_producer_byte_rate is None
-                              else _whole_rate("excluded_producer_byte_rate", excluded_producer_byte_rate))
+        self.excluded_rate = (
+            UNLIMITED_BYTE_RATE
+            if excluded_producer_byte_rate is None
+            else _whole_rate("excluded_producer_byte_rate", excluded_producer_byte_rate)
+        )
 
     def is_excluded(self, entity: quota_spec.Entity) -> bool:
         return entity.get("user") is not None and entity["user"] in self.excluded
@@ -131,9 +153,11 @@ class Declaration(object):
     def shadowed_client_ids(self) -> List[Dict[str, str]]:
         """Declared client-id-only entities with a produce rate: below every user entity in Kafka's precedence, so the
         <default> user's rate, which the guard always sets, applies in their place."""
-        return [quota_spec.entity_to_spec(entity) for entity, values in
-                sorted(self.declared.values(), key=lambda item: quota_spec.entity_sort_key(item[0]))
-                if "user" not in entity and "client-id" in entity and PRODUCE in values]
+        return [
+            quota_spec.entity_to_spec(entity)
+            for entity, values in sorted(self.declared.values(), key=lambda item: quota_spec.entity_sort_key(item[0]))
+            if "user" not in entity and "client-id" in entity and PRODUCE in values
+        ]
 
 
 def scaled_rate(base: float, factor: float) -> float:
@@ -142,9 +166,18 @@ def scaled_rate(base: float, factor: float) -> float:
 
 
 def _whole_rate(option, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not float(value).is_integer() \
-            or not 1 <= value <= UNLIMITED_BYTE_RATE:
-        raise GuardError("{0} must be a whole number of bytes per second from 1 to {1} (got {2!r})".format(option, UNLIMITED_BYTE_RATE, value))
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not float(value).is_integer()
+        or not 1 <= value <= UNLIMITED_BYTE_RATE
+    ):
+        raise GuardError(
+            "{0} must be a whole number of bytes per second from 1 to {1} (got {2!r})".format(
+                option, UNLIMITED_BYTE_RATE, value
+            )
+        )
     return float(value)
 
 
@@ -156,9 +189,17 @@ def _rate_text(value):
 class Policy(object):
     """Validated limits of one policy, and the plugin's clock settings for ``strimzi``."""
 
-    def __init__(self, policy: str, min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None,
-                 soft_limit: Optional[Dict[str, Any]] = None, hard_limit: Optional[Dict[str, Any]] = None, missing_data_action: str = "pause",
-                 throttle_factor_fallback: float = 1.0, throttle_factor_validity: float = 300.0) -> None:
+    def __init__(
+        self,
+        policy: str,
+        min_available_bytes: Optional[int] = None,
+        min_available_ratio: Optional[float] = None,
+        soft_limit: Optional[Dict[str, Any]] = None,
+        hard_limit: Optional[Dict[str, Any]] = None,
+        missing_data_action: str = "pause",
+        throttle_factor_fallback: float = 1.0,
+        throttle_factor_validity: float = 300.0,
+    ) -> None:
         if policy not in ("strimzi", "graded"):
             raise GuardError("policy must be strimzi or graded (got {0!r})".format(policy))
         try:
@@ -167,17 +208,33 @@ class Policy(object):
             else:
                 rules.validate_graded_limits(soft_limit, hard_limit)
                 if missing_data_action not in rules.MISSING_DATA_ACTIONS:
-                    raise rules.LimitError("missing_data_action must be one of {0} (got {1!r})".format(
-                        ", ".join(rules.MISSING_DATA_ACTIONS), missing_data_action))
+                    raise rules.LimitError(
+                        "missing_data_action must be one of {0} (got {1!r})".format(
+                            ", ".join(rules.MISSING_DATA_ACTIONS), missing_data_action
+                        )
+                    )
         except rules.LimitError as exc:
             raise GuardError(str(exc))
-        if isinstance(throttle_factor_fallback, bool) or not isinstance(throttle_factor_fallback, (int, float)) \
-                or not 0.0 <= throttle_factor_fallback <= 1.0:
-            raise GuardError("throttle_factor_fallback must be from 0.0 to 1.0 inclusive, as the plugin's throttle.factor.fallback "
-                             "(got {0!r})".format(throttle_factor_fallback))
-        if isinstance(throttle_factor_validity, bool) or not isinstance(throttle_factor_validity, (int, float)) \
-                or math.isnan(throttle_factor_validity) or throttle_factor_validity < 0:
-            raise GuardError("throttle_factor_validity must be a duration of 0 seconds or more (got {0!r})".format(throttle_factor_validity))
+        if (
+            isinstance(throttle_factor_fallback, bool)
+            or not isinstance(throttle_factor_fallback, (int, float))
+            or not 0.0 <= throttle_factor_fallback <= 1.0
+        ):
+            raise GuardError(
+                "throttle_factor_fallback must be from 0.0 to 1.0 inclusive, as the plugin's throttle.factor.fallback "
+                "(got {0!r})".format(throttle_factor_fallback)
+            )
+        if (
+            isinstance(throttle_factor_validity, bool)
+            or not isinstance(throttle_factor_validity, (int, float))
+            or math.isnan(throttle_factor_validity)
+            or throttle_factor_validity < 0
+        ):
+            raise GuardError(
+                "throttle_factor_validity must be a duration of 0 seconds or more (got {0!r})".format(
+                    throttle_factor_validity
+                )
+            )
         self.name = policy
         self.min_available_bytes, self.min_available_ratio = min_available_bytes, min_available_ratio
         self.soft_limit, self.hard_limit, self.missing_data_action = soft_limit, hard_limit, missing_data_action
@@ -188,27 +245,35 @@ class GuardMemory(object):
     """What a decision leaves for the next one: when the last complete observation was (epoch seconds) and, per
     broker, the volumes it saw and when. Plain JSON, so the module can keep it in a file."""
 
-    def __init__(self, observed_at: Optional[float] = None, brokers: Optional[Dict[int, Dict[str, Any]]] = None) -> None:
+    def __init__(
+        self, observed_at: Optional[float] = None, brokers: Optional[Dict[int, Dict[str, Any]]] = None
+    ) -> None:
         self.observed_at = observed_at
-        self.brokers = dict(brokers or {})         # {broker_id: {"observed_at": seconds, "volumes": [...]}}
+        self.brokers = dict(brokers or {})  # {broker_id: {"observed_at": seconds, "volumes": [...]}}
 
     def to_json(self) -> Dict[str, Any]:
-        return {"observed_at": self.observed_at,
-                "brokers": dict((str(broker), entry) for broker, entry in sorted(self.brokers.items()))}
+        return {
+            "observed_at": self.observed_at,
+            "brokers": dict((str(broker), entry) for broker, entry in sorted(self.brokers.items())),
+        }
 
     @classmethod
     def from_json(cls, document: Any) -> "GuardMemory":
         """A memory from to_json's form; anything else (a file from elsewhere, a truncated write) is no memory."""
         try:
-            brokers = dict((int(broker), {"observed_at": float(entry["observed_at"]), "volumes": list(entry["volumes"])})
-                           for broker, entry in document["brokers"].items())
+            brokers = dict(
+                (int(broker), {"observed_at": float(entry["observed_at"]), "volumes": list(entry["volumes"])})
+                for broker, entry in document["brokers"].items()
+            )
             observed_at = document["observed_at"]
             return cls(None if observed_at is None else float(observed_at), brokers)
         except (KeyError, TypeError, ValueError, AttributeError):
             return cls()
 
 
-def decide(policy: Policy, view: Dict[str, Any], now: float, memory: GuardMemory, factor_applied: Optional[float]) -> Tuple[Dict[str, Any], GuardMemory]:
+def decide(
+    policy: Policy, view: Dict[str, Any], now: float, memory: GuardMemory, factor_applied: Optional[float]
+) -> Tuple[Dict[str, Any], GuardMemory]:
     """The factor to apply now: (decision, memory for the next one).
 
     ``view``: {"volumes": [volume rows of the brokers that answered], "complete": every broker that should have
@@ -217,44 +282,80 @@ def decide(policy: Policy, view: Dict[str, Any], now: float, memory: GuardMemory
     factor: observed, kept, fallback or missing data), ``fallback_applied`` and ``observed``.
     """
     if policy.name == "graded":
-        decision = rules.graded_decision(view["volumes"], policy.soft_limit, policy.hard_limit, complete=view["complete"],
-                                         missing_data_action=policy.missing_data_action)
+        decision = rules.graded_decision(
+            view["volumes"],
+            policy.soft_limit,
+            policy.hard_limit,
+            complete=view["complete"],
+            missing_data_action=policy.missing_data_action,
+        )
         if decision["missing_data_applied"]:
-            reason = "data incomplete (no data from brokers {0}): missing_data_action pause".format(_ids(view["missing_brokers"]))
+            reason = "data incomplete (no data from brokers {0}): missing_data_action pause".format(
+                _ids(view["missing_brokers"])
+            )
         elif not view["complete"]:
             reason = "data incomplete (no data from brokers {0}): missing_data_action open, the factor of the volumes seen".format(
-                _ids(view["missing_brokers"]))
+                _ids(view["missing_brokers"])
+            )
         else:
             reason = "observed"
         decision.update(fallback_applied=False, observed=view["complete"], reason=reason)
         return decision, memory
     if view["complete"]:
-        brokers = dict((broker, entry) for broker, entry in memory.brokers.items() if now < entry["observed_at"] + policy.validity)
+        brokers = dict(
+            (broker, entry) for broker, entry in memory.brokers.items() if now < entry["observed_at"] + policy.validity
+        )
         for broker in sorted(set(volume["broker_id"] for volume in view["volumes"])):
             brokers[broker] = {"observed_at": now, "volumes": [v for v in view["volumes"] if v["broker_id"] == broker]}
         answered = set(volume["broker_id"] for volume in view["volumes"])
-        volumes = list(view["volumes"]) + [v for broker, entry in sorted(brokers.items()) if broker not in answered for v in entry["volumes"]]
-        decision = rules.strimzi_decision(volumes, min_available_bytes=policy.min_available_bytes, min_available_ratio=policy.min_available_ratio)
+        volumes = list(view["volumes"]) + [
+            v for broker, entry in sorted(brokers.items()) if broker not in answered for v in entry["volumes"]
+        ]
+        decision = rules.strimzi_decision(
+            volumes, min_available_bytes=policy.min_available_bytes, min_available_ratio=policy.min_available_ratio
+        )
         remembered = sorted(broker for broker in brokers if broker not in answered)
-        decision.update(fallback_applied=False, observed=True, remembered_brokers=remembered,
-                        reason="observed" + (" (with the volumes of brokers {0}, remembered from their last answer)".format(_ids(remembered))
-                                             if remembered else ""))
+        decision.update(
+            fallback_applied=False,
+            observed=True,
+            remembered_brokers=remembered,
+            reason="observed"
+            + (
+                " (with the volumes of brokers {0}, remembered from their last answer)".format(_ids(remembered))
+                if remembered
+                else ""
+            ),
+        )
         return decision, GuardMemory(now, brokers)
-    base: Dict[str, Any] = {"policy": "strimzi", "violations": [], "least_headroom": None, "skipped_volumes": [], "observed": False, "remembered_brokers": []}
+    base: Dict[str, Any] = {
+        "policy": "strimzi",
+        "violations": [],
+        "least_headroom": None,
+        "skipped_volumes": [],
+        "observed": False,
+        "remembered_brokers": [],
+    }
     valid = memory.observed_at is not None and now - memory.observed_at <= policy.validity
     if valid and factor_applied is not None:
         factor = factor_applied
-        reason = ("observation incomplete (no answer from brokers {0}): the factor applied since {1:.0f} s ago is valid for {2:g} s"
-                  .format(_ids(view["missing_brokers"]), now - cast(float, memory.observed_at), policy.validity))     # valid: observed_at is set
+        reason = "observation incomplete (no answer from brokers {0}): the factor applied since {1:.0f} s ago is valid for {2:g} s".format(
+            _ids(view["missing_brokers"]), now - cast(float, memory.observed_at), policy.validity
+        )  # valid: observed_at is set
         base.update(throttle_factor=factor, fallback_applied=False)
     else:
         factor = policy.fallback
-        why = ("no complete observation on record" if memory.observed_at is None else
-               "the last complete observation was {0:.0f} s ago, more than the validity of {1:g} s".format(now - memory.observed_at, policy.validity))
+        why = (
+            "no complete observation on record"
+            if memory.observed_at is None
+            else "the last complete observation was {0:.0f} s ago, more than the validity of {1:g} s".format(
+                now - memory.observed_at, policy.validity
+            )
+        )
         if memory.observed_at is not None and factor_applied is None:
             why = "no factor applied to keep"
         reason = "observation incomplete (no answer from brokers {0}) and {1}: fallback factor {2:g}".format(
-            _ids(view["missing_brokers"]), why, factor)
+            _ids(view["missing_brokers"]), why, factor
+        )
         base.update(throttle_factor=factor, fallback_applied=True)
     base.update(state=rules.state_of(factor), reason=reason)
     return base, memory

@@ -32,7 +32,9 @@ class DurationError(ValueError):
 
 
 def _fail(option, value, why=None):
-    message = "{0} must be an ISO 8601 duration such as {1}, or a number of seconds (got {2!r})".format(option, EXAMPLES, value)
+    message = "{0} must be an ISO 8601 duration such as {1}, or a number of seconds (got {2!r})".format(
+        option, EXAMPLES, value
+    )
     if why:
         message = "{0}: {1}".format(message, why)
     raise DurationError(message)

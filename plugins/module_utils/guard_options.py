@@ -10,8 +10,15 @@ __metaclass__ = type
 
 from typing import Any, Dict, List
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, disk_guard, durations, limit_options, option_checks
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_options, volume_sources
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    connection,
+    disk_guard,
+    durations,
+    limit_options,
+    option_checks,
+    quota_options,
+    volume_sources,
+)
 
 GUARD_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     quotas=dict(type="list", elements="dict", default=[], options=quota_options.QUOTA_OPTIONS),
@@ -24,29 +31,46 @@ GUARD_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     snapshots=dict(type="list", elements="dict"),
     max_age=dict(type="str"),
     expected_brokers=dict(type="list", elements="int"),
-    **limit_options.POLICY_ARGUMENT_SPEC
+    **limit_options.POLICY_ARGUMENT_SPEC,
 )
 ARGUMENT_SPEC = connection.argument_spec(**GUARD_OPTIONS)
 MUTUALLY_EXCLUSIVE = limit_options.POLICY_MUTUALLY_EXCLUSIVE + [["log_dirs", "snapshots"]]
 REQUIRED_IF = limit_options.POLICY_REQUIRED_IF + connection.CONNECTION_REQUIRED_IF
 REQUIRED_TOGETHER = connection.CONNECTION_REQUIRED_TOGETHER
-OPTION_RANGES: Dict[str, option_checks.Range] = dict(limit_options.POLICY_RANGES, **{
-    "expected_brokers": option_checks.BROKER_IDS,
-    "throttle_factor_fallback": option_checks.Number(0, 1),
-})
+OPTION_RANGES: Dict[str, option_checks.Range] = dict(
+    limit_options.POLICY_RANGES,
+    **{
+        "expected_brokers": option_checks.BROKER_IDS,
+        "throttle_factor_fallback": option_checks.Number(0, 1),
+    },
+)
 
 
 class GuardSettings(object):
     """The validated options: the policy, the declaration and where the volumes come from."""
 
-    def __init__(self, policy: disk_guard.Policy, declaration: disk_guard.Declaration, source: volume_sources.Given, expected_brokers: List[int]) -> None:
-        self.policy, self.declaration, self.source, self.expected_brokers = policy, declaration, source, expected_brokers
+    def __init__(
+        self,
+        policy: disk_guard.Policy,
+        declaration: disk_guard.Declaration,
+        source: volume_sources.Given,
+        expected_brokers: List[int],
+    ) -> None:
+        self.policy, self.declaration, self.source, self.expected_brokers = (
+            policy,
+            declaration,
+            source,
+            expected_brokers,
+        )
 
 
 def settings(params: Dict[str, Any]) -> GuardSettings:
     """GuardSettings from validated params (argument spec applied); disk_guard.GuardError names the option."""
-    problem = (connection.connection_problem(params) or connection.missing_servers(params, "to read every log dir and to read and set its client quotas")
-               or limit_options.policy_problem(params))
+    problem = (
+        connection.connection_problem(params)
+        or connection.missing_servers(params, "to read every log dir and to read and set its client quotas")
+        or limit_options.policy_problem(params)
+    )
     if problem:
         raise disk_guard.GuardError(problem)
     try:
@@ -55,13 +79,20 @@ def settings(params: Dict[str, Any]) -> GuardSettings:
         source = volume_sources.given(params["log_dirs"], params["snapshots"], params["max_age"])
     except (option_checks.OptionError, durations.DurationError, volume_sources.VolumeSourceError) as exc:
         raise disk_guard.GuardError(str(exc))
-    policy = disk_guard.Policy(params["policy"], min_available_bytes=params["min_available_bytes"],
-                               min_available_ratio=params["min_available_ratio"],
-                               soft_limit=limit_options.graded_limit(params["soft_limit"]),
-                               hard_limit=limit_options.graded_limit(params["hard_limit"]),
-                               missing_data_action=params["missing_data_action"],
-                               throttle_factor_fallback=params["throttle_factor_fallback"],
-                               throttle_factor_validity=validity.total_seconds())
-    declaration = disk_guard.Declaration(quota_options.spec_from_params(params["quotas"]), params["default_producer_byte_rate"],
-                                         params["excluded_principals"], params["excluded_producer_byte_rate"])
+    policy = disk_guard.Policy(
+        params["policy"],
+        min_available_bytes=params["min_available_bytes"],
+        min_available_ratio=params["min_available_ratio"],
+        soft_limit=limit_options.graded_limit(params["soft_limit"]),
+        hard_limit=limit_options.graded_limit(params["hard_limit"]),
+        missing_data_action=params["missing_data_action"],
+        throttle_factor_fallback=params["throttle_factor_fallback"],
+        throttle_factor_validity=validity.total_seconds(),
+    )
+    declaration = disk_guard.Declaration(
+        quota_options.spec_from_params(params["quotas"]),
+        params["default_producer_byte_rate"],
+        params["excluded_principals"],
+        params["excluded_producer_byte_rate"],
+    )
     return GuardSettings(policy, declaration, source, params["expected_brokers"] or [])

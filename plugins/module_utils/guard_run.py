@@ -22,8 +22,13 @@ if TYPE_CHECKING:
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 
 
-def guard_once(adapter: "KafkaAdapter", settings: "GuardSettings", memory: disk_guard.GuardMemory, now: "datetime.datetime",
-               check_mode: bool = False) -> Tuple[Dict[str, Any], disk_guard.GuardMemory]:
+def guard_once(
+    adapter: "KafkaAdapter",
+    settings: "GuardSettings",
+    memory: disk_guard.GuardMemory,
+    now: "datetime.datetime",
+    check_mode: bool = False,
+) -> Tuple[Dict[str, Any], disk_guard.GuardMemory]:
     """(result, memory for the next decision). Requests: DescribeClientQuotas, what the volume source needs
     (DescribeCluster, DescribeLogDirs), and only when the quota set must change one validate-only AlterClientQuotas
     and one that applies (none in check mode). ``now``: a timezone-aware datetime.
@@ -33,15 +38,28 @@ def guard_once(adapter: "KafkaAdapter", settings: "GuardSettings", memory: disk_
     """
     current = quota_apply.read_state(adapter)
     found = volume_sources.gather(adapter, settings.source, settings.expected_brokers, now)
-    view = {"volumes": found["volumes"], "complete": not found["missing_brokers"], "missing_brokers": found["missing_brokers"]}
+    view = {
+        "volumes": found["volumes"],
+        "complete": not found["missing_brokers"],
+        "missing_brokers": found["missing_brokers"],
+    }
     seconds = now.timestamp()
-    decision, remembered = disk_guard.decide(settings.policy, view, seconds, memory, settings.declaration.factor_applied(current))
+    decision, remembered = disk_guard.decide(
+        settings.policy, view, seconds, memory, settings.declaration.factor_applied(current)
+    )
     target = settings.declaration.quotas_at(decision["throttle_factor"])
     applied = quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current)
     result = dict(decision)
     result.update(applied)
-    result.update(volumes=found["volumes"], source=found["source"], missing_brokers=found["missing_brokers"], stale_brokers=found["stale_brokers"],
-                  complete=view["complete"], decided_at=seconds, declaration_warnings=declaration_warnings(settings.declaration))
+    result.update(
+        volumes=found["volumes"],
+        source=found["source"],
+        missing_brokers=found["missing_brokers"],
+        stale_brokers=found["stale_brokers"],
+        complete=view["complete"],
+        decided_at=seconds,
+        declaration_warnings=declaration_warnings(settings.declaration),
+    )
     result.setdefault("missing_data_applied", False)
     return result, (memory if check_mode else remembered)
 
@@ -52,8 +70,12 @@ def declaration_warnings(declaration: disk_guard.Declaration) -> List[str]:
     if not shadowed:
         return []
     names = ", ".join("client_id={0}".format(entity["client_id"]) for entity in shadowed)
-    return ["{0}: a client_id-only produce rate never applies while the <default> user has one (Kafka's precedence puts every "
-            "user entity first), and the guard always sets the <default> user's; declare user=<default>,client_id=... instead".format(names)]
+    return [
+        "{0}: a client_id-only produce rate never applies while the <default> user has one (Kafka's precedence puts every "
+        "user entity first), and the guard always sets the <default> user's; declare user=<default>,client_id=... instead".format(
+            names
+        )
+    ]
 
 
 def load_memory(path: Optional[str]) -> disk_guard.GuardMemory:

@@ -10,7 +10,9 @@ __metaclass__ = type
 from typing import Any, Dict, Iterable, List, Optional
 
 
-def judge(cluster: Dict[str, Any], partitions: List[Dict[str, Any]], expected_brokers: Optional[Iterable[int]] = None) -> Dict[str, Any]:
+def judge(
+    cluster: Dict[str, Any], partitions: List[Dict[str, Any]], expected_brokers: Optional[Iterable[int]] = None
+) -> Dict[str, Any]:
     """Summarise broker membership and partition replication; ``healthy`` means every expected broker is active,
     no partition is under-replicated and every partition has a leader."""
     active = sorted(b["id"] for b in cluster["brokers"])
@@ -22,17 +24,29 @@ def judge(cluster: Dict[str, Any], partitions: List[Dict[str, Any]], expected_br
     if missing:
         problems.append("brokers not active: {0}".format(", ".join(str(b) for b in missing)))
     if under_replicated:
-        problems.append("{0} under-replicated partitions (first: {1}-{2}, isr {3} of replicas {4})".format(
-            len(under_replicated), under_replicated[0]["topic"], under_replicated[0]["partition"], under_replicated[0]["isr"],
-            under_replicated[0]["replicas"]))
+        problems.append(
+            "{0} under-replicated partitions (first: {1}-{2}, isr {3} of replicas {4})".format(
+                len(under_replicated),
+                under_replicated[0]["topic"],
+                under_replicated[0]["partition"],
+                under_replicated[0]["isr"],
+                under_replicated[0]["replicas"],
+            )
+        )
     if offline:
-        problems.append("{0} partitions without a leader (first: {1}-{2})".format(len(offline), offline[0]["topic"], offline[0]["partition"]))
+        problems.append(
+            "{0} partitions without a leader (first: {1}-{2})".format(
+                len(offline), offline[0]["topic"], offline[0]["partition"]
+            )
+        )
     return {
         "active_brokers": active,
         "fenced_brokers": sorted(cluster.get("fenced_brokers", [])),
         "missing_brokers": missing,
-        "under_replicated_partitions": [{"topic": p["topic"], "partition": p["partition"], "isr": p["isr"], "replicas": p["replicas"]}
-                                        for p in under_replicated],
+        "under_replicated_partitions": [
+            {"topic": p["topic"], "partition": p["partition"], "isr": p["isr"], "replicas": p["replicas"]}
+            for p in under_replicated
+        ],
         "offline_partitions": [{"topic": p["topic"], "partition": p["partition"]} for p in offline],
         "partition_count": len(partitions),
         "healthy": not problems,

@@ -24,6 +24,7 @@ try:
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
     from kafka.protocol.metadata.metadata import MetadataRequest
+
     HAS_KAFKA_PYTHON = True
     KAFKA_PYTHON_IMPORT_ERROR = None
 except ImportError:
@@ -36,6 +37,7 @@ try:
     from kafka.net.compat import KafkaNetClient
     from kafka.net.manager import KafkaConnectionManager
     from kafka.net.selector import NetworkSelector
+
     HAS_KAFKA_PYTHON_NET = True
 except ImportError:
     HAS_KAFKA_PYTHON_NET = False
@@ -43,13 +45,14 @@ except ImportError:
 try:
     import confluent_kafka
     from confluent_kafka.admin import AdminClient, NewTopic
+
     HAS_CONFLUENT_KAFKA = True
     CONFLUENT_KAFKA_IMPORT_ERROR = None
 except ImportError:
     HAS_CONFLUENT_KAFKA = False
     CONFLUENT_KAFKA_IMPORT_ERROR = traceback.format_exc()
 
-KIP_827_VERSION = 4           # DescribeLogDirs v4 added TotalBytes and UsableBytes (Kafka 3.3)
+KIP_827_VERSION = 4  # DescribeLogDirs v4 added TotalBytes and UsableBytes (Kafka 3.3)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 # librdkafka reports a refused login or TLS session only to the error callback, served between calls: waits for a
 # broker are cut into slices (the first this long), so that a refusal ends them within a slice, not at the timeout.
@@ -72,7 +75,9 @@ QuotaEntity = Mapping[str, Optional[str]]
 class KafkaAdapterError(Exception):
     """A failure talking to Kafka; ``broker`` names the broker (or bootstrap servers) involved."""
 
-    def __init__(self, message: str, broker: Optional[Union[str, int]] = None, error: Optional[BaseException] = None) -> None:
+    def __init__(
+        self, message: str, broker: Optional[Union[str, int]] = None, error: Optional[BaseException] = None
+    ) -> None:
         super(KafkaAdapterError, self).__init__(message)
         self.broker = broker
         self.error = error
@@ -97,16 +102,31 @@ def kafka_error_name(code: Optional[int]) -> Optional[str]:
 AUTHENTICATION, TLS_HANDSHAKE, TLS_SETUP = "authentication", "TLS handshake", "TLS setup"
 
 # ssl errors that mean the connection dropped (a broker stopping), not that the other side refused the session.
-_TRANSIENT_SSL_ERRORS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+_TRANSIENT_SSL_ERRORS = (
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+    ssl.SSLSyscallError,
+    ssl.SSLWantReadError,
+    ssl.SSLWantWriteError,
+)
 # librdkafka: "sasl_ssl://host:9093/bootstrap: SASL authentication error: <reason> (after 310ms in state AUTH_REQ)"
-_LIBRDKAFKA_BROKER_PREFIX = re.compile(r"^(?:[a-z_]+://)?(?P<broker>[^\s/]+:\d+)(?:/[^\s:]*)?: (?P<reason>.*)$", re.DOTALL)
+_LIBRDKAFKA_BROKER_PREFIX = re.compile(
+    r"^(?:[a-z_]+://)?(?P<broker>[^\s/]+:\d+)(?:/[^\s:]*)?: (?P<reason>.*)$", re.DOTALL
+)
 _LIBRDKAFKA_STATE_SUFFIX = re.compile(r"\s*\(after \d+ms in state [A-Z_]+\)\s*$")
-_LIBRDKAFKA_REASON_PREFIXES = ("SASL authentication error: ", "SSL handshake failed: ", "Receive failed: ", "Send failed: ")
+_LIBRDKAFKA_REASON_PREFIXES = (
+    "SASL authentication error: ",
+    "SSL handshake failed: ",
+    "Receive failed: ",
+    "Send failed: ",
+)
 # The broker's TLS alert when it rejects the client certificate arrives on the first read, reported as a transport
 # error; "close notify" is an orderly shutdown and may pass.
 _TLS_ALERT = re.compile(r"(?:ssl/tls|sslv3|tlsv1[0-9.]*) alert (?!close notify)", re.IGNORECASE)
 # librdkafka's own advice names its option (ssl.ca.location); the message gives the module's option instead.
-_LIBRDKAFKA_CA_ADVICE = re.compile(r"[:,]? *(?:broker certificate could not be verified, )?verify that ssl\.ca\.location .*$", re.DOTALL)
+_LIBRDKAFKA_CA_ADVICE = re.compile(
+    r"[:,]? *(?:broker certificate could not be verified, )?verify that ssl\.ca\.location .*$", re.DOTALL
+)
 
 
 class ConnectionRefusal(Exception):
@@ -136,12 +156,18 @@ def kafka_python_refusal(exc: BaseException) -> Optional[ConnectionRefusal]:
     raised it for a certificate or an alert, not for a dropped connection."""
     if isinstance(exc, ConnectionRefusal):
         return exc
-    if HAS_KAFKA_PYTHON and isinstance(exc, (kafka_errors.SaslAuthenticationFailedError, kafka_errors.UnsupportedSaslMechanismError,
-                                             kafka_errors.IllegalSaslStateError)):
+    if HAS_KAFKA_PYTHON and isinstance(
+        exc,
+        (
+            kafka_errors.SaslAuthenticationFailedError,
+            kafka_errors.UnsupportedSaslMechanismError,
+            kafka_errors.IllegalSaslStateError,
+        ),
+    ):
         reason = str(exc.args[0]) if exc.args else (exc.description or exc.__class__.__name__)
         prefix = exc.__class__.__name__ + ": "
-        while reason.startswith(prefix):        # kafka-python puts the class name in front of the broker's message
-            reason = reason[len(prefix):]
+        while reason.startswith(prefix):  # kafka-python puts the class name in front of the broker's message
+            reason = reason[len(prefix) :]
         return ConnectionRefusal(AUTHENTICATION, reason)
     # The handshake error is wrapped as KafkaConnectionError('Handshake failed: ...') with the ssl error as context;
     # an alert on the first read is wrapped as KafkaConnectionError(<ssl error>).
@@ -168,7 +194,7 @@ def librdkafka_refusal(error_name: Optional[str], text: Optional[str]) -> Option
         broker, reason = match.group("broker"), match.group("reason")
     for prefix in _LIBRDKAFKA_REASON_PREFIXES:
         if reason.startswith(prefix):
-            reason = reason[len(prefix):]
+            reason = reason[len(prefix) :]
     return ConnectionRefusal(kind, tls_reason(reason) if kind == TLS_HANDSHAKE else reason, broker)
 
 
@@ -182,8 +208,13 @@ def _tls_advice(reason):
     return None
 
 
-def refusal_message(refusal: ConnectionRefusal, security_protocol: str, sasl_mechanism: Optional[str] = None, sasl_username: Optional[str] = None,
-                    broker: Optional[str] = None) -> str:
+def refusal_message(
+    refusal: ConnectionRefusal,
+    security_protocol: str,
+    sasl_mechanism: Optional[str] = None,
+    sasl_username: Optional[str] = None,
+    broker: Optional[str] = None,
+) -> str:
     """One sentence for a ConnectionRefusal: what failed, for which principal and mechanism, at which broker and why.
 
     The password is never part of it: neither library puts it in an error, and callers strip it again to be sure."""
@@ -194,7 +225,8 @@ def refusal_message(refusal: ConnectionRefusal, security_protocol: str, sasl_mec
         return "authentication failed for {0}{1} at {2}: {3}".format(who, how, where, refusal.reason)
     if refusal.kind == TLS_SETUP:
         return "TLS setup failed for {0}: cannot load the TLS files: {1}; check ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password".format(
-            where, refusal.reason)
+            where, refusal.reason
+        )
     advice = _tls_advice(refusal.reason)
     return "TLS handshake failed with {0}: {1}{2}".format(where, refusal.reason, "; " + advice if advice else "")
 
@@ -208,6 +240,7 @@ def without_secrets(text: str, secrets: Iterable[Optional[str]]) -> str:
 
 
 if HAS_KAFKA_PYTHON_NET:
+
     class _RefusalAwareConnectionManager(KafkaConnectionManager):
         """kafka-python's connection manager, except that a bootstrap server refusing the credentials or the TLS
         session ends the bootstrap at once, with the broker's reason.
@@ -218,7 +251,7 @@ if HAS_KAFKA_PYTHON_NET:
 
         def __init__(self, *args, **kwargs):
             super(_RefusalAwareConnectionManager, self).__init__(*args, **kwargs)
-            self.refusals = {}      # bootstrap node id -> ConnectionRefusal
+            self.refusals = {}  # bootstrap node id -> ConnectionRefusal
 
         def get_connection(self, node_id, *args, **kwargs):
             refusal = self.refusals.get(node_id)
@@ -238,7 +271,9 @@ if HAS_KAFKA_PYTHON_NET:
 
         async def _build_transport(self, node, timeout_at=None):
             try:
-                transport = await super(_RefusalAwareConnectionManager, self)._build_transport(node, timeout_at=timeout_at)
+                transport = await super(_RefusalAwareConnectionManager, self)._build_transport(
+                    node, timeout_at=timeout_at
+                )
             except kafka_errors.KafkaError:
                 raise
             except Exception as exc:  # pylint: disable=broad-except  # connecting raises KafkaErrors; this is the TLS context
@@ -250,20 +285,24 @@ if HAS_KAFKA_PYTHON_NET:
         """A ``kafka_client`` for KafkaAdminClient: the library's client around a _RefusalAwareConnectionManager. Each
         client is added to ``created``: when the bootstrap fails the admin client does not exist, and only this list
         can stop the client's IO thread."""
+
         def build(**configs):
             net = NetworkSelector(**configs)
             client = KafkaNetClient(net=net, manager=_RefusalAwareConnectionManager(net, **configs), **configs)
             created.append(client)
             return client
+
         return build
 
 
 def bytes_before_end_of_stream(receive: SocketReceive) -> SocketReceive:
     """Wrap a kafka-python transport's _sock_recv (returns (bytes, error)) so that bytes read together with the end of
     the stream reach the connection, which the library would discard; the next read meets the end again and reports it."""
+
     def receive_everything() -> Tuple[bytes, Optional[Exception]]:
         data, error = receive()
         return (data, None) if data and error is not None else (data, error)
+
     return receive_everything
 
 
@@ -280,10 +319,21 @@ def _close_unstarted(clients):
 class KafkaAdapter:
     """A connection to one cluster, built from the collection's common connection options."""
 
-    def __init__(self, bootstrap_servers: Union[str, Sequence[str]], security_protocol: str = "PLAINTEXT", ssl_cafile: Optional[str] = None,
-                 ssl_certfile: Optional[str] = None, ssl_keyfile: Optional[str] = None, ssl_password: Optional[str] = None,
-                 ssl_check_hostname: bool = True, sasl_mechanism: Optional[str] = None, sasl_username: Optional[str] = None,
-                 sasl_password: Optional[str] = None, request_timeout: float = 30, client_id: str = "headroom-kafka") -> None:
+    def __init__(
+        self,
+        bootstrap_servers: Union[str, Sequence[str]],
+        security_protocol: str = "PLAINTEXT",
+        ssl_cafile: Optional[str] = None,
+        ssl_certfile: Optional[str] = None,
+        ssl_keyfile: Optional[str] = None,
+        ssl_password: Optional[str] = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: Optional[str] = None,
+        sasl_username: Optional[str] = None,
+        sasl_password: Optional[str] = None,
+        request_timeout: float = 30,
+        client_id: str = "headroom-kafka",
+    ) -> None:
         if isinstance(bootstrap_servers, str):
             bootstrap_servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
         self.bootstrap_servers = list(bootstrap_servers)
@@ -294,35 +344,63 @@ class KafkaAdapter:
         self._ssl_password = ssl_password
         self.request_timeout_ms = int(request_timeout * 1000)
         self._kafka_python_config: Dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap_servers, "client_id": client_id, "security_protocol": security_protocol,
-            "request_timeout_ms": self.request_timeout_ms, "bootstrap_timeout_ms": self.request_timeout_ms,
-            "ssl_cafile": ssl_cafile, "ssl_certfile": ssl_certfile, "ssl_keyfile": ssl_keyfile, "ssl_password": ssl_password,
+            "bootstrap_servers": self.bootstrap_servers,
+            "client_id": client_id,
+            "security_protocol": security_protocol,
+            "request_timeout_ms": self.request_timeout_ms,
+            "bootstrap_timeout_ms": self.request_timeout_ms,
+            "ssl_cafile": ssl_cafile,
+            "ssl_certfile": ssl_certfile,
+            "ssl_keyfile": ssl_keyfile,
+            "ssl_password": ssl_password,
             "ssl_check_hostname": ssl_check_hostname,
         }
         if sasl_mechanism:
-            self._kafka_python_config.update({"sasl_mechanism": sasl_mechanism, "sasl_plain_username": sasl_username,
-                                              "sasl_plain_password": sasl_password})
-        self._confluent_config: Dict[str, Any] = {"bootstrap.servers": ",".join(self.bootstrap_servers), "security.protocol": security_protocol,
-                                                  "client.id": client_id, "socket.timeout.ms": self.request_timeout_ms}
-        for key, value in (("ssl.ca.location", ssl_cafile), ("ssl.certificate.location", ssl_certfile),
-                           ("ssl.key.location", ssl_keyfile), ("ssl.key.password", ssl_password)):
+            self._kafka_python_config.update(
+                {
+                    "sasl_mechanism": sasl_mechanism,
+                    "sasl_plain_username": sasl_username,
+                    "sasl_plain_password": sasl_password,
+                }
+            )
+        self._confluent_config: Dict[str, Any] = {
+            "bootstrap.servers": ",".join(self.bootstrap_servers),
+            "security.protocol": security_protocol,
+            "client.id": client_id,
+            "socket.timeout.ms": self.request_timeout_ms,
+        }
+        for key, value in (
+            ("ssl.ca.location", ssl_cafile),
+            ("ssl.certificate.location", ssl_certfile),
+            ("ssl.key.location", ssl_keyfile),
+            ("ssl.key.password", ssl_password),
+        ):
             if value:
                 self._confluent_config[key] = value
         if security_protocol in ("SSL", "SASL_SSL"):
             self._confluent_config["ssl.endpoint.identification.algorithm"] = "https" if ssl_check_hostname else "none"
         if sasl_mechanism:
-            self._confluent_config.update({"sasl.mechanism": sasl_mechanism, "sasl.username": sasl_username, "sasl.password": sasl_password})
+            self._confluent_config.update(
+                {"sasl.mechanism": sasl_mechanism, "sasl.username": sasl_username, "sasl.password": sasl_password}
+            )
         self._admin: Optional["KafkaAdminClient"] = None
 
     @classmethod
     def from_module_params(cls, params: Mapping[str, Any]) -> "KafkaAdapter":
-        return cls(params["bootstrap_servers"], security_protocol=params.get("security_protocol") or "PLAINTEXT",
-                   ssl_cafile=params.get("ssl_cafile"), ssl_certfile=params.get("ssl_certfile"), ssl_keyfile=params.get("ssl_keyfile"),
-                   ssl_password=params.get("ssl_password"), ssl_check_hostname=params.get("ssl_check_hostname", True),
-                   sasl_mechanism=params.get("sasl_mechanism"), sasl_username=params.get("sasl_username"),
-                   sasl_password=params.get("sasl_password"),
-                   # The value as given: its range is checked before the adapter is built, and 0 must not become 30.
-                   request_timeout=30 if params.get("request_timeout") is None else params["request_timeout"])
+        return cls(
+            params["bootstrap_servers"],
+            security_protocol=params.get("security_protocol") or "PLAINTEXT",
+            ssl_cafile=params.get("ssl_cafile"),
+            ssl_certfile=params.get("ssl_certfile"),
+            ssl_keyfile=params.get("ssl_keyfile"),
+            ssl_password=params.get("ssl_password"),
+            ssl_check_hostname=params.get("ssl_check_hostname", True),
+            sasl_mechanism=params.get("sasl_mechanism"),
+            sasl_username=params.get("sasl_username"),
+            sasl_password=params.get("sasl_password"),
+            # The value as given: its range is checked before the adapter is built, and 0 must not become 30.
+            request_timeout=30 if params.get("request_timeout") is None else params["request_timeout"],
+        )
 
     # -- connection -----------------------------------------------------------------------------------------------
     @property
@@ -353,17 +431,25 @@ class KafkaAdapter:
                     _close_unstarted(clients)
                     refusal = kafka_python_refusal(exc)
                     if refusal is not None:
-                        raise self._refusal_error(refusal, "cannot connect to {0}".format(self.where), broker=server, error=exc)
+                        raise self._refusal_error(
+                            refusal, "cannot connect to {0}".format(self.where), broker=server, error=exc
+                        )
                     failures.append("{0}: {1}".format(server, _describe(exc)))
             if self._admin is None:
-                raise KafkaAdapterError(self._without_secrets("cannot connect to {0}: {1}".format(self.where, "; ".join(failures))),
-                                        broker=self.where)
+                raise KafkaAdapterError(
+                    self._without_secrets("cannot connect to {0}: {1}".format(self.where, "; ".join(failures))),
+                    broker=self.where,
+                )
         return self._admin
 
     def _refusal_error(self, refusal, context, broker=None, error=None):
         """KafkaAdapterError for a ConnectionRefusal: ``context`` (what could not be done) and the refusal."""
-        message = "{0}: {1}".format(context, refusal_message(refusal, self.security_protocol, self.sasl_mechanism, self.sasl_username, broker))
-        return KafkaAdapterError(self._without_secrets(message), broker=refusal.broker or broker or self.where, error=error)
+        message = "{0}: {1}".format(
+            context, refusal_message(refusal, self.security_protocol, self.sasl_mechanism, self.sasl_username, broker)
+        )
+        return KafkaAdapterError(
+            self._without_secrets(message), broker=refusal.broker or broker or self.where, error=error
+        )
 
     def _without_secrets(self, text):
         return without_secrets(text, (self._sasl_password, self._ssl_password))
@@ -383,31 +469,53 @@ class KafkaAdapter:
         except KafkaAdapterError:
             raise
         except Exception as exc:  # pylint: disable=broad-except
-            raise KafkaAdapterError("request to {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc)
+            raise KafkaAdapterError(
+                "request to {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc
+            )
 
     # -- cluster and log dirs -------------------------------------------------------------------------------------
     def describe_cluster(self) -> Dict[str, Any]:
         """{cluster_id, controller_id, brokers: [{id, host, port, rack}] (active), fenced_brokers: [id]}.
 
         DescribeCluster v2 also lists fenced brokers: registered with the controller but stopped or not heartbeating."""
-        response = self._send(DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True))
+        response = self._send(
+            DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True)
+        )
         if response.error_code:
-            raise KafkaAdapterError("DescribeCluster via {0} failed: {1}: {2}".format(
-                self.where, kafka_error_name(response.error_code), response.error_message), broker=self.where)
-        metadata = {"cluster_id": response.cluster_id, "controller_id": response.controller_id,
-                    "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.is_fenced}
-                                for b in response.brokers]}
-        brokers = [{"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
-                   for b in metadata["brokers"] if not b.get("is_fenced")]
+            raise KafkaAdapterError(
+                "DescribeCluster via {0} failed: {1}: {2}".format(
+                    self.where, kafka_error_name(response.error_code), response.error_message
+                ),
+                broker=self.where,
+            )
+        metadata = {
+            "cluster_id": response.cluster_id,
+            "controller_id": response.controller_id,
+            "brokers": [
+                {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.is_fenced}
+                for b in response.brokers
+            ],
+        }
+        brokers = [
+            {"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
+            for b in metadata["brokers"]
+            if not b.get("is_fenced")
+        ]
         fenced = sorted(b["broker_id"] for b in metadata["brokers"] if b.get("is_fenced"))
-        return {"cluster_id": metadata.get("cluster_id"), "controller_id": metadata.get("controller_id"),
-                "brokers": sorted(brokers, key=lambda b: b["id"]), "fenced_brokers": fenced}
+        return {
+            "cluster_id": metadata.get("cluster_id"),
+            "controller_id": metadata.get("controller_id"),
+            "brokers": sorted(brokers, key=lambda b: b["id"]),
+            "fenced_brokers": fenced,
+        }
 
     def active_controller(self) -> Optional[int]:
         """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by brokers to the controller), or None when
         the cluster cannot tell (no quorum reachable, or a broker too old for the API)."""
         topic = DescribeQuorumRequest.TopicData
-        request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])])
+        request = DescribeQuorumRequest(
+            topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])]
+        )
         try:
             response = self._send(request)
         except KafkaAdapterError:
@@ -423,12 +531,22 @@ class KafkaAdapter:
         rows = []
         for topic in response.topics:
             for part in topic.partitions:
-                rows.append({"topic": topic.name, "partition": part.partition_index, "leader": part.leader_id,
-                             "replicas": list(part.replica_nodes), "isr": list(part.isr_nodes),
-                             "offline_replicas": list(part.offline_replicas or []), "error": kafka_error_name(part.error_code)})
+                rows.append(
+                    {
+                        "topic": topic.name,
+                        "partition": part.partition_index,
+                        "leader": part.leader_id,
+                        "replicas": list(part.replica_nodes),
+                        "isr": list(part.isr_nodes),
+                        "offline_replicas": list(part.offline_replicas or []),
+                        "error": kafka_error_name(part.error_code),
+                    }
+                )
         return rows
 
-    def describe_log_dirs(self, broker_ids: Iterable[int], timeout_ms: Optional[int] = None) -> Dict[int, LogDirsAnswer]:
+    def describe_log_dirs(
+        self, broker_ids: Iterable[int], timeout_ms: Optional[int] = None
+    ) -> Dict[int, LogDirsAnswer]:
         """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""
         manager = connection_manager(self.admin())
         timeout_ms = timeout_ms or self.request_timeout_ms
@@ -447,54 +565,87 @@ class KafkaAdapter:
         results: Dict[int, LogDirsAnswer] = {}
         for node, answer in answers.items():
             if isinstance(answer, Exception):
-                results[node] = KafkaAdapterError("broker {0} did not answer DescribeLogDirs: {1}".format(node, _describe(answer)),
-                                                  broker=node, error=answer)
+                results[node] = KafkaAdapterError(
+                    "broker {0} did not answer DescribeLogDirs: {1}".format(node, _describe(answer)),
+                    broker=node,
+                    error=answer,
+                )
                 continue
             version = getattr(answer, "version", None)
             if version is not None and version < KIP_827_VERSION:
                 results[node] = KafkaAdapterError(
                     "broker {0} answers DescribeLogDirs only up to v{1}; total and usable bytes need v4 (KIP-827, Kafka 3.3 or later)".format(
-                        node, version), broker=node)
+                        node, version
+                    ),
+                    broker=node,
+                )
                 continue
             if getattr(answer, "error_code", 0):
-                results[node] = KafkaAdapterError("broker {0} refused DescribeLogDirs: {1}".format(node, kafka_error_name(answer.error_code)),
-                                                  broker=node)
+                results[node] = KafkaAdapterError(
+                    "broker {0} refused DescribeLogDirs: {1}".format(node, kafka_error_name(answer.error_code)),
+                    broker=node,
+                )
                 continue
-            results[node] = [{
-                "log_dir": result.log_dir,
-                "error": kafka_error_name(result.error_code),
-                "total_bytes": result.total_bytes,
-                "usable_bytes": result.usable_bytes,
-                "partitions": sum(len(topic.partitions) for topic in result.topics),
-                "partition_bytes": sum(p.partition_size for topic in result.topics for p in topic.partitions),
-            } for result in answer.results]
+            results[node] = [
+                {
+                    "log_dir": result.log_dir,
+                    "error": kafka_error_name(result.error_code),
+                    "total_bytes": result.total_bytes,
+                    "usable_bytes": result.usable_bytes,
+                    "partitions": sum(len(topic.partitions) for topic in result.topics),
+                    "partition_bytes": sum(p.partition_size for topic in result.topics for p in topic.partitions),
+                }
+                for result in answer.results
+            ]
         return results
 
     # -- client quotas --------------------------------------------------------------------------------------------
-    def describe_client_quotas(self, components: Optional[Iterable[Tuple[str, int, Optional[str]]]] = None,
-                               strict: bool = False) -> List[Tuple[Dict[str, Optional[str]], Dict[str, float]]]:
+    def describe_client_quotas(
+        self, components: Optional[Iterable[Tuple[str, int, Optional[str]]]] = None, strict: bool = False
+    ) -> List[Tuple[Dict[str, Optional[str]], Dict[str, float]]]:
         """[(entity {type: name|None}, {key: float})] for the filter (components: [(entity_type, match_type, match)])."""
         component = DescribeClientQuotasRequest.ComponentData
         request = DescribeClientQuotasRequest(
-            components=[component(entity_type=t, match_type=m, match=n) for t, m, n in (components or [])], strict=strict)
+            components=[component(entity_type=t, match_type=m, match=n) for t, m, n in (components or [])],
+            strict=strict,
+        )
         response = self._send(request)
         if response.error_code:
-            raise KafkaAdapterError("DescribeClientQuotas via {0} failed: {1}: {2}".format(
-                self.where, kafka_error_name(response.error_code), response.error_message), broker=self.where)
-        return [({part.entity_type: part.entity_name for part in entry.entity}, {v.key: v.value for v in entry.values})
-                for entry in (response.entries or [])]
+            raise KafkaAdapterError(
+                "DescribeClientQuotas via {0} failed: {1}: {2}".format(
+                    self.where, kafka_error_name(response.error_code), response.error_message
+                ),
+                broker=self.where,
+            )
+        return [
+            ({part.entity_type: part.entity_name for part in entry.entity}, {v.key: v.value for v in entry.values})
+            for entry in (response.entries or [])
+        ]
 
-    def alter_client_quotas(self, entries: Iterable[Tuple[QuotaEntity, Iterable[Tuple[str, Optional[float], bool]]]],
-                            validate_only: bool) -> List[Tuple[Dict[str, Optional[str]], Optional[str], Optional[str]]]:
+    def alter_client_quotas(
+        self, entries: Iterable[Tuple[QuotaEntity, Iterable[Tuple[str, Optional[float], bool]]]], validate_only: bool
+    ) -> List[Tuple[Dict[str, Optional[str]], Optional[str], Optional[str]]]:
         """entries: [(entity {type: name|None}, [(key, value, remove)])]; returns [(entity, error name or None, message)]."""
         entry = AlterClientQuotasRequest.EntryData
-        request = AlterClientQuotasRequest(entries=[entry(
-            entity=[entry.EntityData(entity_type=t, entity_name=n) for t, n in sorted(entity.items())],
-            ops=[entry.OpData(key=k, value=0.0 if v is None else float(v), remove=bool(r)) for k, v, r in ops],
-        ) for entity, ops in entries], validate_only=validate_only)
+        request = AlterClientQuotasRequest(
+            entries=[
+                entry(
+                    entity=[entry.EntityData(entity_type=t, entity_name=n) for t, n in sorted(entity.items())],
+                    ops=[entry.OpData(key=k, value=0.0 if v is None else float(v), remove=bool(r)) for k, v, r in ops],
+                )
+                for entity, ops in entries
+            ],
+            validate_only=validate_only,
+        )
         response = self._send(request)
-        return [({part.entity_type: part.entity_name for part in entry.entity}, kafka_error_name(entry.error_code), entry.error_message)
-                for entry in response.entries]
+        return [
+            (
+                {part.entity_type: part.entity_name for part in entry.entity},
+                kafka_error_name(entry.error_code),
+                entry.error_message,
+            )
+            for entry in response.entries
+        ]
 
     def _send(self, request):
         """Send to one broker; if it does not answer in time, try the next known broker (a frozen broker must not
@@ -545,13 +696,17 @@ class KafkaAdapter:
             except confluent_kafka.KafkaException as exc:
                 client.poll(0)
                 self._fail_on_refusal(errors, context)
-                still_connecting = exc.args[0].code() in (confluent_kafka.KafkaError._TRANSPORT,  # pylint: disable=protected-access
-                                                          confluent_kafka.KafkaError._TIMED_OUT)  # pylint: disable=protected-access
+                still_connecting = exc.args[0].code() in (
+                    confluent_kafka.KafkaError._TRANSPORT,  # pylint: disable=protected-access
+                    confluent_kafka.KafkaError._TIMED_OUT,
+                )  # pylint: disable=protected-access
                 if wait < slice_length or not still_connecting:
                     raise
             slice_length *= 2
 
-    def ensure_topic(self, name: str, partitions: int = 1, replication_factor: int = -1, configs: Optional[Dict[str, str]] = None) -> bool:
+    def ensure_topic(
+        self, name: str, partitions: int = 1, replication_factor: int = -1, configs: Optional[Dict[str, str]] = None
+    ) -> bool:
         """Create the topic if it does not exist; True when it was created."""
         config, errors = self._confluent()
         admin = AdminClient(config)
@@ -562,13 +717,18 @@ class KafkaAdapter:
             raise KafkaAdapterError("{0}: {1}".format(context, exc.args[0].str()), broker=self.where)
         if name in metadata.topics and not metadata.topics[name].error:
             return False
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})],
-                                      operation_timeout=self.request_timeout_ms / 1000.0)
+        futures = admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})],
+            operation_timeout=self.request_timeout_ms / 1000.0,
+        )
         try:
             futures[name].result()
         except confluent_kafka.KafkaException as exc:
             if exc.args[0].code() != confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-                raise KafkaAdapterError("cannot create topic {0} via {1}: {2}".format(name, self.where, exc.args[0].str()), broker=self.where)
+                raise KafkaAdapterError(
+                    "cannot create topic {0} via {1}: {2}".format(name, self.where, exc.args[0].str()),
+                    broker=self.where,
+                )
             return False
         return True
 
@@ -608,7 +768,9 @@ class KafkaAdapter:
         try:
             # Inside the try: a bad TLS file or key password fails here, and must read like any other read failure.
             config, errors = self._confluent()
-            consumer = confluent_kafka.Consumer(dict(config, **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False}))
+            consumer = confluent_kafka.Consumer(
+                dict(config, **{"group.id": "headroom-kafka-reader", "enable.auto.commit": False})
+            )
             return self._read_all(consumer, errors, topic)
         except confluent_kafka.KafkaException as exc:
             raise self._read_error(topic, _describe(exc))
@@ -617,7 +779,9 @@ class KafkaAdapter:
                 consumer.close()
 
     def _read_error(self, topic, reason):
-        return KafkaAdapterError("cannot read topic {0} via {1}: {2}".format(topic, self.where, reason), broker=self.where)
+        return KafkaAdapterError(
+            "cannot read topic {0} via {1}: {2}".format(topic, self.where, reason), broker=self.where
+        )
 
     def _read_all(self, consumer, errors, topic):
         """read_all's body: metadata, end offsets, then poll until every partition reached its end offset."""
@@ -625,8 +789,10 @@ class KafkaAdapter:
         context = "cannot read topic {0} via {1}".format(topic, self.where)
         metadata = self._list_topics(consumer, errors, context, topic)
         error = metadata.topics[topic].error if topic in metadata.topics else None
-        if topic not in metadata.topics or (error is not None and error.code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART):
-            return []       # a topic nobody has written yet holds no records
+        if topic not in metadata.topics or (
+            error is not None and error.code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+        ):
+            return []  # a topic nobody has written yet holds no records
         if error is not None:
             # Anything else (not authorized, ...) is a failure: an empty result would pass for "no data".
             raise self._read_error(topic, error.str())
@@ -644,7 +810,9 @@ class KafkaAdapter:
             message = consumer.poll(timeout)
             self._fail_on_refusal(errors, context)
             if message is None:
-                raise KafkaAdapterError("timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where)
+                raise KafkaAdapterError(
+                    "timed out reading topic {0} via {1}".format(topic, self.where), broker=self.where
+                )
             if message.error():
                 if time.monotonic() > deadline:
                     raise self._read_error(topic, message.error().str())
@@ -675,9 +843,12 @@ def connection_manager(admin: "KafkaAdminClient") -> "KafkaConnectionManager":
     manager = getattr(admin, "_manager", None)
     missing = [name for name in MANAGER_METHODS if not callable(getattr(manager, name, None))]
     if manager is None or missing or getattr(manager, "cluster", None) is None:
-        raise KafkaAdapterError("this kafka-python ({0}) has no KafkaAdminClient._manager with {1} and cluster, which the adapter "
-                                "uses to send requests kafka-python has no method for; install kafka-python{2}".format(
-                                    _kafka_python_version(), ", ".join(MANAGER_METHODS), KAFKA_PYTHON_RANGE))
+        raise KafkaAdapterError(
+            "this kafka-python ({0}) has no KafkaAdminClient._manager with {1} and cluster, which the adapter "
+            "uses to send requests kafka-python has no method for; install kafka-python{2}".format(
+                _kafka_python_version(), ", ".join(MANAGER_METHODS), KAFKA_PYTHON_RANGE
+            )
+        )
     return manager
 
 

@@ -18,7 +18,9 @@ LIMIT_OPTIONS = dict(
     type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
     level=dict(type="float", required=True),
 )
-GRADED_ARGUMENT_SPEC = dict(soft_limit=dict(type="dict", options=LIMIT_OPTIONS), hard_limit=dict(type="dict", options=LIMIT_OPTIONS))
+GRADED_ARGUMENT_SPEC = dict(
+    soft_limit=dict(type="dict", options=LIMIT_OPTIONS), hard_limit=dict(type="dict", options=LIMIT_OPTIONS)
+)
 # Bytes or a percentage; the rules narrow percentages to 100 and order the two limits.
 LIMIT_LEVEL = option_checks.Number(0, option_checks.LONG_MAX)
 GRADED_RANGES = {"soft_limit.level": LIMIT_LEVEL, "hard_limit.level": LIMIT_LEVEL}
@@ -26,9 +28,11 @@ STRIMZI_ARGUMENT_SPEC = dict(min_available_bytes=dict(type="int"), min_available
 STRIMZI_RANGES = {"min_available_bytes": option_checks.BYTES, "min_available_ratio": option_checks.Number(0, 1)}
 STRIMZI_OPTIONS = ("min_available_bytes", "min_available_ratio")
 GRADED_OPTIONS = ("soft_limit", "hard_limit")
-POLICY_ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
-                                                       missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
-                                                       **dict(STRIMZI_ARGUMENT_SPEC, **GRADED_ARGUMENT_SPEC))
+POLICY_ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
+    policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
+    missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
+    **dict(STRIMZI_ARGUMENT_SPEC, **GRADED_ARGUMENT_SPEC),
+)
 POLICY_RANGES = dict(STRIMZI_RANGES, **GRADED_RANGES)
 POLICY_MUTUALLY_EXCLUSIVE = [list(STRIMZI_OPTIONS)]
 POLICY_REQUIRED_IF = [["policy", "strimzi", list(STRIMZI_OPTIONS), True], ["policy", "graded", list(GRADED_OPTIONS)]]
@@ -51,12 +55,15 @@ def policy_problem(params: Dict[str, Any]) -> Optional[str]:
     if policy == "graded":
         given = [name for name in STRIMZI_OPTIONS if params.get(name) is not None]
         if given:
-            return "{0} {1} to policy strimzi; policy graded takes soft_limit and hard_limit".format(" and ".join(given), _belong(given))
+            return "{0} {1} to policy strimzi; policy graded takes soft_limit and hard_limit".format(
+                " and ".join(given), _belong(given)
+            )
     else:
         given = [name for name in GRADED_OPTIONS if params.get(name) is not None]
         if given:
             return "{0} {1} to policy graded; policy strimzi takes min_available_bytes or min_available_ratio".format(
-                " and ".join(given), _belong(given))
+                " and ".join(given), _belong(given)
+            )
     try:
         if policy == "strimzi":
             rules.validate_strimzi_limits(params.get("min_available_bytes"), params.get("min_available_ratio"))

@@ -36,7 +36,9 @@ def log_dir_row(broker_id: int, entry: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def build_view(cluster: Dict[str, Any], answers: Mapping[int, Union[List[Dict[str, Any]], Exception, None]], snapshot_at: str) -> Dict[str, Any]:
+def build_view(
+    cluster: Dict[str, Any], answers: Mapping[int, Union[List[Dict[str, Any]], Exception, None]], snapshot_at: str
+) -> Dict[str, Any]:
     """Combine DescribeCluster and the per-broker DescribeLogDirs answers (lists, or errors) into the module result."""
     rows: List[Dict[str, Any]]
     rows, missing, failures = [], [], []

@@ -20,19 +20,41 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Mapping, Option
 if TYPE_CHECKING:
     from ansible.module_utils.basic import AnsibleModule
 
-KAFKA_ID_MAX = 2 ** 31 - 1          # broker and node ids are Java ints >= 0
-LONG_MAX = 2 ** 63 - 1              # sizes and rates Kafka keeps in a Java long
-EARLIEST_INSTANT = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)    # Kafka's timestamps start at the epoch
+KAFKA_ID_MAX = 2**31 - 1  # broker and node ids are Java ints >= 0
+LONG_MAX = 2**63 - 1  # sizes and rates Kafka keeps in a Java long
+EARLIEST_INSTANT = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)  # Kafka's timestamps start at the epoch
 LATEST_INSTANT = datetime.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc)
 # Keys Ansible gives a meaning to in a task result: data under one of them changes how the task is shown or judged
 # (a "skipped" list makes an evaluated task read as skipped).
-RESERVED_RESULT_KEYS = frozenset((
-    "changed", "failed", "skipped", "skip_reason", "msg", "invocation", "rc", "stdout", "stdout_lines", "stderr",
-    "stderr_lines", "results", "warnings", "deprecations", "exception", "ansible_facts", "diff", "unreachable", "item",
-    "attempts", "module_stdout", "module_stderr",
-))
+RESERVED_RESULT_KEYS = frozenset(
+    (
+        "changed",
+        "failed",
+        "skipped",
+        "skip_reason",
+        "msg",
+        "invocation",
+        "rc",
+        "stdout",
+        "stdout_lines",
+        "stderr",
+        "stderr_lines",
+        "results",
+        "warnings",
+        "deprecations",
+        "exception",
+        "ansible_facts",
+        "diff",
+        "unreachable",
+        "item",
+        "attempts",
+        "module_stdout",
+        "module_stderr",
+    )
+)
 _DATETIME = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)$")
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)$"
+)
 _UTC = datetime.timezone.utc
 _T = TypeVar("_T")
 
@@ -50,8 +72,15 @@ def _number_text(value):
 class Number:
     """A closed range of finite numbers, optionally whole; ``above`` makes the lower bound exclusive."""
 
-    def __init__(self, minimum: float, maximum: float, unit: Optional[str] = None, integer: bool = False, above: bool = False,
-                 what: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        minimum: float,
+        maximum: float,
+        unit: Optional[str] = None,
+        integer: bool = False,
+        above: bool = False,
+        what: Optional[str] = None,
+    ) -> None:
         self.minimum, self.maximum = minimum, maximum
         self.unit, self.integer, self.above, self.what = unit, integer, above, what
 
@@ -59,7 +88,11 @@ class Number:
         kind = self.what or ("a whole number" if self.integer else "a number")
         if self.unit:
             kind = "{0} of {1}".format(kind, self.unit)
-        low = "greater than {0}".format(_number_text(self.minimum)) if self.above else "from {0}".format(_number_text(self.minimum))
+        low = (
+            "greater than {0}".format(_number_text(self.minimum))
+            if self.above
+            else "from {0}".format(_number_text(self.minimum))
+        )
         upto = "up to" if self.above else "to"
         return "{0} {1} {2} {3}".format(kind, low, upto, _number_text(self.maximum))
 
@@ -157,8 +190,11 @@ def parse_datetime(text: object, field: str) -> datetime.datetime:
         return _in_range(moment, text, field)
     match = _DATETIME.match(text.strip()) if isinstance(text, str) else None
     if not match:
-        raise OptionError("{0} must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z "
-                          "(got {1!r})".format(field, text))
+        raise OptionError(
+            "{0} must be an ISO 8601 date-time with a time zone, such as 2026-11-22T04:07:09.123Z (got {1!r})".format(
+                field, text
+            )
+        )
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     offset = datetime.timedelta(0)
     if zone not in ("Z", "z"):
@@ -169,8 +205,16 @@ def parse_datetime(text: object, field: str) -> datetime.datetime:
         if zone[0] == "-":
             offset = -offset
     try:
-        moment = datetime.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0),
-                                   int((fraction or "0").ljust(9, "0")[:6]), tzinfo=datetime.timezone(offset))
+        moment = datetime.datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second or 0),
+            int((fraction or "0").ljust(9, "0")[:6]),
+            tzinfo=datetime.timezone(offset),
+        )
     except ValueError as exc:
         raise OptionError("{0} is not a valid date-time (got {1!r}): {2}".format(field, text, exc))
     return _in_range(moment, text, field)
@@ -182,8 +226,11 @@ def _in_range(moment, text, field):
     naive = moment.replace(tzinfo=None)
     earliest, latest = EARLIEST_INSTANT.replace(tzinfo=None), LATEST_INSTANT.replace(tzinfo=None)
     if naive - earliest < utc_offset or latest - naive < -utc_offset:
-        raise OptionError("{0} must be between {1} and {2} (got {3!r})".format(
-            field, "1970-01-01T00:00:00Z", "9999-12-31T23:59:59Z", text if isinstance(text, str) else str(text)))
+        raise OptionError(
+            "{0} must be between {1} and {2} (got {3!r})".format(
+                field, "1970-01-01T00:00:00Z", "9999-12-31T23:59:59Z", text if isinstance(text, str) else str(text)
+            )
+        )
     return moment.astimezone(_UTC)
 
 
@@ -218,5 +265,7 @@ def check_replication_factor(option: str, value: Optional[int]) -> Optional[int]
     if value is None:
         return value
     if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= 32767):
-        raise OptionError("{0} must be -1 (the brokers' default) or a whole number from 1 to 32767 (got {1!r})".format(option, value))
+        raise OptionError(
+            "{0} must be -1 (the brokers' default) or a whole number from 1 to 32767 (got {1!r})".format(option, value)
+        )
     return value

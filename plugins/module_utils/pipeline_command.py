@@ -13,7 +13,7 @@ __metaclass__ = type
 from typing import Any, List, Mapping
 
 LAUNCHERS = ("python", "spark-submit")
-SPARK_SUBMIT_OWNS = ("--master", "--driver-memory")     # given to spark-submit itself, before the driver's JVM starts
+SPARK_SUBMIT_OWNS = ("--master", "--driver-memory")  # given to spark-submit itself, before the driver's JVM starts
 
 
 class PipelineCommandError(ValueError):
@@ -40,7 +40,9 @@ def pipeline_argv(settings: Mapping[str, Any]) -> List[str]:
         raise PipelineCommandError("launcher must be one of {0} (got {1!r})".format(", ".join(LAUNCHERS), launcher))
     master, driver_memory = settings.get("master"), settings.get("driver_memory")
     if launcher == "spark-submit":
-        argv = [settings["spark_submit"], "--master", _text(master)] + (["--driver-memory", _text(driver_memory)] if driver_memory else [])
+        argv = [settings["spark_submit"], "--master", _text(master)] + (
+            ["--driver-memory", _text(driver_memory)] if driver_memory else []
+        )
         argv += [_text(arg) for arg in settings.get("spark_submit_args") or []]
         argv += [settings["collection_root"] + "/headroom_pipeline/__main__.py", "run"]
     else:

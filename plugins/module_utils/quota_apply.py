@@ -30,14 +30,20 @@ class QuotaApplyError(Exception):
 
 def quotas_for_output(state: quota_spec.QuotaState) -> List[Dict[str, Any]]:
     """{entity_key: (entity, values)} as the sorted ``quotas`` list the modules return."""
-    return [{"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)}
-            for entity, values in sorted(state.values(), key=lambda item: quota_spec.entity_sort_key(item[0])) if values]
+    return [
+        {"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)}
+        for entity, values in sorted(state.values(), key=lambda item: quota_spec.entity_sort_key(item[0]))
+        if values
+    ]
 
 
 def read_state(adapter: "KafkaAdapter") -> quota_spec.QuotaState:
     """Every client quota of the cluster in one DescribeClientQuotas: {entity_key: (entity, values)}."""
-    return dict((quota_spec.entity_key(entity), (entity, values))
-                for entity, values in adapter.describe_client_quotas(components=None, strict=False) if values)
+    return dict(
+        (quota_spec.entity_key(entity), (entity, values))
+        for entity, values in adapter.describe_client_quotas(components=None, strict=False)
+        if values
+    )
 
 
 def _describe_ops(ops):
@@ -56,12 +62,21 @@ def _refusals(results, changes):
     answers = dict((quota_spec.entity_key(entity), (error, message)) for entity, error, message in results)
     errors = []
     for change in changes:
-        error, message = answers.get(quota_spec.entity_key(change["entity"]), ("NO_ANSWER", "Kafka's response did not mention this entity"))
+        error, message = answers.get(
+            quota_spec.entity_key(change["entity"]), ("NO_ANSWER", "Kafka's response did not mention this entity")
+        )
         if error:
-            errors.append({"entity": quota_spec.entity_to_spec(change["entity"]), "keys": [op[0] for op in change["ops"]],
-                           "entity_key": quota_spec.entity_key(change["entity"]),
-                           "error": error, "message": message, "description": quota_spec.describe_entity(change["entity"]),
-                           "ops": _describe_ops(change["ops"])})
+            errors.append(
+                {
+                    "entity": quota_spec.entity_to_spec(change["entity"]),
+                    "keys": [op[0] for op in change["ops"]],
+                    "entity_key": quota_spec.entity_key(change["entity"]),
+                    "error": error,
+                    "message": message,
+                    "description": quota_spec.describe_entity(change["entity"]),
+                    "ops": _describe_ops(change["ops"]),
+                }
+            )
     return errors
 
 
@@ -71,8 +86,13 @@ def _refusal_message(headline, errors):
     if len(codes) == 1 and errors[0]["error"] in AUTHORIZATION_HINT:
         # Every entity refused for the same reason: say it once.
         error, message = codes.pop()
-        lines = ["{0} ({1}) for {2}".format(error + (": " + message if message else ""), AUTHORIZATION_HINT[error],
-                                            ", ".join(item["description"] for item in shown))]
+        lines = [
+            "{0} ({1}) for {2}".format(
+                error + (": " + message if message else ""),
+                AUTHORIZATION_HINT[error],
+                ", ".join(item["description"] for item in shown),
+            )
+        ]
     else:
         lines = []
         for item in shown:
@@ -92,8 +112,14 @@ def _public_errors(errors):
 
 
 def _changes_for_output(changes):
-    return [{"entity": quota_spec.entity_to_spec(c["entity"]), "before": quota_spec.for_output(c["before"]),
-             "after": quota_spec.for_output(c["after"])} for c in changes]
+    return [
+        {
+            "entity": quota_spec.entity_to_spec(c["entity"]),
+            "before": quota_spec.for_output(c["before"]),
+            "after": quota_spec.for_output(c["after"]),
+        }
+        for c in changes
+    ]
 
 
 def _diff(changes):
@@ -107,8 +133,13 @@ def _diff(changes):
     return {"before": before, "after": after}
 
 
-def reconcile(adapter: "KafkaAdapter", desired: quota_spec.QuotaState, exclusive: bool = False, check_mode: bool = False,
-              current: Optional[quota_spec.QuotaState] = None) -> Dict[str, Any]:
+def reconcile(
+    adapter: "KafkaAdapter",
+    desired: quota_spec.QuotaState,
+    exclusive: bool = False,
+    check_mode: bool = False,
+    current: Optional[quota_spec.QuotaState] = None,
+) -> Dict[str, Any]:
     """Make Kafka hold ``desired`` (from ``quota_spec.desired_state``) through ``adapter``.
 
     At most three requests whatever the number of entities: one DescribeClientQuotas, then (when something changes)
@@ -124,19 +155,39 @@ def reconcile(adapter: "KafkaAdapter", desired: quota_spec.QuotaState, exclusive
         entries = [(change["entity"], change["ops"]) for change in changes]
         errors = _refusals(adapter.alter_client_quotas(entries, validate_only=True), changes)
         if errors:
-            raise QuotaApplyError(_refusal_message(
-                "Kafka refused {0} of {1} client quota change(s); nothing was applied".format(len(errors), len(changes)), errors),
-                {"changed": False, "errors": _public_errors(errors), "changes": [], "planned": _changes_for_output(changes)})
+            raise QuotaApplyError(
+                _refusal_message(
+                    "Kafka refused {0} of {1} client quota change(s); nothing was applied".format(
+                        len(errors), len(changes)
+                    ),
+                    errors,
+                ),
+                {
+                    "changed": False,
+                    "errors": _public_errors(errors),
+                    "changes": [],
+                    "planned": _changes_for_output(changes),
+                },
+            )
         if not check_mode:
             errors = _refusals(adapter.alter_client_quotas(entries, validate_only=False), changes)
             if errors:
                 refused = set(item["entity_key"] for item in errors)
                 applied = [c for c in changes if quota_spec.entity_key(c["entity"]) not in refused]
-                raise QuotaApplyError(_refusal_message(
-                    "Kafka validated the client quota changes but refused {0} of {1} when applying them; the other {2} were applied".format(
-                        len(errors), len(changes), len(applied)), errors),
-                    {"changed": bool(applied), "errors": _public_errors(errors), "changes": _changes_for_output(applied),
-                     "planned": _changes_for_output(changes)})
+                raise QuotaApplyError(
+                    _refusal_message(
+                        "Kafka validated the client quota changes but refused {0} of {1} when applying them; the other {2} were applied".format(
+                            len(errors), len(changes), len(applied)
+                        ),
+                        errors,
+                    ),
+                    {
+                        "changed": bool(applied),
+                        "errors": _public_errors(errors),
+                        "changes": _changes_for_output(applied),
+                        "planned": _changes_for_output(changes),
+                    },
+                )
     final = dict(current)
     for change in changes:
         key = quota_spec.entity_key(change["entity"])
@@ -144,4 +195,9 @@ def reconcile(adapter: "KafkaAdapter", desired: quota_spec.QuotaState, exclusive
             final[key] = (change["entity"], dict(change["after"]))
         else:
             final.pop(key, None)
-    return {"changed": bool(changes), "changes": _changes_for_output(changes), "quotas": quotas_for_output(final), "diff": _diff(changes)}
+    return {
+        "changed": bool(changes),
+        "changes": _changes_for_output(changes),
+        "quotas": quotas_for_output(final),
+        "diff": _diff(changes),
+    }

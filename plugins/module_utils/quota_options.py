@@ -10,11 +10,15 @@ __metaclass__ = type
 from typing import Any, Iterable, List, Optional
 
 QUOTA_OPTIONS = dict(
-    entity=dict(type="dict", required=True, options=dict(
-        user=dict(type="str"),
-        client_id=dict(type="str"),
-        ip=dict(type="str"),
-    )),
+    entity=dict(
+        type="dict",
+        required=True,
+        options=dict(
+            user=dict(type="str"),
+            client_id=dict(type="str"),
+            ip=dict(type="str"),
+        ),
+    ),
     producer_byte_rate=dict(type="float"),
     consumer_byte_rate=dict(type="float"),
     request_percentage=dict(type="float"),

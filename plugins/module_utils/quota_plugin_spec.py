@@ -39,13 +39,28 @@ VALIDITY_KEY = PREFIX + "throttle.factor.validity.duration"
 # Keys of plugin releases before the cluster-wide volume source; the current plugin ignores them.
 LEGACY_KEYS = (PREFIX + "storage.soft", PREFIX + "storage.hard")
 # Every plugin key the spec decides, set or not; other plugin keys (request, kafka.clientIdPrefix) stay free-form.
-SPEC_KEYS = (CALLBACK_CLASS_KEY, PRODUCE_KEY, FETCH_KEY, MIN_AVAILABLE_BYTES_KEY, MIN_AVAILABLE_RATIO_KEY,
-             EXCLUDED_PRINCIPALS_KEY, CHECK_INTERVAL_KEY, FALLBACK_KEY, VALIDITY_KEY)
+SPEC_KEYS = (
+    CALLBACK_CLASS_KEY,
+    PRODUCE_KEY,
+    FETCH_KEY,
+    MIN_AVAILABLE_BYTES_KEY,
+    MIN_AVAILABLE_RATIO_KEY,
+    EXCLUDED_PRINCIPALS_KEY,
+    CHECK_INTERVAL_KEY,
+    FALLBACK_KEY,
+    VALIDITY_KEY,
+)
 
 TYPES = ("kafka", "strimzi")
 KAFKA_ONLY = ("request_percentage", "controller_mutation_rate")
-STRIMZI_ONLY = ("min_available_bytes_per_volume", "min_available_ratio_per_volume", "excluded_principals", "check_interval",
-                "throttle_factor_fallback", "throttle_factor_validity")
+STRIMZI_ONLY = (
+    "min_available_bytes_per_volume",
+    "min_available_ratio_per_volume",
+    "excluded_principals",
+    "check_interval",
+    "throttle_factor_fallback",
+    "throttle_factor_validity",
+)
 KAFKA_FIELDS = ("producer_byte_rate", "consumer_byte_rate") + KAFKA_ONLY
 STRIMZI_FIELDS = ("producer_byte_rate", "consumer_byte_rate") + STRIMZI_ONLY
 ALL_FIELDS = ("type",) + KAFKA_FIELDS + STRIMZI_ONLY
@@ -76,15 +91,21 @@ LOGIN_MODULES = {
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
 # Admin client keys the structured fields own; admin.properties may not set them.
-_OWNED_ADMIN_KEYS = dict([("bootstrap.servers", "bootstrap_servers"), ("security.protocol", "security_protocol"),
-                          ("sasl.mechanism", "sasl.mechanism"), ("sasl.jaas.config", "sasl.jaas_config")]
-                         + [(kafka, "ssl." + field) for field, kafka in SSL_KEYS])
+_OWNED_ADMIN_KEYS = dict(
+    [
+        ("bootstrap.servers", "bootstrap_servers"),
+        ("security.protocol", "security_protocol"),
+        ("sasl.mechanism", "sasl.mechanism"),
+        ("sasl.jaas.config", "sasl.jaas_config"),
+    ]
+    + [(kafka, "ssl." + field) for field, kafka in SSL_KEYS]
+)
 
 MASK = "********"
 _SECRET_SUFFIXES = ("password", "jaas.config", "keystore.key")
 
-_LONG_MAX = 2 ** 63 - 1
-_INT_MAX = 2 ** 31 - 1
+_LONG_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
 _NUMBER = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Za-z:.%]+\]|[^\s:,\[\]/]+):([0-9]{1,5})$")
 _PRINCIPAL_HINT = "write it as User:CN=... (a TLS client's distinguished name) or User:alice (a SASL user name)"
@@ -129,11 +150,17 @@ def _whole(where, value, what, low=0, high=_LONG_MAX):
     """A whole number in [low, high], as an int."""
     value = _number(where, value)
     if value < low:
-        raise QuotaPluginSpecError("{0} must not be negative (got {1}); it is {2}".format(where, format_number(value), what))
+        raise QuotaPluginSpecError(
+            "{0} must not be negative (got {1}); it is {2}".format(where, format_number(value), what)
+        )
     if isinstance(value, float) and not value.is_integer():
-        raise QuotaPluginSpecError("{0} must be a whole number (got {1}); it is {2}".format(where, format_number(value), what))
+        raise QuotaPluginSpecError(
+            "{0} must be a whole number (got {1}); it is {2}".format(where, format_number(value), what)
+        )
     if value > high:
-        raise QuotaPluginSpecError("{0} must be at most {1} (got {2}); it is {3}".format(where, high, format_number(value), what))
+        raise QuotaPluginSpecError(
+            "{0} must be at most {1} (got {2}); it is {3}".format(where, high, format_number(value), what)
+        )
     return int(value)
 
 
@@ -141,7 +168,9 @@ def _fraction(where, value, what):
     """A double between 0 and 1 inclusive."""
     value = _number(where, value)
     if not 0 <= value <= 1:
-        raise QuotaPluginSpecError("{0} must be between 0 and 1 inclusive (got {1}); it is {2}".format(where, format_number(value), what))
+        raise QuotaPluginSpecError(
+            "{0} must be between 0 and 1 inclusive (got {1}); it is {2}".format(where, format_number(value), what)
+        )
     return value
 
 
@@ -161,26 +190,41 @@ def validate_spec(spec: object, name: str = "kafka_quotas") -> Dict[str, Any]:
         raise QuotaPluginSpecError("{0} must be a dict with type kafka or strimzi (got {1!r})".format(name, spec))
     spec_type = spec.get("type")
     if spec_type is None:
-        raise QuotaPluginSpecError(("{0}.type is required: kafka (Kafka's built-in quotas, set on the default user) or strimzi (the Strimzi quota "
-                                    "plugin)").format(name))
+        raise QuotaPluginSpecError(
+            (
+                "{0}.type is required: kafka (Kafka's built-in quotas, set on the default user) or strimzi (the Strimzi quota "
+                "plugin)"
+            ).format(name)
+        )
     if spec_type not in TYPES:
         raise QuotaPluginSpecError("{0}.type must be kafka or strimzi (got {1!r})".format(name, spec_type))
     fields = KAFKA_FIELDS if spec_type == "kafka" else STRIMZI_FIELDS
     unknown = sorted(str(k) for k in spec if k not in ALL_FIELDS)
     if unknown:
-        raise QuotaPluginSpecError(("{0} has unknown key(s) {1}; allowed with type {2}: type, "
-                                    "{3}").format(name, ", ".join(unknown), spec_type, ", ".join(fields)))
+        raise QuotaPluginSpecError(
+            ("{0} has unknown key(s) {1}; allowed with type {2}: type, {3}").format(
+                name, ", ".join(unknown), spec_type, ", ".join(fields)
+            )
+        )
     given = _set_fields(spec)
     if spec_type == "kafka":
         for field in STRIMZI_ONLY:
             if field in given:
-                raise QuotaPluginSpecError(("{0}.{1} (got {2!r}) is a Strimzi quota plugin setting and applies to type strimzi only; with type kafka "
-                                            "nothing reads it: remove it, or use type strimzi").format(name, field, given[field]))
+                raise QuotaPluginSpecError(
+                    (
+                        "{0}.{1} (got {2!r}) is a Strimzi quota plugin setting and applies to type strimzi only; with type kafka "
+                        "nothing reads it: remove it, or use type strimzi"
+                    ).format(name, field, given[field])
+                )
         return _validate_kafka(given, name)
     for field in KAFKA_ONLY:
         if field in given:
-            raise QuotaPluginSpecError(("{0}.{1} (got {2!r}) applies to type kafka only (Kafka's built-in quotas on the default user); the Strimzi "
-                                        "quota plugin has no such quota: remove it, or use type kafka").format(name, field, given[field]))
+            raise QuotaPluginSpecError(
+                (
+                    "{0}.{1} (got {2!r}) applies to type kafka only (Kafka's built-in quotas on the default user); the Strimzi "
+                    "quota plugin has no such quota: remove it, or use type kafka"
+                ).format(name, field, given[field])
+            )
     return _validate_strimzi(given, name)
 
 
@@ -204,30 +248,49 @@ def _validate_strimzi(given, name):
     result = {"type": "strimzi"}
     for field in ("producer_byte_rate", "consumer_byte_rate"):
         if field in given:
-            what = "the default {0} quota in bytes per second, per broker".format("produce" if field.startswith("producer") else "fetch")
+            what = "the default {0} quota in bytes per second, per broker".format(
+                "produce" if field.startswith("producer") else "fetch"
+            )
             result[field] = _whole("{0}.{1}".format(name, field), given[field], what)
     has_bytes = "min_available_bytes_per_volume" in given
     has_ratio = "min_available_ratio_per_volume" in given
     if has_bytes and has_ratio:
         both = (given["min_available_bytes_per_volume"], given["min_available_ratio_per_volume"])
-        raise QuotaPluginSpecError(("{0} sets both min_available_bytes_per_volume ({1!r}) and min_available_ratio_per_volume ({2!r}); give exactly one: "
-                                    "the quota plugin refuses to start with both").format(name, both[0], both[1]))
+        raise QuotaPluginSpecError(
+            (
+                "{0} sets both min_available_bytes_per_volume ({1!r}) and min_available_ratio_per_volume ({2!r}); give exactly one: "
+                "the quota plugin refuses to start with both"
+            ).format(name, both[0], both[1])
+        )
     if not has_bytes and not has_ratio:
-        raise QuotaPluginSpecError(("{0} needs exactly one of min_available_bytes_per_volume (bytes) or min_available_ratio_per_volume (0 to 1) with "
-                                    "type strimzi (got neither): the plugin stops producers when a volume's free space falls to that limit").format(name))
+        raise QuotaPluginSpecError(
+            (
+                "{0} needs exactly one of min_available_bytes_per_volume (bytes) or min_available_ratio_per_volume (0 to 1) with "
+                "type strimzi (got neither): the plugin stops producers when a volume's free space falls to that limit"
+            ).format(name)
+        )
     if has_bytes:
-        result["min_available_bytes_per_volume"] = _whole(name + ".min_available_bytes_per_volume", given["min_available_bytes_per_volume"],
-                                                          "the free bytes each volume must keep")
+        result["min_available_bytes_per_volume"] = _whole(
+            name + ".min_available_bytes_per_volume",
+            given["min_available_bytes_per_volume"],
+            "the free bytes each volume must keep",
+        )
     else:
-        result["min_available_ratio_per_volume"] = _fraction(name + ".min_available_ratio_per_volume", given["min_available_ratio_per_volume"],
-                                                             "the share of each volume that must stay free")
+        result["min_available_ratio_per_volume"] = _fraction(
+            name + ".min_available_ratio_per_volume",
+            given["min_available_ratio_per_volume"],
+            "the share of each volume that must stay free",
+        )
     if "excluded_principals" in given:
         result["excluded_principals"] = validate_principals(given["excluded_principals"], name + ".excluded_principals")
     if "check_interval" in given:
         result["check_interval"] = _check_interval(name + ".check_interval", given["check_interval"])
     if "throttle_factor_fallback" in given:
-        result["throttle_factor_fallback"] = _fraction(name + ".throttle_factor_fallback", given["throttle_factor_fallback"],
-                                                       "the throttle factor applied when volume data is too old")
+        result["throttle_factor_fallback"] = _fraction(
+            name + ".throttle_factor_fallback",
+            given["throttle_factor_fallback"],
+            "the throttle factor applied when volume data is too old",
+        )
     if "throttle_factor_validity" in given:
         where = name + ".throttle_factor_validity"
         try:
@@ -245,12 +308,20 @@ def _check_interval(where, value):
     except durations.DurationError as exc:
         raise QuotaPluginSpecError(str(exc)) from exc
     if delta.microseconds:
-        raise QuotaPluginSpecError("{0} must be a whole number of seconds (got {1!r}): the plugin reads it as an integer".format(where, value))
+        raise QuotaPluginSpecError(
+            "{0} must be a whole number of seconds (got {1!r}): the plugin reads it as an integer".format(where, value)
+        )
     seconds = delta.days * 86400 + delta.seconds
     if seconds < 0:
-        raise QuotaPluginSpecError("{0} must not be negative (got {1!r}); 0 turns the storage checks off".format(where, value))
+        raise QuotaPluginSpecError(
+            "{0} must not be negative (got {1!r}); 0 turns the storage checks off".format(where, value)
+        )
     if seconds > _INT_MAX:
-        raise QuotaPluginSpecError("{0} must be at most {1} seconds (got {2!r}): the plugin reads it as a Java int".format(where, _INT_MAX, value))
+        raise QuotaPluginSpecError(
+            "{0} must be at most {1} seconds (got {2!r}): the plugin reads it as a Java int".format(
+                where, _INT_MAX, value
+            )
+        )
     return seconds
 
 
@@ -259,21 +330,34 @@ def validate_principals(principals: object, where: str) -> List[str]:
     if principals is None:
         return []
     if not isinstance(principals, (list, tuple)):
-        raise QuotaPluginSpecError("{0} must be a list of principals such as User:CN=my-app or User:alice (got {1!r})".format(where, principals))
+        raise QuotaPluginSpecError(
+            "{0} must be a list of principals such as User:CN=my-app or User:alice (got {1!r})".format(
+                where, principals
+            )
+        )
     result = []
     for index, principal in enumerate(principals):
         item = "{0}[{1}]".format(where, index)
         if not isinstance(principal, str):
             raise QuotaPluginSpecError("{0} must be a string (got {1!r}); {2}".format(item, principal, _PRINCIPAL_HINT))
         if not principal.startswith("User:") or principal == "User:":
-            raise QuotaPluginSpecError("{0} {1!r} is not a principal the quota plugin reads: {2}".format(item, principal, _PRINCIPAL_HINT))
-        user = principal[len("User:"):]
+            raise QuotaPluginSpecError(
+                "{0} {1!r} is not a principal the quota plugin reads: {2}".format(item, principal, _PRINCIPAL_HINT)
+            )
+        user = principal[len("User:") :]
         if user != user.strip() or any(c in user for c in "\r\n"):
-            raise QuotaPluginSpecError(("{0} {1!r} has white space around the name, which the quota plugin keeps as part of it: "
-                                        "{2}").format(item, principal, _PRINCIPAL_HINT))
+            raise QuotaPluginSpecError(
+                ("{0} {1!r} has white space around the name, which the quota plugin keeps as part of it: {2}").format(
+                    item, principal, _PRINCIPAL_HINT
+                )
+            )
         if ";" in user or "User:" in user:
-            raise QuotaPluginSpecError(("{0} {1!r} holds ';' or a second 'User:', which the quota plugin reads as separators: give one principal per "
-                                        "list entry").format(item, principal))
+            raise QuotaPluginSpecError(
+                (
+                    "{0} {1!r} holds ';' or a second 'User:', which the quota plugin reads as separators: give one principal per "
+                    "list entry"
+                ).format(item, principal)
+            )
         if principal not in result:
             result.append(principal)
     return result
@@ -292,44 +376,69 @@ def _bootstrap_servers(where, value):
     elif isinstance(value, (list, tuple)):
         entries = list(value)
     else:
-        raise QuotaPluginSpecError("{0} must be a list of host:port or a comma-separated string (got {1!r})".format(where, value))
+        raise QuotaPluginSpecError(
+            "{0} must be a list of host:port or a comma-separated string (got {1!r})".format(where, value)
+        )
     if not entries or entries == [""]:
-        raise QuotaPluginSpecError(("{0} is required with type strimzi: the plugin's admin client needs it even with storage checks off "
-                                    "(for example [kafka-1:9093, kafka-2:9093])").format(where))
+        raise QuotaPluginSpecError(
+            (
+                "{0} is required with type strimzi: the plugin's admin client needs it even with storage checks off "
+                "(for example [kafka-1:9093, kafka-2:9093])"
+            ).format(where)
+        )
     for index, entry in enumerate(entries):
         match = _HOST_PORT.match(entry.strip()) if isinstance(entry, str) else None
         if not match or not 0 < int(match.group(1)) < 65536:
-            raise QuotaPluginSpecError("{0}[{1}] must be host:port, such as kafka-1:9093 or [::1]:9093 (got {2!r})".format(where, index, entry))
+            raise QuotaPluginSpecError(
+                "{0}[{1}] must be host:port, such as kafka-1:9093 or [::1]:9093 (got {2!r})".format(where, index, entry)
+            )
     return ",".join(entry.strip() for entry in entries)
 
 
 def _check_keys(where, value, allowed):
     if not isinstance(value, dict):
-        raise QuotaPluginSpecError("{0} must be a dict with keys {1} (got {2!r})".format(where, ", ".join(allowed), value))
+        raise QuotaPluginSpecError(
+            "{0} must be a dict with keys {1} (got {2!r})".format(where, ", ".join(allowed), value)
+        )
     unknown = sorted(str(k) for k in value if k not in allowed)
     if unknown:
-        raise QuotaPluginSpecError("{0} has unknown key(s) {1}; allowed: {2}".format(where, ", ".join(unknown), ", ".join(allowed)))
+        raise QuotaPluginSpecError(
+            "{0} has unknown key(s) {1}; allowed: {2}".format(where, ", ".join(unknown), ", ".join(allowed))
+        )
     return _set_fields(value)
 
 
 def _ssl_lines(where, ssl):
     given = _check_keys(where, ssl, SSL_FIELDS)
     values = dict((field, _text("{0}.{1}".format(where, field), given[field])) for field in given)
-    for store, content, pem_type in (("keystore", ("keystore_certificate_chain", "keystore_key"), "keystore_type"),
-                                     ("truststore", ("truststore_certificates",), "truststore_type")):
+    for store, content, pem_type in (
+        ("keystore", ("keystore_certificate_chain", "keystore_key"), "keystore_type"),
+        ("truststore", ("truststore_certificates",), "truststore_type"),
+    ):
         pem = [field for field in content if field in values]
         if not pem:
             continue
         location = store + "_location"
         if location in values:
-            raise QuotaPluginSpecError(("{0}.{1} and {0}.{2} are both set: give the {3} either as a file or as PEM text, not "
-                                        "both").format(where, location, pem[0], store))
+            raise QuotaPluginSpecError(
+                ("{0}.{1} and {0}.{2} are both set: give the {3} either as a file or as PEM text, not both").format(
+                    where, location, pem[0], store
+                )
+            )
         if pem_type in values and values[pem_type].upper() != "PEM":
-            raise QuotaPluginSpecError("{0}.{1} must be PEM when {0}.{2} is given (got {3!r})".format(where, pem_type, pem[0], values[pem_type]))
+            raise QuotaPluginSpecError(
+                "{0}.{1} must be PEM when {0}.{2} is given (got {3!r})".format(
+                    where, pem_type, pem[0], values[pem_type]
+                )
+            )
         values.setdefault(pem_type, "PEM")
     if ("keystore_certificate_chain" in values) != ("keystore_key" in values):
-        raise QuotaPluginSpecError(("{0}.keystore_certificate_chain and {0}.keystore_key go together: a PEM key store needs the certificate chain and "
-                                    "its private key").format(where))
+        raise QuotaPluginSpecError(
+            (
+                "{0}.keystore_certificate_chain and {0}.keystore_key go together: a PEM key store needs the certificate chain and "
+                "its private key"
+            ).format(where)
+        )
     return [(kafka, values[field]) for field, kafka in SSL_KEYS if field in values]
 
 
@@ -342,29 +451,47 @@ def _sasl_lines(where, sasl):
     values = dict((field, _text("{0}.{1}".format(where, field), given[field])) for field in given)
     mechanism = values.get("mechanism")
     if not mechanism:
-        raise QuotaPluginSpecError(("{0}.mechanism is required with {0}: one of {1}, or another mechanism with "
-                                    "{0}.jaas_config").format(where, ", ".join(sorted(LOGIN_MODULES))))
+        raise QuotaPluginSpecError(
+            ("{0}.mechanism is required with {0}: one of {1}, or another mechanism with {0}.jaas_config").format(
+                where, ", ".join(sorted(LOGIN_MODULES))
+            )
+        )
     lines = [("sasl.mechanism", mechanism)]
     if "jaas_config" in values:
         for field in ("username", "password"):
             if field in values:
-                raise QuotaPluginSpecError("{0}.{1} cannot be combined with {0}.jaas_config, which already holds the credentials".format(where, field))
+                raise QuotaPluginSpecError(
+                    "{0}.{1} cannot be combined with {0}.jaas_config, which already holds the credentials".format(
+                        where, field
+                    )
+                )
         lines.append(("sasl.jaas.config", values["jaas_config"]))
         return lines
     if "username" not in values or "password" not in values:
-        raise QuotaPluginSpecError("{0} needs username and password (or jaas_config) with mechanism {1}".format(where, mechanism))
+        raise QuotaPluginSpecError(
+            "{0} needs username and password (or jaas_config) with mechanism {1}".format(where, mechanism)
+        )
     if mechanism not in LOGIN_MODULES:
-        raise QuotaPluginSpecError(("{0}.mechanism {1!r} has no built-in login with username and password (known: {2}): give {0}.jaas_config "
-                                    "instead").format(where, mechanism, ", ".join(sorted(LOGIN_MODULES))))
-    jaas = "{0} required username={1} password={2};".format(LOGIN_MODULES[mechanism], _jaas_quote(values["username"]), _jaas_quote(values["password"]))
+        raise QuotaPluginSpecError(
+            (
+                "{0}.mechanism {1!r} has no built-in login with username and password (known: {2}): give {0}.jaas_config "
+                "instead"
+            ).format(where, mechanism, ", ".join(sorted(LOGIN_MODULES)))
+        )
+    jaas = "{0} required username={1} password={2};".format(
+        LOGIN_MODULES[mechanism], _jaas_quote(values["username"]), _jaas_quote(values["password"])
+    )
     lines.append(("sasl.jaas.config", jaas))
     return lines
 
 
 def _property_lines(where, properties):
     if not isinstance(properties, dict):
-        raise QuotaPluginSpecError(("{0} must be a dict of Kafka admin client settings, such as {{'request.timeout.ms': 15000}} (got "
-                                    "{1!r})").format(where, properties))
+        raise QuotaPluginSpecError(
+            (
+                "{0} must be a dict of Kafka admin client settings, such as {{'request.timeout.ms': 15000}} (got {1!r})"
+            ).format(where, properties)
+        )
     lines = []
     for key in sorted(properties, key=str):
         value = properties[key]
@@ -372,8 +499,11 @@ def _property_lines(where, properties):
         if not isinstance(key, str) or not key or re.search(r"[\s=:]", key):
             raise QuotaPluginSpecError("{0} is not a Kafka setting name: names have no spaces, '=' or ':'".format(item))
         if key.startswith("client.quota.callback."):
-            raise QuotaPluginSpecError(("{0}: write the admin client setting without the plugin prefix, for example "
-                                        "{1!r}").format(item, key.split("kafka.admin.", 1)[-1]))
+            raise QuotaPluginSpecError(
+                ("{0}: write the admin client setting without the plugin prefix, for example {1!r}").format(
+                    item, key.split("kafka.admin.", 1)[-1]
+                )
+            )
         if key in _OWNED_ADMIN_KEYS:
             raise QuotaPluginSpecError("{0} is set through admin.{1}".format(item, _OWNED_ADMIN_KEYS[key]))
         if value is None or isinstance(value, (list, dict)):
@@ -399,13 +529,24 @@ def admin_lines(admin: Optional[Dict[str, Any]], name: str = "admin") -> List[Tu
     if protocol is not None:
         protocol = _text(name + ".security_protocol", protocol).upper()
         if protocol not in SECURITY_PROTOCOLS:
-            raise QuotaPluginSpecError(("{0}.security_protocol must be one of {1} (got "
-                                        "{2!r})").format(name, ", ".join(SECURITY_PROTOCOLS), given["security_protocol"]))
+            raise QuotaPluginSpecError(
+                ("{0}.security_protocol must be one of {1} (got {2!r})").format(
+                    name, ", ".join(SECURITY_PROTOCOLS), given["security_protocol"]
+                )
+            )
         if ssl and protocol not in ("SSL", "SASL_SSL"):
-            raise QuotaPluginSpecError("{0}.ssl is set but {0}.security_protocol is {1}, which does not use TLS: use SSL or SASL_SSL".format(name, protocol))
+            raise QuotaPluginSpecError(
+                "{0}.ssl is set but {0}.security_protocol is {1}, which does not use TLS: use SSL or SASL_SSL".format(
+                    name, protocol
+                )
+            )
         if sasl and not protocol.startswith("SASL_"):
-            raise QuotaPluginSpecError(("{0}.sasl is set but {0}.security_protocol is {1}, which does not use SASL: use SASL_SSL or "
-                                        "SASL_PLAINTEXT").format(name, protocol))
+            raise QuotaPluginSpecError(
+                (
+                    "{0}.sasl is set but {0}.security_protocol is {1}, which does not use SASL: use SASL_SSL or "
+                    "SASL_PLAINTEXT"
+                ).format(name, protocol)
+            )
     elif sasl:
         protocol = "SASL_SSL"
     elif ssl:
@@ -420,8 +561,12 @@ def admin_lines(admin: Optional[Dict[str, Any]], name: str = "admin") -> List[Tu
 
 
 # -- rendering -----------------------------------------------------------------------------------------------------
-def render(spec: object, admin: Optional[Dict[str, Any]] = None, internal_principals: Optional[List[str]] = None,
-           free_form: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, Any], List[str]]:
+def render(
+    spec: object,
+    admin: Optional[Dict[str, Any]] = None,
+    internal_principals: Optional[List[str]] = None,
+    free_form: Optional[Dict[str, Any]] = None,
+) -> Tuple[Dict[str, Any], List[str]]:
     """Validate everything, then return (broker properties, warnings).
 
     The properties are the quota plugin's (empty for type kafka), in the Strimzi operator's order. With
@@ -439,27 +584,39 @@ def render(spec: object, admin: Optional[Dict[str, Any]] = None, internal_princi
         properties[CALLBACK_CLASS_KEY] = STATIC_QUOTA_CALLBACK
         for key, value in lines:
             properties[ADMIN_PREFIX + key] = value
-        for field, key in (("producer_byte_rate", PRODUCE_KEY), ("consumer_byte_rate", FETCH_KEY),
-                           ("min_available_bytes_per_volume", MIN_AVAILABLE_BYTES_KEY),
-                           ("min_available_ratio_per_volume", MIN_AVAILABLE_RATIO_KEY)):
+        for field, key in (
+            ("producer_byte_rate", PRODUCE_KEY),
+            ("consumer_byte_rate", FETCH_KEY),
+            ("min_available_bytes_per_volume", MIN_AVAILABLE_BYTES_KEY),
+            ("min_available_ratio_per_volume", MIN_AVAILABLE_RATIO_KEY),
+        ):
             if field in checked:
                 properties[key] = format_number(checked[field])
         if principals:
             properties[EXCLUDED_PRINCIPALS_KEY] = ";".join(principals)
-        for field, key in (("check_interval", CHECK_INTERVAL_KEY), ("throttle_factor_fallback", FALLBACK_KEY),
-                           ("throttle_factor_validity", VALIDITY_KEY)):
+        for field, key in (
+            ("check_interval", CHECK_INTERVAL_KEY),
+            ("throttle_factor_fallback", FALLBACK_KEY),
+            ("throttle_factor_validity", VALIDITY_KEY),
+        ):
             if field in checked:
                 properties[key] = format_value(checked[field])
         if checked.get("check_interval") == 0:
-            warnings.append("kafka_quotas.check_interval is 0, which turns the quota plugin's storage checks off: the volume limit has no effect")
+            warnings.append(
+                "kafka_quotas.check_interval is 0, which turns the quota plugin's storage checks off: the volume limit has no effect"
+            )
     if free_form is not None:
         properties, merge_warnings = merge_properties(free_form, properties)
         warnings.extend(merge_warnings)
     return properties, warnings
 
 
-def quota_plugin_properties(spec: object, admin: Optional[Dict[str, Any]] = None, internal_principals: Optional[List[str]] = None,
-                            free_form: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def quota_plugin_properties(
+    spec: object,
+    admin: Optional[Dict[str, Any]] = None,
+    internal_principals: Optional[List[str]] = None,
+    free_form: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     """The broker properties only (see render)."""
     return render(spec, admin, internal_principals, free_form)[0]
 
@@ -472,7 +629,11 @@ def default_user_quotas(spec: object) -> Dict[str, Any]:
     """
     checked = validate_spec(spec)
     entry: Dict[str, Any] = {"entity": {"user": DEFAULT_USER}}
-    values = dict((field, checked[field]) for field in KAFKA_FIELDS if field in checked) if checked["type"] == "kafka" else {}
+    values = (
+        dict((field, checked[field]) for field in KAFKA_FIELDS if field in checked)
+        if checked["type"] == "kafka"
+        else {}
+    )
     if not values:
         entry["state"] = "absent"
         return entry
@@ -484,7 +645,9 @@ def _is_plugin_key(key):
     return key == CALLBACK_CLASS_KEY or key.startswith(PREFIX)
 
 
-def merge_properties(existing_free_form: Optional[Dict[str, Any]], rendered: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+def merge_properties(
+    existing_free_form: Optional[Dict[str, Any]], rendered: Dict[str, Any]
+) -> Tuple[Dict[str, Any], List[str]]:
     """The user's free-form broker properties with the quotas spec applied: (merged dict, warnings).
 
     ``rendered`` is what the spec renders (``quota_plugin_properties``; empty for type kafka). Free-form keys the spec
@@ -496,7 +659,11 @@ def merge_properties(existing_free_form: Optional[Dict[str, Any]], rendered: Dic
     if existing_free_form is None:
         existing_free_form = {}
     if not isinstance(existing_free_form, dict):
-        raise QuotaPluginSpecError("the free-form broker properties must be a dict of property names to values (got {0!r})".format(existing_free_form))
+        raise QuotaPluginSpecError(
+            "the free-form broker properties must be a dict of property names to values (got {0!r})".format(
+                existing_free_form
+            )
+        )
     if not isinstance(rendered, dict):
         raise QuotaPluginSpecError("the rendered quota plugin properties must be a dict (got {0!r})".format(rendered))
     plugin = rendered.get(CALLBACK_CLASS_KEY) == STATIC_QUOTA_CALLBACK
@@ -506,14 +673,22 @@ def merge_properties(existing_free_form: Optional[Dict[str, Any]], rendered: Dic
         if not isinstance(key, str):
             raise QuotaPluginSpecError("free-form broker property names must be strings (got {0!r})".format(key))
         if key in LEGACY_KEYS:
-            warnings.append("free-form broker property {0} is a legacy quota plugin key (soft and hard storage limits are gone from the plugin); "
-                            "it is removed: use kafka_quotas.min_available_bytes_per_volume or min_available_ratio_per_volume".format(key))
+            warnings.append(
+                "free-form broker property {0} is a legacy quota plugin key (soft and hard storage limits are gone from the plugin); "
+                "it is removed: use kafka_quotas.min_available_bytes_per_volume or min_available_ratio_per_volume".format(
+                    key
+                )
+            )
         elif plugin and (key in SPEC_KEYS or key.startswith(ADMIN_PREFIX)):
-            warnings.append("free-form broker property {0} is overridden by kafka_quotas (type strimzi): remove it from the free-form "
-                            "properties".format(key))
+            warnings.append(
+                "free-form broker property {0} is overridden by kafka_quotas (type strimzi): remove it from the free-form "
+                "properties".format(key)
+            )
         elif not plugin and _is_plugin_key(key):
-            warnings.append("free-form broker property {0} is removed: kafka_quotas has type kafka, so the quota plugin is not "
-                            "used".format(key))
+            warnings.append(
+                "free-form broker property {0} is removed: kafka_quotas has type kafka, so the quota plugin is not "
+                "used".format(key)
+            )
         else:
             merged[key] = value
     merged.update(rendered)
@@ -567,7 +742,7 @@ def _escape(text, is_key):
             out.append("\\ ")
         elif is_key and (char in "=:" or (index == 0 and char in "#!")):
             out.append("\\" + char)
-        elif code < 0x20 or code > 0x7e:
+        elif code < 0x20 or code > 0x7E:
             if code > 0xFFFF:
                 code -= 0x10000
                 out.append("\\u{0:04X}\\u{1:04X}".format(0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)))
@@ -580,4 +755,7 @@ def _escape(text, is_key):
 
 def render_block(properties: Optional[Dict[str, Any]]) -> str:
     """The ``key=value`` lines of the managed block, one per property, in order, without a trailing newline."""
-    return "\n".join("{0}={1}".format(_escape(str(key), True), _escape(format_value(value), False)) for key, value in (properties or {}).items())
+    return "\n".join(
+        "{0}={1}".format(_escape(str(key), True), _escape(format_value(value), False))
+        for key, value in (properties or {}).items()
+    )

@@ -21,11 +21,16 @@ DEFAULT_NAME = "<default>"
 SPEC_TYPES = {"user": "user", "client_id": "client-id", "ip": "ip"}
 KAFKA_TYPES = dict((kafka, spec) for spec, kafka in SPEC_TYPES.items())
 # How Kafka types each key (QuotaConfig): byte rates are longs, connection_creation_rate an int, the rest doubles.
-USER_CLIENT_KEYS = {"producer_byte_rate": "long", "consumer_byte_rate": "long", "request_percentage": "double", "controller_mutation_rate": "double"}
+USER_CLIENT_KEYS = {
+    "producer_byte_rate": "long",
+    "consumer_byte_rate": "long",
+    "request_percentage": "double",
+    "controller_mutation_rate": "double",
+}
 IP_KEYS = {"connection_creation_rate": "int"}
 ALL_KEYS = tuple(list(USER_CLIENT_KEYS) + list(IP_KEYS))
 # Kafka refuses a value above the Java maximum compared as a double (Long.MAX_VALUE widens to 2**63).
-_LIMITS = {"long": 2.0 ** 63, "int": 2147483647.0}
+_LIMITS = {"long": 2.0**63, "int": 2147483647.0}
 _KIND_NAMES = {"long": "a long", "int": "an int", "double": "a double"}
 _MAXIMA = {"long": "9223372036854775807", "int": "2147483647"}
 SPEC_ORDER = ("user", "client_id", "ip")
@@ -42,8 +47,10 @@ QuotaState = Dict[EntityKey, Tuple[Entity, QuotaValues]]
 QuotaOp = Tuple[str, Optional[float], bool]
 
 if TYPE_CHECKING:
+
     class QuotaChange(TypedDict):
         """One planned change of plan_changes."""
+
         entity: Entity
         before: QuotaValues
         after: QuotaValues
@@ -56,16 +63,28 @@ class QuotaSpecError(ValueError):
 
 def entity_from_spec(entity: object, where: str = "entity") -> Entity:
     if not isinstance(entity, dict) or not entity:
-        raise QuotaSpecError("{0} must be a non-empty dict with keys user, client_id and/or ip (got {1!r})".format(where, entity))
+        raise QuotaSpecError(
+            "{0} must be a non-empty dict with keys user, client_id and/or ip (got {1!r})".format(where, entity)
+        )
     unknown = sorted(set(entity) - set(SPEC_TYPES))
     if unknown:
-        raise QuotaSpecError("{0} has unknown key(s) {1}; allowed: user, client_id, ip".format(where, ", ".join(unknown)))
+        raise QuotaSpecError(
+            "{0} has unknown key(s) {1}; allowed: user, client_id, ip".format(where, ", ".join(unknown))
+        )
     if "ip" in entity and len(entity) > 1:
-        raise QuotaSpecError("{0}: ip cannot be combined with user or client_id (Kafka refuses such entities); got {1!r}".format(where, entity))
+        raise QuotaSpecError(
+            "{0}: ip cannot be combined with user or client_id (Kafka refuses such entities); got {1!r}".format(
+                where, entity
+            )
+        )
     result = {}
     for key, name in entity.items():
         if not isinstance(name, str) or name == "":
-            raise QuotaSpecError("{0}.{1} must be a non-empty string, or {2} for the default entity (got {3!r})".format(where, key, DEFAULT_NAME, name))
+            raise QuotaSpecError(
+                "{0}.{1} must be a non-empty string, or {2} for the default entity (got {3!r})".format(
+                    where, key, DEFAULT_NAME, name
+                )
+            )
         result[SPEC_TYPES[key]] = None if name == DEFAULT_NAME else name
     return result
 
@@ -110,12 +129,17 @@ def validate_value(where: str, key: str, value: object, kind: str) -> float:
     if isinstance(value, float) and not math.isfinite(value):
         raise QuotaSpecError("{0}.{1} must be a finite number greater than 0 (got {2})".format(where, key, value))
     if not value > 0:
-        raise QuotaSpecError("{0}.{1} must be greater than 0 (got {2}); remove the key to remove the quota".format(where, key, value))
+        raise QuotaSpecError(
+            "{0}.{1} must be greater than 0 (got {2}); remove the key to remove the quota".format(where, key, value)
+        )
     if kind in _LIMITS:
         # Compared as the double Kafka receives: a large int rounds to a whole double, never to a fraction.
         if not float(value).is_integer() or float(value) > _LIMITS[kind]:
-            raise QuotaSpecError("{0}.{1} must be a whole number from 1 to {2}: Kafka stores it as {3} (got {4})".format(
-                where, key, _MAXIMA[kind], _KIND_NAMES[kind], value))
+            raise QuotaSpecError(
+                "{0}.{1} must be a whole number from 1 to {2}: Kafka stores it as {3} (got {4})".format(
+                    where, key, _MAXIMA[kind], _KIND_NAMES[kind], value
+                )
+            )
     return float(value)
 
 
@@ -137,14 +161,25 @@ def desired_state(quotas: Optional[Iterable[object]]) -> QuotaState:
             if value is None:
                 continue
             if key not in keys:
-                raise QuotaSpecError("{0}.{1} is not valid for {2} entities; allowed: {3}".format(
-                    where, key, "ip" if "ip" in entity else "user/client_id", ", ".join(keys)))
+                raise QuotaSpecError(
+                    "{0}.{1} is not valid for {2} entities; allowed: {3}".format(
+                        where, key, "ip" if "ip" in entity else "user/client_id", ", ".join(keys)
+                    )
+                )
             if state == "absent":
-                raise QuotaSpecError("{0}.{1} cannot be given with state absent, which removes every quota of the entity".format(where, key))
+                raise QuotaSpecError(
+                    "{0}.{1} cannot be given with state absent, which removes every quota of the entity".format(
+                        where, key
+                    )
+                )
             values[key] = validate_value(where, key, value, keys[key])
         unknown = sorted(set(item) - set(ALL_KEYS) - set(("entity", "state")))
         if unknown:
-            raise QuotaSpecError("{0} has unknown key(s) {1}; allowed: entity, state, {2}".format(where, ", ".join(unknown), ", ".join(ALL_KEYS)))
+            raise QuotaSpecError(
+                "{0} has unknown key(s) {1}; allowed: entity, state, {2}".format(
+                    where, ", ".join(unknown), ", ".join(ALL_KEYS)
+                )
+            )
         key = entity_key(entity)
         if key in desired:
             raise QuotaSpecError("{0}.entity {1} is listed twice".format(where, describe_entity(entity)))

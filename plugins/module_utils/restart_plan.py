@@ -19,12 +19,12 @@ class RestartPlanError(ValueError):
 def _rank(node, active_controller):
     roles = set(node["roles"])
     if node["node_id"] == active_controller:
-        return 3          # the active controller last: one controller election instead of several
+        return 3  # the active controller last: one controller election instead of several
     if roles == set(["broker"]):
-        return 0          # plain brokers first
+        return 0  # plain brokers first
     if "broker" not in roles:
-        return 1          # controller-only nodes
-    return 2              # combined broker+controller nodes
+        return 1  # controller-only nodes
+    return 2  # combined broker+controller nodes
 
 
 def restart_order(nodes: Iterable[Dict[str, Any]], active_controller: Optional[int] = None) -> List[str]:
@@ -39,13 +39,18 @@ def restart_order(nodes: Iterable[Dict[str, Any]], active_controller: Optional[i
         roles = node["roles"].split(",") if isinstance(node["roles"], str) else list(node["roles"])
         roles = [role.strip() for role in roles]
         if not set(roles) <= set(["broker", "controller"]):
-            raise RestartPlanError("nodes[{0}].roles must be broker and/or controller (got {1!r})".format(index, node["roles"]))
+            raise RestartPlanError(
+                "nodes[{0}].roles must be broker and/or controller (got {1!r})".format(index, node["roles"])
+            )
         node_id = node["node_id"]
         if isinstance(node_id, str) and node_id.strip().isdigit():
-            node_id = int(node_id.strip())      # inventory variables often arrive as text
+            node_id = int(node_id.strip())  # inventory variables often arrive as text
         if BROKER_ID.problem(node_id):
-            raise RestartPlanError("nodes[{0}].node_id must be a Kafka node id, a whole number from 0 to {1} (got {2!r})".format(
-                index, BROKER_ID.maximum, node["node_id"]))
+            raise RestartPlanError(
+                "nodes[{0}].node_id must be a Kafka node id, a whole number from 0 to {1} (got {2!r})".format(
+                    index, BROKER_ID.maximum, node["node_id"]
+                )
+            )
         node = dict(node, node_id=node_id)
         if node["node_id"] in seen:
             raise RestartPlanError("nodes[{0}].node_id {1} is used by two hosts".format(index, node["node_id"]))

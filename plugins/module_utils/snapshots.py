@@ -26,9 +26,19 @@ import math
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import BROKER_ID, BYTES, OptionError, parse_datetime
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import (
+    BROKER_ID,
+    BYTES,
+    OptionError,
+    parse_datetime,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (
-    SNAPSHOT_LIMIT_NAMES, LimitError, validate_graded_limits, validate_limit, volume_problem)
+    SNAPSHOT_LIMIT_NAMES,
+    LimitError,
+    validate_graded_limits,
+    validate_limit,
+    volume_problem,
+)
 
 LIMIT_TYPES_BY_NAME = dict((name, limit_type) for limit_type, name in SNAPSHOT_LIMIT_NAMES.items())
 _UTC = datetime.timezone.utc
@@ -80,7 +90,11 @@ def _size(value, where, field):
         return None
     number = _integer(value)
     if number is None or number > BYTES.maximum:
-        raise SnapshotError("{0}.{1} must be a whole number of bytes up to {2}, or null (got {3!r})".format(where, field, BYTES.maximum, value))
+        raise SnapshotError(
+            "{0}.{1} must be a whole number of bytes up to {2}, or null (got {3!r})".format(
+                where, field, BYTES.maximum, value
+            )
+        )
     return number if number >= 0 else None
 
 
@@ -103,22 +117,40 @@ def normalize_log_dirs(rows: object, option: str = "log_dirs") -> List[Dict[str,
     for index, row in enumerate(rows):
         where = "{0}[{1}]".format(option, index)
         if not isinstance(row, dict):
-            raise SnapshotError("{0} must be a dict with broker_id, log_dir, total_bytes and usable_bytes (got {1!r})".format(where, row))
+            raise SnapshotError(
+                "{0} must be a dict with broker_id, log_dir, total_bytes and usable_bytes (got {1!r})".format(
+                    where, row
+                )
+            )
         missing = [key for key in ("broker_id", "log_dir", "total_bytes", "usable_bytes") if key not in row]
         if missing:
-            raise SnapshotError("{0} lacks {1}: every log dir needs broker_id, log_dir, total_bytes and usable_bytes "
-                                "(null when unknown), as log_dirs_info returns them".format(where, ", ".join(missing)))
+            raise SnapshotError(
+                "{0} lacks {1}: every log dir needs broker_id, log_dir, total_bytes and usable_bytes "
+                "(null when unknown), as log_dirs_info returns them".format(where, ", ".join(missing))
+            )
         broker_id = _broker_id(row["broker_id"])
         if broker_id is None:
-            raise SnapshotError("{0}.broker_id must be {1} (got {2!r})".format(where, BROKER_ID.describe(), row["broker_id"]))
+            raise SnapshotError(
+                "{0}.broker_id must be {1} (got {2!r})".format(where, BROKER_ID.describe(), row["broker_id"])
+            )
         if not isinstance(row["log_dir"], str) or not row["log_dir"]:
             raise SnapshotError("{0}.log_dir must be the log dir's path (got {1!r})".format(where, row["log_dir"]))
         if (broker_id, row["log_dir"]) in seen:
-            raise SnapshotError("{0} is broker {1}'s log dir {2!r} again (the first is {3}); each log dir once".format(
-                where, broker_id, row["log_dir"], seen[(broker_id, row["log_dir"])]))
+            raise SnapshotError(
+                "{0} is broker {1}'s log dir {2!r} again (the first is {3}); each log dir once".format(
+                    where, broker_id, row["log_dir"], seen[(broker_id, row["log_dir"])]
+                )
+            )
         seen[(broker_id, row["log_dir"])] = where
-        result.append({"broker_id": broker_id, "log_dir": row["log_dir"], "total_bytes": _size(row["total_bytes"], where, "total_bytes"),
-                       "usable_bytes": _size(row["usable_bytes"], where, "usable_bytes"), "error": row.get("error")})
+        result.append(
+            {
+                "broker_id": broker_id,
+                "log_dir": row["log_dir"],
+                "total_bytes": _size(row["total_bytes"], where, "total_bytes"),
+                "usable_bytes": _size(row["usable_bytes"], where, "usable_bytes"),
+                "error": row.get("error"),
+            }
+        )
     return result
 
 
@@ -131,8 +163,11 @@ def message_limit(limit: Dict[str, Any]) -> Dict[str, Any]:
 def graded_limit(limit: object, field: str) -> Dict[str, Any]:
     """A message's limit ({type: MinFreeBytes, level}) in the graded form; SnapshotError when it is not one."""
     if not isinstance(limit, dict) or limit.get("type") not in LIMIT_TYPES_BY_NAME:
-        raise SnapshotError("{0} must be {{type, level}} with type one of {1} (got {2!r})".format(
-            field, ", ".join(sorted(LIMIT_TYPES_BY_NAME)), limit))
+        raise SnapshotError(
+            "{0} must be {{type, level}} with type one of {1} (got {2!r})".format(
+                field, ", ".join(sorted(LIMIT_TYPES_BY_NAME)), limit
+            )
+        )
     converted = {"type": LIMIT_TYPES_BY_NAME[limit["type"]], "level": limit.get("level")}
     try:
         validate_limit(field, converted)
@@ -142,8 +177,13 @@ def graded_limit(limit: object, field: str) -> Dict[str, Any]:
 
 
 # -- building messages -------------------------------------------------------------------------------------------
-def build_messages(rows: List[Dict[str, Any]], soft_limit: Dict[str, Any], hard_limit: Dict[str, Any],
-                   snapshot_at: Union[str, datetime.datetime], cluster_id: Optional[str] = None) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+def build_messages(
+    rows: List[Dict[str, Any]],
+    soft_limit: Dict[str, Any],
+    hard_limit: Dict[str, Any],
+    snapshot_at: Union[str, datetime.datetime],
+    cluster_id: Optional[str] = None,
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """One message per broker that has log dir rows; returns (messages, skipped log dirs).
 
     A log dir with an error or an unknown size is left out of its broker's Volumes (the proposal's schema has no
@@ -160,19 +200,23 @@ def build_messages(rows: List[Dict[str, Any]], soft_limit: Dict[str, Any], hard_
         total, usable = row["total_bytes"], row["usable_bytes"]
         reason = volume_problem(row)
         if reason:
-            skipped.append({"broker_id": row["broker_id"], "log_dir": row["log_dir"], "error": row.get("error"), "reason": reason})
+            skipped.append(
+                {"broker_id": row["broker_id"], "log_dir": row["log_dir"], "error": row.get("error"), "reason": reason}
+            )
             continue
         volumes.append({"VolumeName": row["log_dir"], "Capacity": total, "Consumed": total - usable})
     messages: List[Dict[str, Any]] = []
     for broker_id in sorted(by_broker):
-        messages.append({
-            "SnapshotAt": stamp,
-            "HardLimit": message_limit(hard_limit),
-            "SoftLimit": message_limit(soft_limit),
-            "Volumes": by_broker[broker_id],
-            "BrokerId": broker_id,
-            "ClusterId": cluster_id,
-        })
+        messages.append(
+            {
+                "SnapshotAt": stamp,
+                "HardLimit": message_limit(hard_limit),
+                "SoftLimit": message_limit(soft_limit),
+                "Volumes": by_broker[broker_id],
+                "BrokerId": broker_id,
+                "ClusterId": cluster_id,
+            }
+        )
     return messages, skipped
 
 
@@ -217,8 +261,13 @@ def parse_message(value: object, key: Optional[Union[bytes, str]] = None) -> Dic
         raise SnapshotError("BrokerId is missing")
     broker_id = _broker_id(value.get("BrokerId")) if value.get("BrokerId") is not None else key_broker
     if broker_id is None:
-        raise SnapshotError("BrokerId must be " + BROKER_ID.describe() + ", and the record key the same id as text "
-                            "(got BrokerId {0!r}, key {1!r})".format(value.get("BrokerId"), key))
+        raise SnapshotError(
+            "BrokerId must be "
+            + BROKER_ID.describe()
+            + ", and the record key the same id as text (got BrokerId {0!r}, key {1!r})".format(
+                value.get("BrokerId"), key
+            )
+        )
     if key is not None and key_broker is not None and key_broker != broker_id:
         raise SnapshotError("BrokerId {0} does not match the record key {1!r}".format(broker_id, key))
     if "SnapshotAt" not in value:
@@ -230,11 +279,22 @@ def parse_message(value: object, key: Optional[Union[bytes, str]] = None) -> Dic
     checked: List[Dict[str, Any]] = []
     for index, volume in enumerate(volumes):
         where = "Volumes[{0}]".format(index)
-        if not isinstance(volume, dict) or not isinstance(volume.get("VolumeName"), str) or not volume.get("VolumeName"):
-            raise SnapshotError("{0} must be {{VolumeName, Capacity, Consumed}} with a VolumeName (got {1!r})".format(where, volume))
+        if (
+            not isinstance(volume, dict)
+            or not isinstance(volume.get("VolumeName"), str)
+            or not volume.get("VolumeName")
+        ):
+            raise SnapshotError(
+                "{0} must be {{VolumeName, Capacity, Consumed}} with a VolumeName (got {1!r})".format(where, volume)
+            )
         if any(other["VolumeName"] == volume["VolumeName"] for other in checked):
-            raise SnapshotError("{0}.VolumeName {1!r} appears twice; each volume once".format(where, volume["VolumeName"]))
-        capacity, consumed = _size(volume.get("Capacity"), where, "Capacity"), _size(volume.get("Consumed"), where, "Consumed")
+            raise SnapshotError(
+                "{0}.VolumeName {1!r} appears twice; each volume once".format(where, volume["VolumeName"])
+            )
+        capacity, consumed = (
+            _size(volume.get("Capacity"), where, "Capacity"),
+            _size(volume.get("Consumed"), where, "Consumed"),
+        )
         if capacity is not None and consumed is not None and consumed > capacity:
             raise SnapshotError("{0}.Consumed {1} exceeds its Capacity {2}".format(where, consumed, capacity))
         checked.append({"VolumeName": volume["VolumeName"], "Capacity": capacity, "Consumed": consumed})
@@ -258,8 +318,12 @@ def is_fresh(message: Dict[str, Any], now: datetime.datetime, max_age: Optional[
     return max_age is None or now - snapshot_time(message) <= max_age
 
 
-def select_latest(records: Iterable[Record], now: datetime.datetime, max_age: Optional[datetime.timedelta] = None,
-                  cluster_id: Optional[str] = None) -> Dict[str, Any]:
+def select_latest(
+    records: Iterable[Record],
+    now: datetime.datetime,
+    max_age: Optional[datetime.timedelta] = None,
+    cluster_id: Optional[str] = None,
+) -> Dict[str, Any]:
     """The latest snapshot per broker (by SnapshotAt; on a tie the later record), then the freshness check.
 
     records: (where, key, value) in log order, where is a label for error messages ("line 3", "offset 7");
@@ -297,18 +361,31 @@ def select_latest(records: Iterable[Record], now: datetime.datetime, max_age: Op
             fresh.append(message)
         else:
             stale.append(broker_id)
-    return {"snapshots": fresh, "stale_brokers": stale, "invalid_messages": invalid, "messages_read": read,
-            "other_cluster_messages": other_cluster}
+    return {
+        "snapshots": fresh,
+        "stale_brokers": stale,
+        "invalid_messages": invalid,
+        "messages_read": read,
+        "other_cluster_messages": other_cluster,
+    }
 
 
-def missing_brokers(brokers_with_data: Iterable[int], active_brokers: Iterable[int] = (), expected_brokers: Optional[Iterable[int]] = ()) -> List[int]:
+def missing_brokers(
+    brokers_with_data: Iterable[int], active_brokers: Iterable[int] = (), expected_brokers: Optional[Iterable[int]] = ()
+) -> List[int]:
     """Active or expected brokers without data, sorted."""
     have = set(brokers_with_data)
     return sorted((set(active_brokers) | set(expected_brokers or ())) - have)
 
 
-def read_result(records: Iterable[Record], now: datetime.datetime, max_age: Optional[datetime.timedelta], active_brokers: Sequence[int],
-                expected_brokers: Optional[Iterable[int]] = (), cluster_id: Optional[str] = None) -> Dict[str, Any]:
+def read_result(
+    records: Iterable[Record],
+    now: datetime.datetime,
+    max_age: Optional[datetime.timedelta],
+    active_brokers: Sequence[int],
+    expected_brokers: Optional[Iterable[int]] = (),
+    cluster_id: Optional[str] = None,
+) -> Dict[str, Any]:
     """What usage_snapshot state=read returns: fresh snapshots, stale brokers, brokers without a fresh snapshot."""
     result = select_latest(records, now, max_age, cluster_id)
     without = missing_brokers([m["BrokerId"] for m in result["snapshots"]], active_brokers, expected_brokers)
@@ -328,8 +405,14 @@ def snapshot_volumes(messages: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]
         for volume in message["Volumes"]:
             capacity, consumed = volume.get("Capacity"), volume.get("Consumed")
             known = capacity is not None and consumed is not None and consumed <= capacity
-            volumes.append({"broker_id": message["BrokerId"], "log_dir": volume["VolumeName"],
-                            "total_bytes": capacity if known else None, "usable_bytes": capacity - consumed if known else None})
+            volumes.append(
+                {
+                    "broker_id": message["BrokerId"],
+                    "log_dir": volume["VolumeName"],
+                    "total_bytes": capacity if known else None,
+                    "usable_bytes": capacity - consumed if known else None,
+                }
+            )
     return volumes
 
 

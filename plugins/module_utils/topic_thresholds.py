@@ -48,20 +48,29 @@ def _number_text(value):
 
 def _threshold(where, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TopicThresholdError("{0} must be a number of bytes per second greater than 0 (got {1!r})".format(where, value))
+        raise TopicThresholdError(
+            "{0} must be a number of bytes per second greater than 0 (got {1!r})".format(where, value)
+        )
     if not value > 0:
-        raise TopicThresholdError("{0} must be greater than 0 bytes per second (got {1})".format(where, _number_text(value)))
+        raise TopicThresholdError(
+            "{0} must be greater than 0 bytes per second (got {1})".format(where, _number_text(value))
+        )
     return float(value)
 
 
 def _topics(where, topics):
     if not isinstance(topics, dict):
-        raise TopicThresholdError("{0} must be a dict of topic name to bytes-in threshold (got {1!r})".format(where, topics))
+        raise TopicThresholdError(
+            "{0} must be a dict of topic name to bytes-in threshold (got {1!r})".format(where, topics)
+        )
     result = {}
     for name, value in topics.items():
         if not isinstance(name, str) or not TOPIC_NAME.match(name) or name in (".", ".."):
-            raise TopicThresholdError("{0}: {1!r} is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249 characters)".format(
-                where, name))
+            raise TopicThresholdError(
+                "{0}: {1!r} is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249 characters)".format(
+                    where, name
+                )
+            )
         result[name] = _threshold("{0}.{1}".format(where, name), value)
     return result
 
@@ -69,34 +78,47 @@ def _topics(where, topics):
 def _unknown_keys(where, document, allowed):
     unknown = sorted(str(key) for key in set(document) - set(allowed))
     if unknown:
-        raise TopicThresholdError("{0} has unknown key(s) {1}; allowed: {2}".format(where, ", ".join(unknown), ", ".join(allowed)))
+        raise TopicThresholdError(
+            "{0} has unknown key(s) {1}; allowed: {2}".format(where, ", ".join(unknown), ", ".join(allowed))
+        )
 
 
 def _check_sum(where, total, explicit, broker_text):
     reserved = explicit_sum(explicit)
     if reserved > total:
-        raise TopicThresholdError("{0}: the explicit topic thresholds {1}sum to {2} bytes/s, more than {3} {4}".format(
-            where, broker_text, _number_text(reserved), TOTAL, _number_text(total)))
+        raise TopicThresholdError(
+            "{0}: the explicit topic thresholds {1}sum to {2} bytes/s, more than {3} {4}".format(
+                where, broker_text, _number_text(reserved), TOTAL, _number_text(total)
+            )
+        )
 
 
 def validate_plan(plan: object) -> Dict[str, Any]:
     """The plan with numbers as floats and broker ids as canonical text; TopicThresholdError for the first problem."""
     if not isinstance(plan, dict):
-        raise TopicThresholdError("the topic threshold plan must be a dict with {0} and topics (got {1!r})".format(TOTAL, plan))
+        raise TopicThresholdError(
+            "the topic threshold plan must be a dict with {0} and topics (got {1!r})".format(TOTAL, plan)
+        )
     _unknown_keys("the topic threshold plan", plan, PLAN_KEYS)
     if TOTAL not in plan:
-        raise TopicThresholdError("{0} is required: the broker-wide bytes-in threshold in bytes per second".format(TOTAL))
+        raise TopicThresholdError(
+            "{0} is required: the broker-wide bytes-in threshold in bytes per second".format(TOTAL)
+        )
     result = {TOTAL: _threshold(TOTAL, plan[TOTAL]), "topics": _topics("topics", plan.get("topics", {})), "brokers": {}}
     _check_sum("topics", result[TOTAL], result["topics"], "")
     brokers = plan.get("brokers", {})
     if not isinstance(brokers, dict):
-        raise TopicThresholdError("brokers must be a dict of broker id to {{{0}, topics}} (got {1!r})".format(TOTAL, brokers))
+        raise TopicThresholdError(
+            "brokers must be a dict of broker id to {{{0}, topics}} (got {1!r})".format(TOTAL, brokers)
+        )
     for broker, override in brokers.items():
         if not isinstance(broker, str) or not BROKER_ID.match(broker):
             raise TopicThresholdError("brokers: {0!r} is not a broker id (a whole number >= 0)".format(broker))
         where = "brokers.{0}".format(broker)
         if not isinstance(override, dict):
-            raise TopicThresholdError("{0} must be a dict with {1} and/or topics (got {2!r})".format(where, TOTAL, override))
+            raise TopicThresholdError(
+                "{0} must be a dict with {1} and/or topics (got {2!r})".format(where, TOTAL, override)
+            )
         _unknown_keys(where, override, BROKER_KEYS)
         canonical = str(int(broker))
         if canonical in result["brokers"]:
@@ -133,7 +155,9 @@ def implicit_threshold(total: float, explicit: Mapping[str, float], topics: Iter
     return (total - explicit_sum(explicit)) / len(without)
 
 
-def topic_threshold(total: float, explicit: Mapping[str, float], topics: Iterable[str], topic: str) -> Tuple[Optional[float], str]:
+def topic_threshold(
+    total: float, explicit: Mapping[str, float], topics: Iterable[str], topic: str
+) -> Tuple[Optional[float], str]:
     """(threshold, kind) of one topic on a broker whose topics are ``topics``; kind is explicit or implicit."""
     if topic in explicit:
         return explicit[topic], EXPLICIT
@@ -178,13 +202,15 @@ def interval_starts(instants: Iterable[int]) -> Dict[int, int]:
     return starts
 
 
-def meter_step(state: Optional[float], last_us: Optional[int], ts_us: int, start_us: int, interval_bytes: float) -> float:
+def meter_step(
+    state: Optional[float], last_us: Optional[int], ts_us: int, start_us: int, interval_bytes: float
+) -> float:
     """One meter after the interval (start_us, ts_us] with these bytes, idle (rate 0) since last_us before it."""
     seconds = (ts_us - start_us) / 1000000.0
     rate = interval_bytes / seconds
     if state is None:
         return rate
-    idle = meter_update(state, 0.0, (start_us - cast(int, last_us)) / 1000000.0)      # a started meter has a last instant
+    idle = meter_update(state, 0.0, (start_us - cast(int, last_us)) / 1000000.0)  # a started meter has a last instant
     return meter_update(idle, rate, seconds)
 
 
@@ -218,13 +244,33 @@ def topic_analysis(rows: Iterable[Dict[str, Any]], plan: object) -> Tuple[List[D
         total_rates = meter_series(brokers[broker_id], starts)
         for name in names:
             threshold, kind = (explicit[name], EXPLICIT) if name in explicit else (implicit, IMPLICIT)
-            thresholds.append({"broker_id": broker_id, "topic": name, "total_threshold": total, "topic_threshold": threshold,
-                               "threshold_kind": kind, "explicit_threshold_sum": explicit_sum(explicit),
-                               "implicit_topics": len([topic for topic in names if topic not in explicit])})
+            thresholds.append(
+                {
+                    "broker_id": broker_id,
+                    "topic": name,
+                    "total_threshold": total,
+                    "topic_threshold": threshold,
+                    "threshold_kind": kind,
+                    "explicit_threshold_sum": explicit_sum(explicit),
+                    "implicit_topics": len([topic for topic in names if topic not in explicit]),
+                }
+            )
             points = topics[(broker_id, name)]
             for instant, rate in sorted(meter_series(points, starts).items()):
-                if rejects(total_rates[instant], total, rate, cast(float, threshold)):    # implicit is set when a topic has no explicit one
-                    rejections.append({"broker_id": broker_id, "topic": name, "ts_us": instant, "total_ewma": total_rates[instant],
-                                       "topic_ewma": rate, "total_threshold": total, "topic_threshold": threshold,
-                                       "threshold_kind": kind, "bytes_rejected": points[instant]})
+                if rejects(
+                    total_rates[instant], total, rate, cast(float, threshold)
+                ):  # implicit is set when a topic has no explicit one
+                    rejections.append(
+                        {
+                            "broker_id": broker_id,
+                            "topic": name,
+                            "ts_us": instant,
+                            "total_ewma": total_rates[instant],
+                            "topic_ewma": rate,
+                            "total_threshold": total,
+                            "topic_threshold": threshold,
+                            "threshold_kind": kind,
+                            "bytes_rejected": points[instant],
+                        }
+                    )
     return thresholds, rejections

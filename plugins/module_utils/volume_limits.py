@@ -30,7 +30,11 @@ LIMIT_TYPES = ("min_free_bytes", "min_free_percentage", "consumed_space")
 FREE_TYPES = ("min_free_bytes", "min_free_percentage")
 MISSING_DATA_ACTIONS = ("pause", "open")
 # The proposal's names for the limit types, as they appear in usage snapshot messages.
-SNAPSHOT_LIMIT_NAMES = {"consumed_space": "ConsumedSpace", "min_free_bytes": "MinFreeBytes", "min_free_percentage": "MinFreePercentage"}
+SNAPSHOT_LIMIT_NAMES = {
+    "consumed_space": "ConsumedSpace",
+    "min_free_bytes": "MinFreeBytes",
+    "min_free_percentage": "MinFreePercentage",
+}
 
 
 class LimitError(ValueError):
@@ -84,37 +88,64 @@ def available_ratio(volume: Dict[str, Any]) -> float:
 
 
 # -- the shipped plugin ------------------------------------------------------------------------------------------
-def validate_strimzi_limits(min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None) -> None:
+def validate_strimzi_limits(
+    min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None
+) -> None:
     if min_available_bytes is None and min_available_ratio is None:
-        raise LimitError("one of min_available_bytes or min_available_ratio is required with policy strimzi (got neither)")
+        raise LimitError(
+            "one of min_available_bytes or min_available_ratio is required with policy strimzi (got neither)"
+        )
     if min_available_bytes is not None and min_available_ratio is not None:
-        raise LimitError("min_available_bytes and min_available_ratio are mutually exclusive: the quota plugin refuses to start "
-                         "with both (got min_available_bytes={0}, min_available_ratio={1})".format(min_available_bytes, min_available_ratio))
-    if min_available_bytes is not None and (isinstance(min_available_bytes, bool) or not _finite(min_available_bytes) or min_available_bytes < 0):
+        raise LimitError(
+            "min_available_bytes and min_available_ratio are mutually exclusive: the quota plugin refuses to start "
+            "with both (got min_available_bytes={0}, min_available_ratio={1})".format(
+                min_available_bytes, min_available_ratio
+            )
+        )
+    if min_available_bytes is not None and (
+        isinstance(min_available_bytes, bool) or not _finite(min_available_bytes) or min_available_bytes < 0
+    ):
         raise LimitError("min_available_bytes must be an integer >= 0 (got {0})".format(min_available_bytes))
-    if min_available_ratio is not None and (isinstance(min_available_ratio, bool) or not _finite(min_available_ratio)
-                                            or not 0.0 <= min_available_ratio <= 1.0):
-        raise LimitError("min_available_ratio must be between 0.0 and 1.0 inclusive (got {0})".format(min_available_ratio))
+    if min_available_ratio is not None and (
+        isinstance(min_available_ratio, bool)
+        or not _finite(min_available_ratio)
+        or not 0.0 <= min_available_ratio <= 1.0
+    ):
+        raise LimitError(
+            "min_available_ratio must be between 0.0 and 1.0 inclusive (got {0})".format(min_available_ratio)
+        )
 
 
-def strimzi_violates(volume: Dict[str, Any], min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None) -> bool:
+def strimzi_violates(
+    volume: Dict[str, Any], min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None
+) -> bool:
     """The plugin's per-volume rule: usable <= bytes limit, or usable/total <= ratio limit (both inclusive)."""
     if min_available_bytes is not None:
         return volume["usable_bytes"] <= min_available_bytes
-    return available_ratio(volume) <= cast(float, min_available_ratio)     # one of the two limits is set
+    return available_ratio(volume) <= cast(float, min_available_ratio)  # one of the two limits is set
 
 
-def strimzi_decision(volumes: Iterable[Dict[str, Any]], min_available_bytes: Optional[int] = None,
-                     min_available_ratio: Optional[float] = None) -> Dict[str, Any]:
+def strimzi_decision(
+    volumes: Iterable[Dict[str, Any]],
+    min_available_bytes: Optional[int] = None,
+    min_available_ratio: Optional[float] = None,
+) -> Dict[str, Any]:
     """Throttle factor 0.0 if any known volume violates the limit, else 1.0 (also with no volumes at all)."""
     validate_strimzi_limits(min_available_bytes, min_available_ratio)
     known, skipped = usable_volumes(volumes)
-    known.sort(key=lambda v: (available_ratio(v) if min_available_ratio is not None else v["usable_bytes"], volume_key(v)))
+    known.sort(
+        key=lambda v: (available_ratio(v) if min_available_ratio is not None else v["usable_bytes"], volume_key(v))
+    )
     violations = []
     for volume in known:
         if strimzi_violates(volume, min_available_bytes, min_available_ratio):
-            violations.append(_figures(volume, limit_type="min_available_bytes" if min_available_bytes is not None else "min_available_ratio",
-                                       level=min_available_bytes if min_available_bytes is not None else min_available_ratio))
+            violations.append(
+                _figures(
+                    volume,
+                    limit_type="min_available_bytes" if min_available_bytes is not None else "min_available_ratio",
+                    level=min_available_bytes if min_available_bytes is not None else min_available_ratio,
+                )
+            )
     factor = 0.0 if violations else 1.0
     least = known[0] if known else None
     return {
@@ -146,22 +177,32 @@ def validate_limit(name: str, limit: object) -> None:
     if level < 0:
         raise LimitError("{0}.level must be >= 0 (got {1})".format(name, level))
     if limit_type == "min_free_percentage" and level > 100:
-        raise LimitError("{0}.level is a percentage for min_free_percentage and must be between 0 and 100 (got {1})".format(name, level))
+        raise LimitError(
+            "{0}.level is a percentage for min_free_percentage and must be between 0 and 100 (got {1})".format(
+                name, level
+            )
+        )
 
 
 def validate_graded_limits(soft_limit: Any, hard_limit: Any) -> None:
     validate_limit("soft_limit", soft_limit)
     validate_limit("hard_limit", hard_limit)
     if soft_limit["type"] != hard_limit["type"]:
-        raise LimitError("soft_limit.type and hard_limit.type must be the same so the factor can fall from one to the other "
-                         "(got {0} and {1})".format(soft_limit["type"], hard_limit["type"]))
+        raise LimitError(
+            "soft_limit.type and hard_limit.type must be the same so the factor can fall from one to the other "
+            "(got {0} and {1})".format(soft_limit["type"], hard_limit["type"])
+        )
     soft, hard = soft_limit["level"], hard_limit["level"]
     if soft_limit["type"] in FREE_TYPES and not soft > hard:
-        raise LimitError("soft_limit.level must be greater than hard_limit.level for {0}: the soft limit must trip first "
-                         "(got soft {1}, hard {2})".format(soft_limit["type"], soft, hard))
+        raise LimitError(
+            "soft_limit.level must be greater than hard_limit.level for {0}: the soft limit must trip first "
+            "(got soft {1}, hard {2})".format(soft_limit["type"], soft, hard)
+        )
     if soft_limit["type"] == "consumed_space" and not soft < hard:
-        raise LimitError("soft_limit.level must be less than hard_limit.level for consumed_space: the soft limit must trip first "
-                         "(got soft {0}, hard {1})".format(soft, hard))
+        raise LimitError(
+            "soft_limit.level must be less than hard_limit.level for consumed_space: the soft limit must trip first "
+            "(got soft {0}, hard {1})".format(soft, hard)
+        )
 
 
 def _measure(volume, limit_type):
@@ -203,21 +244,39 @@ def state_of(factor: float) -> str:
     return THROTTLE
 
 
-def graded_decision(volumes: Iterable[Dict[str, Any]], soft_limit: Any, hard_limit: Any, complete: bool = True,
-                    missing_data_action: str = "pause") -> Dict[str, Any]:
+def graded_decision(
+    volumes: Iterable[Dict[str, Any]],
+    soft_limit: Any,
+    hard_limit: Any,
+    complete: bool = True,
+    missing_data_action: str = "pause",
+) -> Dict[str, Any]:
     """Cluster factor = the smallest volume factor; incomplete data -> the missing-data action (pause is the fail-safe)."""
     validate_graded_limits(soft_limit, hard_limit)
     if missing_data_action not in MISSING_DATA_ACTIONS:
-        raise LimitError("missing_data_action must be one of {0} (got {1!r})".format(", ".join(MISSING_DATA_ACTIONS), missing_data_action))
+        raise LimitError(
+            "missing_data_action must be one of {0} (got {1!r})".format(
+                ", ".join(MISSING_DATA_ACTIONS), missing_data_action
+            )
+        )
     known, skipped = usable_volumes(volumes)
-    scored = sorted(((graded_volume_factor(v, soft_limit, hard_limit), v) for v in known),
-                    key=lambda item: (item[0], _measure(item[1], "min_free_bytes"), volume_key(item[1])))
+    scored = sorted(
+        ((graded_volume_factor(v, soft_limit, hard_limit), v) for v in known),
+        key=lambda item: (item[0], _measure(item[1], "min_free_bytes"), volume_key(item[1])),
+    )
     violations = []
     for factor, volume in scored:
         if breaches(volume, soft_limit):
             limit = hard_limit if breaches(volume, hard_limit) else soft_limit
-            violations.append(_figures(volume, limit_type=limit["type"], level=limit["level"], limit="hard" if limit is hard_limit else "soft",
-                                       volume_factor=factor))
+            violations.append(
+                _figures(
+                    volume,
+                    limit_type=limit["type"],
+                    level=limit["level"],
+                    limit="hard" if limit is hard_limit else "soft",
+                    volume_factor=factor,
+                )
+            )
     factor = scored[0][0] if scored else 1.0
     missing_data_applied = False
     if not complete and missing_data_action == "pause":
@@ -237,7 +296,12 @@ def graded_decision(volumes: Iterable[Dict[str, Any]], soft_limit: Any, hard_lim
 
 def _figures(volume, **extra):
     total, usable = volume.get("total_bytes"), volume.get("usable_bytes")
-    figures = {"broker_id": volume["broker_id"], "log_dir": volume["log_dir"], "total_bytes": total, "usable_bytes": usable}
+    figures = {
+        "broker_id": volume["broker_id"],
+        "log_dir": volume["log_dir"],
+        "total_bytes": total,
+        "usable_bytes": usable,
+    }
     if _known(total) and _known(usable) and usable <= total:
         figures["used_bytes"] = total - usable
         figures["available_ratio"] = available_ratio(volume)

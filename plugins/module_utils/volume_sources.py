@@ -28,8 +28,12 @@ class VolumeSourceError(ValueError):
 class Given(object):
     """The volumes a task was given, checked: log dir rows, snapshot messages (with their max_age), or neither."""
 
-    def __init__(self, rows: Optional[List[Dict[str, Any]]] = None, messages: Optional[List[Dict[str, Any]]] = None,
-                 max_age: Optional[datetime.timedelta] = None) -> None:
+    def __init__(
+        self,
+        rows: Optional[List[Dict[str, Any]]] = None,
+        messages: Optional[List[Dict[str, Any]]] = None,
+        max_age: Optional[datetime.timedelta] = None,
+    ) -> None:
         self.rows, self.messages, self.max_age = rows, messages, max_age
 
     @property
@@ -37,8 +41,11 @@ class Given(object):
         return self.rows is None
 
 
-def given(log_dirs_given: Optional[List[Dict[str, Any]]] = None, snapshots_given: Optional[List[Any]] = None,
-          max_age: Optional[Union[str, int, float]] = None) -> Given:
+def given(
+    log_dirs_given: Optional[List[Dict[str, Any]]] = None,
+    snapshots_given: Optional[List[Any]] = None,
+    max_age: Optional[Union[str, int, float]] = None,
+) -> Given:
     """Check the log_dirs / snapshots / max_age options; VolumeSourceError names the option."""
     if log_dirs_given is not None and snapshots_given is not None:
         raise VolumeSourceError("log_dirs and snapshots are mutually exclusive: the volumes come from one of them")
@@ -58,8 +65,12 @@ def given(log_dirs_given: Optional[List[Dict[str, Any]]] = None, snapshots_given
     return Given(rows, messages, age)
 
 
-def gather(adapter: Optional["KafkaAdapter"], source: Given, expected_brokers: Optional[Iterable[int]] = (),
-           now: Optional[datetime.datetime] = None) -> Dict[str, Any]:
+def gather(
+    adapter: Optional["KafkaAdapter"],
+    source: Given,
+    expected_brokers: Optional[Iterable[int]] = (),
+    now: Optional[datetime.datetime] = None,
+) -> Dict[str, Any]:
     """{volumes, source, missing_brokers, stale_brokers}: the volumes to judge and the brokers without data.
 
     ``adapter`` may be None when ``source`` needs no Kafka (log dirs given). A fresh query counts a broker that did
@@ -72,14 +83,24 @@ def gather(adapter: Optional["KafkaAdapter"], source: Given, expected_brokers: O
         return {"volumes": source.rows, "source": "log_dirs", "missing_brokers": missing, "stale_brokers": []}
     now = now or datetime.datetime.now(datetime.timezone.utc)
     if source.messages is not None:
-        cluster = cast("KafkaAdapter", adapter).describe_cluster()      # adapter is None only for log dirs given
-        chosen = snapshots.select_latest([("snapshots[{0}]".format(i), None, m) for i, m in enumerate(source.messages)], now, source.max_age)
+        cluster = cast("KafkaAdapter", adapter).describe_cluster()  # adapter is None only for log dirs given
+        chosen = snapshots.select_latest(
+            [("snapshots[{0}]".format(i), None, m) for i, m in enumerate(source.messages)], now, source.max_age
+        )
         known = [broker["id"] for broker in cluster["brokers"]] + cluster.get("fenced_brokers", [])
         missing = snapshots.missing_brokers([m["BrokerId"] for m in chosen["snapshots"]], known, expected)
-        return {"volumes": snapshots.snapshot_volumes(chosen["snapshots"]), "source": "snapshots", "missing_brokers": missing,
-                "stale_brokers": chosen["stale_brokers"]}
+        return {
+            "volumes": snapshots.snapshot_volumes(chosen["snapshots"]),
+            "source": "snapshots",
+            "missing_brokers": missing,
+            "stale_brokers": chosen["stale_brokers"],
+        }
     view = log_dirs.collect(cast("KafkaAdapter", adapter), now)
     active = [broker["id"] for broker in view["brokers"]]
     answered = set(row["broker_id"] for row in view["log_dirs"])
-    missing = sorted(set(view["missing_brokers"]) | set(view["fenced_brokers"]) | set(snapshots.missing_brokers(answered, active, expected)))
+    missing = sorted(
+        set(view["missing_brokers"])
+        | set(view["fenced_brokers"])
+        | set(snapshots.missing_brokers(answered, active, expected))
+    )
     return {"volumes": view["log_dirs"], "source": "cluster", "missing_brokers": missing, "stale_brokers": []}

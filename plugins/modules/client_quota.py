@@ -209,7 +209,7 @@ MODULE_OPTIONS = dict(
 
 
 ARGUMENT_SPEC = connection.argument_spec(**MODULE_OPTIONS)
-OPTION_RANGES = {}   # quota values are checked with the quota set (quota_spec), naming the item
+OPTION_RANGES = {}  # quota values are checked with the quota set (quota_spec), naming the item
 
 
 def main():

@@ -99,7 +99,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.headroom.kafka.plugins.module_utils import connection, quota_spec
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (
-    MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED, KafkaAdapterError)
+    MATCH_DEFAULT,
+    MATCH_EXACT,
+    MATCH_SPECIFIED,
+    KafkaAdapterError,
+)
 
 ANY_NAME = "*"
 MODULE_OPTIONS = dict(
@@ -117,7 +121,9 @@ def filter_components(user=None, client_id=None, ip=None):
         if value is None:
             continue
         if value == "":
-            raise quota_spec.QuotaSpecError("{0} must be a name, {1} or {2} (got an empty string)".format(option, quota_spec.DEFAULT_NAME, ANY_NAME))
+            raise quota_spec.QuotaSpecError(
+                "{0} must be a name, {1} or {2} (got an empty string)".format(option, quota_spec.DEFAULT_NAME, ANY_NAME)
+            )
         kind = quota_spec.SPEC_TYPES[option]
         if value == ANY_NAME:
             components.append((kind, MATCH_SPECIFIED, None))
@@ -133,11 +139,14 @@ def read_quotas(adapter, components, strict=False):
     entries = adapter.describe_client_quotas(components=components, strict=strict)
     rows = [(entity, values) for entity, values in entries if values]
     rows.sort(key=lambda row: quota_spec.entity_sort_key(row[0]))
-    return [{"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)} for entity, values in rows]
+    return [
+        {"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)}
+        for entity, values in rows
+    ]
 
 
 ARGUMENT_SPEC = connection.argument_spec(**MODULE_OPTIONS)
-OPTION_RANGES = {}   # quota values are checked with the quota set (quota_spec), naming the item
+OPTION_RANGES = {}  # quota values are checked with the quota set (quota_spec), naming the item
 
 
 def main():

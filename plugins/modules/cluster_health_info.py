@@ -130,13 +130,12 @@ polls:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 import time
+
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.headroom.kafka.plugins.module_utils import connection, health, option_checks
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
-
 
 ARGUMENT_SPEC = connection.argument_spec(
     expected_brokers=dict(type="list", elements="int"),
@@ -163,8 +162,12 @@ def main():
     params = module.params
     needed = (params["wait_consecutive"] - 1) * params["wait_interval"]
     if 0 < params["wait_timeout"] < needed:
-        module.fail_json(msg="wait_timeout {0} is shorter than the {1} s that wait_consecutive {2} polls wait_interval {3} s apart take; "
-                             "the wait could never succeed".format(params["wait_timeout"], needed, params["wait_consecutive"], params["wait_interval"]))
+        module.fail_json(
+            msg="wait_timeout {0} is shorter than the {1} s that wait_consecutive {2} polls wait_interval {3} s apart take; "
+            "the wait could never succeed".format(
+                params["wait_timeout"], needed, params["wait_consecutive"], params["wait_interval"]
+            )
+        )
     adapter = connection.connect(module, "to read the brokers, partitions and controller")
     started = time.monotonic()
     deadline = started + max(params["wait_timeout"], 0)
@@ -179,7 +182,7 @@ def main():
             except KafkaAdapterError as exc:
                 if params["wait_timeout"] <= 0:
                     raise
-                adapter.close()   # reconnect on the next poll: the broker we were talking to may be the one restarting
+                adapter.close()  # reconnect on the next poll: the broker we were talking to may be the one restarting
                 result = {"healthy": False, "problems": [str(exc)]}
             streak = streak + 1 if result["healthy"] else 0
             if params["wait_timeout"] <= 0 or streak >= params["wait_consecutive"] or time.monotonic() >= deadline:
@@ -193,8 +196,14 @@ def main():
         adapter.close()
     result.update(waited=round(time.monotonic() - started, 3), polls=polls)
     if params["wait_timeout"] > 0 and streak < params["wait_consecutive"]:
-        module.fail_json(msg="the cluster was not healthy {0} polls in a row within {1}s: {2}".format(
-            params["wait_consecutive"], params["wait_timeout"], "; ".join(result["problems"]) or "it was healthy too briefly"), **result)
+        module.fail_json(
+            msg="the cluster was not healthy {0} polls in a row within {1}s: {2}".format(
+                params["wait_consecutive"],
+                params["wait_timeout"],
+                "; ".join(result["problems"]) or "it was healthy too briefly",
+            ),
+            **result,
+        )
     module.exit_json(changed=False, **result)
 
 

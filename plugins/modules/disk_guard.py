@@ -336,9 +336,26 @@ from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter impor
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError
 
 ARGUMENT_SPEC = dict(guard_options.ARGUMENT_SPEC, state_file=dict(type="path"))
-PUBLIC_KEYS = ("throttle_factor", "state", "reason", "policy", "observed", "fallback_applied", "missing_data_applied", "violations",
-               "least_headroom", "skipped_volumes", "missing_brokers", "stale_brokers", "source", "changes", "quotas", "diff", "declaration_warnings",
-               "remembered_brokers")
+PUBLIC_KEYS = (
+    "throttle_factor",
+    "state",
+    "reason",
+    "policy",
+    "observed",
+    "fallback_applied",
+    "missing_data_applied",
+    "violations",
+    "least_headroom",
+    "skipped_volumes",
+    "missing_brokers",
+    "stale_brokers",
+    "source",
+    "changes",
+    "quotas",
+    "diff",
+    "declaration_warnings",
+    "remembered_brokers",
+)
 
 
 def main():
@@ -359,8 +376,13 @@ def main():
         module.fail_json(msg="state_file: the directory of {0!r} does not exist".format(state_file))
     adapter = connection.connect(module, "to read every log dir and to read and set its client quotas")
     try:
-        result, memory = guard_run.guard_once(adapter, settings, guard_run.load_memory(state_file), datetime.datetime.now(datetime.timezone.utc),
-                                              check_mode=module.check_mode)
+        result, memory = guard_run.guard_once(
+            adapter,
+            settings,
+            guard_run.load_memory(state_file),
+            datetime.datetime.now(datetime.timezone.utc),
+            check_mode=module.check_mode,
+        )
     except QuotaApplyError as exc:
         module.fail_json(msg=str(exc), **exc.result)
     except KafkaAdapterError as exc:

@@ -133,7 +133,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.headroom.kafka.plugins.module_utils import connection, log_dirs
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
-
 ARGUMENT_SPEC = connection.argument_spec(fail_on_missing=dict(type="bool", default=False))
 OPTION_RANGES = {}
 
@@ -154,9 +153,15 @@ def main():
     finally:
         adapter.close()
     if module.params["fail_on_missing"] and not view["complete"]:
-        reasons = list(view["failures"]) + ["broker {0} is fenced (stopped or not heartbeating)".format(b) for b in view["fenced_brokers"]]
-        module.fail_json(msg="log dirs of brokers {0} are unknown: {1}".format(
-            ", ".join(str(b) for b in sorted(view["missing_brokers"] + view["fenced_brokers"])), "; ".join(reasons)), **view)
+        reasons = list(view["failures"]) + [
+            "broker {0} is fenced (stopped or not heartbeating)".format(b) for b in view["fenced_brokers"]
+        ]
+        module.fail_json(
+            msg="log dirs of brokers {0} are unknown: {1}".format(
+                ", ".join(str(b) for b in sorted(view["missing_brokers"] + view["fenced_brokers"])), "; ".join(reasons)
+            ),
+            **view,
+        )
     module.exit_json(changed=False, **view)
 
 

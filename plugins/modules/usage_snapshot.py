@@ -292,7 +292,14 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, durations, limit_options, log_dirs, option_checks, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    connection,
+    durations,
+    limit_options,
+    log_dirs,
+    option_checks,
+    snapshots,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
@@ -339,17 +346,26 @@ class Publication:
 
     def produce(self, adapter, topic, replication_factor):
         try:
-            self.topic_created = adapter.ensure_topic(topic, partitions=1, replication_factor=replication_factor, configs=COMPACTED)
+            self.topic_created = adapter.ensure_topic(
+                topic, partitions=1, replication_factor=replication_factor, configs=COMPACTED
+            )
         except KafkaAdapterError as exc:
             self.fail(len(self.messages), str(exc))
             return
         except Exception as exc:  # pylint: disable=broad-except  # a publication error is reported, not raised
-            self.fail(len(self.messages), "cannot create topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
+            self.fail(
+                len(self.messages), "cannot create topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc))
+            )
             return
         try:
-            failures = adapter.produce(topic, [(snapshots.message_key(m), snapshots.encode_message(m).encode("utf-8")) for m in self.messages])
+            failures = adapter.produce(
+                topic, [(snapshots.message_key(m), snapshots.encode_message(m).encode("utf-8")) for m in self.messages]
+            )
         except Exception as exc:  # pylint: disable=broad-except
-            self.fail(len(self.messages), "cannot produce to topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
+            self.fail(
+                len(self.messages),
+                "cannot produce to topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)),
+            )
             return
         for failure in failures:
             self.fail(1, "topic {0}: {1}".format(topic, failure))
@@ -362,15 +378,24 @@ def check_static(module):
     mode = params["state"]
     wrong_mode = [name for name in (READ_ONLY if mode == "publish" else PUBLISH_ONLY) if params[name] is not None]
     if wrong_mode:
-        module.fail_json(msg="{0} belong(s) to state {1}; state {2} takes {3}".format(
-            ", ".join(wrong_mode), "read" if mode == "publish" else "publish", mode,
-            "path and/or topic, max_age and expected_brokers" if mode == "read" else
-            "path and/or topic, soft_limit, hard_limit, and with log_dirs cluster_id and snapshot_at; replication_factor with topic"))
+        module.fail_json(
+            msg="{0} belong(s) to state {1}; state {2} takes {3}".format(
+                ", ".join(wrong_mode),
+                "read" if mode == "publish" else "publish",
+                mode,
+                "path and/or topic, max_age and expected_brokers"
+                if mode == "read"
+                else "path and/or topic, soft_limit, hard_limit, and with log_dirs cluster_id and snapshot_at; replication_factor with topic",
+            )
+        )
     if mode == "publish" and params["log_dirs"] is None:
         fresh_only = [name for name in ("cluster_id", "snapshot_at") if params[name] is not None]
         if fresh_only:
-            module.fail_json(msg="{0} go(es) with log_dirs; a fresh query writes the cluster's own id and the moment of the query".format(
-                " and ".join(fresh_only)))
+            module.fail_json(
+                msg="{0} go(es) with log_dirs; a fresh query writes the cluster's own id and the moment of the query".format(
+                    " and ".join(fresh_only)
+                )
+            )
     if params["replication_factor"] is not None and params["topic"] is None:
         module.fail_json(msg="replication_factor applies to topic; give topic or leave replication_factor out")
     try:
@@ -412,7 +437,9 @@ def check_replication_against_cluster(module, adapter, cluster=None):
         module.fail_json(msg=str(exc))
     brokers = len(cluster["brokers"]) + len(cluster.get("fenced_brokers", []))
     if wanted > brokers:
-        module.fail_json(msg="replication_factor must be from 1 to the number of brokers, {0} (got {1})".format(brokers, wanted))
+        module.fail_json(
+            msg="replication_factor must be from 1 to the number of brokers, {0} (got {1})".format(brokers, wanted)
+        )
 
 
 def publish(module):
@@ -429,7 +456,11 @@ def publish(module):
     except (rules.LimitError, snapshots.SnapshotError) as exc:
         module.fail_json(msg=str(exc))
     needs_kafka = rows is None or params["topic"] is not None
-    purpose = "to read every log dir (give log_dirs to publish without reading the cluster)" if rows is None else "to publish to topic"
+    purpose = (
+        "to read every log dir (give log_dirs to publish without reading the cluster)"
+        if rows is None
+        else "to publish to topic"
+    )
     adapter = connection.connect(module, purpose, need_confluent=params["topic"] is not None) if needs_kafka else None
     try:
         cluster_id, missing, view = params["cluster_id"], [], None
@@ -450,18 +481,33 @@ def publish(module):
                 publication.write_path(params["path"])
             if params["topic"]:
                 replication_factor = params["replication_factor"]
-                publication.produce(adapter, params["topic"], DEFAULT_REPLICATION_FACTOR if replication_factor is None else replication_factor)
+                publication.produce(
+                    adapter,
+                    params["topic"],
+                    DEFAULT_REPLICATION_FACTOR if replication_factor is None else replication_factor,
+                )
     finally:
         if adapter is not None:
             adapter.close()
     if publication.errors:
-        module.warn("{0} snapshot messages were not written: {1}".format(publication.errors, "; ".join(_unique(publication.reasons))))
+        module.warn(
+            "{0} snapshot messages were not written: {1}".format(
+                publication.errors, "; ".join(_unique(publication.reasons))
+            )
+        )
     written = publication.to_path + publication.to_topic > 0 or publication.topic_created
     module.exit_json(
         changed=bool(messages) if module.check_mode else written,
-        messages=messages, skipped_log_dirs=skipped, published_to_path=publication.to_path, published_to_topic=publication.to_topic,
-        topic_created=publication.topic_created, publish_errors=publication.errors, publish_error_messages=_unique(publication.reasons),
-        missing_brokers=missing, snapshot_at=stamp, cluster_id=cluster_id,
+        messages=messages,
+        skipped_log_dirs=skipped,
+        published_to_path=publication.to_path,
+        published_to_topic=publication.to_topic,
+        topic_created=publication.topic_created,
+        publish_errors=publication.errors,
+        publish_error_messages=_unique(publication.reasons),
+        missing_brokers=missing,
+        snapshot_at=stamp,
+        cluster_id=cluster_id,
     )
 
 
@@ -472,7 +518,11 @@ def read_path(module, path):
         return []
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return [("{0} line {1}".format(path, number), None, line) for number, line in enumerate(handle, 1) if line.strip()]
+            return [
+                ("{0} line {1}".format(path, number), None, line)
+                for number, line in enumerate(handle, 1)
+                if line.strip()
+            ]
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot read {0}: {1}".format(path, to_native(exc)))
     return []
@@ -485,7 +535,9 @@ def read(module):
     except durations.DurationError as exc:
         module.fail_json(msg=str(exc))
     records = read_path(module, params["path"]) if params["path"] else []
-    adapter = connection.connect(module, "to read its active brokers, whose snapshots must be fresh", need_confluent=params["topic"] is not None)
+    adapter = connection.connect(
+        module, "to read its active brokers, whose snapshots must be fresh", need_confluent=params["topic"] is not None
+    )
     try:
         cluster = adapter.describe_cluster()
         if params["topic"]:
@@ -496,18 +548,34 @@ def read(module):
                 raise
             except Exception as exc:  # pylint: disable=broad-except  # any client failure becomes one clear error
                 module.fail_json(msg="cannot read topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
-            records.extend(("topic {0} record {1}".format(topic, index), record[0], record[1]) for index, record in enumerate(found))
+            records.extend(
+                ("topic {0} record {1}".format(topic, index), record[0], record[1])
+                for index, record in enumerate(found)
+            )
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc))
     finally:
         adapter.close()
     now = snapshots.now_utc()
-    result = snapshots.read_result(records, now, max_age, [b["id"] for b in cluster["brokers"]], params["expected_brokers"] or [],
-                                   cluster_id=cluster["cluster_id"])
+    result = snapshots.read_result(
+        records,
+        now,
+        max_age,
+        [b["id"] for b in cluster["brokers"]],
+        params["expected_brokers"] or [],
+        cluster_id=cluster["cluster_id"],
+    )
     if result["invalid_messages"]:
-        module.warn("{0} messages do not fit the snapshot schema and were ignored, e.g. {1}".format(
-            len(result["invalid_messages"]), result["invalid_messages"][0]))
-    result.update(cluster_id=cluster["cluster_id"], max_age=durations.format_duration(max_age), read_at=snapshots.format_timestamp(now))
+        module.warn(
+            "{0} messages do not fit the snapshot schema and were ignored, e.g. {1}".format(
+                len(result["invalid_messages"]), result["invalid_messages"][0]
+            )
+        )
+    result.update(
+        cluster_id=cluster["cluster_id"],
+        max_age=durations.format_duration(max_age),
+        read_at=snapshots.format_timestamp(now),
+    )
     module.exit_json(changed=False, **result)
 
 
@@ -521,7 +589,7 @@ ARGUMENT_SPEC = connection.argument_spec(
     snapshot_at=dict(type="str"),
     max_age=dict(type="str"),
     expected_brokers=dict(type="list", elements="int"),
-    **limit_options.GRADED_ARGUMENT_SPEC
+    **limit_options.GRADED_ARGUMENT_SPEC,
 )
 OPTION_RANGES = dict(limit_options.GRADED_RANGES, expected_brokers=option_checks.BROKER_IDS)
 
@@ -529,8 +597,12 @@ OPTION_RANGES = dict(limit_options.GRADED_RANGES, expected_brokers=option_checks
 def main():
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
-        required_if=[["state", "publish", ["path", "topic"], True], ["state", "read", ["path", "topic"], True],
-                     ["state", "publish", ["soft_limit", "hard_limit"]]] + connection.CONNECTION_REQUIRED_IF,
+        required_if=[
+            ["state", "publish", ["path", "topic"], True],
+            ["state", "read", ["path", "topic"], True],
+            ["state", "publish", ["soft_limit", "hard_limit"]],
+        ]
+        + connection.CONNECTION_REQUIRED_IF,
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         supports_check_mode=True,
     )

@@ -326,7 +326,12 @@ effective_produce_byte_rate:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, limit_options, option_checks, volume_sources
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    connection,
+    limit_options,
+    option_checks,
+    volume_sources,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
@@ -345,8 +350,11 @@ def check_options(module):
 
 def gather(module, source):
     """volume_sources.gather's answer; contacts Kafka unless log_dirs were given."""
-    purpose = "to read every log dir (give log_dirs to judge volumes without a cluster)" if source.messages is None else \
-        "to read its active brokers, whose snapshots must be there (give log_dirs to judge volumes without a cluster)"
+    purpose = (
+        "to read every log dir (give log_dirs to judge volumes without a cluster)"
+        if source.messages is None
+        else "to read its active brokers, whose snapshots must be there (give log_dirs to judge volumes without a cluster)"
+    )
     adapter = connection.connect(module, purpose) if source.needs_kafka else None
     try:
         return volume_sources.gather(adapter, source, module.params["expected_brokers"])
@@ -358,20 +366,37 @@ def gather(module, source):
 
 
 def _describe_volume(volume):
-    free_percent = "{0:.1f}%".format(volume["available_ratio"] * 100.0) if volume.get("available_ratio") is not None else "unknown"
+    free_percent = (
+        "{0:.1f}%".format(volume["available_ratio"] * 100.0) if volume.get("available_ratio") is not None else "unknown"
+    )
     return "broker {0} log dir {1} has {2} of {3} bytes free ({4}, {5} bytes used)".format(
-        volume["broker_id"], volume["log_dir"], volume["usable_bytes"], volume["total_bytes"], free_percent, volume.get("used_bytes"))
+        volume["broker_id"],
+        volume["log_dir"],
+        volume["usable_bytes"],
+        volume["total_bytes"],
+        free_percent,
+        volume.get("used_bytes"),
+    )
 
 
 def failure_message(result):
-    parts = ["throttle factor {0} ({1}) with policy {2}".format(result["throttle_factor"], result["state"], result["policy"])]
+    parts = [
+        "throttle factor {0} ({1}) with policy {2}".format(result["throttle_factor"], result["state"], result["policy"])
+    ]
     violations = result["violations"]
     if violations:
         worst = violations[0]
         limit = worst.get("limit")
         compared = "at or above" if worst["limit_type"] == "consumed_space" else "at or below"
-        parts.append("{0}, {1} {2}{3} {4}".format(_describe_volume(worst), compared, (limit + " limit ") if limit else "",
-                                                  worst["limit_type"], worst["level"]))
+        parts.append(
+            "{0}, {1} {2}{3} {4}".format(
+                _describe_volume(worst),
+                compared,
+                (limit + " limit ") if limit else "",
+                worst["limit_type"],
+                worst["level"],
+            )
+        )
         if worst.get("volume_factor") is not None:
             parts.append("volume factor {0:.4f}".format(worst["volume_factor"]))
         if len(violations) > 1:
@@ -379,8 +404,11 @@ def failure_message(result):
     elif result["least_headroom"]:
         parts.append("least headroom: {0}".format(_describe_volume(result["least_headroom"])))
     if result.get("missing_data_applied"):
-        parts.append("data incomplete (no data from brokers {0}), missing_data_action pause".format(
-            ", ".join(str(b) for b in result["missing_brokers"]) or "unknown"))
+        parts.append(
+            "data incomplete (no data from brokers {0}), missing_data_action pause".format(
+                ", ".join(str(b) for b in result["missing_brokers"]) or "unknown"
+            )
+        )
     return "; ".join(parts)
 
 
@@ -392,12 +420,15 @@ ARGUMENT_SPEC = connection.argument_spec(
     max_age=dict(type="str"),
     produce_byte_rate=dict(type="float"),
     fail_on=dict(type="str", default="never", choices=["never", "throttle", "pause"]),
-    **limit_options.POLICY_ARGUMENT_SPEC
+    **limit_options.POLICY_ARGUMENT_SPEC,
 )
-OPTION_RANGES = dict(limit_options.POLICY_RANGES, **{
-    "expected_brokers": option_checks.BROKER_IDS,
-    "produce_byte_rate": option_checks.Number(0, option_checks.LONG_MAX, unit="bytes per second", above=True),
-})
+OPTION_RANGES = dict(
+    limit_options.POLICY_RANGES,
+    **{
+        "expected_brokers": option_checks.BROKER_IDS,
+        "produce_byte_rate": option_checks.Number(0, option_checks.LONG_MAX, unit="bytes per second", above=True),
+    },
+)
 
 
 def main():
@@ -414,17 +445,29 @@ def main():
     volumes, missing = found["volumes"], found["missing_brokers"]
     complete = bool(params["complete"]) and not missing
     if params["policy"] == "strimzi":
-        result = rules.strimzi_decision(volumes, min_available_bytes=params["min_available_bytes"],
-                                        min_available_ratio=params["min_available_ratio"])
+        result = rules.strimzi_decision(
+            volumes,
+            min_available_bytes=params["min_available_bytes"],
+            min_available_ratio=params["min_available_ratio"],
+        )
         result.update(complete=complete, missing_data_applied=False)
     else:
-        result = rules.graded_decision(volumes, limit_options.graded_limit(params["soft_limit"]), limit_options.graded_limit(params["hard_limit"]),
-                                       complete=complete, missing_data_action=params["missing_data_action"])
+        result = rules.graded_decision(
+            volumes,
+            limit_options.graded_limit(params["soft_limit"]),
+            limit_options.graded_limit(params["hard_limit"]),
+            complete=complete,
+            missing_data_action=params["missing_data_action"],
+        )
     result.update(missing_brokers=missing, stale_brokers=found["stale_brokers"], source=found["source"])
     if params["produce_byte_rate"] is not None:
-        result["effective_produce_byte_rate"] = rules.effective_produce_quota(params["produce_byte_rate"], result["throttle_factor"])
+        result["effective_produce_byte_rate"] = rules.effective_produce_quota(
+            params["produce_byte_rate"], result["throttle_factor"]
+        )
     fail_on = params["fail_on"]
-    if (fail_on == "throttle" and result["throttle_factor"] < 1.0) or (fail_on == "pause" and result["throttle_factor"] <= 0.0):
+    if (fail_on == "throttle" and result["throttle_factor"] < 1.0) or (
+        fail_on == "pause" and result["throttle_factor"] <= 0.0
+    ):
         module.fail_json(msg=failure_message(result), changed=False, **result)
     module.exit_json(changed=False, **result)
 

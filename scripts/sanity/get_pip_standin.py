@@ -16,9 +16,9 @@ import glob
 import os
 import sys
 
-PREFIX = 'get_pip_'
+PREFIX = "get_pip_"
 # get-pip.py options that have no pip install equivalent.
-DROPPED_ARGS = ('--no-setuptools', '--no-wheel')
+DROPPED_ARGS = ("--no-setuptools", "--no-wheel")
 
 
 def main():
@@ -27,23 +27,23 @@ def main():
     name = os.path.splitext(os.path.basename(__file__))[0]
 
     if not name.startswith(PREFIX):
-        sys.exit('%s: file name must start with %s' % (__file__, PREFIX))
+        sys.exit("%s: file name must start with %s" % (__file__, PREFIX))
 
-    version = name[len(PREFIX):].replace('_', '.')
-    wheels = sorted(glob.glob(os.path.join(here, 'pip-%s-*.whl' % version)))
+    version = name[len(PREFIX) :].replace("_", ".")
+    wheels = sorted(glob.glob(os.path.join(here, "pip-%s-*.whl" % version)))
 
     if not wheels:
-        sys.exit('%s: no pip %s wheel found in %s' % (__file__, version, here))
+        sys.exit("%s: no pip %s wheel found in %s" % (__file__, version, here))
 
     sys.path.insert(0, wheels[0])
 
     from pip._internal.cli.main import main as pip_main  # pylint: disable=import-outside-toplevel
 
     # Install pip itself from the wheel file, so bootstrapping needs no index.
-    args = [wheels[0] if arg == 'pip==' + version else arg for arg in sys.argv[1:] if arg not in DROPPED_ARGS]
+    args = [wheels[0] if arg == "pip==" + version else arg for arg in sys.argv[1:] if arg not in DROPPED_ARGS]
 
-    sys.exit(pip_main(['install', '--upgrade', '--force-reinstall'] + args))
+    sys.exit(pip_main(["install", "--upgrade", "--force-reinstall"] + args))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

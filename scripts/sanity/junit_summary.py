@@ -15,7 +15,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-NOTHING_TO_TEST = 'No tests applicable.'
+NOTHING_TO_TEST = "No tests applicable."
 RUNNING = re.compile(r'^Running sanity test "([^"]+)"')
 MISSING_PROGRAM = re.compile(r'^WARNING: (Required program "[^"]+" not found\.)')
 
@@ -28,7 +28,7 @@ def missing_programs(log_path):
     """
     reasons = {}
     current = None
-    with open(log_path, encoding='utf-8', errors='replace') as log:
+    with open(log_path, encoding="utf-8", errors="replace") as log:
         for line in log:
             match = RUNNING.match(line)
             if match:
@@ -46,39 +46,41 @@ def main():
     missing = missing_programs(sys.argv[3]) if len(sys.argv) > 3 else {}
     passed, failed, skipped, idle = [], [], [], []
 
-    for path in sorted(glob.glob(os.path.join(junit_dir, 'ansible-test-sanity-*.xml'))):
-        for case in ET.parse(path).getroot().iter('testcase'):
-            name = re.sub(r'-python-[0-9.]+$', '', case.get('name'))
-            failure = case.find('failure')
+    for path in sorted(glob.glob(os.path.join(junit_dir, "ansible-test-sanity-*.xml"))):
+        for case in ET.parse(path).getroot().iter("testcase"):
+            name = re.sub(r"-python-[0-9.]+$", "", case.get("name"))
+            failure = case.find("failure")
             if failure is None:
-                failure = case.find('error')
-            skip = case.find('skipped')
+                failure = case.find("error")
+            skip = case.find("skipped")
 
             if failure is not None:
                 failed.append(name)
-                print('FAILED %s: %s' % (name, failure.get('message', '')))
-                for line in (failure.text or '').splitlines():
-                    print('  ' + line)
+                print("FAILED %s: %s" % (name, failure.get("message", "")))
+                for line in (failure.text or "").splitlines():
+                    print("  " + line)
             elif skip is not None:
-                reason = (skip.text or skip.get('message') or '').strip()
+                reason = (skip.text or skip.get("message") or "").strip()
                 reason = missing.get(name, reason)
                 if reason == NOTHING_TO_TEST:
                     idle.append(name)
                 else:
                     skipped.append(name)
-                    print('SKIPPED %s: %s' % (name, reason))
+                    print("SKIPPED %s: %s" % (name, reason))
             else:
                 passed.append(name)
 
     if not passed + failed + skipped + idle:
-        print('sanity: no ansible-test results found in %s' % junit_dir)
+        print("sanity: no ansible-test results found in %s" % junit_dir)
         sys.exit(1)
 
-    print('ansible-test sanity (%s): %d tests; no files to check for: %s' % (
-        label, len(passed + failed + skipped + idle), ', '.join(idle) or '-'))
+    print(
+        "ansible-test sanity (%s): %d tests; no files to check for: %s"
+        % (label, len(passed + failed + skipped + idle), ", ".join(idle) or "-")
+    )
     # Nothing to check counts as passed, like ansible-test itself does.
-    print('sanity: %d passed, %d failed, %d skipped' % (len(passed) + len(idle), len(failed), len(skipped)))
+    print("sanity: %d passed, %d failed, %d skipped" % (len(passed) + len(idle), len(failed), len(skipped)))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

@@ -20,7 +20,9 @@ from kafka_sim.traffic import wait_until
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DECLARED = [{"entity": {"user": "alice"}, "producer_byte_rate": 4000, "consumer_byte_rate": 9000}]
 DEFAULT_RATE = 2000
-DECISION = re.compile(r"^headroom_guard: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ factor (\S+) (OPEN|THROTTLE|PAUSE) \((strimzi|graded), (.*)\): (.*)$")
+DECISION = re.compile(
+    r"^headroom_guard: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ factor (\S+) (OPEN|THROTTLE|PAUSE) \((strimzi|graded), (.*)\): (.*)$"
+)
 
 
 @pytest.fixture(scope="module", params=["kafka", "sim"])
@@ -33,8 +35,13 @@ def cluster(request, kafka_cluster_root):
 
 
 def write_config(path, cluster, **options):
-    config = {"bootstrap_servers": cluster.info["bootstrap_servers"].split(","), "min_available_ratio": 0.01,
-              "default_producer_byte_rate": DEFAULT_RATE, "quotas": DECLARED, "excluded_principals": ["User:ops"]}
+    config = {
+        "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+        "min_available_ratio": 0.01,
+        "default_producer_byte_rate": DEFAULT_RATE,
+        "quotas": DECLARED,
+        "excluded_principals": ["User:ops"],
+    }
     config.update(options)
     config = {key: value for key, value in config.items() if value is not None}
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -42,8 +49,14 @@ def write_config(path, cluster, **options):
 
 
 def guard(*args, **popen):
-    return subprocess.Popen([sys.executable, "-m", "headroom_guard", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "headroom_guard", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 def held_quotas(cluster):
@@ -53,16 +66,30 @@ def held_quotas(cluster):
 
     adapter = KafkaAdapter(cluster.info["bootstrap_servers"].split(","))
     try:
-        return {quota_spec.describe_entity(entity): quota_spec.for_output(values) for entity, values in quota_apply.read_state(adapter).values()}
+        return {
+            quota_spec.describe_entity(entity): quota_spec.for_output(values)
+            for entity, values in quota_apply.read_state(adapter).values()
+        }
     finally:
         adapter.close()
 
 
 def test_a_configuration_it_cannot_run_with_is_refused_naming_the_field_before_any_request(tmp_path):
     path = tmp_path / "guard.yml"
-    path.write_text(yaml.safe_dump({"bootstrap_servers": ["127.0.0.1:1"], "min_available_ratio": 1.5, "default_producer_byte_rate": 10,
-                                    "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_username": "u",
-                                    "sasl_password": "hunter2-secret"}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "bootstrap_servers": ["127.0.0.1:1"],
+                "min_available_ratio": 1.5,
+                "default_producer_byte_rate": 10,
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": "PLAIN",
+                "sasl_username": "u",
+                "sasl_password": "hunter2-secret",
+            }
+        ),
+        encoding="utf-8",
+    )
     started = time.monotonic()
     process = guard("--config", str(path), "--once")
     _out, err = process.communicate(timeout=60)
@@ -70,14 +97,25 @@ def test_a_configuration_it_cannot_run_with_is_refused_naming_the_field_before_a
     assert "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)" in err
     assert "hunter2-secret" not in err
     assert time.monotonic() - started < 15, "refused before any connection attempt"
-    path.write_text(yaml.safe_dump({"bootstrap_servers": ["127.0.0.1:1"], "min_available_ratio": 0.1, "default_producer_byte_rate": 10,
-                                    "sasl_password": "hunter2-secret"}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "bootstrap_servers": ["127.0.0.1:1"],
+                "min_available_ratio": 0.1,
+                "default_producer_byte_rate": 10,
+                "sasl_password": "hunter2-secret",
+            }
+        ),
+        encoding="utf-8",
+    )
     process = guard("--config", str(path), "--check-config")
     _out, err = process.communicate(timeout=60)
     assert process.returncode == 2 and "parameters are required together: sasl_username, sasl_password" in err
     assert "hunter2-secret" not in err
-    for text, message in (("[1, 2]", "must hold a mapping of the disk_guard module's options (got list)"),
-                          ("a: [", "is not YAML")):
+    for text, message in (
+        ("[1, 2]", "must hold a mapping of the disk_guard module's options (got list)"),
+        ("a: [", "is not YAML"),
+    ):
         path.write_text(text, encoding="utf-8")
         process = guard("--config", str(path), "--check-config")
         _out, err = process.communicate(timeout=60)
@@ -92,13 +130,22 @@ def test_once_applies_the_declared_set_and_says_so_in_one_line(cluster, tmp_path
     (line,) = [line for line in err.splitlines() if DECISION.match(line)]
     factor, state, policy, reason, changed = DECISION.match(line).groups()
     assert (factor, state, policy, reason) == ("1", "OPEN", "strimzi", "observed")
-    assert held_quotas(cluster) == {"user=alice": {"producer_byte_rate": 4000, "consumer_byte_rate": 9000},
-                                    "user=<default>": {"producer_byte_rate": DEFAULT_RATE},
-                                    "user=ops": {"producer_byte_rate": 9223372036854775807}}
+    assert held_quotas(cluster) == {
+        "user=alice": {"producer_byte_rate": 4000, "consumer_byte_rate": 9000},
+        "user=<default>": {"producer_byte_rate": DEFAULT_RATE},
+        "user=ops": {"producer_byte_rate": 9223372036854775807},
+    }
     text = metrics.read_text(encoding="utf-8")
     assert "headroom_guard_throttle_factor 1\n" in text and 'headroom_guard_state{state="OPEN"} 1\n' in text
     assert f"headroom_guard_active_brokers {len(cluster.broker_nodes)}\n" in text
-    assert len(re.findall(r"^headroom_guard_volume_available_bytes\{broker_id=\"\d+\",log_dir=\"[^\"]+\"\} \d+$", text, re.M)) >= 2
+    assert (
+        len(
+            re.findall(
+                r"^headroom_guard_volume_available_bytes\{broker_id=\"\d+\",log_dir=\"[^\"]+\"\} \d+$", text, re.M
+            )
+        )
+        >= 2
+    )
     process = guard("--config", write_config(tmp_path / "guard.yml", cluster), "--once")
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 0 and re.search(r"quotas unchanged in \d+\.\d\d s$", err.rstrip()), err
@@ -107,7 +154,9 @@ def test_once_applies_the_declared_set_and_says_so_in_one_line(cluster, tmp_path
 def test_the_loop_decides_every_interval_serves_metrics_and_stops_gracefully_on_sigterm(cluster, tmp_path):
     state = tmp_path / "state.json"
     config = write_config(tmp_path / "guard.yml", cluster, min_available_bytes=1 << 62, min_available_ratio=None)
-    process = guard("--config", config, "--interval", "1", "--metrics-port", "0", "--state-file", str(state), start_new_session=True)
+    process = guard(
+        "--config", config, "--interval", "1", "--metrics-port", "0", "--state-file", str(state), start_new_session=True
+    )
     try:
         first = process.stderr.readline()
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)/metrics", first).group(1))
@@ -132,8 +181,17 @@ def test_the_loop_decides_every_interval_serves_metrics_and_stops_gracefully_on_
 
 def test_a_cluster_it_cannot_reach_fails_once_and_leaves_the_quotas_alone(tmp_path):
     path = tmp_path / "guard.yml"
-    path.write_text(yaml.safe_dump({"bootstrap_servers": ["127.0.0.1:1"], "min_available_ratio": 0.1, "default_producer_byte_rate": 10,
-                                    "request_timeout": 2}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "bootstrap_servers": ["127.0.0.1:1"],
+                "min_available_ratio": 0.1,
+                "default_producer_byte_rate": 10,
+                "request_timeout": 2,
+            }
+        ),
+        encoding="utf-8",
+    )
     process = guard("--config", str(path), "--once")
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 1

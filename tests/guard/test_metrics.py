@@ -14,11 +14,22 @@ SAMPLE = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\\n]|\\\\|\\"|\\n)*",?)*\})? -?[
 
 
 def result(**extra):
-    decision = {"decided_at": 1795730000.5, "changed": True, "changes": [{}, {}], "throttle_factor": 0.25, "state": "THROTTLE",
-                "violations": [{"broker_id": 1}], "fallback_applied": False, "missing_data_applied": False, "observed": True,
-                "volumes": [{"broker_id": 1, "log_dir": '/data/"a"\\b\nc', "total_bytes": 100, "usable_bytes": 30},
-                            {"broker_id": 2, "log_dir": "/data", "total_bytes": 100, "usable_bytes": 90},
-                            {"broker_id": 2, "log_dir": "/offline", "total_bytes": None, "usable_bytes": None}]}
+    decision = {
+        "decided_at": 1795730000.5,
+        "changed": True,
+        "changes": [{}, {}],
+        "throttle_factor": 0.25,
+        "state": "THROTTLE",
+        "violations": [{"broker_id": 1}],
+        "fallback_applied": False,
+        "missing_data_applied": False,
+        "observed": True,
+        "volumes": [
+            {"broker_id": 1, "log_dir": '/data/"a"\\b\nc', "total_bytes": 100, "usable_bytes": 30},
+            {"broker_id": 2, "log_dir": "/data", "total_bytes": 100, "usable_bytes": 90},
+            {"broker_id": 2, "log_dir": "/offline", "total_bytes": None, "usable_bytes": None},
+        ],
+    }
     decision.update(extra)
     return decision
 
@@ -32,7 +43,8 @@ def test_before_the_first_decision_only_the_counters_are_shown():
         'headroom_guard_decisions_total{outcome="failed"} 0\n'
         "# HELP headroom_guard_quota_changes_total Client quota entities changed since the guard started.\n"
         "# TYPE headroom_guard_quota_changes_total counter\n"
-        "headroom_guard_quota_changes_total 0\n")
+        "headroom_guard_quota_changes_total 0\n"
+    )
 
 
 def test_a_decision_shows_what_the_plugin_exposes_and_the_guards_state():
@@ -43,15 +55,24 @@ def test_a_decision_shows_what_the_plugin_exposes_and_the_guards_state():
     text = metrics.render()
     for line in text.splitlines():
         assert line.startswith("# ") or SAMPLE.match(line), line
-    for expected in ('headroom_guard_decisions_total{outcome="applied"} 1', 'headroom_guard_decisions_total{outcome="unchanged"} 1',
-                     'headroom_guard_decisions_total{outcome="failed"} 1', "headroom_guard_quota_changes_total 2",
-                     "headroom_guard_throttle_factor 0.25", "headroom_guard_limit_violated 1", "headroom_guard_fallback_applied 0",
-                     "headroom_guard_observed 1", 'headroom_guard_state{state="THROTTLE"} 1', 'headroom_guard_state{state="PAUSE"} 0',
-                     "headroom_guard_active_brokers 2", "headroom_guard_active_log_dirs 2",
-                     'headroom_guard_volume_available_bytes{broker_id="1",log_dir="/data/\\"a\\"\\\\b\\nc"} 30',
-                     'headroom_guard_volume_consumed_bytes{broker_id="2",log_dir="/data"} 10',
-                     "headroom_guard_last_decision_timestamp_seconds 1795730000.5",
-                     "headroom_guard_last_decision_duration_seconds 0.25"):
+    for expected in (
+        'headroom_guard_decisions_total{outcome="applied"} 1',
+        'headroom_guard_decisions_total{outcome="unchanged"} 1',
+        'headroom_guard_decisions_total{outcome="failed"} 1',
+        "headroom_guard_quota_changes_total 2",
+        "headroom_guard_throttle_factor 0.25",
+        "headroom_guard_limit_violated 1",
+        "headroom_guard_fallback_applied 0",
+        "headroom_guard_observed 1",
+        'headroom_guard_state{state="THROTTLE"} 1',
+        'headroom_guard_state{state="PAUSE"} 0',
+        "headroom_guard_active_brokers 2",
+        "headroom_guard_active_log_dirs 2",
+        'headroom_guard_volume_available_bytes{broker_id="1",log_dir="/data/\\"a\\"\\\\b\\nc"} 30',
+        'headroom_guard_volume_consumed_bytes{broker_id="2",log_dir="/data"} 10',
+        "headroom_guard_last_decision_timestamp_seconds 1795730000.5",
+        "headroom_guard_last_decision_duration_seconds 0.25",
+    ):
         assert expected + "\n" in text, expected
     assert "/offline" not in text, "a log dir of unknown size has no figures"
     assert all(name.startswith("headroom_guard_") for name in re.findall(r"^# TYPE (\S+)", text, re.M))

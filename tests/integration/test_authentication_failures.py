@@ -9,7 +9,6 @@ broker, and never the password - through kafka-python (cluster views, quotas) an
 import time
 
 import pytest
-
 from test_integration_targets import connection_options
 
 from kafka_sim.testing import ClusterFactory
@@ -48,7 +47,7 @@ def scram_cluster(kafka_cluster_root):
 def tls_cluster(kafka_cluster_root):
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
     try:
-        yield factory(1, tls=True)          # the brokers require a client certificate
+        yield factory(1, tls=True)  # the brokers require a client certificate
     finally:
         factory.close()
 
@@ -93,14 +92,20 @@ def test_a_wrong_password_fails_at_once_naming_user_mechanism_and_broker(scram_c
 
 
 def test_an_unknown_user_and_an_unsupported_mechanism_are_refused_as_quickly(scram_cluster):
-    for options, reason in (({"sasl_username": "mallory", "sasl_password": WRONG_PASSWORD}, "invalid credentials"),
-                            ({"sasl_mechanism": "PLAIN", "sasl_username": USER, "sasl_password": PASSWORD}, "mechanism")):
+    for options, reason in (
+        ({"sasl_username": "mallory", "sasl_password": WRONG_PASSWORD}, "invalid credentials"),
+        ({"sasl_mechanism": "PLAIN", "sasl_username": USER, "sasl_password": PASSWORD}, "mechanism"),
+    ):
         for name in ("describe_cluster (kafka-python)", "read_all (confluent-kafka consumer)"):
             error, elapsed = failure_of(OPERATIONS[name], adapter_for(scram_cluster, **options))
             message = str(error)
             assert elapsed < PROMPT, f"{name}: {elapsed:.1f} s"
-            assert "authentication failed for user '{0}' with SASL mechanism {1}".format(
-                options["sasl_username"], options.get("sasl_mechanism", MECHANISM)) in message
+            assert (
+                "authentication failed for user '{0}' with SASL mechanism {1}".format(
+                    options["sasl_username"], options.get("sasl_mechanism", MECHANISM)
+                )
+                in message
+            )
             assert reason in message, message
             assert WRONG_PASSWORD not in message and PASSWORD not in message
 
@@ -117,11 +122,18 @@ def test_the_right_password_still_works_on_every_path(scram_cluster):
 
 
 @pytest.mark.parametrize("name", ["describe_cluster (kafka-python)", "read_all (confluent-kafka consumer)"])
-@pytest.mark.parametrize("options, expected", [
-    # The client certificate is no CA: it signed nothing, the broker's certificate cannot be verified with it.
-    pytest.param(lambda tls: {"ssl_cafile": tls["cert"]}, "certificate verify failed", id="untrusted broker"),
-    pytest.param(lambda tls: {"ssl_certfile": None, "ssl_keyfile": None}, "the broker refused the client certificate", id="no client certificate"),
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        # The client certificate is no CA: it signed nothing, the broker's certificate cannot be verified with it.
+        pytest.param(lambda tls: {"ssl_cafile": tls["cert"]}, "certificate verify failed", id="untrusted broker"),
+        pytest.param(
+            lambda tls: {"ssl_certfile": None, "ssl_keyfile": None},
+            "the broker refused the client certificate",
+            id="no client certificate",
+        ),
+    ],
+)
 def test_a_refused_tls_session_fails_at_once_naming_the_broker(tls_cluster, name, options, expected):
     server = tls_cluster.info["bootstrap_servers"].split(",")[0]
     error, elapsed = failure_of(OPERATIONS[name], adapter_for(tls_cluster, **options(tls_cluster.info["tls"])))

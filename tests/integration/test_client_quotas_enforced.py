@@ -11,16 +11,15 @@ import json
 import threading
 
 import pytest
-
 from ansible_run import run_module
 from test_integration_targets import connection_options
 
-from kafka_sim.traffic import create_topic, produce
 from kafka_sim.testing import ClusterFactory
+from kafka_sim.traffic import create_topic, produce
 
-QUOTA = 256 << 10          # producer_byte_rate, bytes/s
+QUOTA = 256 << 10  # producer_byte_rate, bytes/s
 SECONDS = 16
-SETTLED = 6                # Kafka samples 11 one-second windows; judge the rate after the first ones
+SETTLED = 6  # Kafka samples 11 one-second windows; judge the rate after the first ones
 TOPIC = "quota-traffic"
 WINDOW_START = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
 
@@ -31,15 +30,27 @@ def quota_run(kafka_cluster_root, tmp_path_factory):
     cluster = factory(1)
     try:
         workdir = str(tmp_path_factory.mktemp("quotas"))
-        applied = run_module("client_quota", dict(connection_options(cluster.info), quotas=[
-            {"entity": {"client_id": name}, "producer_byte_rate": QUOTA} for name in ("fast", "steady")]), workdir)
+        applied = run_module(
+            "client_quota",
+            dict(
+                connection_options(cluster.info),
+                quotas=[{"entity": {"client_id": name}, "producer_byte_rate": QUOTA} for name in ("fast", "steady")],
+            ),
+            workdir,
+        )
         assert applied["changed"]
         described = run_module("client_quota_info", connection_options(cluster.info), workdir)
         create_topic(cluster, TOPIC, replicas_on=1)
         results = {}
         offered = {"fast": 2 * QUOTA, "steady": QUOTA // 2}
-        threads = [threading.Thread(target=lambda n=name: results.__setitem__(n, produce(
-            cluster, TOPIC, seconds=SECONDS, offered_rate=offered[n], **{"client.id": n}))) for name in offered]
+        threads = [
+            threading.Thread(
+                target=lambda n=name: results.__setitem__(
+                    n, produce(cluster, TOPIC, seconds=SECONDS, offered_rate=offered[n], **{"client.id": n})
+                )
+            )
+            for name in offered
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -53,8 +64,10 @@ def test_a_client_offering_twice_its_quota_converges_to_it_and_is_throttled(quot
     results, _described, _workdir = quota_run
     fast = results["fast"]
     settled = fast.rate_between(SETTLED, SECONDS)
-    print(f"fast: offered {2 * QUOTA} B/s, accepted {settled:.0f} B/s after {SETTLED} s, "
-          f"throttle up to {max(fast.throttles_ms, default=0):.0f} ms")
+    print(
+        f"fast: offered {2 * QUOTA} B/s, accepted {settled:.0f} B/s after {SETTLED} s, "
+        f"throttle up to {max(fast.throttles_ms, default=0):.0f} ms"
+    )
     assert abs(settled - QUOTA) <= 0.2 * QUOTA, f"accepted {settled:.0f} B/s, quota {QUOTA}"
     assert fast.throttles_ms, "the broker reported throttle time"
 
@@ -74,17 +87,19 @@ def traffic_rows(results):
         per_second = {}
         for at, size in measured.acked_at:
             per_second[int(at)] = per_second.get(int(at), 0) + size
-        rows += [(WINDOW_START + datetime.timedelta(seconds=second + 1 - SETTLED), 1, "", client_id, TOPIC, size, 0)
-                 for second, size in sorted(per_second.items())]
+        rows += [
+            (WINDOW_START + datetime.timedelta(seconds=second + 1 - SETTLED), 1, "", client_id, TOPIC, size, 0)
+            for second, size in sorted(per_second.items())
+        ]
     return rows
 
 
 def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, tmp_path, spark):
     """The client analysis, fed the per-second traffic the broker accepted and the quotas client_quota_info read back:
     ``fast`` used its whole quota and had seconds over it (throttled); ``steady`` used half and never went over."""
+    from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
     from headroom_pipeline import clients, ingest, schemas
     from headroom_pipeline.config import PipelineConfig
-    from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
 
     results, described, _workdir = quota_run
     quotas_file = tmp_path / "quotas.json"
@@ -93,8 +108,12 @@ def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, t
     config = PipelineConfig(snapshots="unused", out="unused", client_window=1.0)
     windows, _recommendations = clients.client_analysis(traffic, ingest.load_quotas(str(quotas_file)), None, config)
     names = cqm.column_names("", "produce", "producer_byte_rate")
-    settled = [row.asDict() for row in windows.where(windows.window_start >= WINDOW_START)
-               .where(windows.window_end <= WINDOW_START + datetime.timedelta(seconds=SECONDS - SETTLED)).collect()]
+    settled = [
+        row.asDict()
+        for row in windows.where(windows.window_start >= WINDOW_START)
+        .where(windows.window_end <= WINDOW_START + datetime.timedelta(seconds=SECONDS - SETTLED))
+        .collect()
+    ]
     by_client = {name: [row for row in settled if row["client_id"] == name] for name in ("fast", "steady")}
     fast_use = sum(row[names["fraction"]] for row in by_client["fast"]) / len(by_client["fast"])
     steady_use = sum(row[names["fraction"]] for row in by_client["steady"]) / len(by_client["steady"])

@@ -44,12 +44,21 @@ def machine(kafka_cluster_root, tmp_path_factory):
 
 def role_vars(cluster, base, **extra):
     variables = {
-        "disk_guard_config": {"bootstrap_servers": cluster.info["bootstrap_servers"].split(","), "min_available_ratio": 0.01,
-                              "default_producer_byte_rate": 3000, "quotas": [{"entity": {"user": "app"}, "producer_byte_rate": 6000}],
-                              "excluded_principals": ["User:ops"]},
-        "disk_guard_interval": 1, "disk_guard_python": sys.executable, "disk_guard_install_dir": str(base / "opt"),
-        "disk_guard_config_dir": str(base / "etc"), "disk_guard_state_dir": str(base / "var"), "disk_guard_unit_dir": str(base / "units"),
-        "disk_guard_metrics_file": str(base / "guard.prom"), "disk_guard_user": pwd.getpwuid(os.getuid()).pw_name,
+        "disk_guard_config": {
+            "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+            "min_available_ratio": 0.01,
+            "default_producer_byte_rate": 3000,
+            "quotas": [{"entity": {"user": "app"}, "producer_byte_rate": 6000}],
+            "excluded_principals": ["User:ops"],
+        },
+        "disk_guard_interval": 1,
+        "disk_guard_python": sys.executable,
+        "disk_guard_install_dir": str(base / "opt"),
+        "disk_guard_config_dir": str(base / "etc"),
+        "disk_guard_state_dir": str(base / "var"),
+        "disk_guard_unit_dir": str(base / "units"),
+        "disk_guard_metrics_file": str(base / "guard.prom"),
+        "disk_guard_user": pwd.getpwuid(os.getuid()).pw_name,
         "disk_guard_group": grp.getgrgid(os.getgid()).gr_name,
     }
     variables.update(extra)
@@ -60,17 +69,52 @@ def apply_role(base, variables, name, *args, vars_files=()):
     vars_file = base / f"{name}.json"
     vars_file.write_text(json.dumps(variables), encoding="utf-8")
     playbook = base / f"{name}.yml"
-    playbook.write_text(yaml.safe_dump([{"name": "the disk guard", "hosts": "localhost", "gather_facts": False,
-                                         "vars_files": [*vars_files, str(vars_file)], "roles": ["headroom.kafka.disk_guard"]}]),
-                        encoding="utf-8")
-    env = dict(os.environ, PATH=str(base / "bin") + os.pathsep + os.environ["PATH"], ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-               HEADROOM_FAKE_SYSTEMD_DIR=str(base),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False")
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "the disk guard",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "vars_files": [*vars_files, str(vars_file)],
+                    "roles": ["headroom.kafka.disk_guard"],
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
+    env = dict(
+        os.environ,
+        PATH=str(base / "bin") + os.pathsep + os.environ["PATH"],
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        HEADROOM_FAKE_SYSTEMD_DIR=str(base),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+    )
     env.pop("ANSIBLE_CONFIG", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)   # the check and the guard write bytecode beside the copied code, as on a host
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local", "-v",
-                           "-e", "ansible_python_interpreter=" + sys.executable, *args, str(playbook)],
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    env.pop(
+        "PYTHONDONTWRITEBYTECODE", None
+    )  # the check and the guard write bytecode beside the copied code, as on a host
+    return subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-v",
+            "-e",
+            "ansible_python_interpreter=" + sys.executable,
+            *args,
+            str(playbook),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def calls(base):
@@ -87,7 +131,10 @@ def held_quotas(cluster):
 
     adapter = KafkaAdapter(cluster.info["bootstrap_servers"].split(","))
     try:
-        return {quota_spec.describe_entity(entity): quota_spec.for_output(values) for entity, values in quota_apply.read_state(adapter).values()}
+        return {
+            quota_spec.describe_entity(entity): quota_spec.for_output(values)
+            for entity, values in quota_apply.read_state(adapter).values()
+        }
     finally:
         adapter.close()
 
@@ -100,13 +147,31 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     first = apply_role(base, role_vars(cluster, base), "first")
     assert first.returncode == 0, first.stdout[-8000:]
     unit = (base / "units" / f"{SERVICE}.service").read_text()
-    assert f"--config {base}/etc/config.yml --interval 1 --state-file {base}/var/state.json --metrics-file {base}/guard.prom" in unit
+    assert (
+        f"--config {base}/etc/config.yml --interval 1 --state-file {base}/var/state.json --metrics-file {base}/guard.prom"
+        in unit
+    )
     assert oct((base / "etc" / "config.yml").stat().st_mode & 0o777) == "0o600"
     assert ["enable", SERVICE] in calls(base) and any(call[:1] in (["start"], ["restart"]) for call in calls(base))
-    assert wait_until(lambda: held_quotas(cluster) == {"user=app": {"producer_byte_rate": 6000}, "user=<default>": {"producer_byte_rate": 3000},
-                                                       "user=ops": {"producer_byte_rate": 9223372036854775807}}, 60, what="the declared set")
-    assert wait_until(lambda: (base / "guard.prom").exists() and "headroom_guard_throttle_factor 1\n" in (base / "guard.prom").read_text(),
-                      30, what="the metrics file")
+    assert wait_until(
+        lambda: (
+            held_quotas(cluster)
+            == {
+                "user=app": {"producer_byte_rate": 6000},
+                "user=<default>": {"producer_byte_rate": 3000},
+                "user=ops": {"producer_byte_rate": 9223372036854775807},
+            }
+        ),
+        60,
+        what="the declared set",
+    )
+    assert wait_until(
+        lambda: (
+            (base / "guard.prom").exists() and "headroom_guard_throttle_factor 1\n" in (base / "guard.prom").read_text()
+        ),
+        30,
+        what="the metrics file",
+    )
     pid, before = service_pid(base), len(calls(base))
     second = apply_role(base, role_vars(cluster, base), "second")
     assert second.returncode == 0, second.stdout[-8000:]
@@ -120,7 +185,9 @@ def test_check_mode_writes_and_restarts_nothing(machine):
     pid, before = service_pid(base), len(calls(base))
     config = (base / "etc" / "config.yml").read_text()
     changed = role_vars(cluster, base, disk_guard_interval=2)
-    changed["disk_guard_config"] = dict(changed["disk_guard_config"], default_producer_byte_rate=2000, sasl_password=SECRET)
+    changed["disk_guard_config"] = dict(
+        changed["disk_guard_config"], default_producer_byte_rate=2000, sasl_password=SECRET
+    )
     result = apply_role(base, changed, "check", "--check", "--diff")
     assert result.returncode == 0, result.stdout[-6000:]
     assert SECRET not in result.stdout + result.stderr
@@ -136,11 +203,15 @@ def test_a_configuration_the_guard_refuses_fails_the_play_and_leaves_the_service
     pid, before = service_pid(base), len(calls(base))
     config = (base / "etc" / "config.yml").read_text()
     bad = role_vars(cluster, base)
-    bad["disk_guard_config"] = dict(bad["disk_guard_config"], min_available_ratio=1.5, sasl_username="guard", sasl_password=SECRET)
+    bad["disk_guard_config"] = dict(
+        bad["disk_guard_config"], min_available_ratio=1.5, sasl_username="guard", sasl_password=SECRET
+    )
     result = apply_role(base, bad, "bad")
     assert result.returncode != 0
-    assert "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)" in result.stdout or \
-        "applies to security_protocol SASL_PLAINTEXT or SASL_SSL only" in result.stdout, result.stdout[-6000:]
+    assert (
+        "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)" in result.stdout
+        or "applies to security_protocol SASL_PLAINTEXT or SASL_SSL only" in result.stdout
+    ), result.stdout[-6000:]
     assert SECRET not in result.stdout + result.stderr
     assert (base / "etc" / "config.yml").read_text() == config, "the file in use was not replaced"
     assert not [call for call in calls(base)[before:] if call[0] in ("start", "restart", "stop")]
@@ -153,8 +224,11 @@ def test_stopped_then_absent(machine):
     result = apply_role(base, role_vars(cluster, base, disk_guard_state="stopped"), "stopped")
     assert result.returncode == 0, result.stdout[-6000:]
     assert ["stop", SERVICE] in calls(base) and ["disable", SERVICE] in calls(base)
-    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z",
-                      30, what="the guard stopped")
+    assert wait_until(
+        lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z",
+        30,
+        what="the guard stopped",
+    )
     result = apply_role(base, role_vars(cluster, base, disk_guard_state="absent"), "absent")
     assert result.returncode == 0, result.stdout[-6000:]
     for path in ("units/headroom-disk-guard.service", "opt", "etc", "var", "guard.prom"):
@@ -165,17 +239,41 @@ def test_a_vault_encrypted_secret_reaches_the_guard_as_its_value(machine):
     """ansible-core 2.19's to_nice_yaml writes a vaulted value as its !vault ciphertext, which the guard cannot read; a
     character outside the BMP, escaped as JSON does by default, would reach it as two lone surrogates."""
     cluster, base = machine
-    secret = SECRET + "-\U0001F511"
+    secret = SECRET + "-\U0001f511"
     password_file = base / "vault-password"
     password_file.write_text("guard-vault-password\n", encoding="utf-8")
-    encrypted = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-vault"), "encrypt_string", "--vault-password-file",
-                                str(password_file), "--name", "guard_sasl_password", secret],
-                               capture_output=True, text=True, timeout=120, check=True).stdout
+    encrypted = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "ansible-vault"),
+            "encrypt_string",
+            "--vault-password-file",
+            str(password_file),
+            "--name",
+            "guard_sasl_password",
+            secret,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     (base / "vault-secret.yml").write_text(encrypted, encoding="utf-8")
     variables = role_vars(cluster, base, disk_guard_state="stopped")
-    variables["disk_guard_config"] = dict(variables["disk_guard_config"], security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                                          sasl_username="guard", sasl_password="{{ guard_sasl_password }}")
-    result = apply_role(base, variables, "vault", "--vault-password-file", str(password_file), vars_files=[str(base / "vault-secret.yml")])
+    variables["disk_guard_config"] = dict(
+        variables["disk_guard_config"],
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_username="guard",
+        sasl_password="{{ guard_sasl_password }}",
+    )
+    result = apply_role(
+        base,
+        variables,
+        "vault",
+        "--vault-password-file",
+        str(password_file),
+        vars_files=[str(base / "vault-secret.yml")],
+    )
     assert result.returncode == 0, result.stdout[-6000:]
     assert SECRET not in result.stdout + result.stderr
     assert yaml.safe_load((base / "etc" / "config.yml").read_text(encoding="utf-8"))["sasl_password"] == secret

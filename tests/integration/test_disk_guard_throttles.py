@@ -18,7 +18,6 @@ import os
 import types
 
 import pytest
-
 from ansible_run import run_module
 from test_integration_targets import connection_options
 
@@ -27,16 +26,20 @@ from kafka_sim.testing import ClusterFactory
 from kafka_sim.traffic import allow_all_on_topic, create_topic, produce, wait_until
 
 MIB = 1 << 20
-UNLIMITED = 9223372036854775807      # Long.MAX_VALUE: the rate the guard gives an excluded principal
+UNLIMITED = 9223372036854775807  # Long.MAX_VALUE: the rate the guard gives an excluded principal
 
 # -- the declaration --------------------------------------------------------------------------------------------------
 # Low enough that neither the producers nor the brokers on this machine's two cores are ever the bottleneck.
-BASE_RATE = 256 << 10                 # default_producer_byte_rate: every user no declared entity covers
-BATCH_RATE = 2 * BASE_RATE            # a declared user entity, scaled like the <default> user
-BATCH_FETCH = 4 * MIB                 # a key the factor never scales
+BASE_RATE = 256 << 10  # default_producer_byte_rate: every user no declared entity covers
+BATCH_RATE = 2 * BASE_RATE  # a declared user entity, scaled like the <default> user
+BATCH_FETCH = 4 * MIB  # a key the factor never scales
 DECLARED = [{"entity": {"user": "batch"}, "producer_byte_rate": BATCH_RATE, "consumer_byte_rate": BATCH_FETCH}]
-DECLARATION = {"quotas": DECLARED, "default_producer_byte_rate": BASE_RATE, "excluded_principals": ["User:ops"],
-               "expected_brokers": [1, 2]}
+DECLARATION = {
+    "quotas": DECLARED,
+    "default_producer_byte_rate": BASE_RATE,
+    "excluded_principals": ["User:ops"],
+    "expected_brokers": [1, 2],
+}
 # What Kafka must hold at factor 1, entity by entity: the declaration, the <default> user, the excluded principal.
 HELD_AT_FACTOR_1 = {
     (("user", "<default>"),): {"producer_byte_rate": BASE_RATE},
@@ -45,25 +48,29 @@ HELD_AT_FACTOR_1 = {
 }
 
 # -- the volumes and the policies -------------------------------------------------------------------------------------
-VOLUME_SIZE = 128 * MIB               # room for everything the producers below write to broker 1 (about 30 MiB)
-SOFT_FREE = 64 * MIB                  # graded: throttling starts at 64 MiB free...
-HARD_FREE = 16 * MIB                  # ...and producers are held at 1 byte/s at 16 MiB free
-SOFT_FILL_LEAVE = HARD_FREE + 2 * (SOFT_FREE - HARD_FREE) // 5    # ~35 MiB free: a graded factor of about 0.4
-HARD_FILL_LEAVE = HARD_FREE // 2                                   # past the hard limit
-GRADED = {"policy": "graded", "soft_limit": {"type": "min_free_bytes", "level": SOFT_FREE},
-          "hard_limit": {"type": "min_free_bytes", "level": HARD_FREE}, "missing_data_action": "pause"}
-STRIMZI = {"policy": "strimzi", "min_available_ratio": 0.1}        # violated by no volume unless filled
+VOLUME_SIZE = 128 * MIB  # room for everything the producers below write to broker 1 (about 30 MiB)
+SOFT_FREE = 64 * MIB  # graded: throttling starts at 64 MiB free...
+HARD_FREE = 16 * MIB  # ...and producers are held at 1 byte/s at 16 MiB free
+SOFT_FILL_LEAVE = HARD_FREE + 2 * (SOFT_FREE - HARD_FREE) // 5  # ~35 MiB free: a graded factor of about 0.4
+HARD_FILL_LEAVE = HARD_FREE // 2  # past the hard limit
+GRADED = {
+    "policy": "graded",
+    "soft_limit": {"type": "min_free_bytes", "level": SOFT_FREE},
+    "hard_limit": {"type": "min_free_bytes", "level": HARD_FREE},
+    "missing_data_action": "pause",
+}
+STRIMZI = {"policy": "strimzi", "min_available_ratio": 0.1}  # violated by no volume unless filled
 FALLBACK = 0.5
 
 # -- the measurements -------------------------------------------------------------------------------------------------
 TOPIC = "guarded"
-WINDOW = 11                           # seconds: Kafka's quota window (11 samples of 1 s)
-MEASURED = 2 * WINDOW - 0.5           # two whole windows, ending before the third one's burst may start
-OFFERED = 2                           # a throttled producer offers twice the quota it should get
-TOLERANCE = 0.2                       # achieved rate within 20 % of the quota
-FLOOR_SECONDS = 5                     # at 1 byte/s, one batch is all that gets through in this time
-MESSAGE_SIZE = 8192                   # traffic.produce's record size; a batch holds one or two records
-EXCLUDED_OFFERED = 4 * BASE_RATE      # the excluded principal offers four times the unthrottled default rate
+WINDOW = 11  # seconds: Kafka's quota window (11 samples of 1 s)
+MEASURED = 2 * WINDOW - 0.5  # two whole windows, ending before the third one's burst may start
+OFFERED = 2  # a throttled producer offers twice the quota it should get
+TOLERANCE = 0.2  # achieved rate within 20 % of the quota
+FLOOR_SECONDS = 5  # at 1 byte/s, one batch is all that gets through in this time
+MESSAGE_SIZE = 8192  # traffic.produce's record size; a batch holds one or two records
+EXCLUDED_OFFERED = 4 * BASE_RATE  # the excluded principal offers four times the unthrottled default rate
 # Every measurement runs as a user of its own, so that Kafka judges it with a fresh quota sensor.
 USERS = ("alice", "batch", "bob", "ops", "carol", "dave", "erin", "frank")
 
@@ -93,7 +100,9 @@ def password_of(user):
 
 def guard(guarded, **options):
     """One run of headroom.kafka.disk_guard as a play's task, with the declaration above."""
-    return run_module("disk_guard", dict(connection_options(guarded.cluster.info), **DECLARATION, **options), guarded.workdir)
+    return run_module(
+        "disk_guard", dict(connection_options(guarded.cluster.info), **DECLARATION, **options), guarded.workdir
+    )
 
 
 def held_quotas(guarded):
@@ -125,12 +134,22 @@ def scaled(base, factor):
 
 def offer_twice(cluster, user, quota, **settings):
     """``user`` offers twice ``quota`` for two quota windows; what the broker acknowledged."""
-    return produce(cluster, TOPIC, seconds=MEASURED, user=user, password=password_of(user), offered_rate=OFFERED * quota,
-                   message_size=MESSAGE_SIZE, **settings)
+    return produce(
+        cluster,
+        TOPIC,
+        seconds=MEASURED,
+        user=user,
+        password=password_of(user),
+        offered_rate=OFFERED * quota,
+        message_size=MESSAGE_SIZE,
+        **settings,
+    )
 
 
 def as_fast_as_taken(cluster, user, seconds=FLOOR_SECONDS, **settings):
-    return produce(cluster, TOPIC, seconds=seconds, user=user, password=password_of(user), message_size=MESSAGE_SIZE, **settings)
+    return produce(
+        cluster, TOPIC, seconds=seconds, user=user, password=password_of(user), message_size=MESSAGE_SIZE, **settings
+    )
 
 
 def concurrently(**runs):
@@ -142,10 +161,14 @@ def concurrently(**runs):
 
 def assert_rate_near(measured, quota, who):
     achieved = measured.rate
-    print(f"{who}: quota {quota} B/s, offered {OFFERED * quota} B/s, achieved {achieved:.0f} B/s "
-          f"({achieved / quota:.3f} of the quota) over {measured.elapsed:.1f} s; "
-          f"{len(measured.throttles_ms)} throttled responses, up to {max(measured.throttles_ms, default=0):.0f} ms")
-    assert abs(achieved - quota) <= TOLERANCE * quota, f"{who}: achieved {achieved:.0f} B/s, expected {quota} B/s +-20 %"
+    print(
+        f"{who}: quota {quota} B/s, offered {OFFERED * quota} B/s, achieved {achieved:.0f} B/s "
+        f"({achieved / quota:.3f} of the quota) over {measured.elapsed:.1f} s; "
+        f"{len(measured.throttles_ms)} throttled responses, up to {max(measured.throttles_ms, default=0):.0f} ms"
+    )
+    assert abs(achieved - quota) <= TOLERANCE * quota, (
+        f"{who}: achieved {achieved:.0f} B/s, expected {quota} B/s +-20 %"
+    )
     assert measured.throttles_ms, f"{who}: the broker reported throttle time (it offered more than its quota)"
 
 
@@ -154,11 +177,17 @@ def assert_at_floor(measured, who):
     seconds (Kafka's throttle time is (rate - quota) / quota x window, i.e. bytes over the quota / quota)."""
     throttle_ms = max(measured.throttles_ms, default=0)
     implied_quota = measured.acked * 1000 / throttle_ms if throttle_ms else float("inf")
-    print(f"{who}: {measured.acked} bytes acknowledged in {measured.elapsed:.1f} s, throttle {throttle_ms:.0f} ms "
-          f"(a quota of {implied_quota:.2f} B/s)")
-    assert measured.acked <= 2 * MESSAGE_SIZE, f"{who}: nothing beyond the first batch gets through ({measured.acked} bytes)"
+    print(
+        f"{who}: {measured.acked} bytes acknowledged in {measured.elapsed:.1f} s, throttle {throttle_ms:.0f} ms "
+        f"(a quota of {implied_quota:.2f} B/s)"
+    )
+    assert measured.acked <= 2 * MESSAGE_SIZE, (
+        f"{who}: nothing beyond the first batch gets through ({measured.acked} bytes)"
+    )
     assert throttle_ms > 1000 * 1000, f"{who}: the broker asks for a throttle of hours, not {throttle_ms:.0f} ms"
-    assert implied_quota <= 2, f"{who}: the throttle time says the quota is {implied_quota:.2f} B/s, not the floor of 1 B/s"
+    assert implied_quota <= 2, (
+        f"{who}: the throttle time says the quota is {implied_quota:.2f} B/s, not the floor of 1 B/s"
+    )
 
 
 # -- a filling volume -----------------------------------------------------------------------------------------------
@@ -168,8 +197,10 @@ def test_past_the_soft_limit_producers_get_the_declared_rates_times_the_graded_f
     result = guard(guarded, **GRADED)
     factor = result["throttle_factor"]
     worst = result["least_headroom"]
-    print(f"graded factor {factor:.4f}: broker {worst['broker_id']} has {worst['usable_bytes']} bytes usable "
-          f"(soft {SOFT_FREE}, hard {HARD_FREE})")
+    print(
+        f"graded factor {factor:.4f}: broker {worst['broker_id']} has {worst['usable_bytes']} bytes usable "
+        f"(soft {SOFT_FREE}, hard {HARD_FREE})"
+    )
     assert result["state"] == "THROTTLE" and worst["broker_id"] == 2
     assert 0.3 < factor < 0.5, "broker 2's volume sits between the limits, about 2/5 of the way up from the hard one"
     # The default user (alice) and a declared user entity (batch) slow down in proportion to the factor, at once.
@@ -188,8 +219,16 @@ def past_the_hard_limit(guarded):
     result = guard(guarded, **GRADED)
     measured = concurrently(
         bob=lambda: as_fast_as_taken(cluster, "bob"),
-        ops=lambda: produce(cluster, TOPIC, seconds=FLOOR_SECONDS + 3, user="ops", password=password_of("ops"),
-                            offered_rate=EXCLUDED_OFFERED, message_size=MESSAGE_SIZE))
+        ops=lambda: produce(
+            cluster,
+            TOPIC,
+            seconds=FLOOR_SECONDS + 3,
+            user="ops",
+            password=password_of("ops"),
+            offered_rate=EXCLUDED_OFFERED,
+            message_size=MESSAGE_SIZE,
+        ),
+    )
     return result, measured
 
 
@@ -202,10 +241,14 @@ def test_past_the_hard_limit_producers_are_held_at_one_byte_per_second(past_the_
 def test_the_excluded_principal_keeps_full_speed_while_the_others_are_held(past_the_hard_limit):
     _result, measured = past_the_hard_limit
     ops = measured["ops"]
-    print(f"ops: offered {EXCLUDED_OFFERED} B/s, achieved {ops.rate:.0f} B/s over {ops.elapsed:.1f} s, "
-          f"throttled {len(ops.throttles_ms)} times")
+    print(
+        f"ops: offered {EXCLUDED_OFFERED} B/s, achieved {ops.rate:.0f} B/s over {ops.elapsed:.1f} s, "
+        f"throttled {len(ops.throttles_ms)} times"
+    )
     assert not ops.throttles_ms, "the broker never throttled the excluded principal"
-    assert ops.rate > 2 * BASE_RATE, "it produces faster than even the unthrottled default rate, while bob is held at 1 B/s"
+    assert ops.rate > 2 * BASE_RATE, (
+        "it produces faster than even the unthrottled default rate, while bob is held at 1 B/s"
+    )
     assert ops.rate >= 0.7 * EXCLUDED_OFFERED, "it gets through about all it offers"
 
 
@@ -247,7 +290,9 @@ def broker_2_stopped(guarded, tmp_path_factory):
 
 def test_strimzi_keeps_the_last_observed_factor_while_it_is_valid(guarded, broker_2_stopped):
     state_file, survivor = broker_2_stopped
-    kept = guard(guarded, **STRIMZI, state_file=state_file, throttle_factor_validity="PT1H", throttle_factor_fallback=FALLBACK)
+    kept = guard(
+        guarded, **STRIMZI, state_file=state_file, throttle_factor_validity="PT1H", throttle_factor_fallback=FALLBACK
+    )
     print(f"strimzi, validity 1 h: factor {kept['throttle_factor']} ({kept['reason']})")
     assert (kept["throttle_factor"], kept["fallback_applied"], kept["observed"]) == (1.0, False, False)
     assert kept["missing_brokers"] == [2] and not kept["changed"], "the factor found applied is kept: nothing to change"
@@ -256,10 +301,15 @@ def test_strimzi_keeps_the_last_observed_factor_while_it_is_valid(guarded, broke
 
 def test_strimzi_applies_the_fallback_factor_once_the_validity_has_run_out(guarded, broker_2_stopped):
     state_file, survivor = broker_2_stopped
-    fallback = guard(guarded, **STRIMZI, state_file=state_file, throttle_factor_validity="PT0S",
-                     throttle_factor_fallback=FALLBACK)
+    fallback = guard(
+        guarded, **STRIMZI, state_file=state_file, throttle_factor_validity="PT0S", throttle_factor_fallback=FALLBACK
+    )
     print(f"strimzi, validity 0 s: factor {fallback['throttle_factor']} ({fallback['reason']})")
-    assert (fallback["throttle_factor"], fallback["fallback_applied"], fallback["missing_brokers"]) == (FALLBACK, True, [2])
+    assert (fallback["throttle_factor"], fallback["fallback_applied"], fallback["missing_brokers"]) == (
+        FALLBACK,
+        True,
+        [2],
+    )
     quota = scaled(BASE_RATE, FALLBACK)
     assert_rate_near(offer_twice(guarded.cluster, "erin", quota, **survivor), quota, "erin, fallback factor")
 

@@ -27,7 +27,9 @@ COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 
 
 def _targets():
-    return sorted(name for name in os.listdir(TARGETS) if os.path.isfile(os.path.join(TARGETS, name, "tasks", "main.yml")))
+    return sorted(
+        name for name in os.listdir(TARGETS) if os.path.isfile(os.path.join(TARGETS, name, "tasks", "main.yml"))
+    )
 
 
 def _settings(name):
@@ -58,12 +60,18 @@ def _runs():
 
 
 def connection_options(info):
-    options = {"bootstrap_servers": info["bootstrap_servers"].split(","), "security_protocol": info["security_protocol"]}
+    options = {
+        "bootstrap_servers": info["bootstrap_servers"].split(","),
+        "security_protocol": info["security_protocol"],
+    }
     if "tls" in info:
         options.update(ssl_cafile=info["tls"]["ca"], ssl_certfile=info["tls"]["cert"], ssl_keyfile=info["tls"]["key"])
     if "sasl" in info:
-        options.update(sasl_mechanism=info["sasl"]["mechanism"], sasl_username=info["sasl"]["username"],
-                       sasl_password=info["sasl"]["password"])
+        options.update(
+            sasl_mechanism=info["sasl"]["mechanism"],
+            sasl_username=info["sasl"]["username"],
+            sasl_password=info["sasl"]["password"],
+        )
     return options
 
 
@@ -82,18 +90,39 @@ def run_target(name, cluster, output_dir):
         json.dump(variables, handle)
     playbook = os.path.join(output_dir, "play.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
-        yaml.safe_dump([{
-            "name": f"integration target {name}", "hosts": "localhost", "gather_facts": False, "vars_files": [vars_file],
-            "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
-            "roles": [{"role": name}],
-        }], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_ROLES_PATH=TARGETS, ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        yaml.safe_dump(
+            [
+                {
+                    "name": f"integration target {name}",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "vars_files": [vars_file],
+                    "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
+                    "roles": [{"role": name}],
+                }
+            ],
+            handle,
+        )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_ROLES_PATH=TARGETS,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     env.pop("ANSIBLE_CONFIG", None)
     playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    return subprocess.run([playbook_bin, "-i", "localhost,", "-c", "local", playbook], env=env, cwd=output_dir,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [playbook_bin, "-i", "localhost,", "-c", "local", playbook],
+        env=env,
+        cwd=output_dir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("name, engine", _runs())
@@ -118,4 +147,6 @@ def test_every_target_has_its_aliases_and_no_task_file_over_300_lines():
         tasks = os.path.join(TARGETS, name, "tasks")
         for file_name in os.listdir(tasks):
             with open(os.path.join(tasks, file_name), encoding="utf-8") as handle:
-                assert len(handle.readlines()) <= 300, f"{name}/tasks/{file_name}: split it by behaviour into test_*.yml files"
+                assert len(handle.readlines()) <= 300, (
+                    f"{name}/tasks/{file_name}: split it by behaviour into test_*.yml files"
+                )

@@ -12,7 +12,7 @@ import pytest
 
 from kafka_sim import storage_format
 from kafka_sim.cluster import Cluster, ClusterError
-from kafka_sim.kafka_libs import PLUGIN_PREFIX, AGENT_PREFIX, ensure_libs
+from kafka_sim.kafka_libs import AGENT_PREFIX, PLUGIN_PREFIX, ensure_libs
 from kafka_sim.testing import base_port_for
 
 
@@ -27,7 +27,10 @@ def _formatted_ids(cluster):
     for entry in cluster.info["brokers"]:
         for path in [entry["metadata_dir"], *entry["log_dirs"]]:
             meta = _meta(path)
-            assert seen.setdefault(entry["id"], (meta["cluster.id"], meta["node.id"])) == (meta["cluster.id"], meta["node.id"])
+            assert seen.setdefault(entry["id"], (meta["cluster.id"], meta["node.id"])) == (
+                meta["cluster.id"],
+                meta["node.id"],
+            )
     return seen
 
 

@@ -10,7 +10,6 @@ import os
 import time
 
 import pytest
-
 from ansible_run import run_module
 from test_integration_targets import connection_options
 from test_site import run_site, write_inventory
@@ -19,14 +18,19 @@ from kafka_sim.log_dir_probe import fill_volume
 from kafka_sim.nodes import tail
 from kafka_sim.traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
 
-BASE_RATE = 1 << 20                 # the plugin's produce quota, bytes/s
-LIMIT = 32 << 20                    # min.available.bytes per volume
-CHECK_INTERVAL = 5                  # storage.check-interval, seconds (each check may take interval - 1 s)
-REACTION = CHECK_INTERVAL + 5       # what the issue allows: the check interval plus a few seconds
+BASE_RATE = 1 << 20  # the plugin's produce quota, bytes/s
+LIMIT = 32 << 20  # min.available.bytes per volume
+CHECK_INTERVAL = 5  # storage.check-interval, seconds (each check may take interval - 1 s)
+REACTION = CHECK_INTERVAL + 5  # what the issue allows: the check interval plus a few seconds
 TOPIC = "traffic"
 USERS = {"alice": "alice-secret", "ops": "ops-secret"}
-SPEC = {"type": "strimzi", "producer_byte_rate": BASE_RATE, "min_available_bytes_per_volume": LIMIT,
-        "excluded_principals": ["User:ops"], "check_interval": CHECK_INTERVAL}
+SPEC = {
+    "type": "strimzi",
+    "producer_byte_rate": BASE_RATE,
+    "min_available_bytes_per_volume": LIMIT,
+    "excluded_principals": ["User:ops"],
+    "check_interval": CHECK_INTERVAL,
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +43,16 @@ def plugin_cluster(kafka_cluster_root, tmp_path_factory):
         for user, password in USERS.items():
             cluster.add_scram_user(user, password, "SCRAM-SHA-512")
         sasl = cluster.info["sasl"]
-        admin = {"bootstrap_servers": cluster.info["bootstrap_servers"], "security_protocol": "SASL_PLAINTEXT",
-                 "sasl": {"mechanism": sasl["mechanism"], "username": sasl["username"], "password": sasl["password"]}}
-        inventory = write_inventory(cluster, tmp_path_factory.mktemp("site"),
-                                    {"kafka_quotas": SPEC, "quota_plugin_admin": admin, "kafka_client_quotas": []})
+        admin = {
+            "bootstrap_servers": cluster.info["bootstrap_servers"],
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl": {"mechanism": sasl["mechanism"], "username": sasl["username"], "password": sasl["password"]},
+        }
+        inventory = write_inventory(
+            cluster,
+            tmp_path_factory.mktemp("site"),
+            {"kafka_quotas": SPEC, "quota_plugin_admin": admin, "kafka_client_quotas": []},
+        )
         result = run_site(inventory)
         assert result.returncode == 0, result.stdout[-15000:] + result.stderr[-3000:]
         create_topic(cluster, TOPIC, replicas_on=1)
@@ -58,16 +68,21 @@ def as_user(user):
 
 def test_every_broker_runs_the_plugin_site_yml_configured(plugin_cluster):
     for entry in plugin_cluster.broker_nodes:
-        assert plugin_gauge(entry, "StaticQuotaCallback", "Produce") == BASE_RATE, "the broker's own metric, not our file"
-        assert wait_until(lambda e=entry: plugin_gauge(e, "VolumeSource", "ActiveLogDirs") == 2, 30,
-                          what=f"broker {entry['id']} observing both log dirs")
+        assert plugin_gauge(entry, "StaticQuotaCallback", "Produce") == BASE_RATE, (
+            "the broker's own metric, not our file"
+        )
+        assert wait_until(
+            lambda e=entry: plugin_gauge(e, "VolumeSource", "ActiveLogDirs") == 2,
+            30,
+            what=f"broker {entry['id']} observing both log dirs",
+        )
         assert plugin_gauge(entry, "ThrottleFactor", "LimitViolated") == 0
         assert plugin_gauge(entry, "ThrottleFactor", "ThrottleFactor") == 1.0
 
 
 def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_cluster, tmp_path):
     cluster = plugin_cluster
-    observer = cluster.broker(1)          # the topic lives on broker 1; broker 2's volume fills
+    observer = cluster.broker(1)  # the topic lives on broker 1; broker 2's volume fills
     before = produce(cluster, TOPIC, seconds=3, **as_user("alice"))
     assert before.rate > BASE_RATE / 4, f"alice produces freely before: {before.rate:.0f} B/s"
 
@@ -75,21 +90,30 @@ def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_clus
     filled_at = time.monotonic()
     filler = fill_volume(cluster.broker(2)["log_dirs"][0], leave=LIMIT // 2)
     try:
-        wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 0.0, REACTION,
-                   what="the plugin's throttle factor falling to 0")
+        wait_until(
+            lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 0.0,
+            REACTION,
+            what="the plugin's throttle factor falling to 0",
+        )
         reaction = time.monotonic() - filled_at
         # LimitViolated counts the violating volumes of every check (a counter, not a 0/1 gauge).
         assert plugin_gauge(observer, "ThrottleFactor", "LimitViolated") > violations_before
-        limits = run_module("volume_limits", dict(connection_options(cluster.info), min_available_bytes=LIMIT), str(tmp_path))
+        limits = run_module(
+            "volume_limits", dict(connection_options(cluster.info), min_available_bytes=LIMIT), str(tmp_path)
+        )
         assert (limits["throttle_factor"], limits["state"]) == (0.0, "PAUSE"), "volume_limits agrees at that moment"
 
         throttled = produce(cluster, TOPIC, seconds=5, **as_user("alice"))
         excluded = produce(cluster, TOPIC, seconds=4, max_bytes=8 << 20, **as_user("ops"))
         floor_rate = throttled.rate_after_first_throttle()
-        print(f"throttle reaction {reaction:.1f} s; alice {before.rate:.0f} -> {floor_rate:.0f} B/s after the first "
-              f"throttled response ({throttled.rate:.0f} B/s over the run; throttle {max(throttled.throttles_ms, default=0):.0f} ms); "
-              f"ops {excluded.rate:.0f} B/s")
-        assert throttled.throttles_ms and max(throttled.throttles_ms) > 1000, "produce responses carry the throttle time"
+        print(
+            f"throttle reaction {reaction:.1f} s; alice {before.rate:.0f} -> {floor_rate:.0f} B/s after the first "
+            f"throttled response ({throttled.rate:.0f} B/s over the run; throttle {max(throttled.throttles_ms, default=0):.0f} ms); "
+            f"ops {excluded.rate:.0f} B/s"
+        )
+        assert throttled.throttles_ms and max(throttled.throttles_ms) > 1000, (
+            "produce responses carry the throttle time"
+        )
         # The broker applies a new factor from its next quota update on: what it accepts from then on is the floor.
         assert floor_rate < before.rate / 20, "alice's rate collapses to the plugin's floor"
         assert not excluded.throttles_ms, "the excluded principal is never throttled"
@@ -98,8 +122,9 @@ def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_clus
         os.remove(filler)
 
     freed_at = time.monotonic()
-    wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, REACTION,
-               what="the throttle lifting")
+    wait_until(
+        lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, REACTION, what="the throttle lifting"
+    )
     print(f"throttle lifted {time.monotonic() - freed_at:.1f} s after the filler was deleted")
     after = produce(cluster, TOPIC, seconds=3, **as_user("alice"))
     assert after.rate > BASE_RATE / 4, f"alice produces again: {after.rate:.0f} B/s"
@@ -118,17 +143,28 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
         # A check that runs while broker 2 shuts down may compute factor 0 (seen once under load: 0 for one
         # interval, 1.0 from the next check on), so the survivor is measured once a check saw one broker and no
         # violation.
-        wait_until(lambda: plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1
-                   and plugin_gauge(survivor, "ThrottleFactor", "ThrottleFactor") == 1.0, 6 * REACTION,
-                   what="the plugin seeing one active broker and no violation")
+        wait_until(
+            lambda: (
+                plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1
+                and plugin_gauge(survivor, "ThrottleFactor", "ThrottleFactor") == 1.0
+            ),
+            6 * REACTION,
+            what="the plugin seeing one active broker and no violation",
+        )
         # Bootstrapped from the survivor: a client that first tries the stopped broker may spend the whole
         # measurement in reconnect backoff before it learns the metadata.
-        during = produce(cluster, TOPIC, seconds=3, **as_user("alice"),
-                         **{"bootstrap.servers": f"{survivor['host']}:{survivor['port']}"})
+        during = produce(
+            cluster,
+            TOPIC,
+            seconds=3,
+            **as_user("alice"),
+            **{"bootstrap.servers": f"{survivor['host']}:{survivor['port']}"},
+        )
         assert during.rate > BASE_RATE / 4, (
             f"broker 1 keeps serving: {during.rate:.0f} B/s (throttled {len(during.throttles_ms)} times; the plugin's "
             f"factor {plugin_gauge(survivor, 'ThrottleFactor', 'ThrottleFactor')}, active log dirs "
-            f"{plugin_gauge(survivor, 'VolumeSource', 'ActiveLogDirs')}):\n{tail(survivor['log_file'], 40)}")
+            f"{plugin_gauge(survivor, 'VolumeSource', 'ActiveLogDirs')}):\n{tail(survivor['log_file'], 40)}"
+        )
         with open(survivor["log_file"], "rb") as handle:
             handle.seek(offset)
             log = handle.read().decode("utf-8", "replace")

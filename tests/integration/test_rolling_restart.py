@@ -7,7 +7,6 @@ import sys
 import time
 
 import yaml
-
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
 from kafka_sim.cluster import Cluster, process_alive
@@ -20,41 +19,71 @@ def run_roll(cluster, tmp_path, needs_restart, extra_vars=None, host_vars=None, 
     inventory = {"all": {"hosts": {}}}
     for entry in cluster.info["brokers"]:
         inventory["all"]["hosts"][f"broker-{entry['id']}"] = {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-            "kafka_node_id": entry["id"], "kafka_listener_host": entry["host"], "kafka_listener_port": entry["port"],
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "kafka_node_id": entry["id"],
+            "kafka_listener_host": entry["host"],
+            "kafka_listener_port": entry["port"],
             "kafka_restart_needed": entry["id"] in needs_restart,
             "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
             **(host_vars or {}).get(entry["id"], {}),
         }
-    variables = {"rolling_restart_method": "command",
-                 "rolling_restart_command": f"{driver} restart --dir {cluster.directory} --broker {{node_id}}",
-                 "rolling_restart_health_timeout": 30, "rolling_restart_port_timeout": 30, "rolling_restart_poll_interval": 0.2,
-                 "kafka_connection": connection_options(cluster.info)}
+    variables = {
+        "rolling_restart_method": "command",
+        "rolling_restart_command": f"{driver} restart --dir {cluster.directory} --broker {{node_id}}",
+        "rolling_restart_health_timeout": 30,
+        "rolling_restart_port_timeout": 30,
+        "rolling_restart_poll_interval": 0.2,
+        "kafka_connection": connection_options(cluster.info),
+    }
     variables.update(extra_vars or {})
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "vars.json").write_text(json.dumps(variables))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
-        "name": "roll", "hosts": "all", "gather_facts": False, "vars_files": [str(tmp_path / "vars.json")],
-        "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
-        "roles": [{"role": "rolling_restart"}]}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_ROLES_PATH=ROLES, ANSIBLE_NOCOLOR="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    (tmp_path / "play.yml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "roll",
+                    "hosts": "all",
+                    "gather_facts": False,
+                    "vars_files": [str(tmp_path / "vars.json")],
+                    "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
+                    "roles": [{"role": "rolling_restart"}],
+                }
+            ]
+        )
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_ROLES_PATH=ROLES,
+        ANSIBLE_NOCOLOR="1",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     if path_prefix:
         env["PATH"] = str(path_prefix) + os.pathsep + env["PATH"]
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
-               str(tmp_path / "play.yml")]
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        "-i",
+        str(tmp_path / "inventory.yml"),
+        str(tmp_path / "play.yml"),
+    ]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
 def incarnations(cluster):
     """node id -> (pid, start time in ms) of the running nodes, as the launcher recorded them."""
     current = Cluster(cluster.directory)
-    return {entry["id"]: (entry["pid"], int(entry["started_at"] * 1000)) for entry in current.info["brokers"]
-            if entry.get("pid") and process_alive(entry["pid"])}
+    return {
+        entry["id"]: (entry["pid"], int(entry["started_at"] * 1000))
+        for entry in current.info["brokers"]
+        if entry.get("pid") and process_alive(entry["pid"])
+    }
 
 
 def create_replicated_topic(cluster):
     from confluent_kafka.admin import AdminClient, NewTopic  # pylint: disable=import-outside-toplevel
+
     admin = AdminClient({"bootstrap.servers": cluster.info["bootstrap_servers"]})
     admin.create_topics([NewTopic("rolled", 3, 3)])["rolled"].result(15)
 
@@ -85,7 +114,7 @@ def test_a_broker_that_fails_to_start_stops_the_roll(kafka_cluster_factory, tmp_
     cluster = kafka_cluster_factory(3)
     before = incarnations(cluster)
     properties = cluster.broker(2)["properties"]
-    with open(properties, "a", encoding="utf-8") as handle:   # a plugin config the plugin rejects reaches broker 2
+    with open(properties, "a", encoding="utf-8") as handle:  # a plugin config the plugin rejects reaches broker 2
         handle.write("client.quota.callback.class=io.strimzi.kafka.quotas.StaticQuotaCallback\n")
     result = run_roll(cluster, tmp_path, needs_restart={2, 3})
     assert result.returncode != 0
@@ -107,7 +136,7 @@ def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_fa
     cluster = kafka_cluster_factory(3, combined=3, catch_up_ms=1000)
     deadline = time.monotonic() + 10
     while cluster.active_controller() not in (1, 2, 3) and time.monotonic() < deadline:
-        time.sleep(0.1)   # the controllers elect a leader within a heartbeat or two
+        time.sleep(0.1)  # the controllers elect a leader within a heartbeat or two
     leader = cluster.active_controller()
     assert leader in (1, 2, 3)
     before = incarnations(cluster)
@@ -123,7 +152,12 @@ def test_the_volume_gate_blocks_the_roll(kafka_cluster_factory, tmp_path):
     """A volume at the limit (here every volume, with a ratio limit of 1.0) stops the roll before any restart."""
     cluster = kafka_cluster_factory(3)
     before = incarnations(cluster)
-    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3}, extra_vars={"rolling_restart_volume_gate": {"min_available_ratio": 1.0}})
+    result = run_roll(
+        cluster,
+        tmp_path,
+        needs_restart={1, 2, 3},
+        extra_vars={"rolling_restart_volume_gate": {"min_available_ratio": 1.0}},
+    )
     assert result.returncode != 0
     assert "throttle factor 0.0 (PAUSE)" in result.stdout, result.stdout[-5000:]
     assert incarnations(cluster) == before
@@ -153,9 +187,14 @@ def test_the_systemd_method_restarts_each_nodes_own_unit(kafka_cluster_factory, 
     systemctl = bin_dir / "systemctl"
     systemctl.write_text(FAKE_SYSTEMCTL.format(python=sys.executable, log=str(log), directory=str(cluster.directory)))
     systemctl.chmod(0o755)
-    result = run_roll(cluster, tmp_path, needs_restart={2, 3}, extra_vars={"rolling_restart_method": "systemd"},
-                      host_vars={node_id: {"rolling_restart_service": f"kafka-node-{node_id}"} for node_id in (1, 2, 3)},
-                      path_prefix=bin_dir)
+    result = run_roll(
+        cluster,
+        tmp_path,
+        needs_restart={2, 3},
+        extra_vars={"rolling_restart_method": "systemd"},
+        host_vars={node_id: {"rolling_restart_service": f"kafka-node-{node_id}"} for node_id in (1, 2, 3)},
+        path_prefix=bin_dir,
+    )
     assert result.returncode == 0, result.stdout[-10000:]
     restarts = [line for line in log.read_text().splitlines() if line.startswith("restart")]
     assert restarts == ["restart kafka-node-2", "restart kafka-node-3"]
@@ -168,9 +207,14 @@ def test_the_systemd_method_restarts_each_nodes_own_unit(kafka_cluster_factory, 
 def test_a_health_wait_typo_stops_the_roll_before_any_restart(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3)
     before = incarnations(cluster)
-    for number, settings in enumerate(({"rolling_restart_poll_interval": "nan"}, {"rolling_restart_poll_interval": 1e308},
-                                       {"rolling_restart_healthy_polls": 0},
-                                       {"rolling_restart_health_timeout": 1, "rolling_restart_poll_interval": 2})):
+    for number, settings in enumerate(
+        (
+            {"rolling_restart_poll_interval": "nan"},
+            {"rolling_restart_poll_interval": 1e308},
+            {"rolling_restart_healthy_polls": 0},
+            {"rolling_restart_health_timeout": 1, "rolling_restart_poll_interval": 2},
+        )
+    ):
         run_dir = tmp_path / str(number)
         run_dir.mkdir()
         result = run_roll(cluster, run_dir, needs_restart={1, 2, 3}, extra_vars=settings)

@@ -7,31 +7,45 @@ import subprocess
 import sys
 
 import yaml
-
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
 from kafka_sim.cluster import Cluster, process_alive
 
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
-SPEC = {"type": "strimzi", "producer_byte_rate": 1048576, "consumer_byte_rate": 2097152, "min_available_ratio_per_volume": 0.1,
-        "excluded_principals": ["User:ops"], "check_interval": "PT30S"}
+SPEC = {
+    "type": "strimzi",
+    "producer_byte_rate": 1048576,
+    "consumer_byte_rate": 2097152,
+    "min_available_ratio_per_volume": 0.1,
+    "excluded_principals": ["User:ops"],
+    "check_interval": "PT30S",
+}
 
 
 def write_inventory(cluster, tmp_path, extra=None):
     hosts = {}
     for entry in cluster.info["brokers"]:
-        hosts[f"broker-{entry['id']}"] = {"kafka_node_id": entry["id"], "kafka_listener_host": entry["host"],
-                                          "kafka_listener_port": entry["port"], "kafka_properties_file": entry["properties"],
-                                          "kafka_process_roles": ",".join(entry["roles"])}
+        hosts[f"broker-{entry['id']}"] = {
+            "kafka_node_id": entry["id"],
+            "kafka_listener_host": entry["host"],
+            "kafka_listener_port": entry["port"],
+            "kafka_properties_file": entry["properties"],
+            "kafka_process_roles": ",".join(entry["roles"]),
+        }
     group_vars = {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
         "kafka_connection": connection_options(cluster.info),
-        "kafka_quotas": SPEC, "quota_plugin_admin": {"bootstrap_servers": cluster.info["bootstrap_servers"]},
-        "quota_plugin_owner": "root", "quota_plugin_group": "root",
+        "kafka_quotas": SPEC,
+        "quota_plugin_admin": {"bootstrap_servers": cluster.info["bootstrap_servers"]},
+        "quota_plugin_owner": "root",
+        "quota_plugin_group": "root",
         "kafka_client_quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4096}],
         "rolling_restart_method": "command",
         "rolling_restart_command": f"{sys.executable} -m kafka_sim restart --dir {cluster.directory} --broker {{node_id}}",
-        "rolling_restart_poll_interval": 0.2, "rolling_restart_health_timeout": 60, "rolling_restart_port_timeout": 30,
+        "rolling_restart_poll_interval": 0.2,
+        "rolling_restart_health_timeout": 60,
+        "rolling_restart_port_timeout": 30,
     }
     group_vars.update(extra or {})
     path = tmp_path / "inventory.yml"
@@ -40,8 +54,12 @@ def write_inventory(cluster, tmp_path, extra=None):
 
 
 def run_site(inventory, *args):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_NOCOLOR="1",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, SITE, *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
 
@@ -53,7 +71,11 @@ def changed_counts(stdout):
 def pids(cluster):
     """Process ids of the running nodes, by node id, as the launcher recorded them."""
     current = Cluster(cluster.directory)
-    return {entry["id"]: entry["pid"] for entry in current.info["brokers"] if entry.get("pid") and process_alive(entry["pid"])}
+    return {
+        entry["id"]: entry["pid"]
+        for entry in current.info["brokers"]
+        if entry.get("pid") and process_alive(entry["pid"])
+    }
 
 
 def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path):
@@ -63,8 +85,9 @@ def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path
     first = run_site(inventory)
     assert first.returncode == 0, first.stdout[-15000:]
     after_first = pids(cluster)
-    assert all(after_first[e["id"]] != before[e["id"]] for e in cluster.broker_nodes), \
+    assert all(after_first[e["id"]] != before[e["id"]] for e in cluster.broker_nodes), (
         "every broker restarts once with the plugin configured"
+    )
     for entry in cluster.broker_nodes:
         with open(entry["properties"], encoding="utf-8") as handle:
             text = handle.read()
@@ -79,7 +102,7 @@ def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path
 
 def test_a_bad_spec_changes_nothing(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3)
-    spec = dict(SPEC, min_available_bytes_per_volume=1000)    # both limits: refused before any file changes
+    spec = dict(SPEC, min_available_bytes_per_volume=1000)  # both limits: refused before any file changes
     inventory = write_inventory(cluster, tmp_path, {"kafka_quotas": spec})
     files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
     result = run_site(inventory)
@@ -92,8 +115,11 @@ SECRET = "s3cret-admin-password"
 
 
 def admin_with_secret(cluster):
-    return {"bootstrap_servers": cluster.info["bootstrap_servers"], "security_protocol": "SASL_PLAINTEXT",
-            "sasl": {"mechanism": "SCRAM-SHA-512", "username": "admin", "password": SECRET}}
+    return {
+        "bootstrap_servers": cluster.info["bootstrap_servers"],
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl": {"mechanism": "SCRAM-SHA-512", "username": "admin", "password": SECRET},
+    }
 
 
 def test_check_mode_with_diff_changes_nothing_and_masks_secrets(kafka_cluster_factory, tmp_path):
@@ -104,7 +130,9 @@ def test_check_mode_with_diff_changes_nothing_and_masks_secrets(kafka_cluster_fa
     result = run_site(inventory, "--check", "--diff")
     assert result.returncode == 0, result.stdout[-15000:]
     assert SECRET not in result.stdout + result.stderr
-    assert "client.quota.callback.static.kafka.admin.sasl.jaas.config" in result.stdout, "the diff shows the block's keys"
+    assert "client.quota.callback.static.kafka.admin.sasl.jaas.config" in result.stdout, (
+        "the diff shows the block's keys"
+    )
     assert "********" in result.stdout, "and masks the secret"
     assert {p: open(p, encoding="utf-8").read() for p in files} == files, "check mode writes nothing"
     assert pids(cluster) == before, "check mode restarts nothing"
@@ -114,13 +142,17 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
     from kafka_sim import properties, quota_plugin_config
 
     cluster = kafka_cluster_factory(3, catch_up_ms=500)
-    free_form = {"client.quota.callback.static.produce": "5", "client.quota.callback.static.storage.soft": "1000",
-                 "client.quota.callback.static.request": "7"}
+    free_form = {
+        "client.quota.callback.static.produce": "5",
+        "client.quota.callback.static.storage.soft": "1000",
+        "client.quota.callback.static.request": "7",
+    }
     for entry in cluster.broker_nodes:
         with open(entry["properties"], "a", encoding="utf-8") as handle:
             handle.write("".join(f"{key}={value}\n" for key, value in free_form.items()))
-    inventory = write_inventory(cluster, tmp_path, {"kafka_broker_properties": free_form,
-                                                    "quota_plugin_admin": admin_with_secret(cluster)})
+    inventory = write_inventory(
+        cluster, tmp_path, {"kafka_broker_properties": free_form, "quota_plugin_admin": admin_with_secret(cluster)}
+    )
     first = run_site(inventory, "--diff")
     assert first.returncode == 0, first.stdout[-15000:]
     assert SECRET not in first.stdout + first.stderr
@@ -134,7 +166,9 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
         assert "\nclient.quota.callback.static.request=7\n" in text, "keys the spec does not decide stay the user's"
         effective = quota_plugin_config.load(properties.load(entry["properties"]))
         assert (effective.produce, effective.request) == (1048576.0, 7.0)
-        assert os.stat(entry["properties"]).st_mode & 0o077 == 0o040, "the file with the admin password is not world-readable"
+        assert os.stat(entry["properties"]).st_mode & 0o077 == 0o040, (
+            "the file with the admin password is not world-readable"
+        )
     second = run_site(inventory)
     assert second.returncode == 0, second.stdout[-15000:]
     assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
@@ -143,19 +177,33 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
 def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3, catch_up_ms=1000)
     out = tmp_path / "pipeline"
-    inventory = write_inventory(cluster, tmp_path, {"usage_pipeline_out": str(out), "usage_pipeline_min_available_ratio": 0.1,
-                                                    "usage_pipeline_conf": {"spark.sql.shuffle.partitions": "2"}})
+    inventory = write_inventory(
+        cluster,
+        tmp_path,
+        {
+            "usage_pipeline_out": str(out),
+            "usage_pipeline_min_available_ratio": 0.1,
+            "usage_pipeline_conf": {"spark.sql.shuffle.partitions": "2"},
+        },
+    )
     result = run_site(inventory)
     assert result.returncode == 0, result.stdout[-15000:] + result.stderr[-5000:]
     summary = json.loads((out / "summary.json").read_text())
     servers = cluster.info["bootstrap_servers"].split(",")
-    assert summary["settings"]["snapshots"].startswith(f"kafka://{','.join(servers)}/__headroom_volume_usage"), \
+    assert summary["settings"]["snapshots"].startswith(f"kafka://{','.join(servers)}/__headroom_volume_usage"), (
         "the snapshots default to the topic site.yml publishes them to"
+    )
     assert summary["rows_read"] >= len(cluster.broker_nodes), "at least the snapshot this run published, one per broker"
     assert summary["rows_read"] == summary["rows_used"] + summary["rows_rejected"]
     assert (out / "decisions").is_dir()
-    task = re.search(r"^TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(\w+): \[([^\]]+)\]", result.stdout, re.M)
+    task = re.search(
+        r"^TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(\w+): \[([^\]]+)\]",
+        result.stdout,
+        re.M,
+    )
     assert task, result.stdout[-15000:]
     status, host = task.groups()
-    assert (status, host.split(" -> ")[-1]) == ("ok", "localhost"), "once, on the control node, and not counted as a change"
+    assert (status, host.split(" -> ")[-1]) == ("ok", "localhost"), (
+        "once, on the control node, and not counted as a change"
+    )
     assert "Rows read {}, used {}".format(summary["rows_read"], summary["rows_used"]) in result.stdout

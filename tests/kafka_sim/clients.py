@@ -18,7 +18,7 @@ from kafka_sim.client_config import confluent_config, kafka_python_config
 
 __all__ = ["RawClient", "confluent_config", "kafka_python_config", "metadata_barrier", "segment_bytes", "settled"]
 
-STATIC, DEFAULT = 4, 5   # DescribeConfigs config sources
+STATIC, DEFAULT = 4, 5  # DescribeConfigs config sources
 
 
 def segment_bytes(cluster):
@@ -55,18 +55,35 @@ def metadata_barrier(cluster, timeout=5.0):
     value = float(next(_barrier_values))
     entity = [{"entity_type": "user", "entity_name": BARRIER_USER}]
     with RawClient.to_broker(cluster) as client:
-        response = client.request(wire.build(AlterClientQuotasRequest, 1, {"validate_only": False, "entries": [
-            {"entity": entity, "ops": [{"key": "request_percentage", "value": value, "remove": False}]}]}), 1)
+        response = client.request(
+            wire.build(
+                AlterClientQuotasRequest,
+                1,
+                {
+                    "validate_only": False,
+                    "entries": [
+                        {"entity": entity, "ops": [{"key": "request_percentage", "value": value, "remove": False}]}
+                    ],
+                },
+            ),
+            1,
+        )
     assert response.entries[0].error_code == 0, response
-    describe = wire.build(DescribeClientQuotasRequest, 1, {"strict": True, "components": [
-        {"entity_type": "user", "match_type": 0, "match": BARRIER_USER}]})
+    describe = wire.build(
+        DescribeClientQuotasRequest,
+        1,
+        {"strict": True, "components": [{"entity_type": "user", "match_type": 0, "match": BARRIER_USER}]},
+    )
 
     def marker(node_id):
         with RawClient.to_broker(cluster, node_id) as client:
             entries = client.request(describe, 1).entries or []
         return [v.value for e in entries for v in e.values]
+
     for entry in cluster.broker_nodes:
-        assert settled(lambda n=entry["id"]: marker(n), [value], timeout) == [value], f"broker {entry['id']} did not catch up"
+        assert settled(lambda n=entry["id"]: marker(n), [value], timeout) == [value], (
+            f"broker {entry['id']} did not catch up"
+        )
 
 
 class RawClient:

@@ -15,6 +15,7 @@ The principal is Kafka's: ``User:`` + the client certificate's subject in RFC 22
 import uuid
 
 import pytest
+from clients import RawClient, confluent_config, kafka_python_config, settled
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from kafka import KafkaAdminClient
@@ -25,7 +26,6 @@ from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, Describ
 from kafka.protocol.admin.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from clients import RawClient, confluent_config, kafka_python_config, settled
 from kafka_sim import security, wire
 from kafka_sim.testing import ClusterFactory
 
@@ -45,6 +45,7 @@ def factory(kafka_cluster_root):
 
 # -- Identities: how each client library and the raw client present one principal -----------------------------------
 
+
 class Identity:
     """One principal's settings for confluent-kafka, kafka-python and the raw client."""
 
@@ -53,7 +54,7 @@ class Identity:
         self.confluent = confluent_config(cluster, **(confluent or {}))
         self.kafka_python = kafka_python_config(cluster, **(kafka_python or {}))
         self.tls = tls if tls is not None else cluster.info.get("tls")
-        self.sasl = sasl   # (mechanism, username, password) for raw connections
+        self.sasl = sasl  # (mechanism, username, password) for raw connections
 
     def raw(self, node_id=1):
         entry = self.cluster.broker(node_id)
@@ -72,17 +73,24 @@ class Identity:
 def tls_identity(cluster, name, common_name, organization=None):
     tls = cluster.info["tls"]
     directory = cluster.info["directory"] + "/tls"
-    material = security.make_certificate(directory, name, tls["ca"], tls["ca_key"], common_name, organization=organization,
-                                         server=False, client=True)
-    return Identity(cluster, confluent={"ssl.certificate.location": material["cert"], "ssl.key.location": material["key"]},
-                    kafka_python={"ssl_certfile": material["cert"], "ssl_keyfile": material["key"]},
-                    tls={"ca": tls["ca"], "cert": material["cert"], "key": material["key"]})
+    material = security.make_certificate(
+        directory, name, tls["ca"], tls["ca_key"], common_name, organization=organization, server=False, client=True
+    )
+    return Identity(
+        cluster,
+        confluent={"ssl.certificate.location": material["cert"], "ssl.key.location": material["key"]},
+        kafka_python={"ssl_certfile": material["cert"], "ssl_keyfile": material["key"]},
+        tls={"ca": tls["ca"], "cert": material["cert"], "key": material["key"]},
+    )
 
 
 def scram_identity(cluster, username, password, mechanism="SCRAM-SHA-512"):
-    return Identity(cluster, confluent={"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password},
-                    kafka_python={"sasl_mechanism": mechanism, "sasl_plain_username": username, "sasl_plain_password": password},
-                    sasl=(mechanism, username, password))
+    return Identity(
+        cluster,
+        confluent={"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password},
+        kafka_python={"sasl_mechanism": mechanism, "sasl_plain_username": username, "sasl_plain_password": password},
+        sasl=(mechanism, username, password),
+    )
 
 
 @pytest.fixture(scope="module", params=["tls", "scram", "scram+tls"])
@@ -96,28 +104,44 @@ def identities(request, factory):
     for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
         cluster.add_scram_user("bob", "bob-secret", mechanism)
     sasl = cluster.info["sasl"]
-    return cluster, scram_identity(cluster, sasl["username"], sasl["password"]), scram_identity(cluster, "bob", "bob-secret")
+    return (
+        cluster,
+        scram_identity(cluster, sasl["username"], sasl["password"]),
+        scram_identity(cluster, "bob", "bob-secret"),
+    )
 
 
 @pytest.fixture(scope="module")
 def topic(identities):
     _ignored, admin, _other = identities
     name = f"authz-{uuid.uuid4().hex[:10]}"
-    client = AdminClient(admin.confluent)   # keep the handle alive until the future completes
+    client = AdminClient(admin.confluent)  # keep the handle alive until the future completes
     client.create_topics([NewTopic(name, 1, 1)])[name].result(10)
     return name
 
 
 # -- Operations through each client ---------------------------------------------------------------------------------
 
+
 def _entity_key(entity):
     return tuple(sorted(((e.entity_type, e.entity_name) for e in entity), key=lambda pair: pair[0]))
 
 
 def quota_request(entries, validate_only=False, version=1):
-    return wire.build(AlterClientQuotasRequest, version, {"validate_only": validate_only, "entries": [
-        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
-         "ops": [{"key": k, "value": float(v or 0), "remove": v is None} for k, v in ops]} for entity, ops in entries]})
+    return wire.build(
+        AlterClientQuotasRequest,
+        version,
+        {
+            "validate_only": validate_only,
+            "entries": [
+                {
+                    "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                    "ops": [{"key": k, "value": float(v or 0), "remove": v is None} for k, v in ops],
+                }
+                for entity, ops in entries
+            ],
+        },
+    )
 
 
 def alter_quotas_raw(identity, entries, validate_only=False):
@@ -129,13 +153,22 @@ def alter_quotas_raw(identity, entries, validate_only=False):
 def alter_quotas_kafka_python(identity, entries):
     """AlterClientQuotas over KafkaAdminClient's own (authenticated) connection."""
     entry = AlterClientQuotasRequest.EntryData
-    request = AlterClientQuotasRequest(validate_only=False, entries=[
-        entry(entity=[entry.EntityData(entity_type=t, entity_name=n) for t, n in entity],
-              ops=[entry.OpData(key=k, value=float(v or 0), remove=v is None) for k, v in ops]) for entity, ops in entries])
+    request = AlterClientQuotasRequest(
+        validate_only=False,
+        entries=[
+            entry(
+                entity=[entry.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                ops=[entry.OpData(key=k, value=float(v or 0), remove=v is None) for k, v in ops],
+            )
+            for entity, ops in entries
+        ],
+    )
     admin = KafkaAdminClient(**identity.kafka_python)
     try:
+
         async def send():
             return await admin._manager.send(request)  # pylint: disable=protected-access
+
         response = admin._manager.run(send)  # pylint: disable=protected-access
     finally:
         admin.close()
@@ -145,7 +178,9 @@ def alter_quotas_kafka_python(identity, entries):
 def quotas_of(identity, user):
     component = {"entity_type": "user", "match_type": 0, "match": user}
     with identity.raw() as client:
-        response = client.request(wire.build(DescribeClientQuotasRequest, 1, {"components": [component], "strict": True}), 1)
+        response = client.request(
+            wire.build(DescribeClientQuotasRequest, 1, {"components": [component], "strict": True}), 1
+        )
     assert response.error_code == NONE
     return {v.key: v.value for e in response.entries for v in e.values}
 
@@ -156,9 +191,12 @@ def assert_quotas(identity, user, expected):
 
 
 def alter_config_confluent(identity, resource_type, name, ops, validate_only=False):
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if op == SET else AlterConfigOpType.DELETE) for k, op, v in ops]
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if op == SET else AlterConfigOpType.DELETE)
+        for k, op, v in ops
+    ]
     resource = ConfigResource(ResourceType(resource_type), name, incremental_configs=entries)
-    client = AdminClient(identity.confluent)   # keep the handle alive until the future completes
+    client = AdminClient(identity.confluent)  # keep the handle alive until the future completes
     try:
         client.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(15)
     except KafkaException as exc:
@@ -170,8 +208,12 @@ def alter_config_kafka_python(identity, resource_type, name, ops, validate_only=
     kind = "TOPIC" if resource_type == TOPIC else "BROKER"
     admin = KafkaAdminClient(**identity.kafka_python)
     try:
-        result = admin.alter_configs([KafkaPythonResource(kind, name, {k: (op, v) for k, op, v in ops})], validate_only=validate_only,
-                                     raise_on_unknown=False, incremental=True)
+        result = admin.alter_configs(
+            [KafkaPythonResource(kind, name, {k: (op, v) for k, op, v in ops})],
+            validate_only=validate_only,
+            raise_on_unknown=False,
+            incremental=True,
+        )
     finally:
         admin.close()
     return result[kind.lower()][name]
@@ -182,8 +224,15 @@ def kafka_python_outcome(code, message=None):
 
 
 def config_value(identity, resource_type, name, key):
-    request = wire.build(DescribeConfigsRequest, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
-        {"resource_type": resource_type, "resource_name": name, "configuration_keys": [key]}]})
+    request = wire.build(
+        DescribeConfigsRequest,
+        4,
+        {
+            "include_synonyms": False,
+            "include_documentation": False,
+            "resources": [{"resource_type": resource_type, "resource_name": name, "configuration_keys": [key]}],
+        },
+    )
     with identity.raw() as client:
         result = client.request(request, 4).results[0]
     assert result.error_code == NONE
@@ -192,13 +241,21 @@ def config_value(identity, resource_type, name, key):
 
 # -- Super user -----------------------------------------------------------------------------------------------------
 
+
 def test_super_user_alters_quotas(identities):
     _ignored, admin, _other = identities
-    assert alter_quotas_raw(admin, [([("user", "q-raw")], [("producer_byte_rate", 1024)])]) == {(("user", "q-raw"),): (NONE, None)}
-    assert alter_quotas_kafka_python(admin, [([("user", "q-kp")], [("consumer_byte_rate", 2048)])]) == {(("user", "q-kp"),): (NONE, None)}
+    assert alter_quotas_raw(admin, [([("user", "q-raw")], [("producer_byte_rate", 1024)])]) == {
+        (("user", "q-raw"),): (NONE, None)
+    }
+    assert alter_quotas_kafka_python(admin, [([("user", "q-kp")], [("consumer_byte_rate", 2048)])]) == {
+        (("user", "q-kp"),): (NONE, None)
+    }
     assert_quotas(admin, "q-raw", {"producer_byte_rate": 1024.0})
     assert_quotas(admin, "q-kp", {"consumer_byte_rate": 2048.0})
-    alter_quotas_raw(admin, [([("user", "q-raw")], [("producer_byte_rate", None)]), ([("user", "q-kp")], [("consumer_byte_rate", None)])])
+    alter_quotas_raw(
+        admin,
+        [([("user", "q-raw")], [("producer_byte_rate", None)]), ([("user", "q-kp")], [("consumer_byte_rate", None)])],
+    )
 
 
 def test_super_user_alters_configs(identities, topic):
@@ -211,7 +268,16 @@ def test_super_user_alters_configs(identities, topic):
         assert alter_config_confluent(admin, TOPIC, topic, [("retention.ms", SET, "1000")]) == (NONE, None)
         assert alter_config_kafka_python(admin, TOPIC, topic, [("segment.ms", SET, "2000")]) == "OK"
         both = ("1000", "2000")
-        assert settled(lambda: (config_value(admin, TOPIC, topic, "retention.ms"), config_value(admin, TOPIC, topic, "segment.ms")), both) == both
+        assert (
+            settled(
+                lambda: (
+                    config_value(admin, TOPIC, topic, "retention.ms"),
+                    config_value(admin, TOPIC, topic, "segment.ms"),
+                ),
+                both,
+            )
+            == both
+        )
     finally:
         alter_config_confluent(admin, BROKER, "1", [("log.cleaner.threads", DELETE, None)])
         alter_config_confluent(admin, TOPIC, topic, [("retention.ms", DELETE, None), ("segment.ms", DELETE, None)])
@@ -219,11 +285,18 @@ def test_super_user_alters_configs(identities, topic):
 
 # -- Any other principal --------------------------------------------------------------------------------------------
 
+
 def test_other_principal_may_not_alter_quotas(identities):
     _ignored, admin, other = identities
-    entries = [([("user", "denied")], [("producer_byte_rate", 1024)]), ([("client-id", None)], [("request_percentage", 5)])]
+    entries = [
+        ([("user", "denied")], [("producer_byte_rate", 1024)]),
+        ([("client-id", None)], [("request_percentage", 5)]),
+    ]
     # The message is Kafka's "Request <the request> is not authorized."; only the code is pinned.
-    expected = {(("user", "denied"),): CLUSTER_AUTHORIZATION_FAILED, (("client-id", None),): CLUSTER_AUTHORIZATION_FAILED}
+    expected = {
+        (("user", "denied"),): CLUSTER_AUTHORIZATION_FAILED,
+        (("client-id", None),): CLUSTER_AUTHORIZATION_FAILED,
+    }
     assert {k: v[0] for k, v in alter_quotas_raw(other, entries).items()} == expected
     assert {k: v[0] for k, v in alter_quotas_kafka_python(other, entries).items()} == expected
     assert {k: v[0] for k, v in alter_quotas_raw(other, entries, validate_only=True).items()} == expected
@@ -243,10 +316,24 @@ def test_other_principal_may_not_alter_broker_configs(identities):
     assert alter_config_confluent(other, BROKER, "1", ops) == CLUSTER_DENIED
     assert alter_config_kafka_python(other, BROKER, "1", ops) == kafka_python_outcome(*CLUSTER_DENIED)
     assert alter_config_confluent(other, BROKER, "1", ops, validate_only=True) == CLUSTER_DENIED
-    assert alter_config_kafka_python(other, BROKER, "1", [("log.cleaner.threads", DELETE, None)]) == kafka_python_outcome(*CLUSTER_DENIED)
+    assert alter_config_kafka_python(
+        other, BROKER, "1", [("log.cleaner.threads", DELETE, None)]
+    ) == kafka_python_outcome(*CLUSTER_DENIED)
     with other.raw() as client:
-        request = wire.build(IncrementalAlterConfigsRequest, 1, {"validate_only": False, "resources": [
-            {"resource_type": BROKER, "resource_name": "", "configs": [{"name": "log.cleaner.threads", "config_operation": SET, "value": "2"}]}]})
+        request = wire.build(
+            IncrementalAlterConfigsRequest,
+            1,
+            {
+                "validate_only": False,
+                "resources": [
+                    {
+                        "resource_type": BROKER,
+                        "resource_name": "",
+                        "configs": [{"name": "log.cleaner.threads", "config_operation": SET, "value": "2"}],
+                    }
+                ],
+            },
+        )
         response = client.request(request, 1)
     assert [(r.error_code, r.error_message) for r in response.responses] == [CLUSTER_DENIED]
     assert settled(lambda: config_value(admin, BROKER, "1", "log.cleaner.threads"), "1") == "1"
@@ -255,7 +342,9 @@ def test_other_principal_may_not_alter_broker_configs(identities):
 def test_other_principal_may_not_alter_topic_configs(identities, topic):
     _ignored, admin, other = identities
     assert alter_config_confluent(other, TOPIC, topic, [("retention.ms", SET, "1000")]) == TOPIC_DENIED
-    assert alter_config_kafka_python(other, TOPIC, topic, [("retention.ms", SET, "1000")]) == kafka_python_outcome(*TOPIC_DENIED)
+    assert alter_config_kafka_python(other, TOPIC, topic, [("retention.ms", SET, "1000")]) == kafka_python_outcome(
+        *TOPIC_DENIED
+    )
     assert settled(lambda: config_value(admin, TOPIC, topic, "retention.ms"), "604800000") == "604800000"
 
 
@@ -263,13 +352,31 @@ def test_request_checks_come_before_authorization(identities, topic):
     """ConfigAdminManager.preprocess runs on the receiving broker before the controller authorizes."""
     _ignored, _admin, other = identities
     assert alter_config_confluent(other, BROKER, "1", [("num.partitions", SET, "3")]) == (
-        INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]")
+        INVALID_REQUEST,
+        "Cannot update these configs dynamically: [num.partitions]",
+    )
     with other.raw() as client:
-        request = wire.build(IncrementalAlterConfigsRequest, 1, {"validate_only": False, "resources": [
-            {"resource_type": TOPIC, "resource_name": topic, "configs": [{"name": "retention.ms", "config_operation": SET, "value": "1"},
-                                                                         {"name": "retention.ms", "config_operation": SET, "value": "2"}]}]})
+        request = wire.build(
+            IncrementalAlterConfigsRequest,
+            1,
+            {
+                "validate_only": False,
+                "resources": [
+                    {
+                        "resource_type": TOPIC,
+                        "resource_name": topic,
+                        "configs": [
+                            {"name": "retention.ms", "config_operation": SET, "value": "1"},
+                            {"name": "retention.ms", "config_operation": SET, "value": "2"},
+                        ],
+                    }
+                ],
+            },
+        )
         response = client.request(request, 1)
-    assert [(r.error_code, r.error_message) for r in response.responses] == [(INVALID_REQUEST, "Error due to duplicate config keys")]
+    assert [(r.error_code, r.error_message) for r in response.responses] == [
+        (INVALID_REQUEST, "Error due to duplicate config keys")
+    ]
 
 
 def test_other_principal_cannot_read_quotas(identities):
@@ -277,7 +384,9 @@ def test_other_principal_cannot_read_quotas(identities):
     _ignored, _admin, other = identities
     component = {"entity_type": "user", "match_type": 0, "match": "nobody"}
     with other.raw() as client:
-        response = client.request(wire.build(DescribeClientQuotasRequest, 1, {"components": [component], "strict": True}), 1)
+        response = client.request(
+            wire.build(DescribeClientQuotasRequest, 1, {"components": [component], "strict": True}), 1
+        )
     assert (response.error_code, response.entries) == (CLUSTER_AUTHORIZATION_FAILED, None)
 
 
@@ -295,6 +404,7 @@ def test_everything_else_is_open(identities, topic):
 
 
 # -- The principal is the whole certificate subject -----------------------------------------------------------------
+
 
 def test_tls_principal_is_the_full_subject(factory):
     """super.users=User:CN=admin matches only that subject: CN=admin,O=Other is another principal."""

@@ -22,12 +22,12 @@ import tempfile
 import time
 
 import pytest
+from clients import RawClient, confluent_config, kafka_python_config
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka.protocol.admin.cluster import DescribeLogDirsRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim.broker import wait_for
 from kafka_sim.cluster import Cluster, process_alive
 from kafka_sim.testing import base_port_for
@@ -38,8 +38,15 @@ BROKER_KEYS = {"id", "host", "port", "properties", "log_dirs", "pid", "log_file"
 
 def cli(*args, timeout=90):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "kafka_sim", *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_sim", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
 
 
 def ok(*args):
@@ -50,7 +57,12 @@ def ok(*args):
 
 def api_versions_answered(host, port):
     with RawClient(host, port, timeout=5) as raw:
-        return raw.request(ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3).error_code == 0
+        return (
+            raw.request(
+                ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3
+            ).error_code
+            == 0
+        )
 
 
 def metadata_brokers(cluster):
@@ -76,14 +88,29 @@ class CliCluster:
 def cli_cluster(kafka_cluster_root):
     directory = tempfile.mkdtemp(prefix="cli-", dir=kafka_cluster_root)
     base = base_port_for(3)
-    result = cli("up", "--dir", directory, "--brokers", 3, "--base-port", base, "--volume-size", "8M", "--log-dirs-per-broker", 2,
-                 "--catch-up-ms", 1000)
+    result = cli(
+        "up",
+        "--dir",
+        directory,
+        "--brokers",
+        3,
+        "--base-port",
+        base,
+        "--volume-size",
+        "8M",
+        "--log-dirs-per-broker",
+        2,
+        "--catch-up-ms",
+        1000,
+    )
     try:
         assert result.returncode == 0, result.stderr
         # Right after ``up`` returned: every broker answers and every broker is in the cluster.
         cluster = Cluster(directory)
-        first_look = {"answers": [api_versions_answered(b["host"], b["port"]) for b in cluster.broker_nodes],
-                      "brokers": metadata_brokers(cluster)}
+        first_look = {
+            "answers": [api_versions_answered(b["host"], b["port"]) for b in cluster.broker_nodes],
+            "brokers": metadata_brokers(cluster),
+        }
         yield CliCluster(directory, result, first_look)
     finally:
         cli("down", "--dir", directory)
@@ -102,7 +129,11 @@ def test_up_writes_cluster_json_and_returns_when_every_broker_answers(cli_cluste
     assert info["bootstrap_servers"] == ",".join(f"{b['host']}:{b['port']}" for b in brokers)
     assert info["bootstrap_servers"] in cli_cluster.result.stdout
     # The model's nodes share one metadata dir; each real node has its own.
-    assert all(os.path.isdir(path) for path in [info.get("metadata_dir")] + [n.get("metadata_dir") for n in info["brokers"]] if path)
+    assert all(
+        os.path.isdir(path)
+        for path in [info.get("metadata_dir")] + [n.get("metadata_dir") for n in info["brokers"]]
+        if path
+    )
     assert [b["id"] for b in brokers] == [1, 2, 3]
     for broker in brokers:
         assert BROKER_KEYS <= set(broker)
@@ -130,7 +161,13 @@ def test_status(cli_cluster):
     assert sorted(rows) == sorted(n["id"] for n in cli_cluster.cluster.info["brokers"])
     for broker in brokers:
         row = {key: rows[broker["id"]][key] for key in ("id", "port", "pid", "running", "in_cluster")}
-        assert row == {"id": broker["id"], "port": broker["port"], "pid": broker["pid"], "running": True, "in_cluster": True}
+        assert row == {
+            "id": broker["id"],
+            "port": broker["port"],
+            "pid": broker["pid"],
+            "running": True,
+            "in_cluster": True,
+        }
 
 
 def test_stop_start_restart_kill(cli_cluster):
@@ -156,7 +193,7 @@ def test_stop_start_restart_kill(cli_cluster):
 
     ok("kill", "--dir", directory, "--broker", 3)
     assert status(directory)[3]["running"] is False
-    ok("start", "--dir", directory, "--broker", 3)     # a killed broker starts again at once
+    ok("start", "--dir", directory, "--broker", 3)  # a killed broker starts again at once
     assert status(directory)[3]["in_cluster"] is True
 
     result = cli("start", "--dir", directory, "--broker", 3)
@@ -206,17 +243,25 @@ def test_broker_started_alone_joins(cli_cluster):
     ok("stop", "--dir", directory, "--broker", 2)
     assert metadata_brokers(cluster) == [1, 3]
     env = dict(os.environ, PYTHONPATH=ROOT)
-    with subprocess.Popen([sys.executable, "-m", "kafka_sim", "broker", "--config", entry["properties"]], cwd=ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+    with subprocess.Popen(
+        [sys.executable, "-m", "kafka_sim", "broker", "--config", entry["properties"]],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as process:
         try:
-            assert wait_for(lambda: metadata_brokers(cluster) == [1, 2, 3], 20, 0.1), "the broker started alone did not join"
+            assert wait_for(lambda: metadata_brokers(cluster) == [1, 2, 3], 20, 0.1), (
+                "the broker started alone did not join"
+            )
             assert api_versions_answered(entry["host"], entry["port"])
         finally:
             process.send_signal(signal.SIGTERM)
             output = process.communicate(timeout=15)[0]
         assert process.returncode == 0, output
     assert "Kafka Server started" in output and "shut down completed" in output
-    assert metadata_brokers(cluster) == [1, 3]     # a controlled shutdown: gone at once
+    assert metadata_brokers(cluster) == [1, 3]  # a controlled shutdown: gone at once
     ok("start", "--dir", directory, "--broker", 2)
     assert metadata_brokers(cluster) == [1, 2, 3]
 
@@ -231,10 +276,22 @@ def test_offline_log_dir_and_add_scram_user(cli_cluster):
         results = {r.log_dir: r for r in raw.request(DescribeLogDirsRequest(topics=None), 4).results}
     assert (results[lost].error_code, results[lost].total_bytes, results[lost].usable_bytes) == (56, -1, -1)
     assert results[kept].error_code == 0
-    if cluster.engine == "sim":   # the model unmounts the volume; real Kafka's dir is filled instead (kafka_sim/README.md)
+    if (
+        cluster.engine == "sim"
+    ):  # the model unmounts the volume; real Kafka's dir is filled instead (kafka_sim/README.md)
         assert not os.path.ismount(lost) and lost not in [v["path"] for v in cli_cluster.cluster.info["volumes"]]
 
-    ok("add-scram-user", "--dir", directory, "--user", "alice", "--password", "alice-secret", "--mechanism", "SCRAM-SHA-256")
+    ok(
+        "add-scram-user",
+        "--dir",
+        directory,
+        "--user",
+        "alice",
+        "--password",
+        "alice-secret",
+        "--mechanism",
+        "SCRAM-SHA-256",
+    )
     assert scram_mechanisms(cluster, "alice") == ["SCRAM-SHA-256"]
 
 
@@ -287,7 +344,7 @@ def test_up_with_a_refused_config_fails_and_leaves_no_process(kafka_cluster_root
         assert result.stderr.startswith(("error: broker ", "error: kafka-storage format failed"))
         assert reason in result.stderr
         info = Cluster(directory).info
-        assert not any(process_alive(b["pid"]) for b in info["brokers"] if b.get("pid"))   # controller nodes included
+        assert not any(process_alive(b["pid"]) for b in info["brokers"] if b.get("pid"))  # controller nodes included
     finally:
         if Cluster(directory).info:
             Cluster(directory).down()

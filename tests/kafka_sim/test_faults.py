@@ -10,12 +10,13 @@ import json
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition as ConfluentPartition
+from clients import RawClient, confluent_config, kafka_python_config
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim.broker import wait_for
 
 CLIENTS = ("confluent", "kafka-python")
@@ -25,20 +26,31 @@ LATENCY_MS = 400
 def round_trip(cluster, node_id):
     with RawClient.to_broker(cluster, node_id) as raw:
         started = time.monotonic()
-        assert raw.request(ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3).error_code == 0
+        assert (
+            raw.request(
+                ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3
+            ).error_code
+            == 0
+        )
         return time.monotonic() - started
 
 
 def produce_one(cluster, client, topic, value, bootstrap=None):
     """Produce one record with acks=all; (offset, seconds from send to acknowledgement)."""
-    overrides = {} if bootstrap is None else {"bootstrap.servers" if client == "confluent" else "bootstrap_servers": bootstrap}
+    overrides = (
+        {} if bootstrap is None else {"bootstrap.servers" if client == "confluent" else "bootstrap_servers": bootstrap}
+    )
     if client == "confluent":
         producer = Producer(confluent_config(cluster, acks="all", **overrides))
-        producer.list_topics(topic, timeout=10)   # metadata first, so only the produce is timed
+        producer.list_topics(topic, timeout=10)  # metadata first, so only the produce is timed
         result = []
         started = time.monotonic()
-        producer.produce(topic, value=json.dumps(value).encode(), partition=0,
-                         on_delivery=lambda err, msg: result.append((err, msg.offset(), time.monotonic())))
+        producer.produce(
+            topic,
+            value=json.dumps(value).encode(),
+            partition=0,
+            on_delivery=lambda err, msg: result.append((err, msg.offset(), time.monotonic())),
+        )
         assert producer.flush(20) == 0
         ((err, offset, acknowledged),) = result
         assert err is None, err
@@ -80,7 +92,9 @@ def leader(cluster, client, topic, via):
     entry = cluster.broker(via)
     bootstrap = f"{entry['host']}:{entry['port']}"
     if client == "confluent":
-        metadata = AdminClient(confluent_config(cluster, **{"bootstrap.servers": bootstrap})).list_topics(topic, timeout=5)
+        metadata = AdminClient(confluent_config(cluster, **{"bootstrap.servers": bootstrap})).list_topics(
+            topic, timeout=5
+        )
         return metadata.topics[topic].partitions[0].leader
     admin = KafkaAdminClient(**kafka_python_config(cluster, bootstrap_servers=bootstrap))
     try:
@@ -93,8 +107,12 @@ def leader(cluster, client, topic, via):
 def read_all(cluster, client, topic, count, bootstrap):
     values = []
     if client == "confluent":
-        consumer = Consumer(confluent_config(cluster, **{"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}",
-                                                         "enable.auto.commit": False}))
+        consumer = Consumer(
+            confluent_config(
+                cluster,
+                **{"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}", "enable.auto.commit": False},
+            )
+        )
         consumer.assign([ConfluentPartition(topic, 0, 0)])
         deadline = time.monotonic() + 15
         while len(values) < count and time.monotonic() < deadline:
@@ -132,6 +150,11 @@ def test_killing_the_leader_moves_leadership(kafka_cluster_factory):
     bootstrap = ",".join(f"{cluster.broker(node)['host']}:{cluster.broker(node)['port']}" for node in survivors)
     after = [produce_one(cluster, client, topic, {"after": client}, bootstrap)[0] for client in CLIENTS]
     assert after == [2, 3]
-    expected = [(0, {"before": "confluent"}), (1, {"before": "kafka-python"}), (2, {"after": "confluent"}), (3, {"after": "kafka-python"})]
+    expected = [
+        (0, {"before": "confluent"}),
+        (1, {"before": "kafka-python"}),
+        (2, {"after": "confluent"}),
+        (3, {"after": "kafka-python"}),
+    ]
     for client in CLIENTS:
         assert read_all(cluster, client, topic, 4, bootstrap) == expected, client

@@ -14,6 +14,7 @@
 import os
 
 import pytest
+from clients import RawClient, confluent_config, kafka_python_config
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaProducer
@@ -22,7 +23,6 @@ from kafka.protocol.admin.cluster import DescribeLogDirsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim.broker import wait_for
 from kafka_sim.cluster import process_alive
 
@@ -30,7 +30,7 @@ KAFKA_STORAGE_ERROR = 56
 VOLUME = 16 << 20
 CHUNK = 512 << 10
 TMPFS_TOLERANCE = 64 << 10
-HOST_TOLERANCE = 256 << 20   # other processes write to the host filesystem between the broker's look and ours
+HOST_TOLERANCE = 256 << 20  # other processes write to the host filesystem between the broker's look and ours
 
 
 def statvfs_sizes(path):
@@ -69,7 +69,11 @@ def describe_raw(cluster, node_id, version):
 
 
 def partition_sizes(result):
-    return {(topic["name"], p["partition_index"]): p["partition_size"] for topic in result["topics"] for p in topic["partitions"]}
+    return {
+        (topic["name"], p["partition_index"]): p["partition_size"]
+        for topic in result["topics"]
+        for p in topic["partitions"]
+    }
 
 
 def assert_matches_filesystem(result, path, tolerance):
@@ -87,11 +91,13 @@ def create_topic(cluster, name):
 
 def placed(cluster, topic, node_id=1):
     """The log dir holding ``topic``-0 once its directory exists (DescribeLogDirs lists it with size 0)."""
+
     def find():
         for path, result in describe(cluster, node_id).items():
             if (topic, 0) in partition_sizes(result):
                 return path
         return None
+
     path = wait_for(find, 5, 0.1)
     assert path, f"{topic}-0 never appeared in DescribeLogDirs"
     return path
@@ -110,7 +116,9 @@ def produce_chunks(cluster, client, topic, count, size=CHUNK):
             if outcome[-1] is not None:
                 return len(outcome) - 1, outcome[-1].code()
         return len(outcome), None
-    producer = KafkaProducer(**kafka_python_config(cluster, acks=1, retries=0, enable_idempotence=False, max_request_size=2 * size))
+    producer = KafkaProducer(
+        **kafka_python_config(cluster, acks=1, retries=0, enable_idempotence=False, max_request_size=2 * size)
+    )
     try:
         for stored in range(count):
             try:
@@ -132,8 +140,14 @@ def produce_raw(cluster, node_id, topic):
     builder.append(timestamp=None, key=b"k", value=b"v", headers=[])
     builder.close()
     data = ProduceRequest.TopicProduceData
-    request = ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
-        data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=bytes(builder.buffer()))])])
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout_ms=5000,
+        topic_data=[
+            data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=bytes(builder.buffer()))])
+        ],
+    )
     with RawClient.to_broker(cluster, node_id) as raw:
         response = raw.request(request, 9)
     ((partition,),) = [topic_response.partition_responses for topic_response in response.responses]
@@ -150,6 +164,7 @@ def mounted_volumes(cluster):
 @pytest.fixture(scope="module")
 def volumes(kafka_cluster_root):
     from kafka_sim.testing import ClusterFactory  # pylint: disable=import-outside-toplevel
+
     factory = ClusterFactory(kafka_cluster_root)
     try:
         yield mounted_volumes(factory(1, volume_size="16M", log_dirs_per_broker=2))
@@ -224,7 +239,9 @@ def test_full_volumes_fail_produce_then_the_log_dir_then_the_broker(kafka_cluste
     for version in (1, 3):
         assert describe_raw(cluster, broker["id"], version)[first_dir].error_code == KAFKA_STORAGE_ERROR
     # Its partitions go offline (no leader) once the controller has heard of the failed dir.
-    assert wait_for(lambda: leader_of(cluster, first) == -1, 10, 0.1), "the partition of the failed log dir kept its leader"
+    assert wait_for(lambda: leader_of(cluster, first) == -1, 10, 0.1), (
+        "the partition of the failed log dir kept its leader"
+    )
     assert leader_of(cluster, second) == broker["id"]
 
     stored, error = produce_chunks(cluster, "kafka-python", second, 64)
@@ -236,14 +253,24 @@ def test_full_volumes_fail_produce_then_the_log_dir_then_the_broker(kafka_cluste
         _pid, status = os.waitpid(broker["pid"], 0)
         assert os.waitstatus_to_exitcode(status) == 1
     except ChildProcessError:
-        pass   # already reaped elsewhere; the log tells why it stopped
+        pass  # already reaped elsewhere; the log tells why it stopped
     with open(broker["log_file"], encoding="utf-8") as handle:
         log = handle.read()
     assert f"Shutdown broker because all log dirs in {first_dir}, {second_dir} have failed" in log
 
 
-@pytest.mark.parametrize("kind", ["tmpfs", pytest.param("plain", marks=pytest.mark.model_only(
-    "a plain directory taken away: the real launcher only fails a dir by filling its own volume"))])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "tmpfs",
+        pytest.param(
+            "plain",
+            marks=pytest.mark.model_only(
+                "a plain directory taken away: the real launcher only fails a dir by filling its own volume"
+            ),
+        ),
+    ],
+)
 def test_offline_log_dir(kafka_cluster_factory, kind):
     cluster = kafka_cluster_factory(1, volume_size="16M" if kind == "tmpfs" else None, log_dirs_per_broker=2)
     if kind == "tmpfs":
@@ -254,7 +281,11 @@ def test_offline_log_dir(kafka_cluster_factory, kind):
     kept = next(path for path in broker["log_dirs"] if path != lost)
     cluster.offline_log_dir(broker["id"], lost)
     results = describe(cluster, broker["id"])
-    assert (results[lost]["error_code"], results[lost]["total_bytes"], results[lost]["usable_bytes"]) == (KAFKA_STORAGE_ERROR, -1, -1)
+    assert (results[lost]["error_code"], results[lost]["total_bytes"], results[lost]["usable_bytes"]) == (
+        KAFKA_STORAGE_ERROR,
+        -1,
+        -1,
+    )
     assert_matches_filesystem(results[kept], kept, TMPFS_TOLERANCE if kind == "tmpfs" else HOST_TOLERANCE)
     for version in (1, 3, 4):
         raw = describe_raw(cluster, broker["id"], version)

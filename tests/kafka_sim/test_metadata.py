@@ -17,11 +17,11 @@ import time
 import uuid
 
 import pytest
+from clients import RawClient, confluent_config, kafka_python_config, metadata_barrier
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 
-from clients import RawClient, confluent_config, kafka_python_config, metadata_barrier
 from kafka_sim.broker import wait_for
 from kafka_sim.testing import ClusterFactory
 
@@ -36,7 +36,9 @@ def unique(prefix):
 
 def create_topic(cluster, name, partitions=3, replication_factor=3, config=None):
     admin = AdminClient(confluent_config(cluster))
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})], operation_timeout=10)
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, replication_factor, config=config or {})], operation_timeout=10
+    )
     futures[name].result(timeout=15)
     # Kafka answers once the controller committed the topic; each broker learns it when its metadata catches up.
     metadata_barrier(cluster)
@@ -56,29 +58,51 @@ def view(cluster, client, topic, via=1):
     if client == "confluent":
         admin = AdminClient(confluent_config(cluster, **{"bootstrap.servers": bootstrap_of(cluster, via)}))
         metadata = admin.list_topics(topic, timeout=5)
-        partitions = {index: (part.leader, list(part.replicas), sorted(part.isrs), None)
-                      for index, part in metadata.topics[topic].partitions.items()}
-        return {"brokers": {node_id: (b.host, b.port) for node_id, b in metadata.brokers.items()}, "fenced": None,
-                "cluster_id": metadata.cluster_id, "controller_id": metadata.controller_id, "partitions": partitions}
-    admin = KafkaAdminClient(**kafka_python_config(cluster, bootstrap_servers=bootstrap_of(cluster, via), request_timeout_ms=5000))
+        partitions = {
+            index: (part.leader, list(part.replicas), sorted(part.isrs), None)
+            for index, part in metadata.topics[topic].partitions.items()
+        }
+        return {
+            "brokers": {node_id: (b.host, b.port) for node_id, b in metadata.brokers.items()},
+            "fenced": None,
+            "cluster_id": metadata.cluster_id,
+            "controller_id": metadata.controller_id,
+            "partitions": partitions,
+        }
+    admin = KafkaAdminClient(
+        **kafka_python_config(cluster, bootstrap_servers=bootstrap_of(cluster, via), request_timeout_ms=5000)
+    )
     try:
         # kafka-python sends the requests below to its least loaded node, preferring an idle open connection: asking
         # broker ``via`` by id first opens that connection, so they go to ``via`` rather than to a random broker.
         admin.describe_log_dirs(brokers=[via])
-        described = admin.describe_cluster()   # DescribeCluster v2, include_fenced_brokers=True
+        described = admin.describe_cluster()  # DescribeCluster v2, include_fenced_brokers=True
         topics = admin.describe_topics([topic])
     finally:
         admin.close()
     (entry,) = topics
-    partitions = {p["partition_index"]: (p["leader_id"], list(p["replica_nodes"]), sorted(p["isr_nodes"]), sorted(p["offline_replicas"]))
-                  for p in entry["partitions"]}
-    return {"brokers": {b["broker_id"]: (b["host"], b["port"]) for b in described["brokers"] if not b["is_fenced"]},
-            "fenced": sorted(b["broker_id"] for b in described["brokers"] if b["is_fenced"]),
-            "cluster_id": described["cluster_id"], "controller_id": described["controller_id"], "partitions": partitions}
+    partitions = {
+        p["partition_index"]: (
+            p["leader_id"],
+            list(p["replica_nodes"]),
+            sorted(p["isr_nodes"]),
+            sorted(p["offline_replicas"]),
+        )
+        for p in entry["partitions"]
+    }
+    return {
+        "brokers": {b["broker_id"]: (b["host"], b["port"]) for b in described["brokers"] if not b["is_fenced"]},
+        "fenced": sorted(b["broker_id"] for b in described["brokers"] if b["is_fenced"]),
+        "cluster_id": described["cluster_id"],
+        "controller_id": described["controller_id"],
+        "partitions": partitions,
+    }
 
 
 def describe_cluster_raw(cluster, version=2, include_fenced=True, via=1):
-    request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=include_fenced)
+    request = DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=include_fenced
+    )
     with RawClient.to_broker(cluster, via) as raw:
         return raw.request(request, version)
 
@@ -86,7 +110,9 @@ def describe_cluster_raw(cluster, version=2, include_fenced=True, via=1):
 def healthy(cluster, topic, client="confluent", via=1):
     ids = sorted(b["id"] for b in cluster.broker_nodes)
     seen = view(cluster, client, topic, via)
-    return sorted(seen["brokers"]) == ids and all(isr == sorted(replicas) for _l, replicas, isr, _o in seen["partitions"].values())
+    return sorted(seen["brokers"]) == ids and all(
+        isr == sorted(replicas) for _l, replicas, isr, _o in seen["partitions"].values()
+    )
 
 
 # -- a healthy cluster ----------------------------------------------------------------------------------------------
@@ -101,7 +127,7 @@ def test_metadata_names_brokers_cluster_and_partitions(kafka_cluster, client):
     assert sorted(seen["partitions"]) == [0, 1, 2]
     for leader, replicas, isr, offline in seen["partitions"].values():
         assert sorted(replicas) == sorted(expected_brokers)
-        assert leader == replicas[0]        # the preferred replica leads when every replica is in sync
+        assert leader == replicas[0]  # the preferred replica leads when every replica is in sync
         assert isr == sorted(replicas)
         assert offline in (None, [])
     # Replica lists start on different brokers, so leadership is spread over the cluster.
@@ -133,23 +159,35 @@ def test_describe_cluster_versions(kafka_cluster, version, include_fenced):
     assert response.cluster_id == kafka_cluster.info["cluster_id"]
     assert response.controller_id in (1, 2, 3)
     assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [
-        (b["id"], b["host"], b["port"]) for b in kafka_cluster.broker_nodes]
+        (b["id"], b["host"], b["port"]) for b in kafka_cluster.broker_nodes
+    ]
     if version >= 2:
         assert [b.is_fenced for b in response.brokers] == [False, False, False]
 
 
-@pytest.mark.parametrize("endpoint_type, code, message", [
-    (2, 114, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"),
-    (0, 115, "Unsupported endpoint type 0"),
-], ids=["controller-type", "unknown-type"])
+@pytest.mark.parametrize(
+    "endpoint_type, code, message",
+    [
+        (2, 114, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"),
+        (0, 115, "Unsupported endpoint type 0"),
+    ],
+    ids=["controller-type", "unknown-type"],
+)
 def test_describe_cluster_for_another_endpoint_type_is_refused(kafka_cluster, endpoint_type, code, message):
-    request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=endpoint_type,
-                                     include_fenced_brokers=False)
+    request = DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=endpoint_type, include_fenced_brokers=False
+    )
     with RawClient.to_broker(kafka_cluster, 1) as raw:
         response = raw.request(request, 1)
     # MISMATCHED_ENDPOINT_TYPE / UNSUPPORTED_ENDPOINT_TYPE in a bare response: no cluster id, the default endpoint type.
-    assert (response.error_code, response.error_message, response.endpoint_type, response.cluster_id, response.controller_id,
-            response.brokers) == (code, message, 1, "", -1, [])
+    assert (
+        response.error_code,
+        response.error_message,
+        response.endpoint_type,
+        response.cluster_id,
+        response.controller_id,
+        response.brokers,
+    ) == (code, message, 1, "", -1, [])
 
 
 # -- brokers leaving and rejoining ----------------------------------------------------------------------------------
@@ -212,7 +250,10 @@ def test_stopped_broker_leaves_at_once_and_stays_registered_fenced(churn):
                 assert seen["fenced"] == [3]
         assert [b.broker_id for b in describe_cluster_raw(churn, include_fenced=False).brokers] == [1, 2]
         assert [(b.broker_id, b.is_fenced) for b in describe_cluster_raw(churn, include_fenced=True).brokers] == [
-            (1, False), (2, False), (3, True)]
+            (1, False),
+            (2, False),
+            (3, True),
+        ]
     finally:
         churn.start(3)
     for client in CLIENTS:
@@ -241,7 +282,9 @@ def test_unresponsive_broker_leaves_within_session_timeout(churn, how):
         for client in CLIENTS:
             seen = view(churn, client, churn.topic)
             assert sorted(seen["brokers"]) == [1, 2], client
-            assert all(victim not in isr and leader != victim for leader, _r, isr, _o in seen["partitions"].values()), client
+            assert all(victim not in isr and leader != victim for leader, _r, isr, _o in seen["partitions"].values()), (
+                client
+            )
             if client == "kafka-python":
                 assert seen["fenced"] == [victim]
     finally:
@@ -253,13 +296,17 @@ def test_unresponsive_broker_leaves_within_session_timeout(churn, how):
     assert all(back[client] == [1, 2, 3] for client in CLIENTS) and back["fenced"] == [], back
 
 
-@pytest.mark.model_only("--catch-up-ms holds a restarted broker's replicas out of the ISR; Kafka's catch up in milliseconds here")
+@pytest.mark.model_only(
+    "--catch-up-ms holds a restarted broker's replicas out of the ISR; Kafka's catch up in milliseconds here"
+)
 def test_restarted_broker_is_under_replicated_until_caught_up(churn):
     churn.stop(2)
     churn.start(2)
     views = {client: view(churn, client, churn.topic) for client in CLIENTS}
     observed_ms = time.time() * 1000 - churn.state.registrations(3000)[2]["started_ms"]
-    assert observed_ms < CATCH_UP_MS, f"looked {observed_ms:.0f} ms after the broker started: too late to see it catching up"
+    assert observed_ms < CATCH_UP_MS, (
+        f"looked {observed_ms:.0f} ms after the broker started: too late to see it catching up"
+    )
     for client, seen in views.items():
         assert sorted(seen["brokers"]) == [1, 2, 3], client
         for leader, replicas, isr, _offline in seen["partitions"].values():
@@ -267,5 +314,10 @@ def test_restarted_broker_is_under_replicated_until_caught_up(churn):
             assert isr == [1, 3], f"{client}: ISR {isr} right after the restart"
             assert leader != 2
     for client in CLIENTS:
-        assert wait_for(lambda c=client: all(isr == [1, 2, 3] for _l, _r, isr, _o in view(churn, c, churn.topic)["partitions"].values()),
-                        CATCH_UP_MS / 1000.0 + 3, 0.1), client
+        assert wait_for(
+            lambda c=client: all(
+                isr == [1, 2, 3] for _l, _r, isr, _o in view(churn, c, churn.topic)["partitions"].values()
+            ),
+            CATCH_UP_MS / 1000.0 + 3,
+            0.1,
+        ), client

@@ -15,7 +15,9 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition as ConfluentPartition
+from clients import RawClient, confluent_config, kafka_python_config
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
@@ -23,7 +25,6 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim.broker import wait_for
 
 CLIENTS = ("confluent", "kafka-python")
@@ -36,15 +37,20 @@ def unique(prefix):
 
 def create_topic(cluster, name, partitions=1, replication_factor=3, config=None):
     admin = AdminClient(confluent_config(cluster))
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})], operation_timeout=10)
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, replication_factor, config=config or {})], operation_timeout=10
+    )
     futures[name].result(timeout=15)
     return name
 
 
 def record(index, key=True, headers=True, timestamp=None):
-    return {"key": f"key-{index}".encode() if key else None, "value": {"index": index, "text": f"record {index}"},
-            "headers": [("source", b"conformance"), ("index", str(index).encode())] if headers else [],
-            "timestamp": timestamp}
+    return {
+        "key": f"key-{index}".encode() if key else None,
+        "value": {"index": index, "text": f"record {index}"},
+        "headers": [("source", b"conformance"), ("index", str(index).encode())] if headers else [],
+        "timestamp": timestamp,
+    }
 
 
 def produce(cluster, client, topic, records, partition=0, acks="all", linger_ms=0, retries=None):
@@ -59,12 +65,20 @@ def produce(cluster, client, topic, records, partition=0, acks="all", linger_ms=
         def delivered(position):
             def callback(err, msg):
                 results[position] = ("error", err.code()) if err else ("ok", msg.offset())
+
             return callback
 
         for position, item in enumerate(records):
             extra = {"timestamp": item["timestamp"]} if item["timestamp"] is not None else {}
-            producer.produce(topic, value=json.dumps(item["value"]).encode(), key=item["key"], headers=item["headers"] or None,
-                             partition=partition, on_delivery=delivered(position), **extra)
+            producer.produce(
+                topic,
+                value=json.dumps(item["value"]).encode(),
+                key=item["key"],
+                headers=item["headers"] or None,
+                partition=partition,
+                on_delivery=delivered(position),
+                **extra,
+            )
         assert producer.flush(20) == 0
         return results
     config = {"acks": acks if acks == "all" else int(acks), "linger_ms": linger_ms}
@@ -72,8 +86,17 @@ def produce(cluster, client, topic, records, partition=0, acks="all", linger_ms=
         config.update(enable_idempotence=False, retries=retries or 0)
     producer = KafkaProducer(**kafka_python_config(cluster, **config))
     try:
-        futures = [producer.send(topic, value=json.dumps(item["value"]).encode(), key=item["key"], headers=item["headers"],
-                                 partition=partition, timestamp_ms=item["timestamp"]) for item in records]
+        futures = [
+            producer.send(
+                topic,
+                value=json.dumps(item["value"]).encode(),
+                key=item["key"],
+                headers=item["headers"],
+                partition=partition,
+                timestamp_ms=item["timestamp"],
+            )
+            for item in records
+        ]
         producer.flush(20)
         results = []
         for future in futures:
@@ -99,7 +122,9 @@ def consume(cluster, client, topic, count, partition=0, offset=0, timeout=15):
                 if msg is None:
                     continue
                 assert msg.error() is None, msg.error()
-                got.append((msg.offset(), msg.key(), json.loads(msg.value()), list(msg.headers() or []), msg.timestamp()[1]))
+                got.append(
+                    (msg.offset(), msg.key(), json.loads(msg.value()), list(msg.headers() or []), msg.timestamp()[1])
+                )
         finally:
             consumer.close()
         return got
@@ -145,7 +170,9 @@ def test_acks(kafka_cluster, client, acks):
     records = [record(i, headers=False) for i in range(3)]
     results = produce(kafka_cluster, client, topic, records, acks=acks)
     if acks == 0:
-        assert [status for status, _offset in results] == ["ok"] * 3   # no response, so the offsets are the client's guess
+        assert [status for status, _offset in results] == [
+            "ok"
+        ] * 3  # no response, so the offsets are the client's guess
     else:
         assert results == [("ok", 0), ("ok", 1), ("ok", 2)]
     other = CLIENTS[1 - CLIENTS.index(client)]
@@ -154,14 +181,27 @@ def test_acks(kafka_cluster, client, acks):
 
 def test_acks_0_produce_gets_no_response(kafka_cluster):
     topic = create_topic(kafka_cluster, unique("acks0raw"), replication_factor=1)
-    (leader,) = [p.leader for p in AdminClient(confluent_config(kafka_cluster)).list_topics(topic, timeout=10).topics[topic].partitions.values()]
+    (leader,) = [
+        p.leader
+        for p in AdminClient(confluent_config(kafka_cluster))
+        .list_topics(topic, timeout=10)
+        .topics[topic]
+        .partitions.values()
+    ]
     builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 16)
     builder.append(timestamp=None, key=b"k", value=json.dumps({"acks": 0}).encode(), headers=[])
     builder.close()
     partition = {"index": 0, "records": bytes(builder.buffer())}
-    request = ProduceRequest(transactional_id=None, acks=0, timeout_ms=5000,
-                             topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[
-                                 ProduceRequest.TopicProduceData.PartitionProduceData(**partition)])])
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=0,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(**partition)]
+            )
+        ],
+    )
     with RawClient.to_broker(kafka_cluster, leader) as raw:
         raw.correlation_id += 1
         request.with_header(correlation_id=raw.correlation_id, client_id="conformance")

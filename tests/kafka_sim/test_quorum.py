@@ -24,6 +24,7 @@ import tempfile
 import uuid
 
 import pytest
+from clients import RawClient, confluent_config, kafka_python_config
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kafka.errors import ClusterAuthorizationFailedError
@@ -31,7 +32,6 @@ from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirs
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim import properties
 from kafka_sim.broker import wait_for
 from kafka_sim.cluster import Cluster, ClusterError
@@ -50,8 +50,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def quorum_request(topic=METADATA_TOPIC, partitions=(0,)):
     topic_data = DescribeQuorumRequest.TopicData
-    return DescribeQuorumRequest(topics=[topic_data(topic_name=topic, partitions=[
-        topic_data.PartitionData(partition_index=index) for index in partitions])])
+    return DescribeQuorumRequest(
+        topics=[
+            topic_data(
+                topic_name=topic, partitions=[topic_data.PartitionData(partition_index=index) for index in partitions]
+            )
+        ]
+    )
 
 
 def api_versions_request():
@@ -76,7 +81,7 @@ def partition_of(response):
 def leader_and_epoch(cluster, via):
     """(leader id, leader epoch) as broker ``via`` reports it, or None when it has no active controller to ask."""
     response = describe_quorum(cluster, via)
-    if response is None or response.error_code == REQUEST_TIMED_OUT:   # None: the broker closed the connection
+    if response is None or response.error_code == REQUEST_TIMED_OUT:  # None: the broker closed the connection
         return None
     partition = partition_of(response)
     assert partition.error_code == 0
@@ -123,7 +128,12 @@ def test_cluster_json_and_kafka_configs_of_combined_and_controller_nodes(combine
     info = combined_cluster.info
     entries = {entry["id"]: entry for entry in info["brokers"]}
     assert {node_id: entry["roles"] for node_id, entry in entries.items()} == {
-        1: ["broker", "controller"], 2: ["broker", "controller"], 3: ["broker", "controller"], 4: ["broker"], 5: ["controller"]}
+        1: ["broker", "controller"],
+        2: ["broker", "controller"],
+        3: ["broker", "controller"],
+        4: ["broker"],
+        5: ["controller"],
+    }
     base = entries[1]["port"]
     assert [entries[node_id]["port"] for node_id in (1, 2, 3, 4)] == [base, base + 1, base + 2, base + 3]
     assert [entries[node_id]["controller_port"] for node_id in (1, 2, 3, 5)] == [base + 4, base + 5, base + 6, base + 7]
@@ -135,10 +145,16 @@ def test_cluster_json_and_kafka_configs_of_combined_and_controller_nodes(combine
     props = {node_id: properties.load(entry["properties"]) for node_id, entry in entries.items()}
     for node_id in (1, 2, 3):
         assert props[node_id]["process.roles"] == "broker,controller"
-        assert props[node_id]["listeners"] == f"CLIENT://127.0.0.1:{entries[node_id]['port']},CONTROLLER://127.0.0.1:{entries[node_id]['controller_port']}"
+        assert (
+            props[node_id]["listeners"]
+            == f"CLIENT://127.0.0.1:{entries[node_id]['port']},CONTROLLER://127.0.0.1:{entries[node_id]['controller_port']}"
+        )
         assert props[node_id]["advertised.listeners"] == f"CLIENT://127.0.0.1:{entries[node_id]['port']}"
     assert props[4]["process.roles"] == "broker" and "CONTROLLER" not in props[4]["listeners"]
-    assert props[5]["process.roles"] == "controller" and props[5]["listeners"] == f"CONTROLLER://127.0.0.1:{entries[5]['controller_port']}"
+    assert (
+        props[5]["process.roles"] == "controller"
+        and props[5]["listeners"] == f"CONTROLLER://127.0.0.1:{entries[5]['controller_port']}"
+    )
     # A controller keeps only its metadata log (Kafka's controllers may name it in log.dirs as well).
     assert props[5].get("log.dirs", props[5]["metadata.log.dir"]) == props[5]["metadata.log.dir"]
     assert "advertised.listeners" not in props[5]
@@ -147,7 +163,11 @@ def test_cluster_json_and_kafka_configs_of_combined_and_controller_nodes(combine
         assert "CONTROLLER:PLAINTEXT" in node_props["listener.security.protocol.map"].split(",")
         # The model runs a dynamic quorum (bootstrap servers); the real test cluster a static one (voters, node@host:port).
         voters = node_props.get("controller.quorum.voters")
-        named = ",".join(voter.split("@", 1)[1] for voter in voters.split(",")) if voters else node_props["controller.quorum.bootstrap.servers"]
+        named = (
+            ",".join(voter.split("@", 1)[1] for voter in voters.split(","))
+            if voters
+            else node_props["controller.quorum.bootstrap.servers"]
+        )
         assert named == quorum_servers
 
 
@@ -160,10 +180,15 @@ def test_combined_nodes_are_brokers_and_controller_only_nodes_are_not(combined_c
         admin.close()
     assert sorted(broker["broker_id"] for broker in described["brokers"]) == [1, 2, 3, 4]
     with RawClient.to_broker(combined_cluster, 1) as raw:
-        response = raw.request(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
-                                                      include_fenced_brokers=True), 2)
+        response = raw.request(
+            DescribeClusterRequest(
+                include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=True
+            ),
+            2,
+        )
     assert [(b.broker_id, b.port, b.is_fenced) for b in response.brokers] == [
-        (node_id, combined_cluster.broker(node_id)["port"], False) for node_id in (1, 2, 3, 4)]
+        (node_id, combined_cluster.broker(node_id)["port"], False) for node_id in (1, 2, 3, 4)
+    ]
 
 
 @pytest.mark.parametrize("node_id", [1, 5])
@@ -176,18 +201,25 @@ def test_controller_listener_answers_only_controller_apis(combined_cluster, node
         ranges = supported(response)
         # Kafka's controllers also advertise the raft and forwarded admin APIs the model does not implement.
         assert {key: ranges.get(key) for key in (18, DESCRIBE_QUORUM, DESCRIBE_CLUSTER)} == {
-            18: (0, 4), DESCRIBE_QUORUM: (0, 2), DESCRIBE_CLUSTER: (0, 2)}
-        assert not {0, 3, 35} & set(ranges)      # no Produce, Metadata or DescribeLogDirs on a controller listener
-        assert raw.request(quorum_request(), 2) is not None      # still open, and DescribeQuorum is answered
-    for message, version in ((MetadataRequest(topics=[], allow_auto_topic_creation=False), 12), (DescribeLogDirsRequest(topics=None), 4)):
+            18: (0, 4),
+            DESCRIBE_QUORUM: (0, 2),
+            DESCRIBE_CLUSTER: (0, 2),
+        }
+        assert not {0, 3, 35} & set(ranges)  # no Produce, Metadata or DescribeLogDirs on a controller listener
+        assert raw.request(quorum_request(), 2) is not None  # still open, and DescribeQuorum is answered
+    for message, version in (
+        (MetadataRequest(topics=[], allow_auto_topic_creation=False), 12),
+        (DescribeLogDirsRequest(topics=None), 4),
+    ):
         with RawClient(entry["host"], port) as raw:
             assert closed_without_reply(raw, message, version), message
 
 
 def describe_cluster_at_controller(cluster, node_id, version, endpoint_type=2):
     entry = cluster.broker(node_id)
-    request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=endpoint_type,
-                                     include_fenced_brokers=True)
+    request = DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=endpoint_type, include_fenced_brokers=True
+    )
     with RawClient(entry["host"], entry["controller_port"]) as raw:
         return raw.request(request, version)
 
@@ -195,12 +227,20 @@ def describe_cluster_at_controller(cluster, node_id, version, endpoint_type=2):
 @pytest.mark.parametrize("node_id", [1, 5])
 @pytest.mark.parametrize("version", [1, 2])
 def test_controller_listener_describes_the_controllers(combined_cluster, node_id, version):
-    controllers = sorted((e["id"], e["host"], e["controller_port"]) for e in combined_cluster.info["brokers"]
-                         if "controller" in e["roles"])
+    controllers = sorted(
+        (e["id"], e["host"], e["controller_port"])
+        for e in combined_cluster.info["brokers"]
+        if "controller" in e["roles"]
+    )
     leader = partition_of(describe_quorum(combined_cluster, 1)).leader_id
     response = describe_cluster_at_controller(combined_cluster, node_id, version)
-    assert (response.error_code, response.error_message, response.endpoint_type, response.cluster_id, response.controller_id) == (
-        0, None, 2, combined_cluster.info["cluster_id"], leader)
+    assert (
+        response.error_code,
+        response.error_message,
+        response.endpoint_type,
+        response.cluster_id,
+        response.controller_id,
+    ) == (0, None, 2, combined_cluster.info["cluster_id"], leader)
     # Kafka lists the registrations in no particular order.
     assert sorted((b.broker_id, b.host, b.port) for b in response.brokers) == controllers
     assert all(b.rack is None for b in response.brokers)
@@ -208,17 +248,26 @@ def test_controller_listener_describes_the_controllers(combined_cluster, node_id
         assert [b.is_fenced for b in response.brokers] == [False] * len(controllers)
 
 
-@pytest.mark.parametrize("version, endpoint_type, code, message", [
-    (0, 1, 42, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"),
-    (1, 1, 114, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"),
-    (2, 3, 115, "Unsupported endpoint type 3"),
-], ids=["v0-means-broker", "broker-type", "unknown-type"])
+@pytest.mark.parametrize(
+    "version, endpoint_type, code, message",
+    [
+        (0, 1, 42, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"),
+        (1, 1, 114, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"),
+        (2, 3, 115, "Unsupported endpoint type 3"),
+    ],
+    ids=["v0-means-broker", "broker-type", "unknown-type"],
+)
 def test_controller_listener_refuses_other_endpoint_types(combined_cluster, version, endpoint_type, code, message):
     response = describe_cluster_at_controller(combined_cluster, 5, version, endpoint_type)
-    assert (response.error_code, response.error_message, response.cluster_id, response.controller_id, response.brokers) == (
-        code, message, "", -1, [])
+    assert (
+        response.error_code,
+        response.error_message,
+        response.cluster_id,
+        response.controller_id,
+        response.brokers,
+    ) == (code, message, "", -1, [])
     if version >= 1:
-        assert response.endpoint_type == 1     # the response's default: Kafka does not echo the requested type
+        assert response.endpoint_type == 1  # the response's default: Kafka does not echo the requested type
 
 
 @pytest.mark.parametrize("node_id", [1, 4])
@@ -226,7 +275,7 @@ def test_broker_listeners_advertise_describe_quorum(combined_cluster, node_id):
     with RawClient.to_broker(combined_cluster, node_id) as raw:
         advertised = supported(raw.request(api_versions_request(), 3))
     assert advertised[DESCRIBE_QUORUM] == (0, 2)
-    assert advertised[3] == (0, 13)      # and every broker API as before
+    assert advertised[3] == (0, 13)  # and every broker API as before
 
 
 # -- DescribeQuorum --------------------------------------------------------------------------------------------------
@@ -253,7 +302,9 @@ def test_describe_quorum_names_the_leader_from_every_broker(combined_cluster, ve
 def test_describe_quorum_v2_lists_the_voters_controller_listeners(combined_cluster):
     response = describe_quorum(combined_cluster, 4, 2)
     assert {node.node_id: [(lst.name, lst.host, lst.port) for lst in node.listeners] for node in response.nodes} == {
-        node_id: [("CONTROLLER", "127.0.0.1", combined_cluster.broker(node_id)["controller_port"])] for node_id in (1, 2, 3, 5)}
+        node_id: [("CONTROLLER", "127.0.0.1", combined_cluster.broker(node_id)["controller_port"])]
+        for node_id in (1, 2, 3, 5)
+    }
 
 
 def test_followers_catch_up_and_the_high_watermark_advances(combined_cluster):
@@ -263,6 +314,7 @@ def test_followers_catch_up_and_the_high_watermark_advances(combined_cluster):
         partition = partition_of(describe_quorum(combined_cluster, 1))
         caught_up = all(voter.log_end_offset >= first.high_watermark for voter in partition.current_voters)
         return partition if partition.high_watermark > first.high_watermark and caught_up else None
+
     later = wait_for(advanced, 5)
     assert later, "the metadata log did not grow or a live voter did not fetch"
     assert all(voter.last_fetch_timestamp > 0 for voter in later.current_voters)
@@ -285,7 +337,9 @@ def test_kafka_python_admin_describe_metadata_quorum(combined_cluster):
 def test_only_the_leader_answers_on_its_controller_listener(combined_cluster):
     leader_id, epoch = leader_and_epoch(combined_cluster, 1)
     for node_id in (1, 2, 3, 5):
-        response = describe_quorum(combined_cluster, node_id, 2, port=combined_cluster.broker(node_id)["controller_port"])
+        response = describe_quorum(
+            combined_cluster, node_id, 2, port=combined_cluster.broker(node_id)["controller_port"]
+        )
         partition = partition_of(response)
         if node_id == leader_id:
             assert (partition.error_code, partition.leader_id, partition.leader_epoch) == (0, leader_id, epoch)
@@ -299,7 +353,8 @@ def test_other_topics_and_partitions_are_unknown(combined_cluster, topic, partit
     response = describe_quorum(combined_cluster, 1, 2, request=quorum_request(topic, partitions))
     assert response.error_code == 0
     assert [(t.topic_name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in response.topics] == [
-        (topic, [(index, UNKNOWN_TOPIC_OR_PARTITION) for index in partitions])]
+        (topic, [(index, UNKNOWN_TOPIC_OR_PARTITION) for index in partitions])
+    ]
 
 
 @pytest.mark.model_only("brokers without controller nodes: a real KRaft cluster always has a controller quorum")
@@ -324,7 +379,9 @@ def test_stopping_the_active_controller_moves_leadership(kafka_cluster_factory):
     assert leader_and_epoch(cluster, leader) == (new_leader, new_epoch)
     partition = partition_of(describe_quorum(cluster, via))
     assert sorted(voter.replica_id for voter in partition.current_voters) == [1, 2, 3]
-    assert wait_for(lambda: all(v.log_end_offset >= 0 for v in partition_of(describe_quorum(cluster, via)).current_voters), 5)
+    assert wait_for(
+        lambda: all(v.log_end_offset >= 0 for v in partition_of(describe_quorum(cluster, via)).current_voters), 5
+    )
 
 
 def test_restarting_a_follower_does_not_move_leadership(kafka_cluster_factory):
@@ -340,7 +397,7 @@ def test_restarting_a_follower_does_not_move_leadership(kafka_cluster_factory):
 def test_killed_or_restarted_leader_loses_leadership(kafka_cluster_factory):
     cluster = kafka_cluster_factory(3, combined=3)
     leader, epoch = wait_for(lambda: leader_and_epoch(cluster, 1), 5)
-    cluster.kill(leader)      # no controlled shutdown: the other voters notice after the session timeout (3 s)
+    cluster.kill(leader)  # no controlled shutdown: the other voters notice after the session timeout (3 s)
     via = next(node_id for node_id in (1, 2, 3) if node_id != leader)
     assert wait_for(lambda: leader_and_epoch(cluster, via)[0] != leader, 10), "leadership did not move after the kill"
     second, second_epoch = leader_and_epoch(cluster, via)
@@ -372,9 +429,11 @@ def test_no_leader_without_a_majority_of_voters(kafka_cluster_factory):
 def test_single_combined_node(kafka_cluster_factory):
     cluster = kafka_cluster_factory(2, combined=1)
     assert wait_for(lambda: leader_and_epoch(cluster, 2), 5)[0] == 1
-    assert wait_for(lambda: settled(cluster), 5)    # the broker-only node fetched from the new leader
+    assert wait_for(lambda: settled(cluster), 5)  # the broker-only node fetched from the new leader
     partition = partition_of(describe_quorum(cluster, 2))
-    assert [v.replica_id for v in partition.current_voters] == [1] and [o.replica_id for o in partition.observers] == [2]
+    assert [v.replica_id for v in partition.current_voters] == [1] and [o.replica_id for o in partition.observers] == [
+        2
+    ]
 
 
 # -- authorization and the command line --------------------------------------------------------------------------------
@@ -386,7 +445,9 @@ def test_describe_quorum_needs_describe_on_the_cluster(kafka_cluster_factory):
         assert admin.describe_metadata_quorum()["topics"][0]["partitions"][0]["leader_id"] == 1
     finally:
         admin.close()
-    alice = KafkaAdminClient(**kafka_python_config(cluster, sasl_plain_username="alice", sasl_plain_password="alice-secret"))
+    alice = KafkaAdminClient(
+        **kafka_python_config(cluster, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    )
     try:
         with pytest.raises(ClusterAuthorizationFailedError):
             alice.describe_metadata_quorum()
@@ -399,14 +460,28 @@ def test_cli_up_with_combined_and_controller_only_nodes(kafka_cluster_root):
     env = dict(os.environ, PYTHONPATH=ROOT)
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "kafka_sim", *map(str, args)], capture_output=True, text=True, timeout=90,
-                              cwd=ROOT, env=env, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "kafka_sim", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            cwd=ROOT,
+            env=env,
+            check=False,
+        )
+
     base = base_port_for(2, combined=1, controllers_only=1)
-    result = cli("up", "--dir", directory, "--brokers", 2, "--combined", 1, "--controllers-only", 1, "--base-port", base)
+    result = cli(
+        "up", "--dir", directory, "--brokers", 2, "--combined", 1, "--controllers-only", 1, "--base-port", base
+    )
     try:
         assert result.returncode == 0, result.stderr
         cluster = Cluster(directory)
-        assert [(b["id"], b["roles"]) for b in cluster.info["brokers"]] == [(1, ["broker", "controller"]), (2, ["broker"]), (3, ["controller"])]
+        assert [(b["id"], b["roles"]) for b in cluster.info["brokers"]] == [
+            (1, ["broker", "controller"]),
+            (2, ["broker"]),
+            (3, ["controller"]),
+        ]
         assert brokers_in_metadata(cluster) == [1, 2]
         assert leader_and_epoch(cluster, 2)[0] in (1, 3)
         stopped = cli("stop", "--dir", directory, "--broker", 3)

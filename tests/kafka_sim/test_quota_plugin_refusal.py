@@ -11,9 +11,9 @@ import sys
 import tempfile
 
 import pytest
+from clients import RawClient
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from clients import RawClient
 from kafka_sim.cluster import Cluster, ClusterError, process_alive
 from kafka_sim.testing import base_port_for
 
@@ -27,38 +27,61 @@ RATIO_LIMIT = PREFIX + "storage.per.volume.limit.min.available.ratio"
 INTERVAL = PREFIX + "storage.check-interval"
 CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException: "
 
-VALID = {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", PREFIX + "produce": "1048576", PREFIX + "fetch": "2097152",
-         INTERVAL: "30", BYTES_LIMIT: "1000000", PREFIX + "excluded.principal.name.list": "User:admin;User:CN=broker"}
+VALID = {
+    CALLBACK: STRIMZI,
+    BOOTSTRAP: "127.0.0.1:9092",
+    PREFIX + "produce": "1048576",
+    PREFIX + "fetch": "2097152",
+    INTERVAL: "30",
+    BYTES_LIMIT: "1000000",
+    PREFIX + "excluded.principal.name.list": "User:admin;User:CN=broker",
+}
 
 REFUSED = {
     "missing-admin-bootstrap": (
         {CALLBACK: STRIMZI, PREFIX + "produce": "1000"},
-        CONFIG_EXCEPTION + f'Missing required configuration "{BOOTSTRAP}" which has no default value.'),
+        CONFIG_EXCEPTION + f'Missing required configuration "{BOOTSTRAP}" which has no default value.',
+    ),
     "both-limits-with-checks": (
         {**VALID, RATIO_LIMIT: "0.2"},
-        f"java.lang.IllegalStateException: Both limit types configured, only configure one of [{BYTES_LIMIT},{RATIO_LIMIT}]"),
+        f"java.lang.IllegalStateException: Both limit types configured, only configure one of [{BYTES_LIMIT},{RATIO_LIMIT}]",
+    ),
     "ratio-above-one": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", RATIO_LIMIT: "1.5"},
-        CONFIG_EXCEPTION + f"Invalid value 1.5 for configuration {RATIO_LIMIT}: Value must be no more than 1.0"),
+        CONFIG_EXCEPTION + f"Invalid value 1.5 for configuration {RATIO_LIMIT}: Value must be no more than 1.0",
+    ),
     "negative-fallback": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", PREFIX + "throttle.factor.fallback": "-0.1"},
-        CONFIG_EXCEPTION + f"Invalid value -0.1 for configuration {PREFIX}throttle.factor.fallback: Value must be at least 0.0"),
+        CONFIG_EXCEPTION
+        + f"Invalid value -0.1 for configuration {PREFIX}throttle.factor.fallback: Value must be at least 0.0",
+    ),
     "bad-validity-duration": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", PREFIX + "throttle.factor.validity.duration": "5m"},
-        CONFIG_EXCEPTION + f"Invalid value 5m for configuration {PREFIX}throttle.factor.validity.duration: Failed to parse iso8601 duration"),
+        CONFIG_EXCEPTION
+        + f"Invalid value 5m for configuration {PREFIX}throttle.factor.validity.duration: Failed to parse iso8601 duration",
+    ),
     "non-numeric-produce": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", PREFIX + "produce": "fast"},
-        CONFIG_EXCEPTION + f"Invalid value fast for configuration {PREFIX}produce: Not a number of type DOUBLE"),
+        CONFIG_EXCEPTION + f"Invalid value fast for configuration {PREFIX}produce: Not a number of type DOUBLE",
+    ),
     "unknown-callback-class": (
         {CALLBACK: "com.example.NoSuchCallback"},
-        f"Invalid value com.example.NoSuchCallback for configuration {CALLBACK}: Class com.example.NoSuchCallback could not be found."),
+        f"Invalid value com.example.NoSuchCallback for configuration {CALLBACK}: Class com.example.NoSuchCallback could not be found.",
+    ),
 }
 
 
 def run_broker(properties, timeout=30):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "kafka_sim", "broker", "--config", properties], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_sim", "broker", "--config", properties],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
 
 
 def prepared(root, extra_properties):
@@ -68,8 +91,10 @@ def prepared(root, extra_properties):
     return cluster
 
 
-@pytest.mark.model_only("starts the model's broker process by itself; on real Kafka the cluster's up and the failure "
-                        "molecule scenario show the plugin's refusal")
+@pytest.mark.model_only(
+    "starts the model's broker process by itself; on real Kafka the cluster's up and the failure "
+    "molecule scenario show the plugin's refusal"
+)
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_broker_refuses_to_start(kafka_cluster_root, case):
     extra, reason = REFUSED[case]
@@ -79,7 +104,7 @@ def test_broker_refuses_to_start(kafka_cluster_root, case):
     assert result.returncode == 1
     assert f"Exiting Kafka due to fatal exception during startup: {reason}" in result.stderr
     assert "Kafka Server started" not in result.stderr
-    assert not cluster.state.registrations(3000)    # it never joined
+    assert not cluster.state.registrations(3000)  # it never joined
 
 
 def test_cluster_up_reports_the_plugin_reason(kafka_cluster_factory):
@@ -95,7 +120,12 @@ def test_valid_plugin_config_starts(kafka_cluster_factory):
     (broker,) = cluster.broker_nodes
     assert process_alive(broker["pid"])
     with RawClient.to_broker(cluster, 1) as raw:
-        assert raw.request(ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3).error_code == 0
+        assert (
+            raw.request(
+                ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"), 3
+            ).error_code
+            == 0
+        )
 
 
 def test_edited_properties_refuse_then_start(kafka_cluster_factory):

@@ -11,10 +11,10 @@ at exact versions and through KafkaAdminClient's own connections.
 """
 
 import pytest
+from clients import RawClient, kafka_python_config, settled
 from kafka import KafkaAdminClient
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-from clients import RawClient, kafka_python_config, settled
 from kafka_sim import wire
 from kafka_sim.testing import ClusterFactory
 
@@ -42,14 +42,25 @@ def _op(op):
 
 
 def alter_request(entries, validate_only=False, version=1):
-    return wire.build(AlterClientQuotasRequest, version, {"validate_only": validate_only, "entries": [
-        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity], "ops": [_op(op) for op in ops]}
-        for entity, ops in entries]})
+    return wire.build(
+        AlterClientQuotasRequest,
+        version,
+        {
+            "validate_only": validate_only,
+            "entries": [
+                {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity], "ops": [_op(op) for op in ops]}
+                for entity, ops in entries
+            ],
+        },
+    )
 
 
 def describe_request(components=(), strict=False, version=1):
-    return wire.build(DescribeClientQuotasRequest, version, {"strict": strict, "components": [
-        {"entity_type": t, "match_type": m, "match": n} for t, m, n in components]})
+    return wire.build(
+        DescribeClientQuotasRequest,
+        version,
+        {"strict": strict, "components": [{"entity_type": t, "match_type": m, "match": n} for t, m, n in components]},
+    )
 
 
 def alter(cluster, entries, validate_only=False, node_id=1, version=1):
@@ -98,37 +109,102 @@ def reset(cluster):
 
 # -- AlterClientQuotas validation -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("entity, ops, message", [
-    pytest.param([], [("producer_byte_rate", 1024)], "Invalid empty client quota entity", id="empty-entity"),
-    pytest.param([("group", "g1")], [("producer_byte_rate", 1024)], "Unhandled client quota entity type: group", id="unknown-type"),
-    pytest.param([("user", "")], [("producer_byte_rate", 1024)], "Empty user not supported", id="empty-user"),
-    pytest.param([("client-id", "")], [("producer_byte_rate", 1024)], "Empty client-id not supported", id="empty-client-id"),
-    pytest.param([("ip", "")], [("connection_creation_rate", 10)], "Empty ip not supported", id="empty-ip"),
-    pytest.param([("ip", "10.0.0.1"), ("user", "v-user")], [("producer_byte_rate", 1024)], IP_COMBINED, id="ip-with-user"),
-    pytest.param([("client-id", "v-app"), ("ip", "10.0.0.1")], [("producer_byte_rate", 1024)], IP_COMBINED, id="ip-with-client-id"),
-    pytest.param([("ip", "300.1.2.3")], [("connection_creation_rate", 10)], "300.1.2.3 is not a valid IP or resolvable host.",
-                 id="bad-ip"),
-    pytest.param([("ip", "no-such-host.invalid")], [("connection_creation_rate", 10)],
-                 "no-such-host.invalid is not a valid IP or resolvable host.", id="unresolvable-host"),
-    pytest.param([("user", "v-user")], [("connection_creation_rate", 10)], "Invalid configuration key connection_creation_rate",
-                 id="ip-key-on-user"),
-    pytest.param([("ip", "10.0.0.1")], [("producer_byte_rate", 1024)], "Invalid configuration key producer_byte_rate",
-                 id="user-key-on-ip"),
-    pytest.param([("client-id", "v-app")], [("not_a_quota", 1)], "Invalid configuration key not_a_quota", id="unknown-key"),
-    pytest.param([("user", "v-user")], [("producer_byte_rate", 0)], "Quota producer_byte_rate must be greater than 0", id="zero"),
-    pytest.param([("client-id", "v-app")], [("request_percentage", -5)], "Quota request_percentage must be greater than 0",
-                 id="negative-double"),
-    pytest.param([("user", "v-user")], [("consumer_byte_rate", 1.5)], "consumer_byte_rate cannot be a fractional value.",
-                 id="fractional-long"),
-    pytest.param([("ip", "10.0.0.1")], [("connection_creation_rate", 2.5)], "connection_creation_rate cannot be a fractional value.",
-                 id="fractional-int"),
-    pytest.param([("user", "v-user")], [("producer_byte_rate", 1e19)], "Proposed value for producer_byte_rate is too large for a LONG.",
-                 id="long-overflow"),
-    pytest.param([("ip", "10.0.0.1")], [("connection_creation_rate", 3e9)],
-                 "Proposed value for connection_creation_rate is too large for an INT.", id="int-overflow"),
-    pytest.param([("user", "v-user")], [("producer_byte_rate", 1024), ("producer_byte_rate", 2048)],
-                 "Ignoring duplicate entity ClientQuotaEntity(entries={user=v-user})", id="duplicate-key"),
-])
+
+@pytest.mark.parametrize(
+    "entity, ops, message",
+    [
+        pytest.param([], [("producer_byte_rate", 1024)], "Invalid empty client quota entity", id="empty-entity"),
+        pytest.param(
+            [("group", "g1")],
+            [("producer_byte_rate", 1024)],
+            "Unhandled client quota entity type: group",
+            id="unknown-type",
+        ),
+        pytest.param([("user", "")], [("producer_byte_rate", 1024)], "Empty user not supported", id="empty-user"),
+        pytest.param(
+            [("client-id", "")], [("producer_byte_rate", 1024)], "Empty client-id not supported", id="empty-client-id"
+        ),
+        pytest.param([("ip", "")], [("connection_creation_rate", 10)], "Empty ip not supported", id="empty-ip"),
+        pytest.param(
+            [("ip", "10.0.0.1"), ("user", "v-user")], [("producer_byte_rate", 1024)], IP_COMBINED, id="ip-with-user"
+        ),
+        pytest.param(
+            [("client-id", "v-app"), ("ip", "10.0.0.1")],
+            [("producer_byte_rate", 1024)],
+            IP_COMBINED,
+            id="ip-with-client-id",
+        ),
+        pytest.param(
+            [("ip", "300.1.2.3")],
+            [("connection_creation_rate", 10)],
+            "300.1.2.3 is not a valid IP or resolvable host.",
+            id="bad-ip",
+        ),
+        pytest.param(
+            [("ip", "no-such-host.invalid")],
+            [("connection_creation_rate", 10)],
+            "no-such-host.invalid is not a valid IP or resolvable host.",
+            id="unresolvable-host",
+        ),
+        pytest.param(
+            [("user", "v-user")],
+            [("connection_creation_rate", 10)],
+            "Invalid configuration key connection_creation_rate",
+            id="ip-key-on-user",
+        ),
+        pytest.param(
+            [("ip", "10.0.0.1")],
+            [("producer_byte_rate", 1024)],
+            "Invalid configuration key producer_byte_rate",
+            id="user-key-on-ip",
+        ),
+        pytest.param(
+            [("client-id", "v-app")], [("not_a_quota", 1)], "Invalid configuration key not_a_quota", id="unknown-key"
+        ),
+        pytest.param(
+            [("user", "v-user")],
+            [("producer_byte_rate", 0)],
+            "Quota producer_byte_rate must be greater than 0",
+            id="zero",
+        ),
+        pytest.param(
+            [("client-id", "v-app")],
+            [("request_percentage", -5)],
+            "Quota request_percentage must be greater than 0",
+            id="negative-double",
+        ),
+        pytest.param(
+            [("user", "v-user")],
+            [("consumer_byte_rate", 1.5)],
+            "consumer_byte_rate cannot be a fractional value.",
+            id="fractional-long",
+        ),
+        pytest.param(
+            [("ip", "10.0.0.1")],
+            [("connection_creation_rate", 2.5)],
+            "connection_creation_rate cannot be a fractional value.",
+            id="fractional-int",
+        ),
+        pytest.param(
+            [("user", "v-user")],
+            [("producer_byte_rate", 1e19)],
+            "Proposed value for producer_byte_rate is too large for a LONG.",
+            id="long-overflow",
+        ),
+        pytest.param(
+            [("ip", "10.0.0.1")],
+            [("connection_creation_rate", 3e9)],
+            "Proposed value for connection_creation_rate is too large for an INT.",
+            id="int-overflow",
+        ),
+        pytest.param(
+            [("user", "v-user")],
+            [("producer_byte_rate", 1024), ("producer_byte_rate", 2048)],
+            "Ignoring duplicate entity ClientQuotaEntity(entries={user=v-user})",
+            id="duplicate-key",
+        ),
+    ],
+)
 @pytest.mark.parametrize("version", [0, 1])
 def test_alter_validation_error_on_the_entry(cluster, entity, ops, message, version):
     """Each rule answers INVALID_REQUEST with Kafka's message on that entity's entry, and nothing is stored."""
@@ -138,18 +214,44 @@ def test_alter_validation_error_on_the_entry(cluster, entity, ops, message, vers
         assert_stored(cluster, *entity, expected={})
 
 
-@pytest.mark.parametrize("entity, ops, stored", [
-    pytest.param([("user", "ok-user")], [("producer_byte_rate", 1024), ("consumer_byte_rate", 2048)],
-                 {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0}, id="user-byte-rates"),
-    pytest.param([("client-id", "ok-app")], [("request_percentage", 12.5), ("controller_mutation_rate", 0.5)],
-                 {"request_percentage": 12.5, "controller_mutation_rate": 0.5}, id="client-id-doubles"),
-    pytest.param([("client-id", "ok-app"), ("user", "ok-user")], [("producer_byte_rate", 4096)], {"producer_byte_rate": 4096.0},
-                 id="user-and-client-id"),
-    pytest.param([("ip", "10.9.8.7")], [("connection_creation_rate", 30)], {"connection_creation_rate": 30.0}, id="ip"),
-    pytest.param([("ip", "::1")], [("connection_creation_rate", 31)], {"connection_creation_rate": 31.0}, id="ipv6"),
-    pytest.param([("ip", "localhost")], [("connection_creation_rate", 32)], {"connection_creation_rate": 32.0}, id="resolvable-host"),
-    pytest.param([("user", "ok-max")], [("producer_byte_rate", 9e18)], {"producer_byte_rate": 9e18}, id="large-long"),
-])
+@pytest.mark.parametrize(
+    "entity, ops, stored",
+    [
+        pytest.param(
+            [("user", "ok-user")],
+            [("producer_byte_rate", 1024), ("consumer_byte_rate", 2048)],
+            {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0},
+            id="user-byte-rates",
+        ),
+        pytest.param(
+            [("client-id", "ok-app")],
+            [("request_percentage", 12.5), ("controller_mutation_rate", 0.5)],
+            {"request_percentage": 12.5, "controller_mutation_rate": 0.5},
+            id="client-id-doubles",
+        ),
+        pytest.param(
+            [("client-id", "ok-app"), ("user", "ok-user")],
+            [("producer_byte_rate", 4096)],
+            {"producer_byte_rate": 4096.0},
+            id="user-and-client-id",
+        ),
+        pytest.param(
+            [("ip", "10.9.8.7")], [("connection_creation_rate", 30)], {"connection_creation_rate": 30.0}, id="ip"
+        ),
+        pytest.param(
+            [("ip", "::1")], [("connection_creation_rate", 31)], {"connection_creation_rate": 31.0}, id="ipv6"
+        ),
+        pytest.param(
+            [("ip", "localhost")],
+            [("connection_creation_rate", 32)],
+            {"connection_creation_rate": 32.0},
+            id="resolvable-host",
+        ),
+        pytest.param(
+            [("user", "ok-max")], [("producer_byte_rate", 9e18)], {"producer_byte_rate": 9e18}, id="large-long"
+        ),
+    ],
+)
 def test_alter_accepts_and_describe_returns(cluster, entity, ops, stored):
     assert alter(cluster, [(entity, ops)]) == {key(*entity): (NONE, None)}
     assert_stored(cluster, *entity, expected=stored)
@@ -170,11 +272,17 @@ def test_one_bad_op_leaves_the_entity_unchanged_while_other_entries_apply(cluste
     bad = [("user", "atomic-bad")]
     good = [("user", "atomic-good")]
     assert alter(cluster, [(bad, [("consumer_byte_rate", 500)])]) == {key(*bad): (NONE, None)}
-    results = alter(cluster, [
-        (good, [("producer_byte_rate", 1000)]),
-        (bad, [("consumer_byte_rate", 2000), ("producer_byte_rate", -1)]),
-    ])
-    assert results == {key(*good): (NONE, None), key(*bad): (INVALID_REQUEST, "Quota producer_byte_rate must be greater than 0")}
+    results = alter(
+        cluster,
+        [
+            (good, [("producer_byte_rate", 1000)]),
+            (bad, [("consumer_byte_rate", 2000), ("producer_byte_rate", -1)]),
+        ],
+    )
+    assert results == {
+        key(*good): (NONE, None),
+        key(*bad): (INVALID_REQUEST, "Quota producer_byte_rate must be greater than 0"),
+    }
     assert_stored(cluster, *good, expected={"producer_byte_rate": 1000.0})
     assert_stored(cluster, *bad, expected={"consumer_byte_rate": 500.0})
     alter(cluster, [(good, [("producer_byte_rate", None)]), (bad, [("consumer_byte_rate", None)])])
@@ -184,11 +292,19 @@ def test_remove_ops_are_not_validated(cluster):
     """A remove op is neither checked for its key nor its value, and removing an absent key is a no-op."""
     entity = [("user", "remover")]
     alter(cluster, [(entity, [("producer_byte_rate", 1000), ("consumer_byte_rate", 2000)])])
-    results = alter(cluster, [(entity, [
-        ("producer_byte_rate", -1.5, True),
-        ("not_a_quota", None),
-        ("connection_creation_rate", None),
-    ])])
+    results = alter(
+        cluster,
+        [
+            (
+                entity,
+                [
+                    ("producer_byte_rate", -1.5, True),
+                    ("not_a_quota", None),
+                    ("connection_creation_rate", None),
+                ],
+            )
+        ],
+    )
     assert results == {key(*entity): (NONE, None)}
     assert_stored(cluster, *entity, expected={"consumer_byte_rate": 2000.0})
     never = [("client-id", "never-set")]
@@ -207,8 +323,13 @@ def test_remove_ops_do_not_skip_entity_validation(cluster):
 def test_validate_only_runs_every_check_and_writes_nothing(cluster):
     good = [("user", "dry-run")]
     bad = [("client-id", "dry-run")]
-    results = alter(cluster, [(good, [("producer_byte_rate", 1024)]), (bad, [("consumer_byte_rate", 0.25)])], validate_only=True)
-    assert results == {key(*good): (NONE, None), key(*bad): (INVALID_REQUEST, "consumer_byte_rate cannot be a fractional value.")}
+    results = alter(
+        cluster, [(good, [("producer_byte_rate", 1024)]), (bad, [("consumer_byte_rate", 0.25)])], validate_only=True
+    )
+    assert results == {
+        key(*good): (NONE, None),
+        key(*bad): (INVALID_REQUEST, "consumer_byte_rate cannot be a fractional value."),
+    }
     assert_stored(cluster, *good, expected={})
     alter(cluster, [(good, [("producer_byte_rate", 1024)])])
     assert alter(cluster, [(good, [("producer_byte_rate", None)])], validate_only=True) == {key(*good): (NONE, None)}
@@ -234,8 +355,10 @@ FILTER_ENTITIES = {
 @pytest.fixture
 def filter_quotas(cluster):
     reset(cluster)
-    entries = [(entity, [("connection_creation_rate" if entity[0][0] == "ip" else "request_percentage", 10 + index)])
-               for index, entity in enumerate(FILTER_ENTITIES.values())]
+    entries = [
+        (entity, [("connection_creation_rate" if entity[0][0] == "ip" else "request_percentage", 10 + index)])
+        for index, entity in enumerate(FILTER_ENTITIES.values())
+    ]
     assert set(alter(cluster, entries).values()) == {(NONE, None)}
     keys = {name: key(*entity) for name, entity in FILTER_ENTITIES.items()}
     assert settled(lambda: set(describe(cluster)[2]), set(keys.values())) == set(keys.values())
@@ -243,25 +366,38 @@ def filter_quotas(cluster):
     reset(cluster)
 
 
-@pytest.mark.parametrize("components, strict, expected", [
-    pytest.param([], False, list(FILTER_ENTITIES), id="no-filter"),
-    pytest.param([], True, [], id="no-filter-strict"),
-    pytest.param([("user", EXACT, "alice")], False, ["alice", "alice/app", "alice/<default>"], id="exact"),
-    pytest.param([("user", EXACT, "alice")], True, ["alice"], id="exact-strict"),
-    pytest.param([("user", DEFAULT, None)], False, ["<default>", "<default>/<default>"], id="default"),
-    pytest.param([("user", DEFAULT, None)], True, ["<default>"], id="default-strict"),
-    pytest.param([("user", SPECIFIED, None)], False, ["alice", "alice/app", "alice/<default>", "<default>", "<default>/<default>"],
-                 id="specified-includes-default"),
-    pytest.param([("user", SPECIFIED, None)], True, ["alice", "<default>"], id="specified-strict"),
-    pytest.param([("user", EXACT, "alice"), ("client-id", DEFAULT, None)], True, ["alice/<default>"], id="exact-and-default"),
-    pytest.param([("user", SPECIFIED, None), ("client-id", SPECIFIED, None)], True, ["alice/app", "alice/<default>", "<default>/<default>"],
-                 id="two-specified"),
-    pytest.param([("client-id", EXACT, "app")], False, ["alice/app", "client app"], id="client-id-exact"),
-    pytest.param([("client-id", DEFAULT, None)], True, ["client <default>"], id="client-id-default-strict"),
-    pytest.param([("ip", SPECIFIED, None)], False, ["ip", "ip <default>"], id="ip-specified"),
-    pytest.param([("ip", DEFAULT, None)], False, ["ip <default>"], id="ip-default"),
-    pytest.param([("user", EXACT, "nobody")], False, [], id="no-match"),
-])
+@pytest.mark.parametrize(
+    "components, strict, expected",
+    [
+        pytest.param([], False, list(FILTER_ENTITIES), id="no-filter"),
+        pytest.param([], True, [], id="no-filter-strict"),
+        pytest.param([("user", EXACT, "alice")], False, ["alice", "alice/app", "alice/<default>"], id="exact"),
+        pytest.param([("user", EXACT, "alice")], True, ["alice"], id="exact-strict"),
+        pytest.param([("user", DEFAULT, None)], False, ["<default>", "<default>/<default>"], id="default"),
+        pytest.param([("user", DEFAULT, None)], True, ["<default>"], id="default-strict"),
+        pytest.param(
+            [("user", SPECIFIED, None)],
+            False,
+            ["alice", "alice/app", "alice/<default>", "<default>", "<default>/<default>"],
+            id="specified-includes-default",
+        ),
+        pytest.param([("user", SPECIFIED, None)], True, ["alice", "<default>"], id="specified-strict"),
+        pytest.param(
+            [("user", EXACT, "alice"), ("client-id", DEFAULT, None)], True, ["alice/<default>"], id="exact-and-default"
+        ),
+        pytest.param(
+            [("user", SPECIFIED, None), ("client-id", SPECIFIED, None)],
+            True,
+            ["alice/app", "alice/<default>", "<default>/<default>"],
+            id="two-specified",
+        ),
+        pytest.param([("client-id", EXACT, "app")], False, ["alice/app", "client app"], id="client-id-exact"),
+        pytest.param([("client-id", DEFAULT, None)], True, ["client <default>"], id="client-id-default-strict"),
+        pytest.param([("ip", SPECIFIED, None)], False, ["ip", "ip <default>"], id="ip-specified"),
+        pytest.param([("ip", DEFAULT, None)], False, ["ip <default>"], id="ip-default"),
+        pytest.param([("user", EXACT, "nobody")], False, [], id="no-match"),
+    ],
+)
 def test_describe_filters(cluster, filter_quotas, components, strict, expected):
     code, message, entries = describe(cluster, components, strict)
     assert (code, message) == (NONE, "")
@@ -279,28 +415,51 @@ def test_default_entities_have_a_null_name(cluster, filter_quotas):
     assert_stored(cluster, *literal, expected={})
 
 
-@pytest.mark.parametrize("components, code, message", [
-    pytest.param([("", EXACT, "x")], INVALID_REQUEST, "Invalid empty entity type.", id="empty-type"),
-    pytest.param([("group", EXACT, "x")], UNSUPPORTED_VERSION, "Unsupported entity type group", id="unknown-type"),
-    pytest.param([("user", EXACT, "a"), ("user", SPECIFIED, None)], INVALID_REQUEST,
-                 "Entity type user cannot appear more than once in the filter.", id="duplicate-type"),
-    pytest.param([("user", EXACT, None)], INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null.",
-                 id="exact-without-match"),
-    pytest.param([("user", DEFAULT, "a")], INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.",
-                 id="default-with-match"),
-    pytest.param([("client-id", SPECIFIED, "a")], INVALID_REQUEST,
-                 "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.", id="specified-with-match"),
-    pytest.param([("user", 7, None)], INVALID_REQUEST, "Unknown match type 7", id="unknown-match-type"),
-    pytest.param([("ip", SPECIFIED, None), ("user", EXACT, "a")], INVALID_REQUEST,
-                 "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.",
-                 id="ip-with-user"),
-])
+@pytest.mark.parametrize(
+    "components, code, message",
+    [
+        pytest.param([("", EXACT, "x")], INVALID_REQUEST, "Invalid empty entity type.", id="empty-type"),
+        pytest.param([("group", EXACT, "x")], UNSUPPORTED_VERSION, "Unsupported entity type group", id="unknown-type"),
+        pytest.param(
+            [("user", EXACT, "a"), ("user", SPECIFIED, None)],
+            INVALID_REQUEST,
+            "Entity type user cannot appear more than once in the filter.",
+            id="duplicate-type",
+        ),
+        pytest.param(
+            [("user", EXACT, None)],
+            INVALID_REQUEST,
+            "Request specified MATCH_TYPE_EXACT, but set match string to null.",
+            id="exact-without-match",
+        ),
+        pytest.param(
+            [("user", DEFAULT, "a")],
+            INVALID_REQUEST,
+            "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.",
+            id="default-with-match",
+        ),
+        pytest.param(
+            [("client-id", SPECIFIED, "a")],
+            INVALID_REQUEST,
+            "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.",
+            id="specified-with-match",
+        ),
+        pytest.param([("user", 7, None)], INVALID_REQUEST, "Unknown match type 7", id="unknown-match-type"),
+        pytest.param(
+            [("ip", SPECIFIED, None), ("user", EXACT, "a")],
+            INVALID_REQUEST,
+            "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.",
+            id="ip-with-user",
+        ),
+    ],
+)
 @pytest.mark.parametrize("version", [0, 1])
 def test_describe_filter_errors_are_top_level(cluster, components, code, message, version):
     assert describe(cluster, components, version=version) == (code, message, None)
 
 
 # -- Where quotas live ----------------------------------------------------------------------------------------------
+
 
 def test_quotas_are_cluster_wide(cluster):
     entity = [("user", "everywhere"), ("client-id", "svc")]
@@ -312,9 +471,11 @@ def test_quotas_are_cluster_wide(cluster):
 
 
 def test_quotas_survive_restarting_every_broker(cluster):
-    entries = [([("user", "durable")], [("producer_byte_rate", 1048576)]),
-               ([("user", None)], [("consumer_byte_rate", 2097152), ("request_percentage", 50)]),
-               ([("ip", None)], [("connection_creation_rate", 100)])]
+    entries = [
+        ([("user", "durable")], [("producer_byte_rate", 1048576)]),
+        ([("user", None)], [("consumer_byte_rate", 2097152), ("request_percentage", 50)]),
+        ([("ip", None)], [("connection_creation_rate", 100)]),
+    ]
     assert set(alter(cluster, entries).values()) == {(NONE, None)}
     for entry in cluster.info["brokers"]:
         cluster.stop(entry["id"])
@@ -322,27 +483,36 @@ def test_quotas_survive_restarting_every_broker(cluster):
     for entry in sorted(cluster.info["brokers"], key=lambda e: "broker" in e["roles"]):
         cluster.start(entry["id"])
     assert_stored(cluster, ("user", "durable"), node_id=2, expected={"producer_byte_rate": 1048576.0})
-    assert_stored(cluster, ("user", None), node_id=3, expected={"consumer_byte_rate": 2097152.0, "request_percentage": 50.0})
+    assert_stored(
+        cluster, ("user", None), node_id=3, expected={"consumer_byte_rate": 2097152.0, "request_percentage": 50.0}
+    )
     assert_stored(cluster, ("ip", None), node_id=1, expected={"connection_creation_rate": 100.0})
     reset(cluster)
 
 
 # -- Through kafka-python's admin client ----------------------------------------------------------------------------
 
+
 def _admin_send(admin, request, node_id=None):
     """Send a protocol object over KafkaAdminClient's own connections (the version is negotiated)."""
+
     async def send():
         return await admin._manager.send(request, node_id=node_id)  # pylint: disable=protected-access
+
     return admin._manager.run(send)  # pylint: disable=protected-access
 
 
 def test_kafka_python_admin_client_connections(cluster):
     """The same rules through KafkaAdminClient's connection manager, which negotiates the newest version (v1)."""
     entry = AlterClientQuotasRequest.EntryData
-    good = entry(entity=[entry.EntityData(entity_type="user", entity_name="kp-user")],
-                 ops=[entry.OpData(key="producer_byte_rate", value=8192.0, remove=False)])
-    bad = entry(entity=[entry.EntityData(entity_type="user", entity_name=None)],
-                ops=[entry.OpData(key="producer_byte_rate", value=0.5, remove=False)])
+    good = entry(
+        entity=[entry.EntityData(entity_type="user", entity_name="kp-user")],
+        ops=[entry.OpData(key="producer_byte_rate", value=8192.0, remove=False)],
+    )
+    bad = entry(
+        entity=[entry.EntityData(entity_type="user", entity_name=None)],
+        ops=[entry.OpData(key="producer_byte_rate", value=0.5, remove=False)],
+    )
     component = DescribeClientQuotasRequest.ComponentData
     reset(cluster)
     admin = KafkaAdminClient(**kafka_python_config(cluster))
@@ -350,18 +520,30 @@ def test_kafka_python_admin_client_connections(cluster):
         response = _admin_send(admin, AlterClientQuotasRequest(entries=[good, bad], validate_only=False), node_id=2)
         assert response.API_VERSION == 1
         results = {_entity_key(e.entity): (e.error_code, e.error_message) for e in response.entries}
-        assert results == {(("user", "kp-user"),): (NONE, None),
-                           (("user", None),): (INVALID_REQUEST, "producer_byte_rate cannot be a fractional value.")}
+        assert results == {
+            (("user", "kp-user"),): (NONE, None),
+            (("user", None),): (INVALID_REQUEST, "producer_byte_rate cannot be a fractional value."),
+        }
         expected = {(("user", "kp-user"),): {"producer_byte_rate": 8192.0}}
 
         def described():
-            response = _admin_send(admin, DescribeClientQuotasRequest(
-                components=[component(entity_type="user", match_type=SPECIFIED, match=None)], strict=False), node_id=3)
+            response = _admin_send(
+                admin,
+                DescribeClientQuotasRequest(
+                    components=[component(entity_type="user", match_type=SPECIFIED, match=None)], strict=False
+                ),
+                node_id=3,
+            )
             assert (response.error_code, response.error_message) == (NONE, "")
             return {_entity_key(e.entity): {v.key: v.value for v in e.values} for e in response.entries}
+
         assert settled(described, expected) == expected
-        response = _admin_send(admin, DescribeClientQuotasRequest(
-            components=[component(entity_type="user", match_type=EXACT, match=None)], strict=False))
+        response = _admin_send(
+            admin,
+            DescribeClientQuotasRequest(
+                components=[component(entity_type="user", match_type=EXACT, match=None)], strict=False
+            ),
+        )
         assert (response.error_code, response.entries) == (INVALID_REQUEST, None)
     finally:
         admin.close()

@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import pytest
+from clients import RawClient, confluent_config, kafka_python_config
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
@@ -26,7 +27,6 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from clients import RawClient, confluent_config, kafka_python_config
 from kafka_sim import security, wire
 from kafka_sim.testing import ClusterFactory
 
@@ -81,11 +81,12 @@ def closed(client, request, version):
     """True when the broker closed the connection instead of answering ``request``."""
     try:
         return client.request(request, version) is None
-    except OSError:   # a TLS socket reports the close while sending
+    except OSError:  # a TLS socket reports the close while sending
         return True
 
 
 # -- TLS ------------------------------------------------------------------------------------------------------------
+
 
 def test_tls_clients_connect_with_the_client_certificate(tls_cluster):
     admin = AdminClient(confluent_config(tls_cluster))
@@ -123,10 +124,17 @@ def _refused(context, entry):
     """True when the broker ends a TLS connection before answering ApiVersions (TLS 1.3 reports it after the handshake)."""
     try:
         client = RawClient.__new__(RawClient)
-        client.sock = context.wrap_socket(socket.create_connection((entry["host"], entry["port"]), timeout=5), server_hostname=entry["host"])
+        client.sock = context.wrap_socket(
+            socket.create_connection((entry["host"], entry["port"]), timeout=5), server_hostname=entry["host"]
+        )
         client.correlation_id = 0
         with client:
-            return client.request(wire.build(ApiVersionsRequest, 3, {"client_software_name": "t", "client_software_version": "1"}), 3) is None
+            return (
+                client.request(
+                    wire.build(ApiVersionsRequest, 3, {"client_software_name": "t", "client_software_version": "1"}), 3
+                )
+                is None
+            )
     except (ssl.SSLError, OSError):
         return True
 
@@ -135,7 +143,9 @@ def test_tls_certificate_from_another_ca_is_refused(tls_cluster):
     directory = tempfile.mkdtemp(prefix="other-ca-", dir=tls_cluster.directory)
     ca_cert, ca_key = security.make_ca(directory, common_name="other-ca")
     other = security.make_certificate(directory, "admin", ca_cert, ca_key, "admin", server=False, client=True)
-    config = confluent_config(tls_cluster, **{"ssl.certificate.location": other["cert"], "ssl.key.location": other["key"]})
+    config = confluent_config(
+        tls_cluster, **{"ssl.certificate.location": other["cert"], "ssl.key.location": other["key"]}
+    )
     reported = confluent_errors(config, lambda e: "alert" in e.str())
     assert any("alert" in e.str() for e in reported), [e.str() for e in reported]
     kafka_python_refused(kafka_python_config(tls_cluster, ssl_certfile=other["cert"], ssl_keyfile=other["key"]))
@@ -145,6 +155,7 @@ def test_tls_certificate_from_another_ca_is_refused(tls_cluster):
 
 
 # -- SCRAM ----------------------------------------------------------------------------------------------------------
+
 
 def scram_login(client, mechanism, username, password):
     """SaslHandshake v1 then SaslAuthenticate v2 driven by kafka-python's SCRAM client; returns the last response."""
@@ -157,7 +168,7 @@ def scram_login(client, mechanism, username, password):
     scram.process_server_first_message(first.auth_bytes)
     final = client.request(wire.build(SaslAuthenticateRequest, 2, {"auth_bytes": scram.final_message()}), 2)
     if final.error_code == NONE:
-        scram.process_server_final_message(final.auth_bytes)   # raises unless the broker proved it knows the password
+        scram.process_server_final_message(final.auth_bytes)  # raises unless the broker proved it knows the password
     return final
 
 
@@ -178,12 +189,14 @@ def test_raw_scram_exchange(scram_cluster, mechanism):
     with RawClient.to_broker(scram_cluster, 1) as client:
         final = scram_login(client, mechanism, sasl["username"], sasl["password"])
         assert (final.error_code, final.error_message) == (NONE, "")
-        assert client.request(metadata_request(), 1).cluster_id is None   # Metadata v1 carries no cluster id
+        assert client.request(metadata_request(), 1).cluster_id is None  # Metadata v1 carries no cluster id
         assert len(client.request(wire.build(MetadataRequest, 12, {"topics": None}), 12).brokers) == 2
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-@pytest.mark.parametrize("username, password", [("admin", "wrong-password"), ("nobody", "whatever")], ids=["wrong-password", "unknown-user"])
+@pytest.mark.parametrize(
+    "username, password", [("admin", "wrong-password"), ("nobody", "whatever")], ids=["wrong-password", "unknown-user"]
+)
 def test_bad_credentials_fail_authentication(scram_cluster, mechanism, username, password):
     with RawClient.to_broker(scram_cluster, 1) as client:
         final = scram_login(client, mechanism, username, password)
@@ -197,10 +210,13 @@ def test_wrong_password_with_both_clients(scram_cluster, mechanism, caplog):
 
     def wanted(error):
         return error.name() == "_AUTHENTICATION" and AUTH_FAILED.format(mechanism) in error.str()
+
     reported = confluent_errors(config, wanted)
     assert any(wanted(e) for e in reported), [e.str() for e in reported]
     caplog.set_level(logging.ERROR, logger="kafka")
-    kafka_python_refused(kafka_python_config(scram_cluster, sasl_mechanism=mechanism, sasl_plain_password="wrong-password"))
+    kafka_python_refused(
+        kafka_python_config(scram_cluster, sasl_mechanism=mechanism, sasl_plain_password="wrong-password")
+    )
     # kafka-python drops a response that arrives together with the connection close (its transport aborts on the
     # EOF before handing over the bytes read with it), so its log shows the SASL error only when it read it first;
     # test_bad_credentials_fail_authentication pins the response itself with kafka-python's SCRAM client.
@@ -212,7 +228,9 @@ def test_request_before_authentication_closes_the_connection(scram_cluster):
     with RawClient.to_broker(scram_cluster, 1) as client:
         assert closed(client, metadata_request(), 1)
     with RawClient.to_broker(scram_cluster, 2) as client:
-        versions = client.request(wire.build(ApiVersionsRequest, 3, {"client_software_name": "t", "client_software_version": "1"}), 3)
+        versions = client.request(
+            wire.build(ApiVersionsRequest, 3, {"client_software_name": "t", "client_software_version": "1"}), 3
+        )
         assert versions.error_code == NONE
         handshake = client.request(wire.build(SaslHandshakeRequest, 1, {"mechanism": "SCRAM-SHA-256"}), 1)
         assert handshake.error_code == NONE
@@ -243,9 +261,14 @@ def test_sasl_requests_after_authentication(scram_cluster):
     with RawClient.to_broker(scram_cluster, 1) as client:
         assert scram_login(client, "SCRAM-SHA-512", sasl["username"], sasl["password"]).error_code == NONE
         response = client.request(wire.build(SaslAuthenticateRequest, 2, {"auth_bytes": b"n,,n=admin,r=abc"}), 2)
-        assert (response.error_code, response.error_message) == (ILLEGAL_SASL_STATE,
-                                                                 "SaslAuthenticate request received after successful authentication")
-        assert client.request(wire.build(SaslHandshakeRequest, 1, {"mechanism": "SCRAM-SHA-512"}), 1).error_code == ILLEGAL_SASL_STATE
+        assert (response.error_code, response.error_message) == (
+            ILLEGAL_SASL_STATE,
+            "SaslAuthenticate request received after successful authentication",
+        )
+        assert (
+            client.request(wire.build(SaslHandshakeRequest, 1, {"mechanism": "SCRAM-SHA-512"}), 1).error_code
+            == ILLEGAL_SASL_STATE
+        )
         assert len(client.request(metadata_request(), 1).brokers) == 2
 
 
@@ -256,7 +279,14 @@ def test_added_user_authenticates_only_with_its_mechanism(scram_cluster):
         assert scram_login(client, "SCRAM-SHA-256", "carol", "carol-secret").error_code == NONE
     with RawClient.to_broker(scram_cluster, 2) as client:
         final = scram_login(client, "SCRAM-SHA-512", "carol", "carol-secret")
-        assert (final.error_code, final.error_message) == (SASL_AUTHENTICATION_FAILED, AUTH_FAILED.format("SCRAM-SHA-512"))
-    admin = AdminClient(confluent_config(scram_cluster, **{"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "carol",
-                                                           "sasl.password": "carol-secret"}))
+        assert (final.error_code, final.error_message) == (
+            SASL_AUTHENTICATION_FAILED,
+            AUTH_FAILED.format("SCRAM-SHA-512"),
+        )
+    admin = AdminClient(
+        confluent_config(
+            scram_cluster,
+            **{"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "carol", "sasl.password": "carol-secret"},
+        )
+    )
     assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2]

@@ -12,6 +12,7 @@ import struct
 import time
 
 import pytest
+from clients import RawClient
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
 from kafka.protocol.admin.configs import DescribeConfigsRequest
 from kafka.protocol.admin.topics import CreateTopicsRequest
@@ -23,51 +24,88 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from clients import RawClient
-
 UNSUPPORTED_VERSION = 35
 API_VERSIONS = 18
 
 # Kafka 4.x: (advertised min, max) and the lowest version actually accepted, per API key.
 ADVERTISED = {
-    0: (0, 13),    # Produce (v0-v2 advertised but refused)
-    1: (4, 18),    # Fetch
-    2: (1, 11),    # ListOffsets
-    3: (0, 13),    # Metadata
-    10: (0, 6),    # FindCoordinator
-    17: (0, 1),    # SaslHandshake
-    18: (0, 4),    # ApiVersions
-    19: (2, 7),    # CreateTopics
-    22: (0, 5),    # InitProducerId
-    32: (1, 4),    # DescribeConfigs
-    35: (1, 5),    # DescribeLogDirs
-    36: (0, 2),    # SaslAuthenticate
-    44: (0, 1),    # IncrementalAlterConfigs
-    48: (0, 1),    # DescribeClientQuotas
-    49: (0, 1),    # AlterClientQuotas
-    55: (0, 2),    # DescribeQuorum (forwarded to the active controller)
-    60: (0, 2),    # DescribeCluster
+    0: (0, 13),  # Produce (v0-v2 advertised but refused)
+    1: (4, 18),  # Fetch
+    2: (1, 11),  # ListOffsets
+    3: (0, 13),  # Metadata
+    10: (0, 6),  # FindCoordinator
+    17: (0, 1),  # SaslHandshake
+    18: (0, 4),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    22: (0, 5),  # InitProducerId
+    32: (1, 4),  # DescribeConfigs
+    35: (1, 5),  # DescribeLogDirs
+    36: (0, 2),  # SaslAuthenticate
+    44: (0, 1),  # IncrementalAlterConfigs
+    48: (0, 1),  # DescribeClientQuotas
+    49: (0, 1),  # AlterClientQuotas
+    55: (0, 2),  # DescribeQuorum (forwarded to the active controller)
+    60: (0, 2),  # DescribeCluster
 }
 ACCEPTED_MIN = {key: 3 if key == 0 else low for key, (low, _ignored) in ADVERTISED.items()}
 # First flexible version (request header v2) per API key, from Kafka's message schemas.
-FLEXIBLE_FROM = {0: 9, 1: 12, 2: 6, 3: 9, 10: 3, 17: 99, 18: 3, 19: 5, 22: 2, 32: 4, 35: 2, 36: 2, 44: 1, 48: 1, 49: 1, 55: 0, 60: 0}
+FLEXIBLE_FROM = {
+    0: 9,
+    1: 12,
+    2: 6,
+    3: 9,
+    10: 3,
+    17: 99,
+    18: 3,
+    19: 5,
+    22: 2,
+    32: 4,
+    35: 2,
+    36: 2,
+    44: 1,
+    48: 1,
+    49: 1,
+    55: 0,
+    60: 0,
+}
 
 REQUESTS = {
     "Produce": lambda: ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[]),
-    "Fetch": lambda: FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
-                                  session_epoch=-1, topics=[], forgotten_topics_data=[], rack_id=""),
+    "Fetch": lambda: FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[],
+        forgotten_topics_data=[],
+        rack_id="",
+    ),
     "ListOffsets": lambda: ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[], timeout_ms=1000),
     "Metadata": lambda: MetadataRequest(topics=[], allow_auto_topic_creation=False),
     "FindCoordinator": lambda: FindCoordinatorRequest(key="group", key_type=0, coordinator_keys=["group"]),
     "ApiVersions": lambda: ApiVersionsRequest(client_software_name="conformance", client_software_version="1.0"),
     "CreateTopics": lambda: CreateTopicsRequest(topics=[], timeout_ms=1000, validate_only=False),
-    "InitProducerId": lambda: InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1),
-    "DescribeConfigs": lambda: DescribeConfigsRequest(resources=[], include_synonyms=False, include_documentation=False),
+    "InitProducerId": lambda: InitProducerIdRequest(
+        transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
+    ),
+    "DescribeConfigs": lambda: DescribeConfigsRequest(
+        resources=[], include_synonyms=False, include_documentation=False
+    ),
     "DescribeLogDirs": lambda: DescribeLogDirsRequest(topics=None),
-    "DescribeQuorum": lambda: DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-        topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])]),
-    "DescribeCluster": lambda: DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
-                                                      include_fenced_brokers=False),
+    "DescribeQuorum": lambda: DescribeQuorumRequest(
+        topics=[
+            DescribeQuorumRequest.TopicData(
+                topic_name="__cluster_metadata",
+                partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)],
+            )
+        ]
+    ),
+    "DescribeCluster": lambda: DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False
+    ),
 }
 
 
@@ -158,9 +196,20 @@ def test_unparsable_body_closes_the_connection(kafka_cluster):
 
 
 def _every_supported_version():
-    by_name = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "FindCoordinator": 10, "ApiVersions": 18,
-               "CreateTopics": 19, "InitProducerId": 22, "DescribeConfigs": 32, "DescribeLogDirs": 35, "DescribeQuorum": 55,
-               "DescribeCluster": 60}
+    by_name = {
+        "Produce": 0,
+        "Fetch": 1,
+        "ListOffsets": 2,
+        "Metadata": 3,
+        "FindCoordinator": 10,
+        "ApiVersions": 18,
+        "CreateTopics": 19,
+        "InitProducerId": 22,
+        "DescribeConfigs": 32,
+        "DescribeLogDirs": 35,
+        "DescribeQuorum": 55,
+        "DescribeCluster": 60,
+    }
     for name, key in by_name.items():
         for version in range(ACCEPTED_MIN[key], ADVERTISED[key][1] + 1):
             yield name, version

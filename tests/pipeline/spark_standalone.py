@@ -25,8 +25,8 @@ import urllib.request
 from kafka_sim.nodes import descendants, process_alive
 
 LOOPBACK = "127.0.0.1"
-START_TIMEOUT = 180.0           # seconds for the master and every worker to be up, on a busy two-core machine
-STOP_TIMEOUT = 30.0             # seconds a process has to end after SIGTERM before it is killed
+START_TIMEOUT = 180.0  # seconds for the master and every worker to be up, on a busy two-core machine
+STOP_TIMEOUT = 30.0  # seconds a process has to end after SIGTERM before it is killed
 POLL_INTERVAL = 0.25
 LOG_TAIL_LINES = 40
 
@@ -37,15 +37,15 @@ class ClusterError(RuntimeError):
 
 @dataclasses.dataclass
 class StandaloneCluster:
-    master_url: str                 # spark://127.0.0.1:PORT, as the master reports it
-    web_url: str                    # http://127.0.0.1:PORT, the master's web UI (JSON status at /json/)
+    master_url: str  # spark://127.0.0.1:PORT, as the master reports it
+    web_url: str  # http://127.0.0.1:PORT, the master's web UI (JSON status at /json/)
     spark_home: str
     spark_submit: str
-    env: dict                       # the environment to run spark-submit with
+    env: dict  # the environment to run spark-submit with
     workdir: str
-    worker_dirs: list               # each worker's --work-dir: <app id>/<executor id>/stderr holds an executor's log
+    worker_dirs: list  # each worker's --work-dir: <app id>/<executor id>/stderr holds an executor's log
     logs: list = dataclasses.field(default_factory=list)
-    processes: list = dataclasses.field(default_factory=list)     # the master's, then the workers'
+    processes: list = dataclasses.field(default_factory=list)  # the master's, then the workers'
 
     def worker_pids(self):
         """The workers' process ids (their executors are their child processes)."""
@@ -76,20 +76,34 @@ def free_port():
 def cluster_environment(home, conf_dir):
     """The environment of the daemons and of spark-submit: this Spark, loopback only, no site configuration."""
     env = dict(os.environ)
-    for name in ("SPARK_MASTER_PORT", "SPARK_MASTER_WEBUI_PORT", "SPARK_WORKER_PORT", "SPARK_WORKER_WEBUI_PORT", "SPARK_WORKER_INSTANCES",
-                 "SPARK_WORKER_CORES", "SPARK_WORKER_MEMORY", "SPARK_WORKER_OPTS", "SPARK_MASTER_OPTS", "SPARK_DAEMON_JAVA_OPTS",
-                 "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "PYSPARK_DRIVER_PYTHON"):
+    for name in (
+        "SPARK_MASTER_PORT",
+        "SPARK_MASTER_WEBUI_PORT",
+        "SPARK_WORKER_PORT",
+        "SPARK_WORKER_WEBUI_PORT",
+        "SPARK_WORKER_INSTANCES",
+        "SPARK_WORKER_CORES",
+        "SPARK_WORKER_MEMORY",
+        "SPARK_WORKER_OPTS",
+        "SPARK_MASTER_OPTS",
+        "SPARK_DAEMON_JAVA_OPTS",
+        "PYSPARK_GATEWAY_PORT",
+        "PYSPARK_GATEWAY_SECRET",
+        "PYSPARK_DRIVER_PYTHON",
+    ):
         env.pop(name, None)
-    env.update({
-        "SPARK_HOME": home,
-        "SPARK_CONF_DIR": conf_dir,              # an empty directory: no spark-env.sh or spark-defaults.conf of the machine
-        "SPARK_LOCAL_IP": LOOPBACK,
-        "SPARK_LOCAL_HOSTNAME": LOOPBACK,
-        "SPARK_MASTER_HOST": LOOPBACK,
-        "SPARK_PUBLIC_DNS": LOOPBACK,
-        "SPARK_DAEMON_MEMORY": "512m",
-        "PYSPARK_PYTHON": sys.executable,
-    })
+    env.update(
+        {
+            "SPARK_HOME": home,
+            "SPARK_CONF_DIR": conf_dir,  # an empty directory: no spark-env.sh or spark-defaults.conf of the machine
+            "SPARK_LOCAL_IP": LOOPBACK,
+            "SPARK_LOCAL_HOSTNAME": LOOPBACK,
+            "SPARK_MASTER_HOST": LOOPBACK,
+            "SPARK_PUBLIC_DNS": LOOPBACK,
+            "SPARK_DAEMON_MEMORY": "512m",
+            "PYSPARK_PYTHON": sys.executable,
+        }
+    )
     return env
 
 
@@ -102,8 +116,15 @@ def standalone_cluster(workdir, workers=2, cores_per_worker=1, worker_memory="1g
     os.makedirs(conf_dir, exist_ok=True)
     env = cluster_environment(home, conf_dir)
     spark_class = os.path.join(home, "bin", "spark-class")
-    cluster = StandaloneCluster(master_url="", web_url="", spark_home=home, spark_submit=os.path.join(home, "bin", "spark-submit"),
-                                env=env, workdir=workdir, worker_dirs=[])
+    cluster = StandaloneCluster(
+        master_url="",
+        web_url="",
+        spark_home=home,
+        spark_submit=os.path.join(home, "bin", "spark-submit"),
+        env=env,
+        workdir=workdir,
+        worker_dirs=[],
+    )
     processes = cluster.processes
     deadline = time.monotonic() + timeout
     try:
@@ -111,18 +132,45 @@ def standalone_cluster(workdir, workers=2, cores_per_worker=1, worker_memory="1g
         cluster.web_url, cluster.master_url = f"http://{LOOPBACK}:{web_port}", f"spark://{LOOPBACK}:{port}"
         master_log = os.path.join(workdir, "master.log")
         cluster.logs.append(master_log)
-        processes.append(_start([spark_class, "org.apache.spark.deploy.master.Master", "--host", LOOPBACK, "--port", str(port),
-                                 "--webui-port", str(web_port)], env, master_log))
+        processes.append(
+            _start(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    LOOPBACK,
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(web_port),
+                ],
+                env,
+                master_log,
+            )
+        )
         # The workers start with the master (each JVM takes seconds to start) and retry until it answers.
-        workers_started = [_start_worker(cluster, spark_class, env, index, cores_per_worker, worker_memory) for index in range(workers)]
+        workers_started = [
+            _start_worker(cluster, spark_class, env, index, cores_per_worker, worker_memory) for index in range(workers)
+        ]
         processes.extend(workers_started)
-        status = _wait_for(cluster, processes, deadline, lambda status: status.get("status") == "ALIVE", "the master to be ALIVE")
-        if status["url"] != cluster.master_url:          # its port was taken meanwhile and it moved on: the workers follow
+        status = _wait_for(
+            cluster, processes, deadline, lambda status: status.get("status") == "ALIVE", "the master to be ALIVE"
+        )
+        if status["url"] != cluster.master_url:  # its port was taken meanwhile and it moved on: the workers follow
             stop(workers_started)
             processes[1:] = []
             cluster.master_url = status["url"]
-            processes.extend(_start_worker(cluster, spark_class, env, index, cores_per_worker, worker_memory) for index in range(workers))
-        _wait_for(cluster, processes, deadline, lambda status: _alive_workers(status) >= workers, f"{workers} workers to be ALIVE")
+            processes.extend(
+                _start_worker(cluster, spark_class, env, index, cores_per_worker, worker_memory)
+                for index in range(workers)
+            )
+        _wait_for(
+            cluster,
+            processes,
+            deadline,
+            lambda status: _alive_workers(status) >= workers,
+            f"{workers} workers to be ALIVE",
+        )
         yield cluster
     finally:
         stop(processes)
@@ -135,9 +183,27 @@ def _start_worker(cluster, spark_class, env, index, cores, memory):
     if work_dir not in cluster.worker_dirs:
         cluster.worker_dirs.append(work_dir)
         cluster.logs.append(log)
-    return _start([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", LOOPBACK, "--port", str(free_port()),
-                   "--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory, "--work-dir", work_dir,
-                   cluster.master_url], env, log)
+    return _start(
+        [
+            spark_class,
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(free_port()),
+            "--webui-port",
+            str(free_port()),
+            "--cores",
+            str(cores),
+            "--memory",
+            memory,
+            "--work-dir",
+            work_dir,
+            cluster.master_url,
+        ],
+        env,
+        log,
+    )
 
 
 def master_status(web_url, timeout=10.0):
@@ -152,7 +218,9 @@ def _alive_workers(status):
 def _start(command, env, log):
     """One daemon in its own process group (so that it and its children can be signalled together), logging to ``log``."""
     with open(log, "ab") as handle:
-        return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            command, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def _wait_for(cluster, processes, deadline, ready, what):
@@ -161,14 +229,16 @@ def _wait_for(cluster, processes, deadline, ready, what):
     while True:
         for process in processes:
             if process.poll() is not None:
-                raise ClusterError(f"a Spark daemon exited with status {process.returncode} while waiting for {what} "
-                                   f"({' '.join(process.args[1:3])})\n{cluster.log_tails()}")
+                raise ClusterError(
+                    f"a Spark daemon exited with status {process.returncode} while waiting for {what} "
+                    f"({' '.join(process.args[1:3])})\n{cluster.log_tails()}"
+                )
         try:
             status = master_status(cluster.web_url, timeout=5.0)
             if ready(status):
                 return status
             last_error = f"status so far: {json.dumps({key: status.get(key) for key in ('status', 'aliveworkers', 'workers')})[:2000]}"
-        except (OSError, ValueError) as exc:      # not listening yet, or a partial answer
+        except (OSError, ValueError) as exc:  # not listening yet, or a partial answer
             last_error = f"{type(exc).__name__}: {exc}"
         if time.monotonic() > deadline:
             raise ClusterError(f"timed out waiting for {what} ({last_error})\n{cluster.log_tails()}")

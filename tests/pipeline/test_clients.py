@@ -4,12 +4,12 @@ import datetime
 import random
 
 import pytest
+import vector_cases
 from pyspark.sql import functions as F
 
-import vector_cases
+from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
 from headroom_pipeline import clients, schemas
 from headroom_pipeline.config import PipelineConfig
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
 
 CASES = vector_cases.load("client_quotas.json")["cases"]
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -30,8 +30,21 @@ def config(**settings):
 
 
 def traffic_frame(spark, rows):
-    return spark.createDataFrame([(parse(row["ts"]) if isinstance(row["ts"], str) else row["ts"], row["broker_id"], row["user"], row["client_id"],
-                                   row.get("topic"), row["bytes_in"], row["bytes_out"]) for row in rows], schemas.TRAFFIC_ROWS)
+    return spark.createDataFrame(
+        [
+            (
+                parse(row["ts"]) if isinstance(row["ts"], str) else row["ts"],
+                row["broker_id"],
+                row["user"],
+                row["client_id"],
+                row.get("topic"),
+                row["bytes_in"],
+                row["bytes_out"],
+            )
+            for row in rows
+        ],
+        schemas.TRAFFIC_ROWS,
+    )
 
 
 def collect(frame, keys):
@@ -42,16 +55,20 @@ def collect(frame, keys):
 
 def run(spark, rows, quotas, proposed=None, **settings):
     windows, recommendations = clients.client_analysis(traffic_frame(spark, rows), quotas, proposed, config(**settings))
-    windows.cache()              # recommendations are computed from the same windows
+    windows.cache()  # recommendations are computed from the same windows
     try:
-        return collect(windows, ["user", "client_id", "broker_id", "window_start"]), collect(recommendations, ["user", "client_id"])
+        return collect(windows, ["user", "client_id", "broker_id", "window_start"]), collect(
+            recommendations, ["user", "client_id"]
+        )
     finally:
         windows.unpersist()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
 def test_vector(spark, case):
-    windows, recommendations = run(spark, case["traffic"], case["quotas"], case.get("proposed"), **case.get("config", {}))
+    windows, recommendations = run(
+        spark, case["traffic"], case["quotas"], case.get("proposed"), **case.get("config", {})
+    )
     for window in windows:
         window.update({name: iso(window[name]) for name in TIME_COLUMNS})
     if "windows" in case["expected"]:
@@ -64,16 +81,36 @@ def generated_traffic(seed=7, instants=90):
     """A few thousand rows: users with several client ids, unauthenticated and anonymous clients, irregular instants."""
     rng = random.Random(seed)
     start = datetime.datetime(2026, 11, 22, tzinfo=datetime.timezone.utc)
-    people = [("alice", "a1"), ("alice", "a2"), ("alice", None), ("bob", "shared"), ("carol", "shared"), (None, "shared"), (None, "legacy"),
-              ("ANONYMOUS", "web"), ("dave", "etl"), ("erin", "etl-2"), (None, None)]
+    people = [
+        ("alice", "a1"),
+        ("alice", "a2"),
+        ("alice", None),
+        ("bob", "shared"),
+        ("carol", "shared"),
+        (None, "shared"),
+        (None, "legacy"),
+        ("ANONYMOUS", "web"),
+        ("dave", "etl"),
+        ("erin", "etl-2"),
+        (None, None),
+    ]
     rows, moment = [], start
     for unused_step in range(instants):
         moment += datetime.timedelta(seconds=rng.choice([15, 20, 30, 45.5]))
         for broker in (1, 2, 3):
             for user, client_id in people:
                 if rng.random() < 0.8:
-                    rows.append({"ts": moment, "broker_id": broker, "user": user, "client_id": client_id, "topic": "t",
-                                 "bytes_in": rng.randrange(0, 90_000), "bytes_out": rng.randrange(0, 160_000)})
+                    rows.append(
+                        {
+                            "ts": moment,
+                            "broker_id": broker,
+                            "user": user,
+                            "client_id": client_id,
+                            "topic": "t",
+                            "bytes_in": rng.randrange(0, 90_000),
+                            "bytes_out": rng.randrange(0, 160_000),
+                        }
+                    )
     return rows
 
 
@@ -86,32 +123,74 @@ GENERATED_QUOTAS = [
     {"entity": {"client_id": "<default>"}, "values": {"consumer_byte_rate": 2200.0}},
 ]
 GENERATED_PROPOSED = [
-    {"entity": {"user": "<default>", "client_id": "<default>"}, "values": {"producer_byte_rate": 1400.0, "consumer_byte_rate": 2600.0}},
+    {
+        "entity": {"user": "<default>", "client_id": "<default>"},
+        "values": {"producer_byte_rate": 1400.0, "consumer_byte_rate": 2600.0},
+    },
     {"entity": {"client_id": "legacy"}, "values": {"producer_byte_rate": 800.0}},
 ]
 
 
 def test_generated_traffic_matches_the_pure_rules(spark):
     rows = generated_traffic()
-    settings = {"client_window": 60.0, "quota_window_num": 11, "quota_window_size": 1.0, "recommend_percentile": 0.95, "recommend_headroom": 1.3}
+    settings = {
+        "client_window": 60.0,
+        "quota_window_num": 11,
+        "quota_window_size": 1.0,
+        "recommend_percentile": 0.95,
+        "recommend_headroom": 1.3,
+    }
     windows, recommendations = run(spark, rows, GENERATED_QUOTAS, GENERATED_PROPOSED, **settings)
     pure_rows = [dict(row, ts_us=(row["ts"] - EPOCH) // datetime.timedelta(microseconds=1)) for row in rows]
-    expected_windows = cqm.client_windows(pure_rows, GENERATED_QUOTAS, GENERATED_PROPOSED, settings["client_window"],
-                                          settings["quota_window_num"], settings["quota_window_size"])
-    expected_recommendations = cqm.client_recommendations(expected_windows, settings["recommend_percentile"], settings["recommend_headroom"])
+    expected_windows = cqm.client_windows(
+        pure_rows,
+        GENERATED_QUOTAS,
+        GENERATED_PROPOSED,
+        settings["client_window"],
+        settings["quota_window_num"],
+        settings["quota_window_size"],
+    )
+    expected_recommendations = cqm.client_recommendations(
+        expected_windows, settings["recommend_percentile"], settings["recommend_headroom"]
+    )
     assert len(rows) > 2000
     assert set(windows[0]) == set(expected_windows[0])
     vector_cases.assert_rows(windows, expected_windows, "windows")
     vector_cases.assert_rows(recommendations, expected_recommendations, "recommendations")
-    assert any(window["throttle_time_ms"] > 0 for window in windows) and any(window["proposed_fetch_throttle_time_ms"] > 0 for window in windows)
+    assert any(window["throttle_time_ms"] > 0 for window in windows) and any(
+        window["proposed_fetch_throttle_time_ms"] > 0 for window in windows
+    )
 
 
 def test_columns_without_proposed_quotas(spark):
-    rows = [{"ts": "2026-11-22T00:00:10Z", "broker_id": 1, "user": "u", "client_id": "c", "bytes_in": 10, "bytes_out": 0}]
+    rows = [
+        {"ts": "2026-11-22T00:00:10Z", "broker_id": 1, "user": "u", "client_id": "c", "bytes_in": 10, "bytes_out": 0}
+    ]
     windows, recommendations = clients.client_analysis(traffic_frame(spark, rows), [], None, config())
     assert not [name for name in windows.columns + recommendations.columns if name.startswith("proposed_")]
-    assert {"user", "client_id", "broker_id", "window_start", "window_end", "produce_bytes_per_sec", "producer_byte_rate", "quota_entity",
-            "quota_used_fraction", "throttle_time_ms", "throttle_time_ms_kip13", "fetch_bytes_per_sec", "consumer_byte_rate",
-            "fetch_quota_used_fraction", "fetch_throttle_time_ms"} <= set(windows.columns)
-    assert {"user", "client_id", "recommended_producer_byte_rate", "recommended_consumer_byte_rate", "producer_byte_rate",
-            "consumer_byte_rate", "windows_over_quota"} <= set(recommendations.columns)
+    assert {
+        "user",
+        "client_id",
+        "broker_id",
+        "window_start",
+        "window_end",
+        "produce_bytes_per_sec",
+        "producer_byte_rate",
+        "quota_entity",
+        "quota_used_fraction",
+        "throttle_time_ms",
+        "throttle_time_ms_kip13",
+        "fetch_bytes_per_sec",
+        "consumer_byte_rate",
+        "fetch_quota_used_fraction",
+        "fetch_throttle_time_ms",
+    } <= set(windows.columns)
+    assert {
+        "user",
+        "client_id",
+        "recommended_producer_byte_rate",
+        "recommended_consumer_byte_rate",
+        "producer_byte_rate",
+        "consumer_byte_rate",
+        "windows_over_quota",
+    } <= set(recommendations.columns)

@@ -5,10 +5,10 @@ import json
 import random
 
 import pytest
+import vector_cases
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-import vector_cases
 from headroom_pipeline import decisions, schemas
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
@@ -17,23 +17,42 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 import decision_timeline_reference as reference  # noqa: E402  pylint: disable=wrong-import-position
+
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp  # noqa: E402
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2026, 11, 20, tzinfo=UTC)
 TOLERANCE = 1e-9
 # MESSAGES with sizes that may be null, as the vectors have them (ingest never lets a null size through).
-NULLABLE_VOLUME = T.StructType([T.StructField("log_dir", T.StringType()), T.StructField("total_bytes", T.LongType()),
-                                T.StructField("usable_bytes", T.LongType())])
-VECTOR_MESSAGES = T.StructType([f for f in schemas.MESSAGES.fields if f.name != "volumes"] + [T.StructField("volumes", T.ArrayType(NULLABLE_VOLUME))])
-VOLUME_ROWS = T.StructType([
-    T.StructField("cluster", T.StringType()), T.StructField("at", T.LongType()), T.StructField("broker_id", T.LongType()),
-    T.StructField("log_dir", T.StringType()), T.StructField("total_bytes", T.LongType()), T.StructField("usable_bytes", T.LongType()),
-    T.StructField("soft_type", T.StringType()), T.StructField("soft_level", T.DoubleType()), T.StructField("hard_type", T.StringType()),
-    T.StructField("hard_level", T.DoubleType()), T.StructField("min_available_bytes", T.LongType()),
-    T.StructField("min_available_ratio", T.DoubleType()), T.StructField("complete", T.BooleanType()),
-    T.StructField("missing_data_action", T.StringType()),
-])
+NULLABLE_VOLUME = T.StructType(
+    [
+        T.StructField("log_dir", T.StringType()),
+        T.StructField("total_bytes", T.LongType()),
+        T.StructField("usable_bytes", T.LongType()),
+    ]
+)
+VECTOR_MESSAGES = T.StructType(
+    [f for f in schemas.MESSAGES.fields if f.name != "volumes"]
+    + [T.StructField("volumes", T.ArrayType(NULLABLE_VOLUME))]
+)
+VOLUME_ROWS = T.StructType(
+    [
+        T.StructField("cluster", T.StringType()),
+        T.StructField("at", T.LongType()),
+        T.StructField("broker_id", T.LongType()),
+        T.StructField("log_dir", T.StringType()),
+        T.StructField("total_bytes", T.LongType()),
+        T.StructField("usable_bytes", T.LongType()),
+        T.StructField("soft_type", T.StringType()),
+        T.StructField("soft_level", T.DoubleType()),
+        T.StructField("hard_type", T.StringType()),
+        T.StructField("hard_level", T.DoubleType()),
+        T.StructField("min_available_bytes", T.LongType()),
+        T.StructField("min_available_ratio", T.DoubleType()),
+        T.StructField("complete", T.BooleanType()),
+        T.StructField("missing_data_action", T.StringType()),
+    ]
+)
 
 
 def _load(name):
@@ -56,31 +75,56 @@ def _message_row(message, cluster):
     """A MESSAGES row from a message dict of the pure implementation's form."""
     soft, hard = message.get("soft_limit"), message.get("hard_limit")
     at = message["at"] if isinstance(message["at"], datetime.datetime) else parse_timestamp(message["at"])
-    return (cluster, message["broker_id"], at, soft["type"] if soft else None, _level(soft), hard["type"] if hard else None, _level(hard),
-            [(v["log_dir"], v["total_bytes"], v["usable_bytes"]) for v in message["volumes"]])
+    return (
+        cluster,
+        message["broker_id"],
+        at,
+        soft["type"] if soft else None,
+        _level(soft),
+        hard["type"] if hard else None,
+        _level(hard),
+        [(v["log_dir"], v["total_bytes"], v["usable_bytes"]) for v in message["volumes"]],
+    )
 
 
 def _config(params):
-    return PipelineConfig(snapshots="unused", out="unused", check_interval=params["check_interval"],
-                          throttle_factor_validity=params.get("validity", 300), throttle_factor_fallback=params.get("fallback", 1.0),
-                          min_available_bytes=params.get("min_available_bytes"), min_available_ratio=params.get("min_available_ratio"),
-                          max_age=params.get("freshness"), missing_data_action=params.get("missing_data_action", "pause"))
+    return PipelineConfig(
+        snapshots="unused",
+        out="unused",
+        check_interval=params["check_interval"],
+        throttle_factor_validity=params.get("validity", 300),
+        throttle_factor_fallback=params.get("fallback", 1.0),
+        min_available_bytes=params.get("min_available_bytes"),
+        min_available_ratio=params.get("min_available_ratio"),
+        max_age=params.get("freshness"),
+        missing_data_action=params.get("missing_data_action", "pause"),
+    )
 
 
 def _collect_timeline(frame):
     """Timeline rows as dicts, ``at`` as microseconds since the epoch, ordered by policy, cluster and at."""
     rows = frame.withColumn("at", F.unix_micros("at")).collect()
-    return sorted((row.asDict(recursive=True) for row in rows), key=lambda row: (row["policy"], row["cluster"], row["at"]))
+    return sorted(
+        (row.asDict(recursive=True) for row in rows), key=lambda row: (row["policy"], row["cluster"], row["at"])
+    )
 
 
 # -- tests/vectors/volume_limits.json, one instant per case --------------------------------------------------------
 def _limit_case_rows(case):
     params = case["params"]
     soft, hard = params.get("soft_limit"), params.get("hard_limit")
-    common = {"cluster": case["id"], "at": 0, "soft_type": soft and soft["type"], "soft_level": _level(soft),
-              "hard_type": hard and hard["type"], "hard_level": _level(hard), "min_available_bytes": params.get("min_available_bytes"),
-              "min_available_ratio": params.get("min_available_ratio"), "complete": params.get("complete", True),
-              "missing_data_action": params.get("missing_data_action", "pause")}
+    common = {
+        "cluster": case["id"],
+        "at": 0,
+        "soft_type": soft and soft["type"],
+        "soft_level": _level(soft),
+        "hard_type": hard and hard["type"],
+        "hard_level": _level(hard),
+        "min_available_bytes": params.get("min_available_bytes"),
+        "min_available_ratio": params.get("min_available_ratio"),
+        "complete": params.get("complete", True),
+        "missing_data_action": params.get("missing_data_action", "pause"),
+    }
     # A case without volumes still needs a row to form its group: a broker-less, volume-less placeholder.
     volumes = case["volumes"] or [{"broker_id": None, "log_dir": None, "total_bytes": None, "usable_bytes": None}]
     return [tuple(dict(common, **volume).get(field.name) for field in VOLUME_ROWS.fields) for volume in volumes]
@@ -90,12 +134,16 @@ def _limit_case_rows(case):
 def limit_results(spark):
     rows = [row for case in LIMIT_CASES for row in _limit_case_rows(case)]
     frame = spark.createDataFrame(rows, VOLUME_ROWS)
-    strimzi = decisions.decide_instants(frame.where(F.col("soft_type").isNull()), "strimzi",
-                                        F.col("min_available_bytes"), F.col("min_available_ratio"))
-    decided = decisions.decide_instants(frame.where(F.col("soft_type").isNotNull()), "graded",
-                                        keys=("cluster", "at", "complete", "missing_data_action"))
-    graded = [decisions.apply_missing_data(decided.where(F.col("missing_data_action") == action), F.col("complete"), action)
-              for action in ("pause", "open")]
+    strimzi = decisions.decide_instants(
+        frame.where(F.col("soft_type").isNull()), "strimzi", F.col("min_available_bytes"), F.col("min_available_ratio")
+    )
+    decided = decisions.decide_instants(
+        frame.where(F.col("soft_type").isNotNull()), "graded", keys=("cluster", "at", "complete", "missing_data_action")
+    )
+    graded = [
+        decisions.apply_missing_data(decided.where(F.col("missing_data_action") == action), F.col("complete"), action)
+        for action in ("pause", "open")
+    ]
     columns = ["cluster", "throttle_factor", "violations", "least_headroom"]
     combined = strimzi.select(*columns)
     for part in graded:
@@ -125,7 +173,9 @@ def timeline_results(spark):
     for cases in groups.values():
         params = cases[0]["params"]
         rows = [_message_row(message, case["id"]) for case in cases for message in case["messages"]]
-        frame = decisions.decision_timeline(spark.createDataFrame(rows, VECTOR_MESSAGES), _config(params), policies=[params["policy"]])
+        frame = decisions.decision_timeline(
+            spark.createDataFrame(rows, VECTOR_MESSAGES), _config(params), policies=[params["policy"]]
+        )
         for row in _collect_timeline(frame):
             results.setdefault(row["cluster"], []).append(row)
     return results
@@ -138,16 +188,23 @@ def test_timeline_vector(timeline_results, case):
     for row, wanted in zip(rows, expected):
         assert row["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=TOLERANCE), row["at"]
         assert (row["state"], row["fallback_applied"], _pairs(row["violations"])) == (
-            wanted["state"], wanted["fallback_applied"], wanted["violations"]), row["at"]
+            wanted["state"],
+            wanted["fallback_applied"],
+            wanted["violations"],
+        ), row["at"]
 
 
 def test_timeline_schema(spark):
-    frame = decisions.decision_timeline(spark.createDataFrame([], schemas.MESSAGES), _config({"check_interval": 60, "min_available_ratio": 0.1}))
+    frame = decisions.decision_timeline(
+        spark.createDataFrame([], schemas.MESSAGES), _config({"check_interval": 60, "min_available_ratio": 0.1})
+    )
     types = {field.name: field.dataType for field in frame.schema.fields}
     assert list(types) == decisions.TIMELINE_COLUMNS
     assert types["at"] == T.TimestampType() and types["throttle_factor"] == T.DoubleType()
     assert types["fallback_applied"] == T.BooleanType() and types["observed"] == T.BooleanType()
-    assert types["violations"] == T.ArrayType(T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())]), False)
+    assert types["violations"] == T.ArrayType(
+        T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())]), False
+    )
     assert types["volumes_considered"] == T.IntegerType() and types["brokers_considered"] == T.IntegerType()
     assert frame.count() == 0
 
@@ -156,8 +213,10 @@ def test_without_plugin_limits_only_graded(spark):
     case = next(case for case in TIMELINE_CASES if case["id"] == "graded-per-broker-limits")
     messages = spark.createDataFrame([_message_row(message, "c1") for message in case["messages"]], VECTOR_MESSAGES)
     rows = _collect_timeline(decisions.decision_timeline(messages, _config({"check_interval": 60})))
-    assert [(row["policy"], row["state"], row["observed"], row["volumes_considered"], row["brokers_considered"]) for row in rows] == [
-        ("graded", "THROTTLE", True, 3, 3)]
+    assert [
+        (row["policy"], row["state"], row["observed"], row["volumes_considered"], row["brokers_considered"])
+        for row in rows
+    ] == [("graded", "THROTTLE", True, 3, 3)]
     with pytest.raises(ValueError, match="policies must be graded and/or strimzi"):
         decisions.decision_timeline(messages, _config({"check_interval": 60}), policies=["soft"])
     with pytest.raises(ValueError, match="one of min_available_bytes or min_available_ratio is required"):
@@ -169,8 +228,8 @@ LIMITS = [
     ({"type": "min_free_percentage", "level": 20}, {"type": "min_free_percentage", "level": 8}),
     ({"type": "min_free_bytes", "level": 300}, {"type": "min_free_bytes", "level": 120}),
     ({"type": "consumed_space", "level": 820}, {"type": "consumed_space", "level": 930}),
-    (None, None),                                                                               # no limits: skipped
-    ({"type": "min_free_bytes", "level": 100}, {"type": "min_free_bytes", "level": 300}),   # soft after hard: skipped
+    (None, None),  # no limits: skipped
+    ({"type": "min_free_bytes", "level": 100}, {"type": "min_free_bytes", "level": 300}),  # soft after hard: skipped
 ]
 
 
@@ -180,11 +239,11 @@ def _history(seed=5, clusters=3, brokers=4, minutes=240):
     messages = []
     for cluster_index in range(clusters):
         cluster = f"cluster-{cluster_index + 1}"
-        outage = range(60 + 20 * cluster_index, 68 + 20 * cluster_index)            # the whole cluster is silent
+        outage = range(60 + 20 * cluster_index, 68 + 20 * cluster_index)  # the whole cluster is silent
         for broker in range(1, brokers + 1):
             silence_start = rng.randint(20, 150)
             silent = range(silence_start, silence_start + rng.randint(2, 12)) if rng.random() < 0.5 else range(0)
-            joins = rng.choice([0, 0, 0, 30])                                          # some brokers appear later
+            joins = rng.choice([0, 0, 0, 30])  # some brokers appear later
             usable = {f"/data/{index}": rng.randint(150, 700) for index in range(rng.randint(1, 3))}
             limits = rng.choice(LIMITS[:3])
             for minute in range(joins, minutes):
@@ -194,46 +253,104 @@ def _history(seed=5, clusters=3, brokers=4, minutes=240):
                     usable[log_dir] = min(1000, max(0, usable[log_dir] + rng.randint(-25, 25)))
                 if rng.random() < 0.05:
                     limits = rng.choice(LIMITS)
-                volumes = [{"log_dir": log_dir, "total_bytes": 1000, "usable_bytes": size} for log_dir, size in usable.items()]
+                volumes = [
+                    {"log_dir": log_dir, "total_bytes": 1000, "usable_bytes": size} for log_dir, size in usable.items()
+                ]
                 if rng.random() < 0.03:
                     volumes.append({"log_dir": "/data/offline", "total_bytes": -1, "usable_bytes": -1})
                 if rng.random() < 0.02:
-                    volumes = [{"log_dir": "/data/empty", "total_bytes": 0, "usable_bytes": 0}] if rng.random() < 0.5 else []
+                    volumes = (
+                        [{"log_dir": "/data/empty", "total_bytes": 0, "usable_bytes": 0}] if rng.random() < 0.5 else []
+                    )
                 at = START + datetime.timedelta(minutes=minute, microseconds=rng.randint(0, 59_999_999))
-                message = {"cluster": cluster, "broker_id": broker, "at": at, "soft_limit": limits[0], "hard_limit": limits[1], "volumes": volumes}
+                message = {
+                    "cluster": cluster,
+                    "broker_id": broker,
+                    "at": at,
+                    "soft_limit": limits[0],
+                    "hard_limit": limits[1],
+                    "volumes": volumes,
+                }
                 messages.append(message)
-                if rng.random() < 0.04:    # a duplicate for the same instant of observation
-                    messages.append(dict(message, volumes=[dict(v, usable_bytes=min(1000, max(0, v["usable_bytes"] + rng.randint(-30, 30))))
-                                                           if v["usable_bytes"] >= 0 else v for v in volumes]))
-                if rng.random() < 0.04:    # a second report within the same check interval
-                    messages.append(dict(message, at=at + datetime.timedelta(seconds=rng.uniform(0.001, 30)),
-                                         volumes=[dict(v, usable_bytes=max(0, v["usable_bytes"] - 40)) if v["usable_bytes"] >= 0 else v
-                                                  for v in volumes]))
+                if rng.random() < 0.04:  # a duplicate for the same instant of observation
+                    messages.append(
+                        dict(
+                            message,
+                            volumes=[
+                                dict(v, usable_bytes=min(1000, max(0, v["usable_bytes"] + rng.randint(-30, 30))))
+                                if v["usable_bytes"] >= 0
+                                else v
+                                for v in volumes
+                            ],
+                        )
+                    )
+                if rng.random() < 0.04:  # a second report within the same check interval
+                    messages.append(
+                        dict(
+                            message,
+                            at=at + datetime.timedelta(seconds=rng.uniform(0.001, 30)),
+                            volumes=[
+                                dict(v, usable_bytes=max(0, v["usable_bytes"] - 40)) if v["usable_bytes"] >= 0 else v
+                                for v in volumes
+                            ],
+                        )
+                    )
     return messages
 
 
-@pytest.mark.parametrize("params", [
-    {"check_interval": 60, "validity": 300, "fallback": 0.5, "min_available_ratio": 0.12, "freshness": 150, "missing_data_action": "pause"},
-    {"check_interval": 45, "validity": 200, "fallback": 0.0, "min_available_bytes": 110, "freshness": 100, "missing_data_action": "open"},
-], ids=["ratio-pause", "bytes-open"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {
+            "check_interval": 60,
+            "validity": 300,
+            "fallback": 0.5,
+            "min_available_ratio": 0.12,
+            "freshness": 150,
+            "missing_data_action": "pause",
+        },
+        {
+            "check_interval": 45,
+            "validity": 200,
+            "fallback": 0.0,
+            "min_available_bytes": 110,
+            "freshness": 100,
+            "missing_data_action": "open",
+        },
+    ],
+    ids=["ratio-pause", "bytes-open"],
+)
 def test_generated_history_matches_the_pure_implementation(spark, params):
     messages = _history()
     assert len(messages) > 2000
     frame = spark.createDataFrame([_message_row(message, message["cluster"]) for message in messages], schemas.MESSAGES)
     spark_rows = _collect_timeline(decisions.decision_timeline(frame, _config(params)))
-    arguments = {key: value for key, value in params.items() if key not in ("min_available_bytes", "min_available_ratio")}
+    arguments = {
+        key: value for key, value in params.items() if key not in ("min_available_bytes", "min_available_ratio")
+    }
     limits = {key: params[key] for key in ("min_available_bytes", "min_available_ratio") if key in params}
-    expected = reference.decision_timeline(messages, "graded", **arguments) + reference.decision_timeline(messages, "strimzi", **arguments, **limits)
-    expected = sorted((dict(row, at=reference.to_micros(row["at"])) for row in expected), key=lambda row: (row["policy"], row["cluster"], row["at"]))
+    expected = reference.decision_timeline(messages, "graded", **arguments) + reference.decision_timeline(
+        messages, "strimzi", **arguments, **limits
+    )
+    expected = sorted(
+        (dict(row, at=reference.to_micros(row["at"])) for row in expected),
+        key=lambda row: (row["policy"], row["cluster"], row["at"]),
+    )
     assert len(spark_rows) == len(expected)
     for got, wanted in zip(spark_rows, expected):
         assert got["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=TOLERANCE), wanted
-        assert dict(got, violations=_pairs(got["violations"]), throttle_factor=None) == dict(wanted, throttle_factor=None)
+        assert dict(got, violations=_pairs(got["violations"]), throttle_factor=None) == dict(
+            wanted, throttle_factor=None
+        )
     # The history must reach every branch of the rules, or the equality above proves little.
-    strimzi = {(row["state"], row["fallback_applied"], row["observed"]) for row in expected if row["policy"] == "strimzi"}
+    strimzi = {
+        (row["state"], row["fallback_applied"], row["observed"]) for row in expected if row["policy"] == "strimzi"
+    }
     graded = {(row["state"], row["fallback_applied"], row["observed"]) for row in expected if row["policy"] == "graded"}
     assert {("OPEN", False, True), ("PAUSE", False, True)} <= strimzi
-    assert any(not fallback and not observed for state, fallback, observed in strimzi), "a failed check keeping the last factor"
+    assert any(not fallback and not observed for state, fallback, observed in strimzi), (
+        "a failed check keeping the last factor"
+    )
     assert any(fallback and not observed for state, fallback, observed in strimzi), "a failed check past the validity"
     assert {("OPEN", False, True), ("THROTTLE", False, True), ("PAUSE", False, True)} <= graded
     assert any(fallback or not observed for state, fallback, observed in graded), "stale brokers"

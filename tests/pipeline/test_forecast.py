@@ -7,13 +7,13 @@ import random
 import types
 
 import pytest
-
 import vector_cases
+
 from headroom_pipeline import schemas
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.forecast import volume_forecast
 
-GIB = 1024 ** 3
+GIB = 1024**3
 START = datetime.datetime(2026, 11, 20, tzinfo=datetime.timezone.utc)
 FIVE_MINUTES = 300
 TEN_MINUTES = 600
@@ -24,11 +24,31 @@ def config(**settings):
     return PipelineConfig(snapshots="unused", out="unused", **settings)
 
 
-def volume_rows(used_by_second, cluster="c1", broker_id=1, log_dir="/data/0", total_bytes=1000 * GIB, hard=("min_free_bytes", 100.0 * GIB)):
+def volume_rows(
+    used_by_second,
+    cluster="c1",
+    broker_id=1,
+    log_dir="/data/0",
+    total_bytes=1000 * GIB,
+    hard=("min_free_bytes", 100.0 * GIB),
+):
     """VOLUMES rows for one volume from {seconds after START: used bytes}; hard = (type, level) or None."""
     hard_type, hard_level = hard if hard else (None, None)
-    return [(cluster, broker_id, START + datetime.timedelta(seconds=seconds), None, None, hard_type, hard_level, log_dir,
-             total_bytes, total_bytes - round(used)) for seconds, used in sorted(used_by_second.items())]
+    return [
+        (
+            cluster,
+            broker_id,
+            START + datetime.timedelta(seconds=seconds),
+            None,
+            None,
+            hard_type,
+            hard_level,
+            log_dir,
+            total_bytes,
+            total_bytes - round(used),
+        )
+        for seconds, used in sorted(used_by_second.items())
+    ]
 
 
 def in_utc(value):
@@ -63,8 +83,10 @@ def linear(rate_per_second, hours, start_used=200 * GIB, step=FIVE_MINUTES):
 def saw_tooth(days, growth_per_second=0, base=400 * GIB, tooth=60 * GIB, period_steps=36):
     """Retention's saw-tooth sampled every 10 minutes: a tooth fills over 6 hours, then segments are deleted."""
     step_bytes = tooth // period_steps
-    return {seconds: base + growth_per_second * seconds + step_bytes * ((seconds // TEN_MINUTES) % period_steps)
-            for seconds in range(0, days * DAY + 1, TEN_MINUTES)}
+    return {
+        seconds: base + growth_per_second * seconds + step_bytes * ((seconds // TEN_MINUTES) % period_steps)
+        for seconds in range(0, days * DAY + 1, TEN_MINUTES)
+    }
 
 
 def expected_hours(row, limit_usable_bytes, rate_per_second):
@@ -73,7 +95,7 @@ def expected_hours(row, limit_usable_bytes, rate_per_second):
 
 # -- generated series ---------------------------------------------------------------------------------------------
 def test_steady_growth_gives_the_exact_slope_and_crossing_time(spark):
-    rate = 1_000_000                                            # bytes per second
+    rate = 1_000_000  # bytes per second
     row = only(forecast(spark, volume_rows(linear(rate, hours=48))))
     assert row.samples == 48 * 12 + 1 and row.buckets == 24
     assert row.bytes_per_hour == pytest.approx(rate * 3600, rel=1e-9)
@@ -93,7 +115,9 @@ def test_flat_saw_tooth_never_crosses(spark):
 
 def test_saw_tooth_with_growing_peaks_follows_the_peaks(spark):
     growth = 5 * GIB / DAY
-    row = only(forecast(spark, volume_rows(saw_tooth(days=7, growth_per_second=growth), hard=("min_free_percentage", 5.0))))
+    row = only(
+        forecast(spark, volume_rows(saw_tooth(days=7, growth_per_second=growth), hard=("min_free_percentage", 5.0)))
+    )
     assert row.bytes_per_hour == pytest.approx(growth * 3600, rel=0.15)
     assert row.hard_limit_usable_bytes == pytest.approx(50 * GIB)
     assert row.hours_to_hard_limit == pytest.approx(expected_hours(row, 50 * GIB, growth), rel=0.15)
@@ -104,8 +128,11 @@ def test_missing_points_and_a_twelve_hour_hole_keep_the_trend(spark):
     growth = 5 * GIB / DAY
     chooser = random.Random(3)
     hole = range(3 * DAY, 3 * DAY + 12 * 3600)
-    series = {seconds: used for seconds, used in saw_tooth(days=7, growth_per_second=growth).items()
-              if seconds not in hole and chooser.random() >= 0.3}
+    series = {
+        seconds: used
+        for seconds, used in saw_tooth(days=7, growth_per_second=growth).items()
+        if seconds not in hole and chooser.random() >= 0.3
+    }
     row = only(forecast(spark, volume_rows(series, hard=("consumed_space", 900.0 * GIB))))
     assert row.samples == len(series) < 0.75 * 7 * 144
     assert row.bytes_per_hour == pytest.approx(growth * 3600, rel=0.15)
@@ -114,7 +141,9 @@ def test_missing_points_and_a_twelve_hour_hole_keep_the_trend(spark):
 
 
 def test_a_volume_already_past_its_limit_crosses_now_and_ranks_first(spark):
-    past = volume_rows(linear(-1000, hours=6, start_used=950 * GIB), log_dir="/data/full")      # shrinking, yet past the limit
+    past = volume_rows(
+        linear(-1000, hours=6, start_used=950 * GIB), log_dir="/data/full"
+    )  # shrinking, yet past the limit
     growing = volume_rows(linear(1_000_000, hours=6), log_dir="/data/growing")
     result = forecast(spark, past + growing)
     row = result[("c1", 1, "/data/full")]
@@ -160,11 +189,13 @@ def test_without_a_plugin_limit_the_plugin_columns_are_null(spark):
 
 
 def test_ranking_across_clusters(spark):
-    rows = (volume_rows(linear(1_000_000, hours=12), cluster="east", broker_id=1)
-            + volume_rows(linear(5_000_000, hours=12), cluster="west", broker_id=1)
-            + volume_rows(linear(0, hours=12, start_used=700 * GIB), cluster="east", broker_id=2)
-            + volume_rows(linear(0, hours=12, start_used=300 * GIB), cluster="west", broker_id=2)
-            + volume_rows(linear(2_000_000, hours=12), cluster="west", broker_id=3, hard=None))
+    rows = (
+        volume_rows(linear(1_000_000, hours=12), cluster="east", broker_id=1)
+        + volume_rows(linear(5_000_000, hours=12), cluster="west", broker_id=1)
+        + volume_rows(linear(0, hours=12, start_used=700 * GIB), cluster="east", broker_id=2)
+        + volume_rows(linear(0, hours=12, start_used=300 * GIB), cluster="west", broker_id=2)
+        + volume_rows(linear(2_000_000, hours=12), cluster="west", broker_id=3, hard=None)
+    )
     result = forecast(spark, rows)
     by_rank = [key[:2] for key, row in sorted(result.items(), key=lambda item: item[1].rank)]
     assert by_rank == [("west", 1), ("east", 1), ("east", 2), ("west", 2), ("west", 3)]
@@ -173,7 +204,7 @@ def test_ranking_across_clusters(spark):
 
 def test_the_window_ignores_older_history(spark):
     rate = 1_000_000
-    old = {seconds: 100 * GIB + 20_000_000 * seconds for seconds in range(0, 2 * DAY, 3600)}       # steep, then long ago
+    old = {seconds: 100 * GIB + 20_000_000 * seconds for seconds in range(0, 2 * DAY, 3600)}  # steep, then long ago
     recent = {3 * DAY + seconds: 500 * GIB + rate * seconds for seconds in range(0, 2 * DAY + 1, 3600)}
     row = only(forecast(spark, volume_rows({**old, **recent}), forecast_window=2 * DAY))
     assert row.samples == len(recent) and row.first_at == START + datetime.timedelta(days=3)
@@ -185,9 +216,25 @@ def test_the_window_ignores_older_history(spark):
 def test_output_columns(spark):
     frame = spark.createDataFrame(volume_rows({0: GIB}), schemas.VOLUMES)
     columns = set(volume_forecast(frame, config()).columns)
-    assert {"cluster", "broker_id", "log_dir", "last_at", "total_bytes", "usable_bytes", "used_bytes", "hard_limit_type", "hard_limit_level",
-            "hard_limit_usable_bytes", "bytes_per_hour", "crosses_hard_limit_at", "hours_to_hard_limit", "plugin_limit_usable_bytes",
-            "crosses_plugin_limit_at", "samples", "rank"} <= columns
+    assert {
+        "cluster",
+        "broker_id",
+        "log_dir",
+        "last_at",
+        "total_bytes",
+        "usable_bytes",
+        "used_bytes",
+        "hard_limit_type",
+        "hard_limit_level",
+        "hard_limit_usable_bytes",
+        "bytes_per_hour",
+        "crosses_hard_limit_at",
+        "hours_to_hard_limit",
+        "plugin_limit_usable_bytes",
+        "crosses_plugin_limit_at",
+        "samples",
+        "rank",
+    } <= columns
 
 
 # -- shared vectors -----------------------------------------------------------------------------------------------
@@ -203,9 +250,20 @@ def vector_rows(case):
     rows = []
     for given in case["rows"]:
         row = dict(case["row_defaults"], **given)
-        rows.append((row["cluster"], row["broker_id"], parse_time(row["at"]), None, None, row["hard_type"],
-                     None if row["hard_level"] is None else float(row["hard_level"]), row["log_dir"], row["total_bytes"],
-                     row["total_bytes"] - row["used_bytes"]))
+        rows.append(
+            (
+                row["cluster"],
+                row["broker_id"],
+                parse_time(row["at"]),
+                None,
+                None,
+                row["hard_type"],
+                None if row["hard_level"] is None else float(row["hard_level"]),
+                row["log_dir"],
+                row["total_bytes"],
+                row["total_bytes"] - row["used_bytes"],
+            )
+        )
     return rows
 
 
@@ -226,8 +284,10 @@ def case_results(case_id, rows):
     within a case, so a case's volumes keep their relative order in a shared run.
     """
     mine = sorted((row for row in rows if row.cluster.split(CASE_SEPARATOR)[0] == case_id), key=lambda row: row.rank)
-    return keyed(row.asDict() | {"cluster": row.cluster.split(CASE_SEPARATOR, 1)[1], "rank": position}
-                 for position, row in enumerate(mine, start=1))
+    return keyed(
+        row.asDict() | {"cluster": row.cluster.split(CASE_SEPARATOR, 1)[1], "rank": position}
+        for position, row in enumerate(mine, start=1)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -251,5 +311,7 @@ def test_vectors(vector_results, case):
     assert set(result) == expected_keys
     for expected in case["expected"]:
         actual = vars(result[(expected["cluster"], expected["broker_id"], expected["log_dir"])])
-        wrong = {column: (actual[column], value) for column, value in expected.items() if not matches(actual[column], value)}
+        wrong = {
+            column: (actual[column], value) for column, value in expected.items() if not matches(actual[column], value)
+        }
         assert not wrong, f"{case['id']}: (actual, expected) {wrong}"

@@ -9,8 +9,11 @@ from headroom_pipeline import generate
 
 def over_quota(rows, interval=60):
     """(broker_id, ts) of the rows where 'ingest' produced above its quota on that broker (quotas apply per broker)."""
-    return [(row["broker_id"], row["ts"]) for row in rows
-            if row["user"] == "ingest" and row["bytes_in"] / interval > generate.INGEST_PRODUCER_QUOTA]
+    return [
+        (row["broker_id"], row["ts"])
+        for row in rows
+        if row["user"] == "ingest" and row["bytes_in"] / interval > generate.INGEST_PRODUCER_QUOTA
+    ]
 
 
 @pytest.mark.parametrize("brokers, hours, seed", [(3, 6, 11), (2, 1, 1), (1, 0.5, 99), (6, 2, 5)])
@@ -18,7 +21,7 @@ def test_ingest_exceeds_its_per_broker_quota_whatever_the_seed_and_fleet(brokers
     rows = generate.traffic(brokers=brokers, hours=hours, seed=seed)
     over = over_quota(rows)
     assert {broker for broker, unused_ts in over} == set(range(1, brokers + 1)), "every broker sees the surge"
-    minutes = min(int(hours * 60), generate.SURGE_MINUTES - 1)     # the first hour's surge starts at minute 1
+    minutes = min(int(hours * 60), generate.SURGE_MINUTES - 1)  # the first hour's surge starts at minute 1
     assert len(over) >= minutes * brokers
 
 

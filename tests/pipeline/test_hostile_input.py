@@ -16,25 +16,50 @@ from headroom_pipeline.config import ConfigError, PipelineConfig
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PASSWORD = "hunter2-Sekr3t"
 # Every character Hadoop or Spark gives a meaning to in a path, alone and (the hardest) a ':' with a glob character.
-AWKWARD_NAMES = ["snap-2026-11-22T04:07:09Z", "a[1]", "b]c", "d{x,y}", "e*", "f?", "g h", "h%20i", "i+j", "j\\k", "ü ñ", "k:l[1]", "m#n",
-                 "_underscore", ".dot"]
+AWKWARD_NAMES = [
+    "snap-2026-11-22T04:07:09Z",
+    "a[1]",
+    "b]c",
+    "d{x,y}",
+    "e*",
+    "f?",
+    "g h",
+    "h%20i",
+    "i+j",
+    "j\\k",
+    "ü ñ",
+    "k:l[1]",
+    "m#n",
+    "_underscore",
+    ".dot",
+]
 
 
 def snapshot(at="2026-11-22T04:00:00Z", broker_id=1, cluster="c1", volumes=None, **extra):
-    value = {"SnapshotAt": at, "BrokerId": broker_id, "ClusterId": cluster,
-             "HardLimit": {"type": "MinFreeBytes", "level": 100}, "SoftLimit": {"type": "MinFreeBytes", "level": 200},
-             "Volumes": volumes if volumes is not None else [{"VolumeName": "/data/0", "Capacity": 1000, "Consumed": 400}]}
+    value = {
+        "SnapshotAt": at,
+        "BrokerId": broker_id,
+        "ClusterId": cluster,
+        "HardLimit": {"type": "MinFreeBytes", "level": 100},
+        "SoftLimit": {"type": "MinFreeBytes", "level": 200},
+        "Volumes": volumes if volumes is not None else [{"VolumeName": "/data/0", "Capacity": 1000, "Consumed": 400}],
+    }
     value.update(extra)
     return value
 
 
 def write_lines(path, lines):
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines), encoding="utf-8")
+    path.write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines), encoding="utf-8"
+    )
     return str(path)
 
 
 def minutes(count, start_hour=4, cluster="c1"):
-    return [snapshot(at=f"2026-11-22T{start_hour + minute // 60:02d}:{minute % 60:02d}:00Z", cluster=cluster) for minute in range(count)]
+    return [
+        snapshot(at=f"2026-11-22T{start_hour + minute // 60:02d}:{minute % 60:02d}:00Z", cluster=cluster)
+        for minute in range(count)
+    ]
 
 
 def reasons_of(result):
@@ -43,8 +68,14 @@ def reasons_of(result):
 
 def run_cli(*args, env=None):
     environment = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "headroom_pipeline", *args], capture_output=True, text=True, env=environment,
-                          timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "headroom_pipeline", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+        check=False,
+    )
 
 
 def assert_failed_cleanly(result, status, text):
@@ -53,7 +84,11 @@ def assert_failed_cleanly(result, status, text):
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("headroom_pipeline: failed: ") if status == 1 else ("headroom_pipeline" in last and ": error: " in last)
+    assert (
+        last.startswith("headroom_pipeline: failed: ")
+        if status == 1
+        else ("headroom_pipeline" in last and ": error: " in last)
+    )
     assert text in result.stderr
 
 
@@ -66,18 +101,32 @@ def assert_one_json_line(result):
 
 # -- 1. time -------------------------------------------------------------------------------------------------------
 def test_stamps_outside_the_instant_range_or_far_from_the_median_are_rejected_with_their_reason(spark, tmp_path):
-    odd = ("1970-01-01T00:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59", "2026-02-30T00:00:00Z",
-           "9999-12-31T23:59:59Z")
+    odd = (
+        "1970-01-01T00:00:00Z",
+        "0000-01-01T00:00:00Z",
+        "9999-12-31T23:59:59-23:59",
+        "0001-01-01T00:00:00+23:59",
+        "2026-02-30T00:00:00Z",
+        "9999-12-31T23:59:59Z",
+    )
     lines = minutes(9) + [snapshot(at=at) for at in odd]
     result = ingest.load_snapshots(spark, write_lines(tmp_path / "s.jsonl", lines))
     assert result.read == 15 and result.rows.count() == 9
     out_of_range = "SnapshotAt must be a valid date-time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
-    assert reasons_of(result) == sorted([out_of_range] * 4 + [
-        "SnapshotAt is more than 366 days before the median SnapshotAt of its input (2026-11-22T04:04:00Z): a clock that was reset? "
-        "(--since or --plausible-window accept older records)",
-        "SnapshotAt is more than 366 days after the median SnapshotAt of its input (2026-11-22T04:04:00Z): a clock that ran ahead? "
-        "(--until or --plausible-window accept later records)"])
-    assert result.time_bounds.describe() == {"median": "2026-11-22T04:04:00Z", "since": "2025-11-21T04:04:00Z", "until": "2027-11-23T04:04:00Z"}
+    assert reasons_of(result) == sorted(
+        [out_of_range] * 4
+        + [
+            "SnapshotAt is more than 366 days before the median SnapshotAt of its input (2026-11-22T04:04:00Z): a clock that was reset? "
+            "(--since or --plausible-window accept older records)",
+            "SnapshotAt is more than 366 days after the median SnapshotAt of its input (2026-11-22T04:04:00Z): a clock that ran ahead? "
+            "(--until or --plausible-window accept later records)",
+        ]
+    )
+    assert result.time_bounds.describe() == {
+        "median": "2026-11-22T04:04:00Z",
+        "since": "2025-11-21T04:04:00Z",
+        "until": "2027-11-23T04:04:00Z",
+    }
 
 
 def test_since_and_until_replace_the_bounds_from_the_median_on_their_side(spark, tmp_path):
@@ -85,32 +134,57 @@ def test_since_and_until_replace_the_bounds_from_the_median_on_their_side(spark,
     path = write_lines(tmp_path / "s.jsonl", minutes(5) + [snapshot(at="1970-01-01T00:00:00Z")] + late)
     result = ingest.load_snapshots(spark, path, window=checks.TimeWindow(since=checks.from_micros(0), spread=3600.0))
     assert result.rows.count() == 7, "1970 is accepted since --since says so; 05:00 is within an hour of the median"
-    assert reasons_of(result) == ["SnapshotAt is more than 1 hour after the median SnapshotAt of its input (2026-11-22T04:02:00Z): "
-                                  "a clock that ran ahead? (--until or --plausible-window accept later records)"]
-    result = ingest.load_snapshots(spark, path, window=checks.TimeWindow(since=checks.from_micros(0), until=checks.from_micros(1)))
+    assert reasons_of(result) == [
+        "SnapshotAt is more than 1 hour after the median SnapshotAt of its input (2026-11-22T04:02:00Z): "
+        "a clock that ran ahead? (--until or --plausible-window accept later records)"
+    ]
+    result = ingest.load_snapshots(
+        spark, path, window=checks.TimeWindow(since=checks.from_micros(0), until=checks.from_micros(1))
+    )
     assert reasons_of(result) == ["SnapshotAt is after --until 1970-01-01T00:00:00.000001Z"] * 7
 
 
 def test_traffic_stamps_are_held_to_the_same_rules(spark, tmp_path):
-    good = {"ts": "2026-11-22T04:00:00Z", "broker_id": 1, "user": "u", "client_id": "c", "topic": "t", "bytes_in": 1, "bytes_out": 0}
-    lines = [good] * 3 + [dict(good, ts="1970-01-01T00:00:00Z"), dict(good, ts="0000-01-01T00:00:00Z"), dict(good, broker_id=2 ** 31)]
+    good = {
+        "ts": "2026-11-22T04:00:00Z",
+        "broker_id": 1,
+        "user": "u",
+        "client_id": "c",
+        "topic": "t",
+        "bytes_in": 1,
+        "bytes_out": 0,
+    }
+    lines = [good] * 3 + [
+        dict(good, ts="1970-01-01T00:00:00Z"),
+        dict(good, ts="0000-01-01T00:00:00Z"),
+        dict(good, broker_id=2**31),
+    ]
     result = ingest.load_traffic(spark, write_lines(tmp_path / "t.jsonl", lines))
     assert result.read == 6 and result.rows.count() == 3
     assert reasons_of(result) == [
         "broker_id must be a broker id, a whole number from 0 to 2147483647",
         "ts is more than 366 days before the median ts of its input (2026-11-22T04:00:00Z): a clock that was reset? "
         "(--since or --plausible-window accept older records)",
-        "ts must be a valid date-time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z"]
+        "ts must be a valid date-time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
+    ]
 
 
 def test_a_timeline_too_large_is_refused_before_it_is_built(spark, tmp_path):
-    path = write_lines(tmp_path / "s.jsonl", [snapshot(at="2026-11-22T04:00:00Z"), snapshot(at="2026-11-22T06:00:00Z", broker_id=2)])
+    path = write_lines(
+        tmp_path / "s.jsonl", [snapshot(at="2026-11-22T04:00:00Z"), snapshot(at="2026-11-22T06:00:00Z", broker_id=2)]
+    )
     messages = ingest.load_snapshots(spark, path).rows
     config = PipelineConfig(snapshots=path, out="", max_timeline_rows=240)
-    with pytest.raises(decisions.TimelineTooLarge, match=r"cluster 'c1' would judge 242 rows .* more than --max-timeline-rows 240: it spans "
-                                                         r"2026-11-22T04:00:00Z to 2026-11-22T06:00:00Z, 121 check instants every 60 s for 2 volume"):
+    with pytest.raises(
+        decisions.TimelineTooLarge,
+        match=r"cluster 'c1' would judge 242 rows .* more than --max-timeline-rows 240: it spans "
+        r"2026-11-22T04:00:00Z to 2026-11-22T06:00:00Z, 121 check instants every 60 s for 2 volume",
+    ):
         decisions.decision_timeline(messages, config)
-    assert decisions.decision_timeline(messages, PipelineConfig(snapshots=path, out="", max_timeline_rows=242)).count() == 121
+    assert (
+        decisions.decision_timeline(messages, PipelineConfig(snapshots=path, out="", max_timeline_rows=242)).count()
+        == 121
+    )
 
 
 def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spark, tmp_path):
@@ -118,10 +192,19 @@ def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spar
 
     from headroom_pipeline import forecast
 
-    lines = [snapshot(at="2026-11-22T04:00:00Z"), snapshot(at="2026-11-22T05:30:10Z", broker_id=2),
-             snapshot(at="2026-11-22T04:10:00Z", volumes=[{"VolumeName": "/data/0", "Capacity": 9, "Consumed": 1},
-                                                          {"VolumeName": "/data/1", "Capacity": 9, "Consumed": 2}]),
-             snapshot(at="2026-11-23T00:00:00Z", cluster="c2"), snapshot(at="2026-11-23T00:00:30Z", cluster="c2", broker_id=7)]
+    lines = [
+        snapshot(at="2026-11-22T04:00:00Z"),
+        snapshot(at="2026-11-22T05:30:10Z", broker_id=2),
+        snapshot(
+            at="2026-11-22T04:10:00Z",
+            volumes=[
+                {"VolumeName": "/data/0", "Capacity": 9, "Consumed": 1},
+                {"VolumeName": "/data/1", "Capacity": 9, "Consumed": 2},
+            ],
+        ),
+        snapshot(at="2026-11-23T00:00:00Z", cluster="c2"),
+        snapshot(at="2026-11-23T00:00:30Z", cluster="c2", broker_id=7),
+    ]
     path = write_lines(tmp_path / "s.jsonl", lines)
     volumes = ingest.explode_volumes(ingest.load_snapshots(spark, path).rows)
     observed = Observation("spans")
@@ -132,20 +215,25 @@ def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spar
         assert by_rows["clusters"] == 2 and by_rows["largest"]["cluster"] == "c1" and by_rows["largest"]["volumes"] == 3
 
 
-def test_a_clock_reset_to_1970_accepted_by_since_fails_the_job_before_the_timeline_and_writes_no_summary(spark, tmp_path):
+def test_a_clock_reset_to_1970_accepted_by_since_fails_the_job_before_the_timeline_and_writes_no_summary(
+    spark, tmp_path
+):
     path = write_lines(tmp_path / "s.jsonl", minutes(3) + [snapshot(at="1970-01-01T00:00:00Z")])
     out = tmp_path / "out"
     config = PipelineConfig(snapshots=path, out=str(out), since="1970-01-01T00:00:00Z", report=False, progress=False)
-    with pytest.raises(job.JobError, match=r"^decision timeline: cluster 'c1' would judge 29,\d{3},\d{3} rows .* spans 1970-01-01T00:00:00Z to 2026-11-22"):
+    with pytest.raises(
+        job.JobError,
+        match=r"^decision timeline: cluster 'c1' would judge 29,\d{3},\d{3} rows .* spans 1970-01-01T00:00:00Z to 2026-11-22",
+    ):
         job.run(config)
     assert not (out / "summary.json").exists()
-    job.run(PipelineConfig(snapshots=path, out=str(out), report=False, progress=False))       # the default window rejects it
+    job.run(PipelineConfig(snapshots=path, out=str(out), report=False, progress=False))  # the default window rejects it
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["rows_read"], summary["rows_used"], summary["rows_rejected"]) == (4, 3, 1)
 
 
 # -- 2. nothing usable, and file names -------------------------------------------------------------------------------
-@pytest.mark.parametrize("content", [b"", b"\n \n", bytes(range(256)) * 8, b"\xff\xfe{not json\x00\n[1, 2]\n\"text\"\n"])
+@pytest.mark.parametrize("content", [b"", b"\n \n", bytes(range(256)) * 8, b'\xff\xfe{not json\x00\n[1, 2]\n"text"\n'])
 def test_an_input_with_nothing_usable_is_an_accounted_result(spark, tmp_path, content):
     path = tmp_path / "snapshots.jsonl"
     path.write_bytes(content)
@@ -177,12 +265,20 @@ def _awkward_files(directory, suffix, write):
 
 
 def test_json_lines_files_are_read_as_the_exact_files_their_names_say(spark, tmp_path):
-    paths = _awkward_files(tmp_path / "in", ".jsonl", lambda path, name: write_lines(path, [snapshot(cluster=name), "{broken"]))
+    paths = _awkward_files(
+        tmp_path / "in", ".jsonl", lambda path, name: write_lines(path, [snapshot(cluster=name), "{broken"])
+    )
     visible = {name: path for name, path in paths.items() if not name.startswith(("_", "."))}
-    result = ingest.load_snapshots(spark, str(tmp_path / "in"))      # a directory: its files but hidden ones
+    result = ingest.load_snapshots(spark, str(tmp_path / "in"))  # a directory: its files but hidden ones
     assert sorted(row.cluster for row in result.rows.collect()) == sorted(visible)
     assert sorted(row.source for row in result.rejected.collect()) == sorted(visible.values())
-    for name in ("_underscore", ".dot", "k:l[1]", "snap-2026-11-22T04:07:09Z", "nested"):   # named one by one, hidden ones too
+    for name in (
+        "_underscore",
+        ".dot",
+        "k:l[1]",
+        "snap-2026-11-22T04:07:09Z",
+        "nested",
+    ):  # named one by one, hidden ones too
         result = ingest.load_snapshots(spark, paths[name])
         assert [row.cluster for row in result.rows.collect()] == [name]
         assert [row.source for row in result.rejected.collect()] == [paths[name]]
@@ -190,7 +286,10 @@ def test_json_lines_files_are_read_as_the_exact_files_their_names_say(spark, tmp
 
 def test_parquet_files_are_read_as_the_exact_files_their_names_say(spark, tmp_path):
     def write(path, name):
-        rows = [dict(snapshot(cluster=name), HardLimit=None, SoftLimit=None), dict(snapshot(cluster=name, broker_id=-1), HardLimit=None, SoftLimit=None)]
+        rows = [
+            dict(snapshot(cluster=name), HardLimit=None, SoftLimit=None),
+            dict(snapshot(cluster=name, broker_id=-1), HardLimit=None, SoftLimit=None),
+        ]
         pq.write_table(pa.Table.from_pylist(rows), str(path))
 
     paths = _awkward_files(tmp_path / "in", ".parquet", write)
@@ -203,7 +302,7 @@ def test_parquet_files_are_read_as_the_exact_files_their_names_say(spark, tmp_pa
 
 
 def test_a_parquet_suffix_on_a_file_that_is_not_parquet_is_bad_input_named(tmp_path):
-    for content in (b"", b"{\"SnapshotAt\": 1}\n"):
+    for content in (b"", b'{"SnapshotAt": 1}\n'):
         (tmp_path / "s.parquet").write_bytes(content)
         with pytest.raises(ConfigError, match=r"--snapshots: '.*s\.parquet' is not a Parquet file"):
             sources.resolve_files(str(tmp_path / "s.parquet"), "--snapshots")
@@ -213,9 +312,9 @@ def test_a_parquet_suffix_on_a_file_that_is_not_parquet_is_bad_input_named(tmp_p
 def test_the_column_checks_reject_what_kafka_and_module_utils_reject(spark, tmp_path):
     volume = {"VolumeName": "/d", "Capacity": 1000, "Consumed": 10}
     lines = [
-        snapshot(broker_id=2 ** 31 - 1),
-        snapshot(broker_id=2 ** 31),
-        snapshot(broker_id=2 ** 63),
+        snapshot(broker_id=2**31 - 1),
+        snapshot(broker_id=2**31),
+        snapshot(broker_id=2**63),
         snapshot(broker_id=1.5),
         snapshot(volumes=[dict(volume, Capacity=1e30)]),
         snapshot(volumes=[dict(volume, Consumed=0.5)]),
@@ -226,16 +325,27 @@ def test_the_column_checks_reject_what_kafka_and_module_utils_reject(spark, tmp_
         '{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": 1, "Volumes": [{"VolumeName": "/d", "Capacity": NaN, "Consumed": 1}]}',
     ]
     result = ingest.load_snapshots(spark, write_lines(tmp_path / "s.jsonl", lines))
-    assert [row.broker_id for row in result.rows.collect()] == [2 ** 31 - 1]
+    assert [row.broker_id for row in result.rows.collect()] == [2**31 - 1]
     lacks = "a volume lacks Capacity or Consumed (or they are not whole numbers of bytes)"
-    assert reasons_of(result) == sorted([
-        "BrokerId must be a broker id, a whole number from 0 to 2147483647",
-        "BrokerId is missing (or not a whole number)", "BrokerId is missing (or not a whole number)", lacks, lacks,
-        "a volume's Consumed exceeds its Capacity", "a VolumeName appears twice"] + ["not a JSON object in the usage snapshot schema"] * 2)
+    assert reasons_of(result) == sorted(
+        [
+            "BrokerId must be a broker id, a whole number from 0 to 2147483647",
+            "BrokerId is missing (or not a whole number)",
+            "BrokerId is missing (or not a whole number)",
+            lacks,
+            lacks,
+            "a volume's Consumed exceeds its Capacity",
+            "a VolumeName appears twice",
+        ]
+        + ["not a JSON object in the usage snapshot schema"] * 2
+    )
 
 
 def test_non_finite_limit_levels_in_parquet_are_rejected(spark, tmp_path):
-    rows = [dict(snapshot(), HardLimit={"type": "MinFreeBytes", "level": level}) for level in (100.0, float("inf"), float("-inf"), float("nan"))]
+    rows = [
+        dict(snapshot(), HardLimit={"type": "MinFreeBytes", "level": level})
+        for level in (100.0, float("inf"), float("-inf"), float("nan"))
+    ]
     pq.write_table(pa.Table.from_pylist(rows), str(tmp_path / "s.parquet"))
     result = ingest.load_snapshots(spark, str(tmp_path / "s.parquet"))
     assert result.rows.count() == 1
@@ -271,12 +381,22 @@ def test_secrets_in_a_kafka_url_never_reach_a_message(url):
 
 def test_masking_keeps_what_is_not_secret():
     url = "kafka://b-1:9092,b-2:9092/__volume_usage?security_protocol=SASL_SSL&sasl_username=alice@example.com&ssl_cafile=/etc/ca.pem"
-    assert sources.mask_location(url) == url and sources.mask_secrets(f"read {url!r}: failed") == f"read {url!r}: failed"
-    assert sources.mask_location("/data/snapshots/2026-11-22T04:07:09Z.jsonl") == "/data/snapshots/2026-11-22T04:07:09Z.jsonl"
-    message = "org.apache.spark.SparkException: file:///data/a@b/x.parquet (see https://spark.apache.org/docs/) in Foo@1a2b"
+    assert (
+        sources.mask_location(url) == url and sources.mask_secrets(f"read {url!r}: failed") == f"read {url!r}: failed"
+    )
+    assert (
+        sources.mask_location("/data/snapshots/2026-11-22T04:07:09Z.jsonl")
+        == "/data/snapshots/2026-11-22T04:07:09Z.jsonl"
+    )
+    message = (
+        "org.apache.spark.SparkException: file:///data/a@b/x.parquet (see https://spark.apache.org/docs/) in Foo@1a2b"
+    )
     assert sources.mask_secrets(message) == message
-    settings = job._settings(PipelineConfig(snapshots=f"kafka://alice:{PASSWORD}@b-1:9092/t", out="o", since="2026-11-01T00:00:00+01:00")
-                             .validate())
+    settings = job._settings(
+        PipelineConfig(
+            snapshots=f"kafka://alice:{PASSWORD}@b-1:9092/t", out="o", since="2026-11-01T00:00:00+01:00"
+        ).validate()
+    )
     assert settings["snapshots"] == "kafka://***@b-1:9092/t" and settings["since"] == "2026-10-31T23:00:00Z"
 
 
@@ -286,10 +406,18 @@ def test_the_command_line_masks_secrets_on_every_stream_and_file(tmp_path):
         result = run_cli("run", "--snapshots", url, "--out", str(out))
         assert_failed_cleanly(result, 2, "--snapshots: ")
         assert PASSWORD not in result.stderr + result.stdout
-    result = run_cli("run", "--snapshots", "s.jsonl", "--out", str(out), f"kafka://h/t?sasl_password={PASSWORD}")   # argparse's error
+    result = run_cli(
+        "run", "--snapshots", "s.jsonl", "--out", str(out), f"kafka://h/t?sasl_password={PASSWORD}"
+    )  # argparse's error
     assert result.returncode == 2 and "unrecognized arguments" in result.stderr and PASSWORD not in result.stderr
-    result = run_cli("run", "--snapshots", "kafka://127.0.0.1:1/snapshots?request_timeout=1", "--out", str(out),
-                     env={"HEADROOM_KAFKA_SASL_PASSWORD": PASSWORD})
+    result = run_cli(
+        "run",
+        "--snapshots",
+        "kafka://127.0.0.1:1/snapshots?request_timeout=1",
+        "--out",
+        str(out),
+        env={"HEADROOM_KAFKA_SASL_PASSWORD": PASSWORD},
+    )
     assert_failed_cleanly(result, 1, "cannot read topic 'snapshots'")
     assert PASSWORD not in result.stderr + result.stdout
     written = [os.path.join(root, name) for root, unused_dirs, names in os.walk(tmp_path) for name in names]
@@ -300,8 +428,20 @@ def test_the_command_line_masks_secrets_on_every_stream_and_file(tmp_path):
 def test_a_run_prints_one_json_line_and_nothing_else_on_stdout(tmp_path):
     directory = tmp_path / "snap:[shots] *"
     directory.mkdir()
-    path = write_lines(directory / "snap-2026-11-22T04:07:09Z.jsonl", minutes(5) + [snapshot(at="0000-01-01T00:00:00Z"), "\x00\x01binary"])
-    result = run_cli("run", "--snapshots", path, "--out", str(tmp_path / "out"), "--no-report", "--conf", "spark.ui.showConsoleProgress=true")
+    path = write_lines(
+        directory / "snap-2026-11-22T04:07:09Z.jsonl",
+        minutes(5) + [snapshot(at="0000-01-01T00:00:00Z"), "\x00\x01binary"],
+    )
+    result = run_cli(
+        "run",
+        "--snapshots",
+        path,
+        "--out",
+        str(tmp_path / "out"),
+        "--no-report",
+        "--conf",
+        "spark.ui.showConsoleProgress=true",
+    )
     printed = assert_one_json_line(result)
     assert (printed["rows_read"], printed["rows_used"], printed["rows_rejected"]) == (7, 5, 2)
     assert "Traceback" not in result.stderr and "NativeCodeLoader" not in result.stderr
@@ -322,7 +462,9 @@ def test_an_error_inside_spark_ends_in_one_failure_line_and_no_summary(tmp_path)
     directory = tmp_path / "snapshots"
     directory.mkdir()
     for name, broker_id in (("a.parquet", 1), ("b.parquet", "one")):
-        pq.write_table(pa.Table.from_pylist([{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": broker_id}]), str(directory / name))
+        pq.write_table(
+            pa.Table.from_pylist([{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": broker_id}]), str(directory / name)
+        )
     out = tmp_path / "out"
     result = run_cli("run", "--snapshots", str(directory), "--out", str(out), "--no-report")
     assert_failed_cleanly(result, 1, "headroom_pipeline: failed: read snapshots: ")
@@ -334,26 +476,35 @@ def test_errors_of_spark_become_one_line_naming_the_stage(spark, tmp_path):
     directory = tmp_path / "snapshots"
     directory.mkdir()
     for name, broker_id in (("a.parquet", 1), ("b.parquet", "one")):
-        pq.write_table(pa.Table.from_pylist([{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": broker_id}]), str(directory / name))
+        pq.write_table(
+            pa.Table.from_pylist([{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": broker_id}]), str(directory / name)
+        )
     with pytest.raises(job.JobError, match=r"^read snapshots: .*PARQUET_COLUMN_DATA_TYPE_MISMATCH.*\[BrokerId\]"):
         job.run(PipelineConfig(snapshots=str(directory), out=str(tmp_path / "out"), progress=False))
     py4j_text = "An error occurred while calling o81.parquet.\n: org.apache.spark.SparkException: Job aborted.\n\tat org.apache.spark.Foo"
     assert job.failure_reason(RuntimeError(py4j_text)) == "org.apache.spark.SparkException: Job aborted."
-    assert job.failure_reason(RuntimeError(py4j_text + "\nCaused by: java.lang.OutOfMemoryError: Java heap space")).startswith(
-        "out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory")
-    assert job.failure_reason(ConnectionRefusedError(111, "Connection refused")).startswith("lost Spark's JVM (ConnectionRefusedError")
+    assert job.failure_reason(
+        RuntimeError(py4j_text + "\nCaused by: java.lang.OutOfMemoryError: Java heap space")
+    ).startswith("out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory")
+    assert job.failure_reason(ConnectionRefusedError(111, "Connection refused")).startswith(
+        "lost Spark's JVM (ConnectionRefusedError"
+    )
     assert len(job.failure_reason(RuntimeError("x" * 5000))) == job.MAX_REASON + 3
 
 
 def test_an_output_directory_that_cannot_be_written_is_bad_input(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="--out: cannot write to"):
-        job.run(PipelineConfig(snapshots=write_lines(tmp_path / "s.jsonl", minutes(1)), out=str(tmp_path / "file" / "out")))
+        job.run(
+            PipelineConfig(snapshots=write_lines(tmp_path / "s.jsonl", minutes(1)), out=str(tmp_path / "file" / "out"))
+        )
 
 
 def test_a_timeline_too_large_fails_the_command_with_what_to_narrow(tmp_path):
     path = write_lines(tmp_path / "s.jsonl", minutes(3) + [snapshot(at="1970-01-01T00:00:00Z")])
-    result = run_cli("run", "--snapshots", path, "--out", str(tmp_path / "out"), "--since", "1970-01-01T00:00:00Z", "--no-report")
+    result = run_cli(
+        "run", "--snapshots", path, "--out", str(tmp_path / "out"), "--since", "1970-01-01T00:00:00Z", "--no-report"
+    )
     assert_failed_cleanly(result, 1, "spans 1970-01-01T00:00:00Z to 2026-11-22T04:02:00Z")
     assert "--since/--until" in result.stderr and "--max-timeline-rows" in result.stderr
     result = run_cli("run", "--snapshots", path, "--out", str(tmp_path / "out"), "--since", "0001-01-01T00:00:00+23:59")

@@ -12,7 +12,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("headroom_pipeline", "headroom_guard")
 JOB = "headroom_pipeline.job"
-IMPORTS_JOB = {"headroom_pipeline.cli"}          # the entry point (__main__.py reaches the job through it)
+IMPORTS_JOB = {"headroom_pipeline.cli"}  # the entry point (__main__.py reaches the job through it)
 
 
 def module_files():
@@ -43,9 +43,9 @@ def imported_modules(module, path):
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)      # from a package import a module
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # from a package import a module
     return {name for name in found if name in MODULES and name != module}
 
 
@@ -53,28 +53,39 @@ GRAPH = {module: imported_modules(module, path) for module, path in MODULES.item
 
 
 def test_every_module_is_found():
-    assert {"headroom_pipeline.job", "headroom_pipeline.stages", "headroom_pipeline.report", "headroom_guard.guard"} <= set(MODULES)
+    assert {
+        "headroom_pipeline.job",
+        "headroom_pipeline.stages",
+        "headroom_pipeline.report",
+        "headroom_guard.guard",
+    } <= set(MODULES)
     assert GRAPH["headroom_pipeline.cli"] >= {JOB}, "the import graph sees imports inside functions"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_the_module_imports_on_its_own_and_starts_no_jvm(module):
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}     # from the collection root, as it runs
-    code = (f"import sys\nimport {module}\n"
-            "spark = sys.modules.get('pyspark')\n"
-            "assert spark is None or spark.SparkContext._gateway is None, 'importing started a JVM'\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    env = {
+        key: value for key, value in os.environ.items() if key != "PYTHONPATH"
+    }  # from the collection root, as it runs
+    code = (
+        f"import sys\nimport {module}\n"
+        "spark = sys.modules.get('pyspark')\n"
+        "assert spark is None or spark.SparkContext._gateway is None, 'importing started a JVM'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_no_import_cycle():
-    state = {}          # module -> "open" while its imports are followed, "done" after
+    state = {}  # module -> "open" while its imports are followed, "done" after
 
     def visit(module, path):
         state[module] = "open"
         for target in sorted(GRAPH[module]):
             if state.get(target) == "open":
-                cycle = path[path.index(target):] + [target]
+                cycle = path[path.index(target) :] + [target]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
             if target not in state:
                 visit(target, path + [target])

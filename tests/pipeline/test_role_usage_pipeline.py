@@ -11,16 +11,20 @@ import sys
 import time
 
 import pytest
+from role_play import run_role
 
 from kafka_sim.nodes import process_alive
-from role_play import run_role
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REAL_ROOT = os.path.realpath(ROOT)
 SECRET = "pa55-w0rd-for-sasl"
-SUMMARY = {"rows_read": 10, "rows_used": 9, "rows_rejected": 1,
-           "inputs": {"snapshots": {"read": 10, "used": 9, "rejected": 1}},
-           "stages": {"decisions": {"rows": 4, "not_open": 1}, "forecast": {"volumes": 2, "crossing_hard_limit": 1}}}
+SUMMARY = {
+    "rows_read": 10,
+    "rows_used": 9,
+    "rows_rejected": 1,
+    "inputs": {"snapshots": {"read": 10, "used": 9, "rejected": 1}},
+    "stages": {"decisions": {"rows": 4, "not_open": 1}, "forecast": {"volumes": 2, "crossing_hard_limit": 1}},
+}
 
 STAND_IN = """\
 #!{python}
@@ -64,28 +68,92 @@ def recorded(record):
 def test_the_python_launcher_runs_the_job_with_every_option(tmp_path, stand_in):
     python, record = stand_in
     role_vars = {
-        "usage_pipeline_python": python, "usage_pipeline_snapshots": "snapshots/*.jsonl", "usage_pipeline_out": "out",
-        "usage_pipeline_traffic": "traffic.jsonl", "usage_pipeline_quotas": "quotas.json", "usage_pipeline_proposed_quotas": "proposed.json",
-        "usage_pipeline_topic_thresholds": "plan.json", "usage_pipeline_cluster": "east", "usage_pipeline_master": "local[2]",
-        "usage_pipeline_driver_memory": "2g", "usage_pipeline_conf": {"spark.executor.memory": "4g"},
-        "usage_pipeline_min_available_ratio": 0.1, "usage_pipeline_check_interval": "PT30S", "usage_pipeline_throttle_factor_validity": 600,
-        "usage_pipeline_throttle_factor_fallback": 0.5, "usage_pipeline_max_age": "PT5M", "usage_pipeline_missing_data_action": "open",
-        "usage_pipeline_forecast_window": "P3D", "usage_pipeline_client_window": 30, "usage_pipeline_report": False, "usage_pipeline_quiet": True,
-        "usage_pipeline_quota_window_num": 30, "usage_pipeline_quota_window_size": 2, "usage_pipeline_recommend_percentile": 0.95,
-        "usage_pipeline_recommend_headroom": 1.5, "usage_pipeline_extra_args": ["--cluster", "west"],
+        "usage_pipeline_python": python,
+        "usage_pipeline_snapshots": "snapshots/*.jsonl",
+        "usage_pipeline_out": "out",
+        "usage_pipeline_traffic": "traffic.jsonl",
+        "usage_pipeline_quotas": "quotas.json",
+        "usage_pipeline_proposed_quotas": "proposed.json",
+        "usage_pipeline_topic_thresholds": "plan.json",
+        "usage_pipeline_cluster": "east",
+        "usage_pipeline_master": "local[2]",
+        "usage_pipeline_driver_memory": "2g",
+        "usage_pipeline_conf": {"spark.executor.memory": "4g"},
+        "usage_pipeline_min_available_ratio": 0.1,
+        "usage_pipeline_check_interval": "PT30S",
+        "usage_pipeline_throttle_factor_validity": 600,
+        "usage_pipeline_throttle_factor_fallback": 0.5,
+        "usage_pipeline_max_age": "PT5M",
+        "usage_pipeline_missing_data_action": "open",
+        "usage_pipeline_forecast_window": "P3D",
+        "usage_pipeline_client_window": 30,
+        "usage_pipeline_report": False,
+        "usage_pipeline_quiet": True,
+        "usage_pipeline_quota_window_num": 30,
+        "usage_pipeline_quota_window_size": 2,
+        "usage_pipeline_recommend_percentile": 0.95,
+        "usage_pipeline_recommend_headroom": 1.5,
+        "usage_pipeline_extra_args": ["--cluster", "west"],
     }
     result = run_role(tmp_path, role_vars)
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     job = recorded(record)
     assert job["argv"] == [
-        "-m", "headroom_pipeline", "run", "--snapshots", "snapshots/*.jsonl", "--out", "out", "--traffic", "traffic.jsonl",
-        "--quotas", "quotas.json", "--proposed-quotas", "proposed.json", "--topic-thresholds", "plan.json", "--cluster", "east",
-        "--master", "local[2]", "--driver-memory", "2g", "--min-available-ratio", "0.1", "--check-interval", "PT30S",
-        "--throttle-factor-validity", "600", "--throttle-factor-fallback", "0.5", "--max-age", "PT5M", "--missing-data-action", "open",
-        "--forecast-window", "P3D", "--client-window", "30", "--quota-window-num", "30", "--quota-window-size", "2",
-        "--recommend-percentile", "0.95", "--recommend-headroom", "1.5", "--no-report", "--quiet", "--conf", "spark.executor.memory=4g",
-        "--cluster", "west"]
-    assert job["pythonpath"] == REAL_ROOT and os.path.isfile(os.path.join(job["pythonpath"], "headroom_pipeline", "__main__.py"))
+        "-m",
+        "headroom_pipeline",
+        "run",
+        "--snapshots",
+        "snapshots/*.jsonl",
+        "--out",
+        "out",
+        "--traffic",
+        "traffic.jsonl",
+        "--quotas",
+        "quotas.json",
+        "--proposed-quotas",
+        "proposed.json",
+        "--topic-thresholds",
+        "plan.json",
+        "--cluster",
+        "east",
+        "--master",
+        "local[2]",
+        "--driver-memory",
+        "2g",
+        "--min-available-ratio",
+        "0.1",
+        "--check-interval",
+        "PT30S",
+        "--throttle-factor-validity",
+        "600",
+        "--throttle-factor-fallback",
+        "0.5",
+        "--max-age",
+        "PT5M",
+        "--missing-data-action",
+        "open",
+        "--forecast-window",
+        "P3D",
+        "--client-window",
+        "30",
+        "--quota-window-num",
+        "30",
+        "--quota-window-size",
+        "2",
+        "--recommend-percentile",
+        "0.95",
+        "--recommend-headroom",
+        "1.5",
+        "--no-report",
+        "--quiet",
+        "--conf",
+        "spark.executor.memory=4g",
+        "--cluster",
+        "west",
+    ]
+    assert job["pythonpath"] == REAL_ROOT and os.path.isfile(
+        os.path.join(job["pythonpath"], "headroom_pipeline", "__main__.py")
+    )
     assert job["cwd"] == str(tmp_path), "relative paths are relative to the playbook's directory"
     assert job["sasl_password"] is None and job["ssl_password"] is None
     fact = json.loads((tmp_path / "fact.json").read_text())
@@ -93,41 +161,96 @@ def test_the_python_launcher_runs_the_job_with_every_option(tmp_path, stand_in):
     assert f"Report: {tmp_path}/out/report/index.html" in result.stdout
     assert "Rows read 10, used 9, rejected 1" in result.stdout
     assert "forecast: volumes: 2, crossing_hard_limit: 1" in result.stdout
-    assert re.search(r"TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(ASYNC[^\n]*\n)?changed: \[localhost\]", result.stdout), \
-        "the job rewrites its outputs: changed, by design"
+    assert re.search(
+        r"TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(ASYNC[^\n]*\n)?changed: \[localhost\]",
+        result.stdout,
+    ), "the job rewrites its outputs: changed, by design"
 
 
 def test_defaults_pass_only_the_required_options(tmp_path, stand_in):
     python, record = stand_in
     out = tmp_path / "absolute-out"
-    result = run_role(tmp_path, {"usage_pipeline_python": python, "usage_pipeline_snapshots": "kafka://k1:9092,k2:9092/usage",
-                                 "usage_pipeline_out": str(out), "usage_pipeline_timeout": 0})
+    result = run_role(
+        tmp_path,
+        {
+            "usage_pipeline_python": python,
+            "usage_pipeline_snapshots": "kafka://k1:9092,k2:9092/usage",
+            "usage_pipeline_out": str(out),
+            "usage_pipeline_timeout": 0,
+        },
+    )
     assert result.returncode == 0, result.stdout[-8000:]
-    assert recorded(record)["argv"] == ["-m", "headroom_pipeline", "run", "--snapshots", "kafka://k1:9092,k2:9092/usage", "--out", str(out),
-                                        "--master", "local[*]", "--missing-data-action", "pause"]
+    assert recorded(record)["argv"] == [
+        "-m",
+        "headroom_pipeline",
+        "run",
+        "--snapshots",
+        "kafka://k1:9092,k2:9092/usage",
+        "--out",
+        str(out),
+        "--master",
+        "local[*]",
+        "--missing-data-action",
+        "pause",
+    ]
     assert (tmp_path / "fact.json").exists()
 
 
 def test_the_spark_submit_launcher(tmp_path, stand_in):
     spark_submit, record = stand_in
-    result = run_role(tmp_path, {"usage_pipeline_launcher": "spark-submit", "usage_pipeline_spark_submit": spark_submit,
-                                 "usage_pipeline_master": "spark://head:7077", "usage_pipeline_driver_memory": "3g",
-                                 "usage_pipeline_spark_submit_args": ["--deploy-mode", "client"], "usage_pipeline_snapshots": "s.jsonl",
-                                 "usage_pipeline_out": "out", "usage_pipeline_min_available_bytes": 1000})
+    result = run_role(
+        tmp_path,
+        {
+            "usage_pipeline_launcher": "spark-submit",
+            "usage_pipeline_spark_submit": spark_submit,
+            "usage_pipeline_master": "spark://head:7077",
+            "usage_pipeline_driver_memory": "3g",
+            "usage_pipeline_spark_submit_args": ["--deploy-mode", "client"],
+            "usage_pipeline_snapshots": "s.jsonl",
+            "usage_pipeline_out": "out",
+            "usage_pipeline_min_available_bytes": 1000,
+        },
+    )
     assert result.returncode == 0, result.stdout[-8000:]
     job = recorded(record)
-    assert job["argv"] == ["--master", "spark://head:7077", "--driver-memory", "3g", "--deploy-mode", "client",
-                           os.path.join(REAL_ROOT, "headroom_pipeline", "__main__.py"), "run", "--snapshots", "s.jsonl", "--out", "out",
-                           "--min-available-bytes", "1000", "--missing-data-action", "pause"]
+    assert job["argv"] == [
+        "--master",
+        "spark://head:7077",
+        "--driver-memory",
+        "3g",
+        "--deploy-mode",
+        "client",
+        os.path.join(REAL_ROOT, "headroom_pipeline", "__main__.py"),
+        "run",
+        "--snapshots",
+        "s.jsonl",
+        "--out",
+        "out",
+        "--min-available-bytes",
+        "1000",
+        "--missing-data-action",
+        "pause",
+    ]
     assert job["pythonpath"] == REAL_ROOT
 
 
 def test_both_volume_limits_fail_before_the_job_runs(tmp_path, stand_in):
     python, record = stand_in
-    result = run_role(tmp_path, {"usage_pipeline_python": python, "usage_pipeline_snapshots": "s.jsonl", "usage_pipeline_out": "out",
-                                 "usage_pipeline_min_available_bytes": 1000, "usage_pipeline_min_available_ratio": 0.1})
+    result = run_role(
+        tmp_path,
+        {
+            "usage_pipeline_python": python,
+            "usage_pipeline_snapshots": "s.jsonl",
+            "usage_pipeline_out": "out",
+            "usage_pipeline_min_available_bytes": 1000,
+            "usage_pipeline_min_available_ratio": 0.1,
+        },
+    )
     assert result.returncode != 0
-    assert "usage_pipeline_min_available_bytes and usage_pipeline_min_available_ratio are mutually exclusive" in result.stdout
+    assert (
+        "usage_pipeline_min_available_bytes and usage_pipeline_min_available_ratio are mutually exclusive"
+        in result.stdout
+    )
     assert not record.exists()
 
 
@@ -141,8 +264,13 @@ def test_the_required_options_are_named_when_missing(tmp_path, stand_in):
 
 def test_passwords_reach_the_job_in_its_environment_and_never_the_output(tmp_path, stand_in):
     python, record = stand_in
-    role_vars = {"usage_pipeline_python": python, "usage_pipeline_snapshots": "kafka://k1:9092/usage?security_protocol=SASL_SSL",
-                 "usage_pipeline_out": "out", "usage_pipeline_sasl_password": SECRET, "usage_pipeline_cluster": "fail"}
+    role_vars = {
+        "usage_pipeline_python": python,
+        "usage_pipeline_snapshots": "kafka://k1:9092/usage?security_protocol=SASL_SSL",
+        "usage_pipeline_out": "out",
+        "usage_pipeline_sasl_password": SECRET,
+        "usage_pipeline_cluster": "fail",
+    }
     result = run_role(tmp_path, role_vars, "-vvv")
     assert result.returncode != 0
     assert recorded(record)["sasl_password"] == SECRET, "the job gets the password"
@@ -154,17 +282,32 @@ def test_passwords_reach_the_job_in_its_environment_and_never_the_output(tmp_pat
 
 def test_check_mode_shows_the_command_and_runs_nothing(tmp_path, stand_in):
     python, record = stand_in
-    result = run_role(tmp_path, {"usage_pipeline_python": python, "usage_pipeline_snapshots": "s.jsonl", "usage_pipeline_out": "out"}, "--check")
+    result = run_role(
+        tmp_path,
+        {"usage_pipeline_python": python, "usage_pipeline_snapshots": "s.jsonl", "usage_pipeline_out": "out"},
+        "--check",
+    )
     assert result.returncode == 0, result.stdout[-8000:]
-    assert f"Check mode, the job does not run: {python} -m headroom_pipeline run --snapshots s.jsonl --out out" in result.stdout
+    assert (
+        f"Check mode, the job does not run: {python} -m headroom_pipeline run --snapshots s.jsonl --out out"
+        in result.stdout
+    )
     assert not record.exists()
 
 
 def test_a_job_past_its_timeout_is_stopped_and_fails_the_role(tmp_path, stand_in):
     python, record = stand_in
     started = time.monotonic()
-    result = run_role(tmp_path, {"usage_pipeline_python": python, "usage_pipeline_snapshots": "s.jsonl", "usage_pipeline_out": "out",
-                                 "usage_pipeline_cluster": "hang", "usage_pipeline_timeout": 2})
+    result = run_role(
+        tmp_path,
+        {
+            "usage_pipeline_python": python,
+            "usage_pipeline_snapshots": "s.jsonl",
+            "usage_pipeline_out": "out",
+            "usage_pipeline_cluster": "hang",
+            "usage_pipeline_timeout": 2,
+        },
+    )
     assert result.returncode != 0
     assert time.monotonic() - started < 90
     assert "The pipeline job failed (exit code 124)" in result.stdout

@@ -17,7 +17,6 @@ import sys
 import time
 
 import pytest
-
 from bench_modules import bench_module
 from role_play import run_role
 from spark_standalone import standalone_cluster
@@ -30,13 +29,28 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 JOB_SCRIPT = os.path.join(ROOT, "headroom_pipeline", "__main__.py")
 APP_NAME = "headroom-pipeline"
 # 10 clusters of 4 brokers over 10 hours (each limit kind once), with outages, stopping brokers and republished messages.
-FLEET = {"brokers_per_cluster": 4, "minutes": 600, "broker_gaps": 3.0, "cluster_gaps": 2.0, "stopping_share": 0.1, "duplicate_share": 0.01}
+FLEET = {
+    "brokers_per_cluster": 4,
+    "minutes": 600,
+    "broker_gaps": 3.0,
+    "cluster_gaps": 2.0,
+    "stopping_share": 0.1,
+    "duplicate_share": 0.01,
+}
 ROWS = 10 * 4 * 600
 ROWS_PER_FILE = 4000
 JOB_OPTIONS = ["--min-available-ratio", "0.1", "--no-report", "--quiet"]
-EXECUTOR_MEMORY_MIB = 640              # each worker offers 1 GiB; the executor's heap must fit in it
-SPARK_SUBMIT_SETTINGS = ["--driver-memory", "1g", "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-                         "--conf", "spark.executor.cores=1"]
+EXECUTOR_MEMORY_MIB = 640  # each worker offers 1 GiB; the executor's heap must fit in it
+SPARK_SUBMIT_SETTINGS = [
+    "--driver-memory",
+    "1g",
+    "--conf",
+    "spark.driver.host=127.0.0.1",
+    "--conf",
+    "spark.driver.bindAddress=127.0.0.1",
+    "--conf",
+    "spark.executor.cores=1",
+]
 PARQUET_OUTPUTS = ("volumes", "decisions", "forecast")
 SUMMARY_FIGURES = ("rows_read", "rows_used", "rows_rejected", "stages", "inputs", "warnings")
 RELATIVE_TOLERANCE = 1e-12
@@ -58,9 +72,15 @@ def snapshots(tmp_path_factory):
     volumes = good.column("Volumes").combine_chunks()
     volume = volumes.flatten()
     capacity = volume.field("Capacity")
-    consumed = pa.array([-1, capacity[1].as_py() + 1, volume.field("Consumed")[2].as_py()], type=volume.field("Consumed").type)
-    volume = pa.StructArray.from_arrays([volume.field("VolumeName"), capacity, consumed], names=["VolumeName", "Capacity", "Consumed"])
-    bad = good.set_column(good.schema.get_field_index("Volumes"), "Volumes", pa.ListArray.from_arrays(volumes.offsets, volume))
+    consumed = pa.array(
+        [-1, capacity[1].as_py() + 1, volume.field("Consumed")[2].as_py()], type=volume.field("Consumed").type
+    )
+    volume = pa.StructArray.from_arrays(
+        [volume.field("VolumeName"), capacity, consumed], names=["VolumeName", "Capacity", "Consumed"]
+    )
+    bad = good.set_column(
+        good.schema.get_field_index("Volumes"), "Volumes", pa.ListArray.from_arrays(volumes.offsets, volume)
+    )
     epoch = pa.scalar(0, type=good.schema.field("SnapshotAt").type)
     stamps = pc.if_else(pa.array([False, False, True]), epoch, good.column("SnapshotAt").combine_chunks())
     bad = bad.set_column(bad.schema.get_field_index("SnapshotAt"), "SnapshotAt", stamps)
@@ -75,8 +95,25 @@ def local_job(snapshots, tmp_path_factory):
     out = str(directory / "out")
     env = dict(os.environ, PYTHONPATH=ROOT)
     with open(directory / "stdout", "wb") as stdout, open(directory / "stderr", "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "headroom_pipeline", "run", "--snapshots", snapshots, "--out", out, *JOB_OPTIONS,
-                                    "--master", "local[2]"], env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "headroom_pipeline",
+                "run",
+                "--snapshots",
+                snapshots,
+                "--out",
+                out,
+                *JOB_OPTIONS,
+                "--master",
+                "local[2]",
+            ],
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
     try:
         yield process, out, directory
     finally:
@@ -87,8 +124,10 @@ def local_job(snapshots, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(local_job, tmp_path_factory):        # pylint: disable=unused-argument  # started after the local job, to overlap with it
-    with standalone_cluster(str(tmp_path_factory.mktemp("spark-cluster")), workers=2, cores_per_worker=1, worker_memory="1g") as running:
+def cluster(local_job, tmp_path_factory):  # pylint: disable=unused-argument  # started after the local job, to overlap with it
+    with standalone_cluster(
+        str(tmp_path_factory.mktemp("spark-cluster")), workers=2, cores_per_worker=1, worker_memory="1g"
+    ) as running:
         yield running
 
 
@@ -106,10 +145,25 @@ def test_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode(cluster, s
     out = str(tmp_path / "out")
     before = _application_ids(cluster)
     env = dict(cluster.env)
-    env.pop("PYTHONPATH", None)      # __main__.py run as a script finds its package by itself
-    command = [cluster.spark_submit, "--master", cluster.master_url, *SPARK_SUBMIT_SETTINGS,
-               "--conf", f"spark.executor.memory={EXECUTOR_MEMORY_MIB}m", JOB_SCRIPT, "run", "--snapshots", snapshots, "--out", out, *JOB_OPTIONS]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=RUN_TIMEOUT, check=False)
+    env.pop("PYTHONPATH", None)  # __main__.py run as a script finds its package by itself
+    command = [
+        cluster.spark_submit,
+        "--master",
+        cluster.master_url,
+        *SPARK_SUBMIT_SETTINGS,
+        "--conf",
+        f"spark.executor.memory={EXECUTOR_MEMORY_MIB}m",
+        JOB_SCRIPT,
+        "run",
+        "--snapshots",
+        snapshots,
+        "--out",
+        out,
+        *JOB_OPTIONS,
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=RUN_TIMEOUT, check=False
+    )
     assert result.returncode == 0, result.stderr[-8000:]
     assert json.loads(result.stdout.strip().splitlines()[-1])["out"] == out
 
@@ -121,17 +175,29 @@ def test_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode(cluster, s
     _assert_same_outputs(local_out, out)
 
 
-def test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode(cluster, snapshots, local_out, tmp_path):
+def test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode(
+    cluster, snapshots, local_out, tmp_path
+):
     out = str(tmp_path / "out")
     before = _application_ids(cluster)
-    role_vars = {"usage_pipeline_launcher": "spark-submit", "usage_pipeline_spark_submit": cluster.spark_submit,
-                 "usage_pipeline_master": cluster.master_url, "usage_pipeline_driver_memory": "1g",
-                 "usage_pipeline_spark_submit_args": SPARK_SUBMIT_SETTINGS[2:],
-                 "usage_pipeline_conf": {"spark.executor.memory": f"{EXECUTOR_MEMORY_MIB}m"},      # the job's --conf: set before its context starts
-                 "usage_pipeline_snapshots": snapshots, "usage_pipeline_out": out, "usage_pipeline_min_available_ratio": 0.1,
-                 "usage_pipeline_report": False, "usage_pipeline_quiet": True, "usage_pipeline_timeout": RUN_TIMEOUT}
+    role_vars = {
+        "usage_pipeline_launcher": "spark-submit",
+        "usage_pipeline_spark_submit": cluster.spark_submit,
+        "usage_pipeline_master": cluster.master_url,
+        "usage_pipeline_driver_memory": "1g",
+        "usage_pipeline_spark_submit_args": SPARK_SUBMIT_SETTINGS[2:],
+        "usage_pipeline_conf": {
+            "spark.executor.memory": f"{EXECUTOR_MEMORY_MIB}m"
+        },  # the job's --conf: set before its context starts
+        "usage_pipeline_snapshots": snapshots,
+        "usage_pipeline_out": out,
+        "usage_pipeline_min_available_ratio": 0.1,
+        "usage_pipeline_report": False,
+        "usage_pipeline_quiet": True,
+        "usage_pipeline_timeout": RUN_TIMEOUT,
+    }
     environment = dict(cluster.env)
-    environment.pop("PYTHONPATH", None)      # the role puts the collection root there itself
+    environment.pop("PYTHONPATH", None)  # the role puts the collection root there itself
     result = run_role(tmp_path, role_vars, environment=environment, timeout=RUN_TIMEOUT + 60)
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     fact = json.loads((tmp_path / "fact.json").read_text())
@@ -139,7 +205,9 @@ def test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_o
     assert fact == summary
     assert summary["spark"]["master"] == cluster.master_url
     application = _assert_ran_on_the_workers(cluster, before)
-    assert application["memoryperexecutor"] == EXECUTOR_MEMORY_MIB, "the executors got the memory the role's usage_pipeline_conf asked for"
+    assert application["memoryperexecutor"] == EXECUTOR_MEMORY_MIB, (
+        "the executors got the memory the role's usage_pipeline_conf asked for"
+    )
     _assert_same_outputs(local_out, out)
 
 
@@ -153,7 +221,7 @@ def _assert_ran_on_the_workers(cluster, before):
     """The master lists the job as a finished application of its own, and each worker's executor for it ran tasks
     (from their logs in the workers' work directories); returns the master's record of the application."""
     deadline = time.monotonic() + 60
-    while True:        # the master marks the application finished once the driver's disconnect reached it
+    while True:  # the master marks the application finished once the driver's disconnect reached it
         status = cluster.status()
         new = [application for application in status.get("completedapps") or [] if application["id"] not in before]
         if new or time.monotonic() > deadline:

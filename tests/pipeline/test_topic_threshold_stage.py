@@ -5,12 +5,12 @@ import json
 import random
 
 import pytest
+import vector_cases
 from pyspark.sql import functions as F
 
-import vector_cases
+from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
 from headroom_pipeline import schemas, topics
 from headroom_pipeline.config import ConfigError
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
 
 DOCUMENT = vector_cases.load("topic_thresholds.json")
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -29,21 +29,43 @@ def iso(value):
 
 
 def traffic_frame(spark, rows):
-    return spark.createDataFrame([(parse(row["ts"]) if isinstance(row["ts"], str) else row["ts"], row["broker_id"], row.get("user"),
-                                   row.get("client_id"), row["topic"], row["bytes_in"], row.get("bytes_out", 0)) for row in rows], schemas.TRAFFIC_ROWS)
+    return spark.createDataFrame(
+        [
+            (
+                parse(row["ts"]) if isinstance(row["ts"], str) else row["ts"],
+                row["broker_id"],
+                row.get("user"),
+                row.get("client_id"),
+                row["topic"],
+                row["bytes_in"],
+                row.get("bytes_out", 0),
+            )
+            for row in rows
+        ],
+        schemas.TRAFFIC_ROWS,
+    )
 
 
 def analyse(spark, rows, plan, chunk=topics.EWMA_CHUNK):
     thresholds, windows = topics.topic_analysis(traffic_frame(spark, rows), plan, None, chunk)
     thresholds = [row.asDict() for row in thresholds.orderBy("broker_id", "topic").collect()]
-    windows = [row.asDict() for row in windows.select("*", F.unix_micros("ts").alias("ts_us")).drop("ts").orderBy("broker_id", "topic", "ts_us").collect()]
+    windows = [
+        row.asDict()
+        for row in windows.select("*", F.unix_micros("ts").alias("ts_us"))
+        .drop("ts")
+        .orderBy("broker_id", "topic", "ts_us")
+        .collect()
+    ]
     return thresholds, windows
 
 
 def test_meter_vectors(spark):
     """Each vector as one point of a meter: its previous rate as the state, the interval (0, seconds] with rate x seconds bytes."""
     cases = DOCUMENT["meters"]
-    rows = [(case["id"], case["previous"], int(case["seconds"] * 1_000_000), int(case["rate"] * case["seconds"])) for case in cases]
+    rows = [
+        (case["id"], case["previous"], int(case["seconds"] * 1_000_000), int(case["rate"] * case["seconds"]))
+        for case in cases
+    ]
     frame = spark.createDataFrame(rows, "id string, previous double, ts_us long, bytes long")
     state = F.struct(F.col("previous").alias("rate"), F.lit(0).cast("long").alias("last_us"))
     point = F.struct("ts_us", F.lit(0).cast("long").alias("start_us"), "bytes")
@@ -69,8 +91,11 @@ def chunk_sizes(case):
     return [topics.EWMA_CHUNK, 2] if case["id"] == "burst" else [topics.EWMA_CHUNK]
 
 
-@pytest.mark.parametrize("case, chunk", [(case, chunk) for case in DOCUMENT["analyses"] for chunk in chunk_sizes(case)],
-                         ids=[f"{case['id']}-chunk{chunk}" for case in DOCUMENT["analyses"] for chunk in chunk_sizes(case)])
+@pytest.mark.parametrize(
+    "case, chunk",
+    [(case, chunk) for case in DOCUMENT["analyses"] for chunk in chunk_sizes(case)],
+    ids=[f"{case['id']}-chunk{chunk}" for case in DOCUMENT["analyses"] for chunk in chunk_sizes(case)],
+)
 def test_analysis_vectors(spark, case, chunk):
     thresholds, windows = analyse(spark, case["traffic"], case["plan"], chunk)
     for window in windows:
@@ -110,20 +135,35 @@ def generated_traffic(seed=3):
             for name in names:
                 if rng.random() < 0.55:
                     burst = 6.0 if rng.random() < 0.1 else 1.0
-                    rows.append({"ts": moment, "broker_id": broker, "topic": name, "bytes_in": int(rng.uniform(20, 160) * burst * seconds)})
+                    rows.append(
+                        {
+                            "ts": moment,
+                            "broker_id": broker,
+                            "topic": name,
+                            "bytes_in": int(rng.uniform(20, 160) * burst * seconds),
+                        }
+                    )
             if rng.random() < 0.2:
                 rows.append({"ts": moment, "broker_id": broker, "topic": None, "bytes_in": rng.randrange(0, 3000)})
     return rows
 
 
-GENERATED_PLAN = {"total_bytes_in_per_sec_threshold": 450, "topics": {"orders": 100, "payments": 60},
-                  "brokers": {"3": {"total_bytes_in_per_sec_threshold": 300, "topics": {"logs": 40}}, "4": {"topics": {"orders": 200}}}}
+GENERATED_PLAN = {
+    "total_bytes_in_per_sec_threshold": 450,
+    "topics": {"orders": 100, "payments": 60},
+    "brokers": {
+        "3": {"total_bytes_in_per_sec_threshold": 300, "topics": {"logs": 40}},
+        "4": {"topics": {"orders": 200}},
+    },
+}
 
 
 def test_generated_traffic_matches_the_pure_rules(spark):
     rows = generated_traffic()
-    thresholds, windows = analyse(spark, rows, GENERATED_PLAN, chunk=16)           # series of ~120 points: several chunks each
-    expected_thresholds, expected_windows = tt.topic_analysis([dict(row, ts_us=micros(row["ts"])) for row in rows], GENERATED_PLAN)
+    thresholds, windows = analyse(spark, rows, GENERATED_PLAN, chunk=16)  # series of ~120 points: several chunks each
+    expected_thresholds, expected_windows = tt.topic_analysis(
+        [dict(row, ts_us=micros(row["ts"])) for row in rows], GENERATED_PLAN
+    )
     assert len(rows) > 2500
     vector_cases.assert_rows(thresholds, expected_thresholds, "thresholds")
     assert 100 < len(expected_windows) < len(rows) / 2, "the plan should trip now and then, not never or always"

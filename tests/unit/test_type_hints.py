@@ -24,12 +24,45 @@ ANNOTATED_PACKAGES = ["plugins/module_utils"]
 # Packages whose annotations must evaluate on Python 3.7.
 PYTHON_37_PACKAGES = ["plugins/module_utils"]
 # Subscripting these at runtime needs Python 3.9; the typing names that work on 3.7.
-BUILTIN_GENERICS = {"list": "List", "dict": "Dict", "tuple": "Tuple", "set": "Set", "frozenset": "FrozenSet", "type": "Type"}
+BUILTIN_GENERICS = {
+    "list": "List",
+    "dict": "Dict",
+    "tuple": "Tuple",
+    "set": "Set",
+    "frozenset": "FrozenSet",
+    "type": "Type",
+}
 # typing names that Python 3.7 lacks.
 NEWER_TYPING_NAMES = {
-    "Annotated", "Concatenate", "Final", "Literal", "LiteralString", "Never", "NotRequired", "ParamSpec", "Protocol", "ReadOnly",
-    "Required", "Self", "SupportsIndex", "TypeAlias", "TypeAliasType", "TypeGuard", "TypeIs", "TypeVarTuple", "TypedDict", "Unpack",
-    "assert_never", "assert_type", "final", "get_args", "get_origin", "is_typeddict", "override", "reveal_type", "runtime_checkable",
+    "Annotated",
+    "Concatenate",
+    "Final",
+    "Literal",
+    "LiteralString",
+    "Never",
+    "NotRequired",
+    "ParamSpec",
+    "Protocol",
+    "ReadOnly",
+    "Required",
+    "Self",
+    "SupportsIndex",
+    "TypeAlias",
+    "TypeAliasType",
+    "TypeGuard",
+    "TypeIs",
+    "TypeVarTuple",
+    "TypedDict",
+    "Unpack",
+    "assert_never",
+    "assert_type",
+    "final",
+    "get_args",
+    "get_origin",
+    "is_typeddict",
+    "override",
+    "reveal_type",
+    "runtime_checkable",
 }
 
 
@@ -74,12 +107,18 @@ def _unannotated(function, method):
     """The parameters of a function without an annotation, and ``return`` when the return has none."""
     arguments = function.args
     positional = getattr(arguments, "posonlyargs", []) + arguments.args
-    static = any(isinstance(decorator, ast.Name) and decorator.id == "staticmethod" for decorator in function.decorator_list)
+    static = any(
+        isinstance(decorator, ast.Name) and decorator.id == "staticmethod" for decorator in function.decorator_list
+    )
     if method and not static and positional:
-        positional = positional[1:]     # self or cls
+        positional = positional[1:]  # self or cls
     missing = [argument.arg for argument in positional + arguments.kwonlyargs if argument.annotation is None]
-    missing += ["*" + argument.arg for argument in (arguments.vararg,) if argument is not None and argument.annotation is None]
-    missing += ["**" + argument.arg for argument in (arguments.kwarg,) if argument is not None and argument.annotation is None]
+    missing += [
+        "*" + argument.arg for argument in (arguments.vararg,) if argument is not None and argument.annotation is None
+    ]
+    missing += [
+        "**" + argument.arg for argument in (arguments.kwarg,) if argument is not None and argument.annotation is None
+    ]
     if function.returns is None:
         missing.append("return")
     return missing
@@ -93,13 +132,17 @@ def test_every_public_function_annotates_its_parameters_and_return(package):
             checked += 1
             missing = _unannotated(function, method)
             if missing:
-                problems.append("{0}:{1} {2}: no annotation for {3}".format(path, function.lineno, name, ", ".join(missing)))
+                problems.append(
+                    "{0}:{1} {2}: no annotation for {3}".format(path, function.lineno, name, ", ".join(missing))
+                )
     assert checked, "no public function found in {0}".format(package)
     assert not problems, "\n".join(problems)
 
 
 def _is_type_checking(test):
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _evaluated(body, in_function=False):
@@ -112,8 +155,15 @@ def _evaluated(body, in_function=False):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             arguments = node.args
-            every = getattr(arguments, "posonlyargs", []) + arguments.args + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]
-            yield from (argument.annotation for argument in every if argument is not None and argument.annotation is not None)
+            every = (
+                getattr(arguments, "posonlyargs", [])
+                + arguments.args
+                + arguments.kwonlyargs
+                + [arguments.vararg, arguments.kwarg]
+            )
+            yield from (
+                argument.annotation for argument in every if argument is not None and argument.annotation is not None
+            )
             if node.returns is not None:
                 yield node.returns
             yield from _evaluated(node.body, True)
@@ -130,7 +180,9 @@ def _python_37_problems(node):
     if isinstance(node, ast.ImportFrom):
         for alias in node.names:
             if alias.name in NEWER_TYPING_NAMES:
-                yield "typing.{0} is not in Python 3.7: import it under if TYPE_CHECKING: and quote the annotations using it".format(alias.name)
+                yield "typing.{0} is not in Python 3.7: import it under if TYPE_CHECKING: and quote the annotations using it".format(
+                    alias.name
+                )
         return
     for part in ast.walk(node):
         if isinstance(part, ast.BinOp) and isinstance(part.op, ast.BitOr):

@@ -15,8 +15,8 @@ import signal
 import subprocess
 import sys
 
-EXIT_STOPPED = 124          # as coreutils timeout
-GRACE_SECONDS = 30          # between SIGTERM and SIGKILL: Spark stops its executors on SIGTERM
+EXIT_STOPPED = 124  # as coreutils timeout
+GRACE_SECONDS = 30  # between SIGTERM and SIGKILL: Spark stops its executors on SIGTERM
 
 
 def stop(job):
@@ -40,7 +40,7 @@ def main(argv):
     secrets = json.loads(text) if text.strip() else {}
     job = subprocess.Popen(argv[3:], env=dict(os.environ, **secrets), stdin=subprocess.DEVNULL, start_new_session=True)
 
-    def forward(signum, frame):     # the task itself was stopped: stop the job too, not only this process
+    def forward(signum, frame):  # the task itself was stopped: stop the job too, not only this process
         stop(job)
         sys.exit(128 + signum)
 
@@ -49,8 +49,13 @@ def main(argv):
     try:
         return job.wait(timeout=limit if limit > 0 else None)
     except subprocess.TimeoutExpired:
-        print("usage_pipeline: the job ran longer than usage_pipeline_timeout ({0:g} seconds) and was stopped".format(limit),
-              file=sys.stderr, flush=True)
+        print(
+            "usage_pipeline: the job ran longer than usage_pipeline_timeout ({0:g} seconds) and was stopped".format(
+                limit
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
         stop(job)
         return EXIT_STOPPED
 

@@ -36,31 +36,41 @@ def alter_one(quotas, entity, *ops, validate_only=False, **kwargs):
 # ---------------------------------------------------------------------------------------------------------------------
 # constants
 
+
 def test_constants():
     """Match types, error codes and QuotaConfig's keys with their ConfigDef types."""
     assert (cq.MATCH_TYPE_EXACT, cq.MATCH_TYPE_DEFAULT, cq.MATCH_TYPE_SPECIFIED) == (0, 1, 2)
     assert (cq.NONE, cq.UNSUPPORTED_VERSION, cq.INVALID_REQUEST) == (0, 35, 42)
-    user_keys = {"producer_byte_rate": "long", "consumer_byte_rate": "long", "request_percentage": "double", "controller_mutation_rate": "double"}
+    user_keys = {
+        "producer_byte_rate": "long",
+        "consumer_byte_rate": "long",
+        "request_percentage": "double",
+        "controller_mutation_rate": "double",
+    }
     assert cq.QUOTA_KEYS == {"user": user_keys, "client-id": user_keys, "ip": {"connection_creation_rate": "int"}}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # store keys
 
-@pytest.mark.parametrize("entity, key", [
-    ({"user": "alice"}, "user=alice"),
-    ({"user": None}, "user=<default>"),
-    ({"user": "alice", "client-id": None}, "client-id=<default>|user=alice"),
-    ({"client-id": None, "user": "alice"}, "client-id=<default>|user=alice"),
-    ({"ip": "10.0.0.1"}, "ip=10.0.0.1"),
-    ({"ip": "::1"}, "ip=::1"),
-    ({"user": "<default>"}, "user=%3Cdefault%3E"),
-    ({"user": "a|b=c%d"}, "user=a%7Cb%3Dc%25d"),
-    ({"user": "CN=x,O=y"}, "user=CN%3Dx,O%3Dy"),
-    ({"user": "bob@EXAMPLE.COM"}, "user=bob@EXAMPLE.COM"),
-    ({"user": "zoë ünïcode"}, "user=zo%C3%AB%20%C3%BCn%C3%AFcode"),
-    ({}, ""),
-])
+
+@pytest.mark.parametrize(
+    "entity, key",
+    [
+        ({"user": "alice"}, "user=alice"),
+        ({"user": None}, "user=<default>"),
+        ({"user": "alice", "client-id": None}, "client-id=<default>|user=alice"),
+        ({"client-id": None, "user": "alice"}, "client-id=<default>|user=alice"),
+        ({"ip": "10.0.0.1"}, "ip=10.0.0.1"),
+        ({"ip": "::1"}, "ip=::1"),
+        ({"user": "<default>"}, "user=%3Cdefault%3E"),
+        ({"user": "a|b=c%d"}, "user=a%7Cb%3Dc%25d"),
+        ({"user": "CN=x,O=y"}, "user=CN%3Dx,O%3Dy"),
+        ({"user": "bob@EXAMPLE.COM"}, "user=bob@EXAMPLE.COM"),
+        ({"user": "zoë ünïcode"}, "user=zo%C3%AB%20%C3%BCn%C3%AFcode"),
+        ({}, ""),
+    ],
+)
 def test_entity_key_round_trip(entity, key):
     """Store keys are canonical, JSON-safe and parse back to the entity."""
     assert cq.entity_key(entity) == key
@@ -87,7 +97,12 @@ ALTER_ERRORS = [
     # validateEntity
     ("empty entity", [], [put("producer_byte_rate", 1024)], "Invalid empty client quota entity"),
     ("unknown type", [("foo", "bar")], [put("producer_byte_rate", 1024)], "Unhandled client quota entity type: foo"),
-    ("unknown type with user", [("user", "a"), ("group", "g")], [put("producer_byte_rate", 1024)], "Unhandled client quota entity type: group"),
+    (
+        "unknown type with user",
+        [("user", "a"), ("group", "g")],
+        [put("producer_byte_rate", 1024)],
+        "Unhandled client quota entity type: group",
+    ),
     ("empty type", [("", "x")], [put("producer_byte_rate", 1024)], "Unhandled client quota entity type: "),
     ("empty user", [("user", "")], [put("producer_byte_rate", 1024)], "Empty user not supported"),
     ("empty client-id", [("client-id", "")], [put("producer_byte_rate", 1024)], "Empty client-id not supported"),
@@ -98,56 +113,206 @@ ALTER_ERRORS = [
     ("map order x first", [("x", "1"), ("user", "")], [], "Unhandled client quota entity type: x"),
     # configKeysForEntityType
     ("ip with user", [("user", "a"), ("ip", "1.2.3.4")], [put("producer_byte_rate", 1024)], IP_COMBINATION),
-    ("ip with client-id", [("client-id", "c"), ("ip", "1.2.3.4")], [put("connection_creation_rate", 5)], IP_COMBINATION),
+    (
+        "ip with client-id",
+        [("client-id", "c"), ("ip", "1.2.3.4")],
+        [put("connection_creation_rate", 5)],
+        IP_COMBINATION,
+    ),
     ("default ip with default user", [("ip", None), ("user", None)], [], IP_COMBINATION),
-    ("ip not an address", [("ip", "example.invalid")], [put("connection_creation_rate", 5)],
-     "example.invalid is not a valid IP or resolvable host."),
-    ("ip octet too large", [("ip", "999.1.1.1")], [put("connection_creation_rate", 5)], "999.1.1.1 is not a valid IP or resolvable host."),
-    ("ip five parts", [("ip", "1.2.3.4.5")], [put("connection_creation_rate", 5)], "1.2.3.4.5 is not a valid IP or resolvable host."),
-    ("ip hex form", [("ip", "0x7f.0.0.1")], [put("connection_creation_rate", 5)], "0x7f.0.0.1 is not a valid IP or resolvable host."),
-    ("ip v4 in brackets", [("ip", "[1.2.3.4]")], [put("connection_creation_rate", 5)], "[1.2.3.4] is not a valid IP or resolvable host."),
-    ("ip bad v6", [("ip", "::1.2.3")], [put("connection_creation_rate", 5)], "::1.2.3 is not a valid IP or resolvable host."),
-    ("ip trailing dot", [("ip", "1.2.3.")], [put("connection_creation_rate", 5)], "1.2.3. is not a valid IP or resolvable host."),
-    ("ip short form too large", [("ip", "1.2.65536")], [put("connection_creation_rate", 5)], "1.2.65536 is not a valid IP or resolvable host."),
-    ("ip checked even for remove", [("ip", "nope")], [remove("connection_creation_rate")], "nope is not a valid IP or resolvable host."),
+    (
+        "ip not an address",
+        [("ip", "example.invalid")],
+        [put("connection_creation_rate", 5)],
+        "example.invalid is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip octet too large",
+        [("ip", "999.1.1.1")],
+        [put("connection_creation_rate", 5)],
+        "999.1.1.1 is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip five parts",
+        [("ip", "1.2.3.4.5")],
+        [put("connection_creation_rate", 5)],
+        "1.2.3.4.5 is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip hex form",
+        [("ip", "0x7f.0.0.1")],
+        [put("connection_creation_rate", 5)],
+        "0x7f.0.0.1 is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip v4 in brackets",
+        [("ip", "[1.2.3.4]")],
+        [put("connection_creation_rate", 5)],
+        "[1.2.3.4] is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip bad v6",
+        [("ip", "::1.2.3")],
+        [put("connection_creation_rate", 5)],
+        "::1.2.3 is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip trailing dot",
+        [("ip", "1.2.3.")],
+        [put("connection_creation_rate", 5)],
+        "1.2.3. is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip short form too large",
+        [("ip", "1.2.65536")],
+        [put("connection_creation_rate", 5)],
+        "1.2.65536 is not a valid IP or resolvable host.",
+    ),
+    (
+        "ip checked even for remove",
+        [("ip", "nope")],
+        [remove("connection_creation_rate")],
+        "nope is not a valid IP or resolvable host.",
+    ),
     # validateQuotaKeyValue: key
-    ("ip key on user", [("user", "a")], [put("connection_creation_rate", 5)], "Invalid configuration key connection_creation_rate"),
-    ("user key on ip", [("ip", "1.2.3.4")], [put("producer_byte_rate", 1024)], "Invalid configuration key producer_byte_rate"),
+    (
+        "ip key on user",
+        [("user", "a")],
+        [put("connection_creation_rate", 5)],
+        "Invalid configuration key connection_creation_rate",
+    ),
+    (
+        "user key on ip",
+        [("ip", "1.2.3.4")],
+        [put("producer_byte_rate", 1024)],
+        "Invalid configuration key producer_byte_rate",
+    ),
     ("unknown key", [("client-id", "c")], [put("foobar", 1.0)], "Invalid configuration key foobar"),
-    ("broker key", [("user", "a")], [put("leader.replication.throttled.rate", 1.0)], "Invalid configuration key leader.replication.throttled.rate"),
-    ("scram mechanism is not a quota", [("user", "a")], [put("SCRAM-SHA-256", 1.0)], "Invalid configuration key SCRAM-SHA-256"),
+    (
+        "broker key",
+        [("user", "a")],
+        [put("leader.replication.throttled.rate", 1.0)],
+        "Invalid configuration key leader.replication.throttled.rate",
+    ),
+    (
+        "scram mechanism is not a quota",
+        [("user", "a")],
+        [put("SCRAM-SHA-256", 1.0)],
+        "Invalid configuration key SCRAM-SHA-256",
+    ),
     ("key checked before value", [("user", "a")], [put("foobar", 0.0)], "Invalid configuration key foobar"),
     # validateQuotaKeyValue: value <= 0
-    ("zero long", [("client-id", "c")], [put("producer_byte_rate", 0.0)], "Quota producer_byte_rate must be greater than 0"),
-    ("negative long", [("client-id", "c")], [put("consumer_byte_rate", -2.0)], "Quota consumer_byte_rate must be greater than 0"),
-    ("negative double", [("user", None)], [put("request_percentage", -0.5)], "Quota request_percentage must be greater than 0"),
-    ("negative zero", [("user", None)], [put("controller_mutation_rate", -0.0)], "Quota controller_mutation_rate must be greater than 0"),
-    ("zero int", [("ip", None)], [put("connection_creation_rate", 0)], "Quota connection_creation_rate must be greater than 0"),
-    ("minus infinity", [("user", "a")], [put("request_percentage", -math.inf)], "Quota request_percentage must be greater than 0"),
+    (
+        "zero long",
+        [("client-id", "c")],
+        [put("producer_byte_rate", 0.0)],
+        "Quota producer_byte_rate must be greater than 0",
+    ),
+    (
+        "negative long",
+        [("client-id", "c")],
+        [put("consumer_byte_rate", -2.0)],
+        "Quota consumer_byte_rate must be greater than 0",
+    ),
+    (
+        "negative double",
+        [("user", None)],
+        [put("request_percentage", -0.5)],
+        "Quota request_percentage must be greater than 0",
+    ),
+    (
+        "negative zero",
+        [("user", None)],
+        [put("controller_mutation_rate", -0.0)],
+        "Quota controller_mutation_rate must be greater than 0",
+    ),
+    (
+        "zero int",
+        [("ip", None)],
+        [put("connection_creation_rate", 0)],
+        "Quota connection_creation_rate must be greater than 0",
+    ),
+    (
+        "minus infinity",
+        [("user", "a")],
+        [put("request_percentage", -math.inf)],
+        "Quota request_percentage must be greater than 0",
+    ),
     # validateQuotaKeyValue: integral types
-    ("fractional long", [("client-id", "c")], [put("consumer_byte_rate", 2.245)], "consumer_byte_rate cannot be a fractional value."),
-    ("fractional long below", [("user", "a")], [put("producer_byte_rate", 2.9999999)], "producer_byte_rate cannot be a fractional value."),
-    ("fractional int", [("ip", "1.2.3.4")], [put("connection_creation_rate", 1.5)], "connection_creation_rate cannot be a fractional value."),
-    ("long too large", [("client-id", "c")], [put("consumer_byte_rate", 36893488147419103232.4)],
-     "Proposed value for consumer_byte_rate is too large for a LONG."),
-    ("long infinity", [("user", "a")], [put("producer_byte_rate", math.inf)], "Proposed value for producer_byte_rate is too large for a LONG."),
-    ("int too large", [("ip", "1.2.3.4")], [put("connection_creation_rate", 2147483648.0)],
-     "Proposed value for connection_creation_rate is too large for an INT."),
-    ("int too large and fractional", [("ip", "1.2.3.4")], [put("connection_creation_rate", 2147483647.5)],
-     "Proposed value for connection_creation_rate is too large for an INT."),
+    (
+        "fractional long",
+        [("client-id", "c")],
+        [put("consumer_byte_rate", 2.245)],
+        "consumer_byte_rate cannot be a fractional value.",
+    ),
+    (
+        "fractional long below",
+        [("user", "a")],
+        [put("producer_byte_rate", 2.9999999)],
+        "producer_byte_rate cannot be a fractional value.",
+    ),
+    (
+        "fractional int",
+        [("ip", "1.2.3.4")],
+        [put("connection_creation_rate", 1.5)],
+        "connection_creation_rate cannot be a fractional value.",
+    ),
+    (
+        "long too large",
+        [("client-id", "c")],
+        [put("consumer_byte_rate", 36893488147419103232.4)],
+        "Proposed value for consumer_byte_rate is too large for a LONG.",
+    ),
+    (
+        "long infinity",
+        [("user", "a")],
+        [put("producer_byte_rate", math.inf)],
+        "Proposed value for producer_byte_rate is too large for a LONG.",
+    ),
+    (
+        "int too large",
+        [("ip", "1.2.3.4")],
+        [put("connection_creation_rate", 2147483648.0)],
+        "Proposed value for connection_creation_rate is too large for an INT.",
+    ),
+    (
+        "int too large and fractional",
+        [("ip", "1.2.3.4")],
+        [put("connection_creation_rate", 2147483647.5)],
+        "Proposed value for connection_creation_rate is too large for an INT.",
+    ),
     # HashMap order decides between two bad ops: consumer_byte_rate iterates before request_percentage
-    ("ops in map order", [("user", "a")], [put("request_percentage", 0.0), put("consumer_byte_rate", 1.5)],
-     "consumer_byte_rate cannot be a fractional value."),
+    (
+        "ops in map order",
+        [("user", "a")],
+        [put("request_percentage", 0.0), put("consumer_byte_rate", 1.5)],
+        "consumer_byte_rate cannot be a fractional value.",
+    ),
     # duplicate key: "Duplicate quota key ..." is overwritten by "Ignoring duplicate entity ..."
-    ("duplicate key", [("user", "alice")], [put("producer_byte_rate", 1024), put("producer_byte_rate", 2048)],
-     "Ignoring duplicate entity ClientQuotaEntity(entries={user=alice})"),
-    ("duplicate key set and remove", [("user", "alice"), ("client-id", None)], [put("producer_byte_rate", 1024), remove("producer_byte_rate")],
-     "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=null, user=alice})"),
-    ("duplicate key before entity errors", [("foo", "x")], [remove("a"), remove("a")], "Ignoring duplicate entity ClientQuotaEntity(entries={foo=x})"),
+    (
+        "duplicate key",
+        [("user", "alice")],
+        [put("producer_byte_rate", 1024), put("producer_byte_rate", 2048)],
+        "Ignoring duplicate entity ClientQuotaEntity(entries={user=alice})",
+    ),
+    (
+        "duplicate key set and remove",
+        [("user", "alice"), ("client-id", None)],
+        [put("producer_byte_rate", 1024), remove("producer_byte_rate")],
+        "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=null, user=alice})",
+    ),
+    (
+        "duplicate key before entity errors",
+        [("foo", "x")],
+        [remove("a"), remove("a")],
+        "Ignoring duplicate entity ClientQuotaEntity(entries={foo=x})",
+    ),
 ]
 
 
-@pytest.mark.parametrize("entity, ops, message", [case[1:] for case in ALTER_ERRORS], ids=[case[0] for case in ALTER_ERRORS])
+@pytest.mark.parametrize(
+    "entity, ops, message", [case[1:] for case in ALTER_ERRORS], ids=[case[0] for case in ALTER_ERRORS]
+)
 @pytest.mark.parametrize("validate_only", [False, True])
 def test_alter_rejects(entity, ops, message, validate_only):
     """Each invalid entry gets INVALID_REQUEST with Kafka's message and changes nothing."""
@@ -158,36 +323,163 @@ def test_alter_rejects(entity, ops, message, validate_only):
 
 
 ALTER_ACCEPTS = [
-    ("user long", [("user", "alice")], [put("producer_byte_rate", 1048576)], "user=alice", {"producer_byte_rate": 1048576.0}),
-    ("default user, all four keys", [("user", None)],
-     [put("producer_byte_rate", 1e6), put("consumer_byte_rate", 2e6), put("request_percentage", 50.5), put("controller_mutation_rate", 0.25)],
-     "user=<default>",
-     {"producer_byte_rate": 1e6, "consumer_byte_rate": 2e6, "request_percentage": 50.5, "controller_mutation_rate": 0.25}),
-    ("client-id alone takes the user keys", [("client-id", "app")], [put("request_percentage", 200.0)], "client-id=app", {"request_percentage": 200.0}),
-    ("user and client-id", [("client-id", None), ("user", "alice")], [put("consumer_byte_rate", 5)], "client-id=<default>|user=alice",
-     {"consumer_byte_rate": 5.0}),
-    ("fraction within 1e-6", [("user", "a")], [put("consumer_byte_rate", 1235.0000001)], "user=a", {"consumer_byte_rate": 1235.0000001}),
-    ("fraction within 1e-6 above", [("user", "a")], [put("producer_byte_rate", 3.0000009)], "user=a", {"producer_byte_rate": 3.0000009}),
-    ("doubles may be fractional and tiny", [("user", "a")], [put("controller_mutation_rate", 1e-9)], "user=a", {"controller_mutation_rate": 1e-9}),
-    ("doubles may be huge", [("user", "a")], [put("request_percentage", 1e300)], "user=a", {"request_percentage": 1e300}),
-    ("double infinity", [("user", "a")], [put("request_percentage", math.inf)], "user=a", {"request_percentage": math.inf}),
-    ("2**63 passes Java's long check", [("user", "a")], [put("producer_byte_rate", 2.0 ** 63)], "user=a", {"producer_byte_rate": 2.0 ** 63}),
-    ("int max", [("ip", "1.2.3.4")], [put("connection_creation_rate", 2147483647)], "ip=1.2.3.4", {"connection_creation_rate": 2147483647.0}),
-    ("default ip", [("ip", None)], [put("connection_creation_rate", 10)], "ip=<default>", {"connection_creation_rate": 10.0}),
+    (
+        "user long",
+        [("user", "alice")],
+        [put("producer_byte_rate", 1048576)],
+        "user=alice",
+        {"producer_byte_rate": 1048576.0},
+    ),
+    (
+        "default user, all four keys",
+        [("user", None)],
+        [
+            put("producer_byte_rate", 1e6),
+            put("consumer_byte_rate", 2e6),
+            put("request_percentage", 50.5),
+            put("controller_mutation_rate", 0.25),
+        ],
+        "user=<default>",
+        {
+            "producer_byte_rate": 1e6,
+            "consumer_byte_rate": 2e6,
+            "request_percentage": 50.5,
+            "controller_mutation_rate": 0.25,
+        },
+    ),
+    (
+        "client-id alone takes the user keys",
+        [("client-id", "app")],
+        [put("request_percentage", 200.0)],
+        "client-id=app",
+        {"request_percentage": 200.0},
+    ),
+    (
+        "user and client-id",
+        [("client-id", None), ("user", "alice")],
+        [put("consumer_byte_rate", 5)],
+        "client-id=<default>|user=alice",
+        {"consumer_byte_rate": 5.0},
+    ),
+    (
+        "fraction within 1e-6",
+        [("user", "a")],
+        [put("consumer_byte_rate", 1235.0000001)],
+        "user=a",
+        {"consumer_byte_rate": 1235.0000001},
+    ),
+    (
+        "fraction within 1e-6 above",
+        [("user", "a")],
+        [put("producer_byte_rate", 3.0000009)],
+        "user=a",
+        {"producer_byte_rate": 3.0000009},
+    ),
+    (
+        "doubles may be fractional and tiny",
+        [("user", "a")],
+        [put("controller_mutation_rate", 1e-9)],
+        "user=a",
+        {"controller_mutation_rate": 1e-9},
+    ),
+    (
+        "doubles may be huge",
+        [("user", "a")],
+        [put("request_percentage", 1e300)],
+        "user=a",
+        {"request_percentage": 1e300},
+    ),
+    (
+        "double infinity",
+        [("user", "a")],
+        [put("request_percentage", math.inf)],
+        "user=a",
+        {"request_percentage": math.inf},
+    ),
+    (
+        "2**63 passes Java's long check",
+        [("user", "a")],
+        [put("producer_byte_rate", 2.0**63)],
+        "user=a",
+        {"producer_byte_rate": 2.0**63},
+    ),
+    (
+        "int max",
+        [("ip", "1.2.3.4")],
+        [put("connection_creation_rate", 2147483647)],
+        "ip=1.2.3.4",
+        {"connection_creation_rate": 2147483647.0},
+    ),
+    (
+        "default ip",
+        [("ip", None)],
+        [put("connection_creation_rate", 10)],
+        "ip=<default>",
+        {"connection_creation_rate": 10.0},
+    ),
     ("ipv6", [("ip", "::1")], [put("connection_creation_rate", 10)], "ip=::1", {"connection_creation_rate": 10.0}),
-    ("ipv6 in brackets", [("ip", "[2001:db8::1]")], [put("connection_creation_rate", 10)], "ip=[2001:db8::1]", {"connection_creation_rate": 10.0}),
-    ("ipv6 numeric zone", [("ip", "fe80::1%1")], [put("connection_creation_rate", 10)], "ip=fe80::1%251", {"connection_creation_rate": 10.0}),
-    ("ipv4 mapped", [("ip", "::ffff:1.2.3.4")], [put("connection_creation_rate", 10)], "ip=::ffff:1.2.3.4", {"connection_creation_rate": 10.0}),
-    ("java short ipv4", [("ip", "127.1")], [put("connection_creation_rate", 10)], "ip=127.1", {"connection_creation_rate": 10.0}),
-    ("java single-number ipv4", [("ip", "16909060")], [put("connection_creation_rate", 10)], "ip=16909060", {"connection_creation_rate": 10.0}),
-    ("java leading zero ipv4", [("ip", "1.2.3.04")], [put("connection_creation_rate", 10)], "ip=1.2.3.04", {"connection_creation_rate": 10.0}),
-    ("duplicate type keeps the last name", [("user", "a"), ("user", "b")], [put("producer_byte_rate", 7)], "user=b", {"producer_byte_rate": 7.0}),
-    ("remove ops are not validated", [("user", "a")], [put("producer_byte_rate", 7), remove("foobar", -1.0), remove("connection_creation_rate")],
-     "user=a", {"producer_byte_rate": 7.0}),
+    (
+        "ipv6 in brackets",
+        [("ip", "[2001:db8::1]")],
+        [put("connection_creation_rate", 10)],
+        "ip=[2001:db8::1]",
+        {"connection_creation_rate": 10.0},
+    ),
+    (
+        "ipv6 numeric zone",
+        [("ip", "fe80::1%1")],
+        [put("connection_creation_rate", 10)],
+        "ip=fe80::1%251",
+        {"connection_creation_rate": 10.0},
+    ),
+    (
+        "ipv4 mapped",
+        [("ip", "::ffff:1.2.3.4")],
+        [put("connection_creation_rate", 10)],
+        "ip=::ffff:1.2.3.4",
+        {"connection_creation_rate": 10.0},
+    ),
+    (
+        "java short ipv4",
+        [("ip", "127.1")],
+        [put("connection_creation_rate", 10)],
+        "ip=127.1",
+        {"connection_creation_rate": 10.0},
+    ),
+    (
+        "java single-number ipv4",
+        [("ip", "16909060")],
+        [put("connection_creation_rate", 10)],
+        "ip=16909060",
+        {"connection_creation_rate": 10.0},
+    ),
+    (
+        "java leading zero ipv4",
+        [("ip", "1.2.3.04")],
+        [put("connection_creation_rate", 10)],
+        "ip=1.2.3.04",
+        {"connection_creation_rate": 10.0},
+    ),
+    (
+        "duplicate type keeps the last name",
+        [("user", "a"), ("user", "b")],
+        [put("producer_byte_rate", 7)],
+        "user=b",
+        {"producer_byte_rate": 7.0},
+    ),
+    (
+        "remove ops are not validated",
+        [("user", "a")],
+        [put("producer_byte_rate", 7), remove("foobar", -1.0), remove("connection_creation_rate")],
+        "user=a",
+        {"producer_byte_rate": 7.0},
+    ),
 ]
 
 
-@pytest.mark.parametrize("entity, ops, key, values", [case[1:] for case in ALTER_ACCEPTS], ids=[case[0] for case in ALTER_ACCEPTS])
+@pytest.mark.parametrize(
+    "entity, ops, key, values", [case[1:] for case in ALTER_ACCEPTS], ids=[case[0] for case in ALTER_ACCEPTS]
+)
 def test_alter_accepts(entity, ops, key, values):
     """Valid entries are stored under the canonical key."""
     quotas = {}
@@ -208,16 +500,21 @@ def test_alter_validate_only_writes_nothing(entity, ops):
 def test_nan_passes_validation_as_in_kafka():
     """NaN is neither <= 0, too large nor fractional in Java, so Kafka accepts it."""
     quotas = {}
-    assert alter_one(quotas, [("user", "a")], put("producer_byte_rate", math.nan), put("request_percentage", math.nan)) == (cq.NONE, None)
+    assert alter_one(
+        quotas, [("user", "a")], put("producer_byte_rate", math.nan), put("request_percentage", math.nan)
+    ) == (cq.NONE, None)
     assert all(math.isnan(value) for value in quotas["user=a"].values())
 
 
-@pytest.mark.parametrize("name, resolvable, expected", [
-    ("broker.example.com", True, (cq.NONE, None)),
-    ("broker.example.com", False, (INVALID, "broker.example.com is not a valid IP or resolvable host.")),
-    ("fe80::1%eth0", True, (cq.NONE, None)),
-    ("fe80::1%nope0", False, (INVALID, "fe80::1%nope0 is not a valid IP or resolvable host.")),
-])
+@pytest.mark.parametrize(
+    "name, resolvable, expected",
+    [
+        ("broker.example.com", True, (cq.NONE, None)),
+        ("broker.example.com", False, (INVALID, "broker.example.com is not a valid IP or resolvable host.")),
+        ("fe80::1%eth0", True, (cq.NONE, None)),
+        ("fe80::1%nope0", False, (INVALID, "fe80::1%nope0 is not a valid IP or resolvable host.")),
+    ],
+)
 def test_ip_host_names_go_to_the_resolver(name, resolvable, expected):
     """Names that are not IP literals are host names: valid only if they resolve."""
     asked = []
@@ -233,10 +530,14 @@ def test_ip_host_names_go_to_the_resolver(name, resolvable, expected):
 @pytest.mark.parametrize("name", ["1.2.3.4", "::1", None])
 def test_ip_literals_need_no_resolver(name):
     """IP literals and the default ip are decided without a lookup."""
+
     def resolve_host(host):
         raise AssertionError(host)
 
-    assert alter_one({}, [("ip", name)], put("connection_creation_rate", 1), resolve_host=resolve_host) == (cq.NONE, None)
+    assert alter_one({}, [("ip", name)], put("connection_creation_rate", 1), resolve_host=resolve_host) == (
+        cq.NONE,
+        None,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -246,22 +547,41 @@ STORE = {"user=alice": {"producer_byte_rate": 100.0, "consumer_byte_rate": 200.0
 
 OK = (cq.NONE, None)
 ALTER_EFFECTS = [
-    ("replace and add", [put("producer_byte_rate", 101), put("request_percentage", 10)], OK,
-     {"user=alice": {"producer_byte_rate": 101.0, "consumer_byte_rate": 200.0, "request_percentage": 10.0}}),
+    (
+        "replace and add",
+        [put("producer_byte_rate", 101), put("request_percentage", 10)],
+        OK,
+        {"user=alice": {"producer_byte_rate": 101.0, "consumer_byte_rate": 200.0, "request_percentage": 10.0}},
+    ),
     ("same value", [put("producer_byte_rate", 100)], OK, STORE),
     ("remove one", [remove("producer_byte_rate")], OK, {"user=alice": {"consumer_byte_rate": 200.0}}),
     ("remove absent is a no-op", [remove("request_percentage")], OK, STORE),
     ("remove all drops the entity", [remove("producer_byte_rate"), remove("consumer_byte_rate")], OK, {}),
-    ("remove all and set one", [remove("producer_byte_rate"), remove("consumer_byte_rate"), put("controller_mutation_rate", 2.5)], OK,
-     {"user=alice": {"controller_mutation_rate": 2.5}}),
-    ("remove value is ignored", [remove("producer_byte_rate", -7.0)], OK, {"user=alice": {"consumer_byte_rate": 200.0}}),
+    (
+        "remove all and set one",
+        [remove("producer_byte_rate"), remove("consumer_byte_rate"), put("controller_mutation_rate", 2.5)],
+        OK,
+        {"user=alice": {"controller_mutation_rate": 2.5}},
+    ),
+    (
+        "remove value is ignored",
+        [remove("producer_byte_rate", -7.0)],
+        OK,
+        {"user=alice": {"consumer_byte_rate": 200.0}},
+    ),
     ("no ops", [], OK, STORE),
-    ("entity-atomic: a bad op drops the good ones", [remove("consumer_byte_rate"), put("request_percentage", 5), put("producer_byte_rate", 0.5)],
-     (INVALID, "producer_byte_rate cannot be a fractional value."), STORE),
+    (
+        "entity-atomic: a bad op drops the good ones",
+        [remove("consumer_byte_rate"), put("request_percentage", 5), put("producer_byte_rate", 0.5)],
+        (INVALID, "producer_byte_rate cannot be a fractional value."),
+        STORE,
+    ),
 ]
 
 
-@pytest.mark.parametrize("ops, result, after", [case[1:] for case in ALTER_EFFECTS], ids=[case[0] for case in ALTER_EFFECTS])
+@pytest.mark.parametrize(
+    "ops, result, after", [case[1:] for case in ALTER_EFFECTS], ids=[case[0] for case in ALTER_EFFECTS]
+)
 def test_alter_effects(ops, result, after):
     """Set, replace, remove (no-op when absent) and entity-atomic rejection on a stored entity."""
     quotas = copy.deepcopy(STORE)
@@ -279,11 +599,15 @@ def test_removing_from_absent_entity_succeeds_and_stores_nothing():
 def test_entries_are_independent():
     """One bad entry does not stop the others."""
     quotas = {}
-    results = cq.alter(quotas, [
-        entry([("user", "a")], put("producer_byte_rate", 1)),
-        entry([("user", "b")], put("producer_byte_rate", -1)),
-        entry([("client-id", "c")], put("request_percentage", 1)),
-    ], False)
+    results = cq.alter(
+        quotas,
+        [
+            entry([("user", "a")], put("producer_byte_rate", 1)),
+            entry([("user", "b")], put("producer_byte_rate", -1)),
+            entry([("client-id", "c")], put("request_percentage", 1)),
+        ],
+        False,
+    )
     assert results == [(cq.NONE, None), (INVALID, "Quota producer_byte_rate must be greater than 0"), (cq.NONE, None)]
     assert quotas == {"user=a": {"producer_byte_rate": 1.0}, "client-id=c": {"request_percentage": 1.0}}
 
@@ -311,7 +635,11 @@ def test_duplicate_entity_across_entries(validate_only):
     results = cq.alter(quotas, entries, validate_only)
     assert results == [(cq.NONE, None), (cq.NONE, None), (INVALID, DUPLICATE_A), (INVALID, DUPLICATE_A)]
     # the first entry of the entity is still written (ControllerResult.atomicOf keeps its records)
-    assert quotas == ({} if validate_only else {"client-id=c|user=a": {"producer_byte_rate": 1.0}, "user=x": {"producer_byte_rate": 2.0}})
+    assert quotas == (
+        {}
+        if validate_only
+        else {"client-id=c|user=a": {"producer_byte_rate": 1.0}, "user=x": {"producer_byte_rate": 2.0}}
+    )
     # Kafka answers once per entity, with the last result (a HashMap<ClientQuotaEntity, ApiError>)
     assert cq.alter_response(entries, results) == [
         ([("user", "x")], cq.NONE, None),
@@ -323,26 +651,48 @@ def test_duplicate_of_an_invalid_entity():
     """The duplicate check also applies to an entity that failed validation."""
     entries = [entry([("foo", "x")]), entry([("foo", "x")])]
     results = cq.alter({}, entries, False)
-    assert results == [(INVALID, "Unhandled client quota entity type: foo"), (INVALID, "Ignoring duplicate entity ClientQuotaEntity(entries={foo=x})")]
+    assert results == [
+        (INVALID, "Unhandled client quota entity type: foo"),
+        (INVALID, "Ignoring duplicate entity ClientQuotaEntity(entries={foo=x})"),
+    ]
 
 
 def test_duplicate_type_collapses_before_the_duplicate_entity_check():
     """A repeated type collapses into a map first."""
-    entries = [entry([("user", "b")], put("producer_byte_rate", 1)), entry([("user", "a"), ("user", "b")], put("consumer_byte_rate", 1))]
+    entries = [
+        entry([("user", "b")], put("producer_byte_rate", 1)),
+        entry([("user", "a"), ("user", "b")], put("consumer_byte_rate", 1)),
+    ]
     assert cq.alter({}, entries, False)[1] == (INVALID, "Ignoring duplicate entity ClientQuotaEntity(entries={user=b})")
 
 
 def test_alter_response_order_is_kafkas_hashmap_order():
     """alter_response lists entities as Kafka's HashMap<ClientQuotaEntity, ApiError> does."""
-    specs = [[("user", "alice")], [("user", None)], [("client-id", "app")], [("user", "alice"), ("client-id", "app")],
-             [("user", None), ("client-id", None)], [("ip", "1.2.3.4")], [("ip", None)], [("user", "bob"), ("client-id", "app")],
-             [("client-id", None)], [("user", "carol")]]
+    specs = [
+        [("user", "alice")],
+        [("user", None)],
+        [("client-id", "app")],
+        [("user", "alice"), ("client-id", "app")],
+        [("user", None), ("client-id", None)],
+        [("ip", "1.2.3.4")],
+        [("ip", None)],
+        [("user", "bob"), ("client-id", "app")],
+        [("client-id", None)],
+        [("user", "carol")],
+    ]
     entries = [entry(spec) for spec in specs]
     response = cq.alter_response(entries, cq.alter({}, entries, True))
     # as printed by java.util.HashMap<ClientQuotaEntity, ApiError> on OpenJDK 17
     assert [parts for parts, _ignored, _ignored in response] == [
-        [("ip", "1.2.3.4")], [("user", "alice")], [("ip", None)], [("client-id", "app"), ("user", "alice")], [("client-id", "app")],
-        [("user", None)], [("client-id", None)], [("client-id", "app"), ("user", "bob")], [("client-id", None), ("user", None)],
+        [("ip", "1.2.3.4")],
+        [("user", "alice")],
+        [("ip", None)],
+        [("client-id", "app"), ("user", "alice")],
+        [("client-id", "app")],
+        [("user", None)],
+        [("client-id", None)],
+        [("client-id", "app"), ("user", "bob")],
+        [("client-id", None), ("user", None)],
         [("user", "carol")],
     ]
     assert {code for _ignored, code, _ignored in response} == {cq.NONE}
@@ -353,44 +703,102 @@ def test_alter_response_order_is_kafkas_hashmap_order():
 
 DESCRIBE_STORE = {
     cq.entity_key(entity): {"producer_byte_rate": float(i + 1)}
-    for i, entity in enumerate([
-        {"user": "alice"}, {"user": None}, {"client-id": "app"}, {"client-id": None}, {"user": "alice", "client-id": "app"},
-        {"user": "alice", "client-id": None}, {"user": None, "client-id": None}, {"user": "bob", "client-id": "app"},
-        {"ip": "1.2.3.4"}, {"ip": None},
-    ])
+    for i, entity in enumerate(
+        [
+            {"user": "alice"},
+            {"user": None},
+            {"client-id": "app"},
+            {"client-id": None},
+            {"user": "alice", "client-id": "app"},
+            {"user": "alice", "client-id": None},
+            {"user": None, "client-id": None},
+            {"user": "bob", "client-id": "app"},
+            {"ip": "1.2.3.4"},
+            {"ip": None},
+        ]
+    )
 }
 ALL = sorted(DESCRIBE_STORE)
 
 DESCRIBE_MATCHES = [
     ("no components returns everything", [], False, ALL),
     ("no components strict returns nothing", [], True, []),
-    ("exact user", [("user", EXACT, "alice")], False, ["client-id=<default>|user=alice", "client-id=app|user=alice", "user=alice"]),
+    (
+        "exact user",
+        [("user", EXACT, "alice")],
+        False,
+        ["client-id=<default>|user=alice", "client-id=app|user=alice", "user=alice"],
+    ),
     ("exact user strict", [("user", EXACT, "alice")], True, ["user=alice"]),
     ("exact user no match", [("user", EXACT, "carol")], False, []),
     ("exact empty string matches nothing", [("user", EXACT, "")], False, []),
     ("exact '<default>' is a name, not the default", [("user", EXACT, "<default>")], False, []),
     ("default user", [("user", DEFAULT, None)], False, ["client-id=<default>|user=<default>", "user=<default>"]),
     ("default user strict", [("user", DEFAULT, None)], True, ["user=<default>"]),
-    ("specified user includes the default", [("user", SPECIFIED, None)], False,
-     ["client-id=<default>|user=<default>", "client-id=<default>|user=alice", "client-id=app|user=alice", "client-id=app|user=bob",
-      "user=<default>", "user=alice"]),
+    (
+        "specified user includes the default",
+        [("user", SPECIFIED, None)],
+        False,
+        [
+            "client-id=<default>|user=<default>",
+            "client-id=<default>|user=alice",
+            "client-id=app|user=alice",
+            "client-id=app|user=bob",
+            "user=<default>",
+            "user=alice",
+        ],
+    ),
     ("specified user strict", [("user", SPECIFIED, None)], True, ["user=<default>", "user=alice"]),
-    ("exact user and specified client-id", [("user", EXACT, "alice"), ("client-id", SPECIFIED, None)], True,
-     ["client-id=<default>|user=alice", "client-id=app|user=alice"]),
-    ("both specified strict", [("client-id", SPECIFIED, None), ("user", SPECIFIED, None)], True,
-     ["client-id=<default>|user=<default>", "client-id=<default>|user=alice", "client-id=app|user=alice", "client-id=app|user=bob"]),
-    ("default client-id and specified user", [("client-id", DEFAULT, None), ("user", SPECIFIED, None)], False,
-     ["client-id=<default>|user=<default>", "client-id=<default>|user=alice"]),
-    ("exact client-id", [("client-id", EXACT, "app")], False, ["client-id=app", "client-id=app|user=alice", "client-id=app|user=bob"]),
-    ("exact client-id and user", [("client-id", EXACT, "app"), ("user", EXACT, "bob")], False, ["client-id=app|user=bob"]),
-    ("both default", [("client-id", DEFAULT, None), ("user", DEFAULT, None)], True, ["client-id=<default>|user=<default>"]),
+    (
+        "exact user and specified client-id",
+        [("user", EXACT, "alice"), ("client-id", SPECIFIED, None)],
+        True,
+        ["client-id=<default>|user=alice", "client-id=app|user=alice"],
+    ),
+    (
+        "both specified strict",
+        [("client-id", SPECIFIED, None), ("user", SPECIFIED, None)],
+        True,
+        [
+            "client-id=<default>|user=<default>",
+            "client-id=<default>|user=alice",
+            "client-id=app|user=alice",
+            "client-id=app|user=bob",
+        ],
+    ),
+    (
+        "default client-id and specified user",
+        [("client-id", DEFAULT, None), ("user", SPECIFIED, None)],
+        False,
+        ["client-id=<default>|user=<default>", "client-id=<default>|user=alice"],
+    ),
+    (
+        "exact client-id",
+        [("client-id", EXACT, "app")],
+        False,
+        ["client-id=app", "client-id=app|user=alice", "client-id=app|user=bob"],
+    ),
+    (
+        "exact client-id and user",
+        [("client-id", EXACT, "app"), ("user", EXACT, "bob")],
+        False,
+        ["client-id=app|user=bob"],
+    ),
+    (
+        "both default",
+        [("client-id", DEFAULT, None), ("user", DEFAULT, None)],
+        True,
+        ["client-id=<default>|user=<default>"],
+    ),
     ("specified ip", [("ip", SPECIFIED, None)], False, ["ip=1.2.3.4", "ip=<default>"]),
     ("default ip", [("ip", DEFAULT, None)], True, ["ip=<default>"]),
     ("exact ip", [("ip", EXACT, "1.2.3.4")], False, ["ip=1.2.3.4"]),
 ]
 
 
-@pytest.mark.parametrize("components, strict, keys", [case[1:] for case in DESCRIBE_MATCHES], ids=[case[0] for case in DESCRIBE_MATCHES])
+@pytest.mark.parametrize(
+    "components, strict, keys", [case[1:] for case in DESCRIBE_MATCHES], ids=[case[0] for case in DESCRIBE_MATCHES]
+)
 def test_describe_matches(components, strict, keys):
     """EXACT, DEFAULT and SPECIFIED components, strict and not."""
     before = copy.deepcopy(DESCRIBE_STORE)
@@ -405,26 +813,65 @@ def test_describe_matches(components, strict, keys):
 IP_FILTER = "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
 DESCRIBE_ERRORS = [
     ("empty type", [("", EXACT, "x")], INVALID, "Invalid empty entity type."),
-    ("duplicate type", [("user", EXACT, "a"), ("user", SPECIFIED, None)], INVALID, "Entity type user cannot appear more than once in the filter."),
-    ("duplicate default", [("client-id", DEFAULT, None), ("client-id", DEFAULT, None)], INVALID,
-     "Entity type client-id cannot appear more than once in the filter."),
-    ("duplicate checked before match type", [("user", EXACT, "a"), ("user", 9, "b")], INVALID,
-     "Entity type user cannot appear more than once in the filter."),
+    (
+        "duplicate type",
+        [("user", EXACT, "a"), ("user", SPECIFIED, None)],
+        INVALID,
+        "Entity type user cannot appear more than once in the filter.",
+    ),
+    (
+        "duplicate default",
+        [("client-id", DEFAULT, None), ("client-id", DEFAULT, None)],
+        INVALID,
+        "Entity type client-id cannot appear more than once in the filter.",
+    ),
+    (
+        "duplicate checked before match type",
+        [("user", EXACT, "a"), ("user", 9, "b")],
+        INVALID,
+        "Entity type user cannot appear more than once in the filter.",
+    ),
     ("unknown type", [("group", SPECIFIED, None)], cq.UNSUPPORTED_VERSION, "Unsupported entity type group"),
-    ("unknown type before its match type", [("group", 9, None)], cq.UNSUPPORTED_VERSION, "Unsupported entity type group"),
-    ("exact with null", [("user", EXACT, None)], INVALID, "Request specified MATCH_TYPE_EXACT, but set match string to null."),
-    ("default with match", [("user", DEFAULT, "a")], INVALID, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."),
-    ("specified with match", [("ip", SPECIFIED, "a")], INVALID, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."),
+    (
+        "unknown type before its match type",
+        [("group", 9, None)],
+        cq.UNSUPPORTED_VERSION,
+        "Unsupported entity type group",
+    ),
+    (
+        "exact with null",
+        [("user", EXACT, None)],
+        INVALID,
+        "Request specified MATCH_TYPE_EXACT, but set match string to null.",
+    ),
+    (
+        "default with match",
+        [("user", DEFAULT, "a")],
+        INVALID,
+        "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.",
+    ),
+    (
+        "specified with match",
+        [("ip", SPECIFIED, "a")],
+        INVALID,
+        "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.",
+    ),
     ("unknown match type", [("user", 3, None)], INVALID, "Unknown match type 3"),
     ("negative match type", [("user", -1, "a")], INVALID, "Unknown match type -1"),
     ("ip with user", [("ip", SPECIFIED, None), ("user", DEFAULT, None)], INVALID, IP_FILTER),
     ("client-id with ip", [("client-id", EXACT, "c"), ("ip", EXACT, "1.2.3.4")], INVALID, IP_FILTER),
-    ("components checked in order", [("user", EXACT, None), ("group", SPECIFIED, None)], INVALID,
-     "Request specified MATCH_TYPE_EXACT, but set match string to null."),
+    (
+        "components checked in order",
+        [("user", EXACT, None), ("group", SPECIFIED, None)],
+        INVALID,
+        "Request specified MATCH_TYPE_EXACT, but set match string to null.",
+    ),
 ]
 
 
-@pytest.mark.parametrize("components, code, message", [case[1:] for case in DESCRIBE_ERRORS], ids=[case[0] for case in DESCRIBE_ERRORS])
+@pytest.mark.parametrize(
+    "components, code, message", [case[1:] for case in DESCRIBE_ERRORS], ids=[case[0] for case in DESCRIBE_ERRORS]
+)
 @pytest.mark.parametrize("strict", [False, True])
 def test_describe_errors_are_top_level(components, code, message, strict):
     """Filter errors are top-level with entries None."""
@@ -433,11 +880,22 @@ def test_describe_errors_are_top_level(components, code, message, strict):
 
 def test_describe_entity_parts_and_values_in_java_order():
     """Entity parts and values come in Java's HashMap order."""
-    quotas = {"client-id=app|user=alice": {"producer_byte_rate": 1.0, "consumer_byte_rate": 2.0, "request_percentage": 3.0,
-                                           "controller_mutation_rate": 4.0}}
+    quotas = {
+        "client-id=app|user=alice": {
+            "producer_byte_rate": 1.0,
+            "consumer_byte_rate": 2.0,
+            "request_percentage": 3.0,
+            "controller_mutation_rate": 4.0,
+        }
+    }
     _ignored, _ignored, entries = cq.describe(quotas, [], False)
     assert entries == [([("client-id", "app"), ("user", "alice")], quotas["client-id=app|user=alice"])]
-    assert list(entries[0][1]) == ["request_percentage", "producer_byte_rate", "consumer_byte_rate", "controller_mutation_rate"]
+    assert list(entries[0][1]) == [
+        "request_percentage",
+        "producer_byte_rate",
+        "consumer_byte_rate",
+        "controller_mutation_rate",
+    ]
 
 
 def test_describe_empty_store():
@@ -448,12 +906,21 @@ def test_describe_empty_store():
 def test_describe_after_alter_round_trip():
     """What alter stores (through JSON) is what describe reports."""
     quotas = {}
-    cq.alter(quotas, [
-        entry([("user", None)], put("producer_byte_rate", 1024), put("consumer_byte_rate", 2048)),
-        entry([("user", None)], put("request_percentage", 1)),
-        entry([("ip", "10.1.2.3")], put("connection_creation_rate", 10)),
-    ], False)
+    cq.alter(
+        quotas,
+        [
+            entry([("user", None)], put("producer_byte_rate", 1024), put("consumer_byte_rate", 2048)),
+            entry([("user", None)], put("request_percentage", 1)),
+            entry([("ip", "10.1.2.3")], put("connection_creation_rate", 10)),
+        ],
+        False,
+    )
     quotas = json.loads(json.dumps(quotas))
     assert cq.describe(quotas, [("user", DEFAULT, None)], True) == (
-        cq.NONE, "", [([("user", None)], {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0})])
-    assert cq.describe(quotas, [("ip", EXACT, "10.1.2.3")], False)[2] == [([("ip", "10.1.2.3")], {"connection_creation_rate": 10.0})]
+        cq.NONE,
+        "",
+        [([("user", None)], {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0})],
+    )
+    assert cq.describe(quotas, [("ip", EXACT, "10.1.2.3")], False)[2] == [
+        ([("ip", "10.1.2.3")], {"connection_creation_rate": 10.0})
+    ]

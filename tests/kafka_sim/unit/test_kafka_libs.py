@@ -51,7 +51,7 @@ def test_java_8_version_scheme_is_read_as_8(monkeypatch, tmp_path):
 def test_no_maven_names_it_and_the_alternative(monkeypatch, empty_build):
     java = kafka_libs.java_command()
     monkeypatch.setenv("JAVA_HOME", os.path.dirname(os.path.dirname(os.path.realpath(java))))
-    monkeypatch.setenv("PATH", str(empty_build.parent))   # no mvn there
+    monkeypatch.setenv("PATH", str(empty_build.parent))  # no mvn there
     with pytest.raises(ClusterError, match=r"no 'mvn' on PATH: .*install it .*or set KAFKA_HOME"):
         kafka_libs.ensure_libs()
     assert not empty_build.exists() or not any(empty_build.iterdir())
@@ -61,13 +61,18 @@ def test_an_unreachable_repository_fails_naming_the_version(monkeypatch, empty_b
     home = tmp_path / "home"
     (home / ".m2").mkdir(parents=True)
     # Every repository mirrored to a closed local port, and nothing cached: Maven cannot fetch anything.
-    (home / ".m2" / "settings.xml").write_text(f"""<settings>
-  <localRepository>{tmp_path / 'repository'}</localRepository>
+    (home / ".m2" / "settings.xml").write_text(
+        f"""<settings>
+  <localRepository>{tmp_path / "repository"}</localRepository>
   <mirrors><mirror><id>closed</id><mirrorOf>*</mirrorOf><url>http://127.0.0.1:9/</url></mirror></mirrors>
 </settings>
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     monkeypatch.setenv("MAVEN_OPTS", f"-Duser.home={home}")
-    with pytest.raises(ClusterError, match=r"fetching Apache Kafka 4\.3\.1 with Maven failed \(is Maven Central reachable\?\)"):
+    with pytest.raises(
+        ClusterError, match=r"fetching Apache Kafka 4\.3\.1 with Maven failed \(is Maven Central reachable\?\)"
+    ):
         kafka_libs.ensure_libs()
     assert not os.path.exists(empty_build / "kafka-4.3.1" / "libs"), "a failed fetch left a libs directory behind"
 
@@ -76,7 +81,9 @@ def test_an_unreachable_repository_fails_naming_the_version(monkeypatch, empty_b
 def test_kafka_version_must_be_a_4x_release(monkeypatch, empty_build, version):
     del empty_build
     monkeypatch.setenv("KAFKA_VERSION", version)
-    with pytest.raises(ClusterError, match=rf"KAFKA_VERSION='{version}': expected an Apache Kafka 4\.x release such as 4\.3\.1"):
+    with pytest.raises(
+        ClusterError, match=rf"KAFKA_VERSION='{version}': expected an Apache Kafka 4\.x release such as 4\.3\.1"
+    ):
         kafka_libs.ensure_libs()
 
 
@@ -88,27 +95,51 @@ def test_kafka_home_without_libs_is_refused(monkeypatch, empty_build, tmp_path):
 
 
 # -- the formatter's report ------------------------------------------------------------------------------------------
-NODES = [{"id": 1, "properties": "/c/broker-1/server.properties"}, {"id": 4, "properties": "/c/controller-4/server.properties"}]
+NODES = [
+    {"id": 1, "properties": "/c/broker-1/server.properties"},
+    {"id": 4, "properties": "/c/controller-4/server.properties"},
+]
 
 
-@pytest.mark.parametrize("returncode, output, expected", [
-    (0, "Formatting metadata directory /c/broker-1/metadata with metadata.version 4.3-IV0.\n"
-        "@@formatted 0 /c/broker-1/server.properties\n"
-        "Formatting metadata directory /c/controller-4/metadata with metadata.version 4.3-IV0.\n"
-        "@@formatted 0 /c/controller-4/server.properties\n",
-     [(1, 0, "Formatting metadata directory /c/broker-1/metadata with metadata.version 4.3-IV0."),
-      (4, 0, "Formatting metadata directory /c/controller-4/metadata with metadata.version 4.3-IV0.")]),
-    (1, "@@formatted 0 /c/broker-1/server.properties\n"
-        "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised listener.\n"
-        "@@formatted 1 /c/controller-4/server.properties\n",
-     [(1, 0, ""),
-      (4, 1, "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised listener.")]),
-    # The JVM died before the second node: that node gets the formatter's exit code and its last words.
-    (134, "@@formatted 0 /c/broker-1/server.properties\n# A fatal error has been detected by the Java Runtime Environment\n",
-     [(1, 0, ""), (4, 134, "# A fatal error has been detected by the Java Runtime Environment")]),
-    # No output at all, exit 0 (it cannot happen, but a node without its marker never counts as formatted).
-    (0, "", [(1, 1, ""), (4, 1, "")]),
-], ids=["both-formatted", "second-refused", "jvm-died", "no-markers"])
+@pytest.mark.parametrize(
+    "returncode, output, expected",
+    [
+        (
+            0,
+            "Formatting metadata directory /c/broker-1/metadata with metadata.version 4.3-IV0.\n"
+            "@@formatted 0 /c/broker-1/server.properties\n"
+            "Formatting metadata directory /c/controller-4/metadata with metadata.version 4.3-IV0.\n"
+            "@@formatted 0 /c/controller-4/server.properties\n",
+            [
+                (1, 0, "Formatting metadata directory /c/broker-1/metadata with metadata.version 4.3-IV0."),
+                (4, 0, "Formatting metadata directory /c/controller-4/metadata with metadata.version 4.3-IV0."),
+            ],
+        ),
+        (
+            1,
+            "@@formatted 0 /c/broker-1/server.properties\n"
+            "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised listener.\n"
+            "@@formatted 1 /c/controller-4/server.properties\n",
+            [
+                (1, 0, ""),
+                (
+                    4,
+                    1,
+                    "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised listener.",
+                ),
+            ],
+        ),
+        # The JVM died before the second node: that node gets the formatter's exit code and its last words.
+        (
+            134,
+            "@@formatted 0 /c/broker-1/server.properties\n# A fatal error has been detected by the Java Runtime Environment\n",
+            [(1, 0, ""), (4, 134, "# A fatal error has been detected by the Java Runtime Environment")],
+        ),
+        # No output at all, exit 0 (it cannot happen, but a node without its marker never counts as formatted).
+        (0, "", [(1, 1, ""), (4, 1, "")]),
+    ],
+    ids=["both-formatted", "second-refused", "jvm-died", "no-markers"],
+)
 def test_formatter_output_is_attributed_to_each_node(returncode, output, expected):
     outcomes = storage_format.formatter_outcomes((returncode, output), NODES)
     assert [(entry["id"], code, text) for entry, code, text in outcomes] == expected

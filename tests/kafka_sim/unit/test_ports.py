@@ -33,11 +33,11 @@ def test_xdist_workers_draw_from_disjoint_slices(monkeypatch, workers):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{index}")
         first, last = worker_ports(COUNT)
         assert first <= last
-        slices.append(range(first, last + COUNT))     # every port a block drawn there may take
+        slices.append(range(first, last + COUNT))  # every port a block drawn there may take
     whole_first, whole_last = port_range(COUNT)
     for index, ports in enumerate(slices):
         assert whole_first <= ports.start and ports.stop <= whole_last + COUNT
-        for other in slices[index + 1:]:
+        for other in slices[index + 1 :]:
             assert not set(ports) & set(other), "two workers could pick overlapping blocks"
 
 

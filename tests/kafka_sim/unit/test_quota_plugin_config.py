@@ -27,8 +27,18 @@ MISSING_BOOTSTRAP = f'Missing required configuration "{BOOTSTRAP}" which has no 
 
 def props(**overrides):
     """MINIMAL plus overrides given by short name (None removes the key)."""
-    keys = {"bootstrap": BOOTSTRAP, "bytes": BYTES, "ratio": RATIO, "interval": INTERVAL, "fallback": FALLBACK,
-            "validity": VALIDITY, "excluded": EXCLUDED, "produce": PRODUCE, "fetch": FETCH, "request": REQUEST}
+    keys = {
+        "bootstrap": BOOTSTRAP,
+        "bytes": BYTES,
+        "ratio": RATIO,
+        "interval": INTERVAL,
+        "fallback": FALLBACK,
+        "validity": VALIDITY,
+        "excluded": EXCLUDED,
+        "produce": PRODUCE,
+        "fetch": FETCH,
+        "request": REQUEST,
+    }
     result = dict(MINIMAL)
     for short, value in overrides.items():
         if value is None:
@@ -69,14 +79,34 @@ CASES = [
     ("interval padded", props(interval=" 30 "), "0.4.0", None),
     ("interval not a number", props(interval="1m"), "0.4.0", invalid(INTERVAL, "1m", "Not a number of type INT")),
     ("interval fraction", props(interval="1.5"), "0.4.0", invalid(INTERVAL, "1.5", "Not a number of type INT")),
-    ("interval above int", props(interval="2147483648"), "0.4.0", invalid(INTERVAL, "2147483648", "Not a number of type INT")),
+    (
+        "interval above int",
+        props(interval="2147483648"),
+        "0.4.0",
+        invalid(INTERVAL, "2147483648", "Not a number of type INT"),
+    ),
     ("interval empty", props(interval=""), "0.4.0", invalid(INTERVAL, "", "Not a number of type INT")),
-    ("interval ISO duration is not the shipped key", props(interval="PT1M"), "0.4.0", invalid(INTERVAL, "PT1M", "Not a number of type INT")),
+    (
+        "interval ISO duration is not the shipped key",
+        props(interval="PT1M"),
+        "0.4.0",
+        invalid(INTERVAL, "PT1M", "Not a number of type INT"),
+    ),
     ("bytes 0", props(bytes="0"), "0.4.0", None),
     ("bytes negative", props(bytes="-1"), "0.4.0", invalid(BYTES, "-1", "Value must be at least 0")),
-    ("bytes negative, checks off", props(bytes="-1", interval="0"), "0.4.0", invalid(BYTES, "-1", "Value must be at least 0")),
+    (
+        "bytes negative, checks off",
+        props(bytes="-1", interval="0"),
+        "0.4.0",
+        invalid(BYTES, "-1", "Value must be at least 0"),
+    ),
     ("bytes fraction", props(bytes="1.5"), "0.4.0", invalid(BYTES, "1.5", "Not a number of type LONG")),
-    ("bytes above long", props(bytes="9223372036854775808"), "0.4.0", invalid(BYTES, "9223372036854775808", "Not a number of type LONG")),
+    (
+        "bytes above long",
+        props(bytes="9223372036854775808"),
+        "0.4.0",
+        invalid(BYTES, "9223372036854775808", "Not a number of type LONG"),
+    ),
     ("bytes with unit", props(bytes="5Gi"), "0.4.0", invalid(BYTES, "5Gi", "Not a number of type LONG")),
     ("bytes long max", props(bytes="9223372036854775807"), "0.4.0", None),
     ("ratio 0", props(ratio="0"), "0.4.0", None),
@@ -86,7 +116,12 @@ CASES = [
     ("ratio below 0", props(ratio="-0.01"), "0.4.0", invalid(RATIO, "-0.01", "Value must be at least 0.0")),
     ("ratio above 1", props(ratio="1.01"), "0.4.0", invalid(RATIO, "1.01", "Value must be no more than 1.0")),
     ("ratio percent", props(ratio="5"), "0.4.0", invalid(RATIO, "5.0", "Value must be no more than 1.0")),
-    ("ratio huge, Java formatting", props(ratio="2e7"), "0.4.0", invalid(RATIO, "2.0E7", "Value must be no more than 1.0")),
+    (
+        "ratio huge, Java formatting",
+        props(ratio="2e7"),
+        "0.4.0",
+        invalid(RATIO, "2.0E7", "Value must be no more than 1.0"),
+    ),
     ("ratio infinity", props(ratio="Infinity"), "0.4.0", invalid(RATIO, "Infinity", "Value must be no more than 1.0")),
     ("ratio NaN passes the range", props(ratio="NaN"), "0.4.0", None),
     ("ratio percent sign", props(ratio="5%"), "0.4.0", invalid(RATIO, "5%", "Not a number of type DOUBLE")),
@@ -96,10 +131,25 @@ CASES = [
     ("fallback 1", props(fallback="1"), "0.4.0", None),
     ("fallback 0.5", props(fallback="0.5"), "0.4.0", None),
     ("fallback below 0", props(fallback="-0.1"), "0.4.0", invalid(FALLBACK, "-0.1", "Value must be at least 0.0")),
-    ("fallback tiny below 0", props(fallback="-1e-9"), "0.4.0", invalid(FALLBACK, "-1.0E-9", "Value must be at least 0.0")),
+    (
+        "fallback tiny below 0",
+        props(fallback="-1e-9"),
+        "0.4.0",
+        invalid(FALLBACK, "-1.0E-9", "Value must be at least 0.0"),
+    ),
     ("fallback above 1", props(fallback="1.5"), "0.4.0", invalid(FALLBACK, "1.5", "Value must be no more than 1.0")),
-    ("fallback just above 1", props(fallback="1.0000001"), "0.4.0", invalid(FALLBACK, "1.0000001", "Value must be no more than 1.0")),
-    ("fallback not a number", props(fallback="half"), "0.4.0", invalid(FALLBACK, "half", "Not a number of type DOUBLE")),
+    (
+        "fallback just above 1",
+        props(fallback="1.0000001"),
+        "0.4.0",
+        invalid(FALLBACK, "1.0000001", "Value must be no more than 1.0"),
+    ),
+    (
+        "fallback not a number",
+        props(fallback="half"),
+        "0.4.0",
+        invalid(FALLBACK, "half", "Not a number of type DOUBLE"),
+    ),
     # throttle factor validity duration
     ("validity PT5M", props(validity="PT5M"), "0.4.0", None),
     ("validity PT0.5S", props(validity="PT0.5S"), "0.4.0", None),
@@ -108,11 +158,26 @@ CASES = [
     ("validity padded", props(validity=" PT5M "), "0.4.0", None),
     ("validity negative", props(validity="-PT5M"), "0.4.0", None),
     ("validity no unit", props(validity="PT5"), "0.4.0", invalid(VALIDITY, "PT5", "Failed to parse iso8601 duration")),
-    ("validity plain minutes", props(validity="5m"), "0.4.0", invalid(VALIDITY, "5m", "Failed to parse iso8601 duration")),
+    (
+        "validity plain minutes",
+        props(validity="5m"),
+        "0.4.0",
+        invalid(VALIDITY, "5m", "Failed to parse iso8601 duration"),
+    ),
     ("validity weeks", props(validity="P1W"), "0.4.0", invalid(VALIDITY, "P1W", "Failed to parse iso8601 duration")),
-    ("validity fractional minutes", props(validity="PT1.5M"), "0.4.0", invalid(VALIDITY, "PT1.5M", "Failed to parse iso8601 duration")),
+    (
+        "validity fractional minutes",
+        props(validity="PT1.5M"),
+        "0.4.0",
+        invalid(VALIDITY, "PT1.5M", "Failed to parse iso8601 duration"),
+    ),
     ("validity empty", props(validity=""), "0.4.0", invalid(VALIDITY, "", "Failed to parse iso8601 duration")),
-    ("validity trimmed value in message", props(validity=" 300 "), "0.4.0", invalid(VALIDITY, "300", "Failed to parse iso8601 duration")),
+    (
+        "validity trimmed value in message",
+        props(validity=" 300 "),
+        "0.4.0",
+        invalid(VALIDITY, "300", "Failed to parse iso8601 duration"),
+    ),
     # excluded principals never stop the broker
     ("excluded two users", props(excluded="User:alice;User:bob"), "0.4.0", None),
     ("excluded empty value", props(excluded=""), "0.4.0", None),
@@ -122,7 +187,12 @@ CASES = [
     # quotas
     ("produce non-numeric", props(produce="fast"), "0.4.0", invalid(PRODUCE, "fast", "Not a number of type DOUBLE")),
     ("produce empty", props(produce=""), "0.4.0", invalid(PRODUCE, "", "Not a number of type DOUBLE")),
-    ("produce raw value kept in message", props(produce=" 1MB "), "0.4.0", invalid(PRODUCE, " 1MB ", "Not a number of type DOUBLE")),
+    (
+        "produce raw value kept in message",
+        props(produce=" 1MB "),
+        "0.4.0",
+        invalid(PRODUCE, " 1MB ", "Not a number of type DOUBLE"),
+    ),
     ("produce underscores", props(produce="1_000"), "0.4.0", invalid(PRODUCE, "1_000", "Not a number of type DOUBLE")),
     ("produce python inf", props(produce="inf"), "0.4.0", invalid(PRODUCE, "inf", "Not a number of type DOUBLE")),
     ("fetch non-numeric", props(fetch="1e"), "0.4.0", invalid(FETCH, "1e", "Not a number of type DOUBLE")),
@@ -148,11 +218,14 @@ def test_load_refuses_exactly_what_the_plugin_refuses(properties, version, expec
         assert str(caught.value) == expected
 
 
-@pytest.mark.parametrize("properties, exception_class", [
-    (props(bytes="1", ratio="0.5"), qpc.ILLEGAL_STATE_EXCEPTION),
-    (props(bootstrap=None), qpc.CONFIG_EXCEPTION),
-    (props(ratio="2"), qpc.CONFIG_EXCEPTION),
-])
+@pytest.mark.parametrize(
+    "properties, exception_class",
+    [
+        (props(bytes="1", ratio="0.5"), qpc.ILLEGAL_STATE_EXCEPTION),
+        (props(bootstrap=None), qpc.CONFIG_EXCEPTION),
+        (props(ratio="2"), qpc.CONFIG_EXCEPTION),
+    ],
+)
 def test_error_names_the_java_exception(properties, exception_class):
     """ConfigDef failures are ConfigException, the limit checks in configure() IllegalStateException."""
     with pytest.raises(PluginConfigError) as caught:
@@ -201,8 +274,18 @@ def test_defaults(version, interval):
 
 def test_parsed_values():
     """Values are trimmed and parsed as Java does; the bootstrap string keeps inner spaces."""
-    config = load(props(produce=" 1048576 ", fetch="2e6", request="0x1p4", bytes="5368709120", interval="5",
-                        validity="PT0.5S", fallback="0.25", bootstrap=" a:9092 , b:9093 "))
+    config = load(
+        props(
+            produce=" 1048576 ",
+            fetch="2e6",
+            request="0x1p4",
+            bytes="5368709120",
+            interval="5",
+            validity="PT0.5S",
+            fallback="0.25",
+            bootstrap=" a:9092 , b:9093 ",
+        )
+    )
     assert (config.produce, config.fetch, config.request) == (1048576.0, 2e6, 16.0)
     assert config.min_available_bytes == 5368709120
     assert config.check_interval_s == 5
@@ -225,25 +308,28 @@ def test_nan_limits_load():
     assert math.isnan(config.min_available_ratio) and math.isnan(config.fallback)
 
 
-@pytest.mark.parametrize("value, principals", [
-    ("User:alice;User:bob", ("alice", "bob")),
-    ("", ()),
-    ("   ", ()),
-    ("alice", ()),
-    ("User:alice;bob", ("alice",)),
-    ("user:alice", ()),
-    ("User:", ()),
-    ("User:CN=my-cluster,O=io.strimzi;User:bob", ("CN=my-cluster,O=io.strimzi", "bob")),
-    ("User:alice,User:bob", ()),
-    ("  User:alice;User:bob  ", ("alice", "bob")),
-    ("User:alice; User:bob", ("alice", "bob")),
-    ("User:alice ;User:bob", ("alice ", "bob")),
-    ("User: alice", (" alice",)),
-    (";;User:alice;;", ("alice",)),
-    ("User:alice;User:alice", ("alice",)),
-    ("User:aUser:b", ()),
-    ("xUser:alice", ("alice",)),
-])
+@pytest.mark.parametrize(
+    "value, principals",
+    [
+        ("User:alice;User:bob", ("alice", "bob")),
+        ("", ()),
+        ("   ", ()),
+        ("alice", ()),
+        ("User:alice;bob", ("alice",)),
+        ("user:alice", ()),
+        ("User:", ()),
+        ("User:CN=my-cluster,O=io.strimzi;User:bob", ("CN=my-cluster,O=io.strimzi", "bob")),
+        ("User:alice,User:bob", ()),
+        ("  User:alice;User:bob  ", ("alice", "bob")),
+        ("User:alice; User:bob", ("alice", "bob")),
+        ("User:alice ;User:bob", ("alice ", "bob")),
+        ("User: alice", (" alice",)),
+        (";;User:alice;;", ("alice",)),
+        ("User:alice;User:alice", ("alice",)),
+        ("User:aUser:b", ()),
+        ("xUser:alice", ("alice",)),
+    ],
+)
 def test_excluded_principals_follow_the_plugin_split(value, principals):
     """Split on ";" then on "User:"; keep an entry only when that gives exactly two parts."""
     assert load(props(excluded=value)).excluded_principals == principals
@@ -263,49 +349,80 @@ def test_admin_passthrough_without_bootstrap():
     assert config.client_id_prefix == "sim"
 
 
-@pytest.mark.parametrize("properties, enabled", [
-    (MINIMAL, True),
-    ({"client.quota.callback.class": " io.strimzi.kafka.quotas.StaticQuotaCallback "}, True),
-    ({"client.quota.callback.class": "io.strimzi.kafka.quotas.Other"}, False),
-    ({}, False),
-])
+@pytest.mark.parametrize(
+    "properties, enabled",
+    [
+        (MINIMAL, True),
+        ({"client.quota.callback.class": " io.strimzi.kafka.quotas.StaticQuotaCallback "}, True),
+        ({"client.quota.callback.class": "io.strimzi.kafka.quotas.Other"}, False),
+        ({}, False),
+    ],
+)
 def test_plugin_enabled(properties, enabled):
     """The callback class value is trimmed like a Kafka CLASS config."""
     assert qpc.plugin_enabled(properties) is enabled
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("PT5M", 300.0),
-    ("PT0.5S", 0.5),
-    ("P1DT2H", 93600.0),
-    ("P2D", 172800.0),
-    ("pt5m", 300.0),
-    ("p1dT2h", 93600.0),
-    ("PT1H30M15.25S", 5415.25),
-    ("PT1,5S", 1.5),
-    ("PT1.S", 1.0),
-    ("PT0.000000001S", 1e-9),
-    ("PT0S", 0.0),
-    ("+PT10S", 10.0),
-    ("PT+10S", 10.0),
-    ("-PT5M", -300.0),
-    ("PT-0.5S", -0.5),
-    ("-PT-6H+3M", 21420.0),
-    ("P-1DT2H", -79200.0),
-    ("P1Dt", 86400.0),
-    ("PT9223372036854775807S", 9223372036854775807.0),
-    ("P106751991167300D", 106751991167300 * 86400.0),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("PT5M", 300.0),
+        ("PT0.5S", 0.5),
+        ("P1DT2H", 93600.0),
+        ("P2D", 172800.0),
+        ("pt5m", 300.0),
+        ("p1dT2h", 93600.0),
+        ("PT1H30M15.25S", 5415.25),
+        ("PT1,5S", 1.5),
+        ("PT1.S", 1.0),
+        ("PT0.000000001S", 1e-9),
+        ("PT0S", 0.0),
+        ("+PT10S", 10.0),
+        ("PT+10S", 10.0),
+        ("-PT5M", -300.0),
+        ("PT-0.5S", -0.5),
+        ("-PT-6H+3M", 21420.0),
+        ("P-1DT2H", -79200.0),
+        ("P1Dt", 86400.0),
+        ("PT9223372036854775807S", 9223372036854775807.0),
+        ("P106751991167300D", 106751991167300 * 86400.0),
+    ],
+)
 def test_parse_java_duration_accepts(text, seconds):
     """java.time.Duration.parse accepts these."""
     assert parse_java_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", [
-    "", "P", "PT", "P1DT", "5M", "PT5", "P1W", "P1Y", "P1M", "PT1.5M", "P1.5D", "PT0.1234567891S", "PT1M1M",
-    "PT1S1M", " PT5M", "PT5M ", "PT5\u017f", "PT\uff11S", "PT1_0S", "PT9223372036854775808S",
-    "P106751991167301D", "-PT-9223372036854775808S", "PT-5.S-", "PT.5S", "1",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "P",
+        "PT",
+        "P1DT",
+        "5M",
+        "PT5",
+        "P1W",
+        "P1Y",
+        "P1M",
+        "PT1.5M",
+        "P1.5D",
+        "PT0.1234567891S",
+        "PT1M1M",
+        "PT1S1M",
+        " PT5M",
+        "PT5M ",
+        "PT5\u017f",
+        "PT\uff11S",
+        "PT1_0S",
+        "PT9223372036854775808S",
+        "P106751991167301D",
+        "-PT-9223372036854775808S",
+        "PT-5.S-",
+        "PT.5S",
+        "1",
+    ],
+)
 def test_parse_java_duration_rejects(text):
     """java.time.Duration.parse throws DateTimeParseException for these."""
     with pytest.raises(ValueError):

@@ -32,6 +32,7 @@ GENERIC = "Authentication failed during authentication due to invalid credential
 # SCRAM
 # --------------------------------------------------------------------------------------------------------------------
 
+
 def _users(mechanism, **passwords):
     credentials = {name: security.scram_credential(password, mechanism) for name, password in passwords.items()}
     return credentials.get
@@ -39,7 +40,9 @@ def _users(mechanism, **passwords):
 
 def _kafka_python_exchange(server, username, password):
     """Drive kafka-python's SASL/SCRAM mechanism (what KafkaClient runs over SaslAuthenticate) against the server."""
-    client = SaslMechanismScram(sasl_plain_username=username, sasl_plain_password=password, sasl_mechanism=server.mechanism)
+    client = SaslMechanismScram(
+        sasl_plain_username=username, sasl_plain_password=password, sasl_mechanism=server.mechanism
+    )
     while not client.is_done():
         client.receive(server.evaluate(client.auth_bytes()))
     return client
@@ -105,11 +108,16 @@ def test_scram_credential_of_the_other_mechanism_fails():
 def test_scram_rfc7677_test_vector(monkeypatch):
     """RFC 7677 section 3, with the server nonce pinned: proves the exact message formats and key derivation."""
     monkeypatch.setattr(security, "_server_nonce", lambda: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
-    credential = security.scram_credential("pencil", "SCRAM-SHA-256", 4096, base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="))
+    credential = security.scram_credential(
+        "pencil", "SCRAM-SHA-256", 4096, base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+    )
     server = ScramServer("SCRAM-SHA-256", {"user": credential}.get)
     assert server.evaluate(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO") == (
-        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
-    final = b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    )
+    final = (
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert server.evaluate(final) == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert server.username == "user"
 
@@ -130,16 +138,19 @@ def test_scram_escaped_username():
     assert server.username == "a,b=c"
 
 
-@pytest.mark.parametrize("first", [
-    b"n,,n=a=3Fb,r=nonce",  # '=' must start =2C or =3D
-    b"n,,n=j\xc3\xb6rg,r=nonce",  # Kafka's saslname is ASCII only
-    b"y,,n=alice,r=nonce",  # Kafka accepts only the gs2 header "n"
-    b"p=tls-server-end-point,,n=alice,r=nonce",
-    b"n,,n=,r=nonce",
-    b"n,,n=alice",
-    b"garbage",
-    b"",
-])
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"n,,n=a=3Fb,r=nonce",  # '=' must start =2C or =3D
+        b"n,,n=j\xc3\xb6rg,r=nonce",  # Kafka's saslname is ASCII only
+        b"y,,n=alice,r=nonce",  # Kafka accepts only the gs2 header "n"
+        b"p=tls-server-end-point,,n=alice,r=nonce",
+        b"n,,n=,r=nonce",
+        b"n,,n=alice",
+        b"garbage",
+        b"",
+    ],
+)
 def test_scram_malformed_or_unsupported_client_first(first):
     server = ScramServer("SCRAM-SHA-256", _users("SCRAM-SHA-256", alice="pw"))
     with pytest.raises(AuthenticationError) as failure:
@@ -158,7 +169,10 @@ def test_scram_authorization_id():
     with pytest.raises(AuthenticationError) as failure:
         server.evaluate(b"n,a=admin,n=alice,r=nonce3")
     # Kafka's one SaslAuthenticationException: its own message goes to the client.
-    assert failure.value.message == "Authentication failed: Client requested an authorization id that is different from username"
+    assert (
+        failure.value.message
+        == "Authentication failed: Client requested an authorization id that is different from username"
+    )
 
 
 def test_scram_unknown_extensions_are_ignored_but_signed():
@@ -209,7 +223,11 @@ def test_scram_lookup_errors_and_bad_credentials_fail_generically():
     def broken(_name):
         raise RuntimeError("metadata unavailable")
 
-    for lookup in (broken, lambda name: {"salt": "!!", "iterations": 4096, "stored_key": "", "server_key": ""}, lambda name: {}):
+    for lookup in (
+        broken,
+        lambda name: {"salt": "!!", "iterations": 4096, "stored_key": "", "server_key": ""},
+        lambda name: {},
+    ):
         server = ScramServer("SCRAM-SHA-256", lookup)
         with pytest.raises(AuthenticationError) as failure:
             server.evaluate(b"n,,n=alice,r=n9")
@@ -229,8 +247,9 @@ def test_scram_reauthentication_message_and_state_errors():
     server = ScramServer("SCRAM-SHA-512", _users("SCRAM-SHA-512"), reauthentication=True)
     with pytest.raises(AuthenticationError) as failure:
         server.evaluate(b"n,,n=alice,r=n11")
-    assert failure.value.message == ("Authentication failed during re-authentication due to invalid credentials "
-                                     "with SASL mechanism SCRAM-SHA-512")
+    assert failure.value.message == (
+        "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+    )
     done = ScramServer("SCRAM-SHA-256", _users("SCRAM-SHA-256", alice="pw"))
     _kafka_python_exchange(done, "alice", "pw")
     with pytest.raises(IllegalSaslStateError, match="state COMPLETE"):
@@ -247,9 +266,14 @@ def test_scram_credential_fields():
     assert credential["iterations"] == 8192
     assert len(base64.b64decode(credential["stored_key"])) == 64 == len(base64.b64decode(credential["server_key"]))
     assert credential == security.scram_credential("pw", "SCRAM-SHA-512", iterations=8192, salt=b"0123456789abcdef")
-    assert security.scram_credential("pw", "SCRAM-SHA-512")["salt"] != security.scram_credential("pw", "SCRAM-SHA-512")["salt"]
+    assert (
+        security.scram_credential("pw", "SCRAM-SHA-512")["salt"]
+        != security.scram_credential("pw", "SCRAM-SHA-512")["salt"]
+    )
     salted = hashlib.pbkdf2_hmac("sha512", b"pw", b"0123456789abcdef", 8192)
-    assert security.scram_credential_from_salted_password(salted, b"0123456789abcdef", 8192, "SCRAM-SHA-512") == credential
+    assert (
+        security.scram_credential_from_salted_password(salted, b"0123456789abcdef", 8192, "SCRAM-SHA-512") == credential
+    )
 
 
 @pytest.mark.parametrize("iterations, needle", [(1000, "1000"), (4095, "4095"), (16385, "16385"), (True, "True")])
@@ -268,6 +292,7 @@ def test_scram_credential_limits_inclusive_and_unknown_mechanism():
 # TLS material and broker contexts
 # --------------------------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(name="pki", scope="module")
 def fixture_pki(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("pki"))
@@ -279,15 +304,23 @@ def fixture_pki(tmp_path_factory):
         "ca": ca_cert,
         "ca_key": ca_key,
         "broker": security.make_certificate(directory, "broker", ca_cert, ca_key, "localhost", client=False),
-        "locked": security.make_certificate(directory, "locked", ca_cert, ca_key, "localhost", key_password="s3cret pw", key_type="rsa"),
-        "admin": security.make_certificate(directory, "admin", ca_cert, ca_key, "admin", organization="headroom", server=False, sans=()),
+        "locked": security.make_certificate(
+            directory, "locked", ca_cert, ca_key, "localhost", key_password="s3cret pw", key_type="rsa"
+        ),
+        "admin": security.make_certificate(
+            directory, "admin", ca_cert, ca_key, "admin", organization="headroom", server=False, sans=()
+        ),
         "stranger": security.make_certificate(other_dir, "stranger", *other_ca, "stranger", server=False),
     }
 
 
 def _broker_props(pki, **extra):
-    props = {"ssl.keystore.type": "PEM", "ssl.keystore.location": pki["broker"]["pem"],
-             "ssl.truststore.type": "PEM", "ssl.truststore.location": pki["ca"]}
+    props = {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": pki["broker"]["pem"],
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": pki["ca"],
+    }
     props.update({key.replace("_", "."): value for key, value in extra.items()})
     return props
 
@@ -387,7 +420,9 @@ def test_required_client_auth_refuses_an_untrusted_certificate(pki):
     assert answer is None and "error" in result
 
 
-@pytest.mark.parametrize("client_auth, expected", [("requested", "User:ANONYMOUS"), ("none", "User:ANONYMOUS"), (None, "User:ANONYMOUS")])
+@pytest.mark.parametrize(
+    "client_auth, expected", [("requested", "User:ANONYMOUS"), ("none", "User:ANONYMOUS"), (None, "User:ANONYMOUS")]
+)
 def test_optional_client_auth_without_certificate_is_anonymous(pki, client_auth, expected):
     props = _broker_props(pki) if client_auth is None else _broker_props(pki, ssl_client_auth=client_auth)
     with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
@@ -402,7 +437,9 @@ def test_requested_client_auth_with_certificate(pki):
 
 
 def test_encrypted_key_with_password(pki):
-    props = _broker_props(pki, ssl_keystore_location=pki["locked"]["pem"], ssl_key_password="s3cret pw", ssl_client_auth="required")
+    props = _broker_props(
+        pki, ssl_keystore_location=pki["locked"]["pem"], ssl_key_password="s3cret pw", ssl_client_auth="required"
+    )
     with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
         assert _connect(port, _client_context(pki, pki["admin"])) == "User:CN=admin,O=headroom"
 
@@ -421,12 +458,19 @@ def test_inline_pem_configs(pki):
     with open(pki["locked"]["key"], encoding="ascii") as handle:
         key = handle.read()
     with open(pki["locked"]["pem"], encoding="ascii") as handle:
-        chain = handle.read()[len(key):]
+        chain = handle.read()[len(key) :]
     with open(pki["ca"], encoding="ascii") as handle:
         ca = handle.read()
-    props = {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM", "ssl.client.auth": "required", "ssl.key.password": "s3cret pw",
-             # Kafka's PEM parser also takes a block on one line, as a value squeezed into one properties line may be.
-             "ssl.keystore.key": " ".join(key.split()), "ssl.keystore.certificate.chain": chain, "ssl.truststore.certificates": ca}
+    props = {
+        "ssl.keystore.type": "PEM",
+        "ssl.truststore.type": "PEM",
+        "ssl.client.auth": "required",
+        "ssl.key.password": "s3cret pw",
+        # Kafka's PEM parser also takes a block on one line, as a value squeezed into one properties line may be.
+        "ssl.keystore.key": " ".join(key.split()),
+        "ssl.keystore.certificate.chain": chain,
+        "ssl.truststore.certificates": ca,
+    }
     with _serve_once(security.server_ssl_context(props)) as (port, _ignored):
         assert _connect(port, _client_context(pki, pki["admin"])) == "User:CN=admin,O=headroom"
 
@@ -435,28 +479,48 @@ def test_inline_keystore_leaves_no_file_behind(pki, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with open(pki["broker"]["pem"], encoding="ascii") as handle:
         pem = handle.read()
-    security.server_ssl_context({"ssl.keystore.type": "PEM", "ssl.keystore.key": pem, "ssl.keystore.certificate.chain": pem})
+    security.server_ssl_context(
+        {"ssl.keystore.type": "PEM", "ssl.keystore.key": pem, "ssl.keystore.certificate.chain": pem}
+    )
     security.server_ssl_context(_broker_props(pki))
     assert not os.listdir(tmp_path)
 
 
-@pytest.mark.parametrize("change, needle", [
-    ({"ssl.keystore.type": None}, "ssl.keystore.type=JKS (Kafka's default) is not supported: only PEM is supported by this test broker"),
-    ({"ssl.keystore.type": "PKCS12"}, "ssl.keystore.type=PKCS12 is not supported: only PEM is supported by this test broker"),
-    ({"ssl.keystore.type": "pem"}, "ssl.keystore.type=pem is not supported"),
-    ({"ssl.truststore.type": "JKS"}, "ssl.truststore.type=JKS is not supported: only PEM is supported by this test broker"),
-    ({"ssl.truststore.type": None}, "ssl.truststore.type=JKS (Kafka's default) is not supported"),
-    ({"ssl.keystore.location": None}, "needs a key store"),
-    ({"ssl.keystore.key": "x", "ssl.keystore.certificate.chain": "x"}, "Both SSL key store location and separate private key"),
-    ({"ssl.keystore.certificate.chain": "x"}, "certificate chain is specified, but private key is not"),
-    ({"ssl.keystore.password": "pw"}, "SSL key store password cannot be specified with PEM format"),
-    ({"ssl.truststore.password": "pw"}, "SSL trust store password cannot be specified for PEM format"),
-    ({"ssl.truststore.certificates": "x"}, "Both SSL trust store location and separate trust certificates"),
-    ({"ssl.client.auth": "REQUIRED"}, "Invalid value REQUIRED for configuration ssl.client.auth"),
-    ({"ssl.enabled.protocols": "TLSv1.1"}, "leaves no protocol enabled"),
-    ({"ssl.enabled.protocols": "TLSv1.2,TLSv9"}, "unsupported protocol"),
-    ({"ssl.keystore.location": "/nonexistent/broker.pem"}, "Failed to load PEM SSL keystore /nonexistent/broker.pem"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (
+            {"ssl.keystore.type": None},
+            "ssl.keystore.type=JKS (Kafka's default) is not supported: only PEM is supported by this test broker",
+        ),
+        (
+            {"ssl.keystore.type": "PKCS12"},
+            "ssl.keystore.type=PKCS12 is not supported: only PEM is supported by this test broker",
+        ),
+        ({"ssl.keystore.type": "pem"}, "ssl.keystore.type=pem is not supported"),
+        (
+            {"ssl.truststore.type": "JKS"},
+            "ssl.truststore.type=JKS is not supported: only PEM is supported by this test broker",
+        ),
+        ({"ssl.truststore.type": None}, "ssl.truststore.type=JKS (Kafka's default) is not supported"),
+        ({"ssl.keystore.location": None}, "needs a key store"),
+        (
+            {"ssl.keystore.key": "x", "ssl.keystore.certificate.chain": "x"},
+            "Both SSL key store location and separate private key",
+        ),
+        ({"ssl.keystore.certificate.chain": "x"}, "certificate chain is specified, but private key is not"),
+        ({"ssl.keystore.password": "pw"}, "SSL key store password cannot be specified with PEM format"),
+        ({"ssl.truststore.password": "pw"}, "SSL trust store password cannot be specified for PEM format"),
+        ({"ssl.truststore.certificates": "x"}, "Both SSL trust store location and separate trust certificates"),
+        ({"ssl.client.auth": "REQUIRED"}, "Invalid value REQUIRED for configuration ssl.client.auth"),
+        ({"ssl.enabled.protocols": "TLSv1.1"}, "leaves no protocol enabled"),
+        ({"ssl.enabled.protocols": "TLSv1.2,TLSv9"}, "unsupported protocol"),
+        (
+            {"ssl.keystore.location": "/nonexistent/broker.pem"},
+            "Failed to load PEM SSL keystore /nonexistent/broker.pem",
+        ),
+    ],
+)
 def test_configs_kafka_rejects(pki, change, needle):
     props = _broker_props(pki)
     for key, value in change.items():
@@ -480,11 +544,15 @@ def test_pkcs1_key_and_mismatched_key_are_refused(pki, tmp_path):
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     with open(pki["broker"]["cert"], encoding="ascii") as handle:
         cert = handle.read()
-    pkcs1 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+    pkcs1 = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
     props = {"ssl.keystore.type": "PEM", "ssl.keystore.key": pkcs1.decode(), "ssl.keystore.certificate.chain": cert}
     with pytest.raises(ValueError, match="not PKCS#8"):
         security.server_ssl_context(props)
-    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    pkcs8 = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     with pytest.raises(ValueError, match="does not belong to the first certificate"):
         security.server_ssl_context(dict(props, **{"ssl.keystore.key": pkcs8.decode()}))
     two_keys = tmp_path / "two.pem"
@@ -510,9 +578,15 @@ def test_listener_prefix_and_sasl_ssl_client_auth(pki):
     props = _broker_props(pki, ssl_client_auth="required")
     assert security.server_ssl_context(props, listener="SECURE").verify_mode == ssl.CERT_REQUIRED
     # On SASL_SSL listeners Kafka applies only the listener-prefixed ssl.client.auth.
-    assert security.server_ssl_context(props, listener="SASL_SSL", security_protocol="SASL_SSL").verify_mode == ssl.CERT_NONE
+    assert (
+        security.server_ssl_context(props, listener="SASL_SSL", security_protocol="SASL_SSL").verify_mode
+        == ssl.CERT_NONE
+    )
     props["listener.name.sasl_ssl.ssl.client.auth"] = "requested"
-    assert security.server_ssl_context(props, listener="SASL_SSL", security_protocol="SASL_SSL").verify_mode == ssl.CERT_OPTIONAL
+    assert (
+        security.server_ssl_context(props, listener="SASL_SSL", security_protocol="SASL_SSL").verify_mode
+        == ssl.CERT_OPTIONAL
+    )
     props["listener.name.secure.ssl.keystore.location"] = "/nonexistent/secure.pem"
     with pytest.raises(ValueError, match="/nonexistent/secure.pem"):
         security.server_ssl_context(props, listener="SECURE")
@@ -538,21 +612,58 @@ _A = x509.NameAttribute
 # Expected strings are X500Principal.getName() of the same DER on OpenJDK 17.
 NAME_CASES = [
     (x509.Name([_A(NameOID.ORGANIZATION_NAME, "headroom"), _A(NameOID.COMMON_NAME, "admin")]), "CN=admin,O=headroom"),
-    (x509.Name([_A(NameOID.COUNTRY_NAME, "DE"), _A(NameOID.STATE_OR_PROVINCE_NAME, "Berlin"), _A(NameOID.LOCALITY_NAME, "Berlin"),
-                _A(NameOID.ORGANIZATIONAL_UNIT_NAME, "ops, team=1"), _A(NameOID.COMMON_NAME, ' lead #x;y<z>"q\\ ')]),
-     'CN=\\ lead \\#x\\;y\\<z\\>\\"q\\\\\\ ,OU=ops\\, team\\=1,L=Berlin,ST=Berlin,C=DE'),
-    (x509.Name([_A(NameOID.EMAIL_ADDRESS, "a@b.c"), _A(NameOID.COMMON_NAME, "J\u00f6rg \u00dc")]),
-     "CN=J\u00f6rg \u00dc,1.2.840.113549.1.9.1=#16056140622e63"),
-    (x509.Name([_A(NameOID.DOMAIN_COMPONENT, "com"), _A(NameOID.DOMAIN_COMPONENT, "example"), _A(NameOID.USER_ID, "u1"),
-                _A(NameOID.SERIAL_NUMBER, "42"), _A(NameOID.STREET_ADDRESS, "Main St 1")]),
-     "STREET=Main St 1,2.5.4.5=#13023432,UID=u1,DC=example,DC=com"),
-    (x509.Name([x509.RelativeDistinguishedName([_A(NameOID.COMMON_NAME, "a+b"), _A(NameOID.ORGANIZATIONAL_UNIT_NAME, "x")])]),
-     "OU=x+CN=a\\+b"),
-    (x509.Name([_A(NameOID.COMMON_NAME, "#hash"), _A(NameOID.ORGANIZATIONAL_UNIT_NAME, "ia5", _ASN1Type.IA5String),
-                _A(NameOID.COMMON_NAME, "univ", _ASN1Type.UniversalString)]),
-     "CN=#1c10000000750000006e0000006900000076,OU=ia5,CN=\\#hash"),
-    (x509.Name([_A(NameOID.COMMON_NAME, "cr\r"), _A(NameOID.COMMON_NAME, "   "), _A(NameOID.COMMON_NAME, "nul\0x")]),
-     "CN=nul\\00x,CN=\\ \\ \\ ,CN=cr\\\r"),
+    (
+        x509.Name(
+            [
+                _A(NameOID.COUNTRY_NAME, "DE"),
+                _A(NameOID.STATE_OR_PROVINCE_NAME, "Berlin"),
+                _A(NameOID.LOCALITY_NAME, "Berlin"),
+                _A(NameOID.ORGANIZATIONAL_UNIT_NAME, "ops, team=1"),
+                _A(NameOID.COMMON_NAME, ' lead #x;y<z>"q\\ '),
+            ]
+        ),
+        'CN=\\ lead \\#x\\;y\\<z\\>\\"q\\\\\\ ,OU=ops\\, team\\=1,L=Berlin,ST=Berlin,C=DE',
+    ),
+    (
+        x509.Name([_A(NameOID.EMAIL_ADDRESS, "a@b.c"), _A(NameOID.COMMON_NAME, "J\u00f6rg \u00dc")]),
+        "CN=J\u00f6rg \u00dc,1.2.840.113549.1.9.1=#16056140622e63",
+    ),
+    (
+        x509.Name(
+            [
+                _A(NameOID.DOMAIN_COMPONENT, "com"),
+                _A(NameOID.DOMAIN_COMPONENT, "example"),
+                _A(NameOID.USER_ID, "u1"),
+                _A(NameOID.SERIAL_NUMBER, "42"),
+                _A(NameOID.STREET_ADDRESS, "Main St 1"),
+            ]
+        ),
+        "STREET=Main St 1,2.5.4.5=#13023432,UID=u1,DC=example,DC=com",
+    ),
+    (
+        x509.Name(
+            [
+                x509.RelativeDistinguishedName(
+                    [_A(NameOID.COMMON_NAME, "a+b"), _A(NameOID.ORGANIZATIONAL_UNIT_NAME, "x")]
+                )
+            ]
+        ),
+        "OU=x+CN=a\\+b",
+    ),
+    (
+        x509.Name(
+            [
+                _A(NameOID.COMMON_NAME, "#hash"),
+                _A(NameOID.ORGANIZATIONAL_UNIT_NAME, "ia5", _ASN1Type.IA5String),
+                _A(NameOID.COMMON_NAME, "univ", _ASN1Type.UniversalString),
+            ]
+        ),
+        "CN=#1c10000000750000006e0000006900000076,OU=ia5,CN=\\#hash",
+    ),
+    (
+        x509.Name([_A(NameOID.COMMON_NAME, "cr\r"), _A(NameOID.COMMON_NAME, "   "), _A(NameOID.COMMON_NAME, "nul\0x")]),
+        "CN=nul\\00x,CN=\\ \\ \\ ,CN=cr\\\r",
+    ),
     (x509.Name([]), ""),
 ]
 
@@ -607,5 +718,7 @@ def test_names_and_encrypted_keys_as_java_reads_them(pki, tmp_path):
         path.write_bytes(name.public_bytes())
         args += ["name", str(path)]
     args += ["key", f"{pki['locked']['key']}|s3cret pw"]
-    output = subprocess.run(["java", str(source)] + args, capture_output=True, timeout=300, check=True).stdout.decode("utf-8")
+    output = subprocess.run(["java", str(source)] + args, capture_output=True, timeout=300, check=True).stdout.decode(
+        "utf-8"
+    )
     assert output.split("\n")[:-1] == [expected for _ignored, expected in NAME_CASES] + ["RSA"]

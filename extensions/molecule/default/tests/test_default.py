@@ -15,8 +15,12 @@ testinfra_hosts = ["local://"]
 CLUSTER_DIR = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "cluster")
 MARKER = "# BEGIN headroom.kafka quota plugin (managed, do not edit)"
 CALLBACK = "io.strimzi.kafka.quotas.StaticQuotaCallback"
-PLUGIN_KEYS = ("client.quota.callback.static.produce", "client.quota.callback.static.fetch",
-               "client.quota.callback.static.excluded.principal.name.list", "client.quota.callback.static.storage.check-interval")
+PLUGIN_KEYS = (
+    "client.quota.callback.static.produce",
+    "client.quota.callback.static.fetch",
+    "client.quota.callback.static.excluded.principal.name.list",
+    "client.quota.callback.static.storage.check-interval",
+)
 SHUTDOWN = re.compile(r"starting controlled shutdown|Transition from STARTED to SHUTTING_DOWN")
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ (.*)$")
 
@@ -96,4 +100,6 @@ def test_no_two_brokers_were_down_at_once():
         windows.extend((start, end, entry["id"]) for start, end in broker_windows)
     windows.sort()
     for (start, end, node), (next_start, next_end, next_node) in zip(windows, windows[1:]):
-        assert end <= next_start, f"brokers {node} ({start}-{end}) and {next_node} ({next_start}-{next_end}) were down at once"
+        assert end <= next_start, (
+            f"brokers {node} ({start}-{end}) and {next_node} ({next_start}-{next_end}) were down at once"
+        )

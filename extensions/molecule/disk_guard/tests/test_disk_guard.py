@@ -11,8 +11,12 @@ testinfra_hosts = ["local://"]
 
 EPHEMERAL = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
 HOST = os.path.join(EPHEMERAL, "host")
-EXPECTED = {"user=alice": {"producer_byte_rate": 4096, "consumer_byte_rate": 8192}, "client_id=<default>": {"request_percentage": 50.0},
-            "user=<default>": {"producer_byte_rate": 3000}, "user=ops": {"producer_byte_rate": 9223372036854775807}}
+EXPECTED = {
+    "user=alice": {"producer_byte_rate": 4096, "consumer_byte_rate": 8192},
+    "client_id=<default>": {"request_percentage": 50.0},
+    "user=<default>": {"producer_byte_rate": 3000},
+    "user=ops": {"producer_byte_rate": 9223372036854775807},
+}
 
 
 def held_quotas():
@@ -20,7 +24,10 @@ def held_quotas():
         servers = json.load(handle)["bootstrap_servers"].split(",")
     adapter = KafkaAdapter(servers)
     try:
-        return {quota_spec.describe_entity(entity): quota_spec.for_output(values) for entity, values in quota_apply.read_state(adapter).values()}
+        return {
+            quota_spec.describe_entity(entity): quota_spec.for_output(values)
+            for entity, values in quota_apply.read_state(adapter).values()
+        }
     finally:
         adapter.close()
 

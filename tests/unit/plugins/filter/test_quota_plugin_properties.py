@@ -17,9 +17,17 @@ from kafka_sim import quota_plugin_config as plugin
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 P = "client.quota.callback.static."
-SPEC = {"type": "strimzi", "producer_byte_rate": 1048576.0, "min_available_ratio_per_volume": 0.1,
-        "excluded_principals": ["User:alice"], "check_interval": "PT1M"}
-ADMIN = {"bootstrap_servers": ["kafka-1:9093"], "ssl": {"truststore_location": "/etc/kafka/ca.p12", "truststore_password": "secret"}}
+SPEC = {
+    "type": "strimzi",
+    "producer_byte_rate": 1048576.0,
+    "min_available_ratio_per_volume": 0.1,
+    "excluded_principals": ["User:alice"],
+    "check_interval": "PT1M",
+}
+ADMIN = {
+    "bootstrap_servers": ["kafka-1:9093"],
+    "ssl": {"truststore_location": "/etc/kafka/ca.p12", "truststore_password": "secret"},
+}
 
 
 def _filters(module):
@@ -32,7 +40,9 @@ def test_filter_names():
 
 
 def test_properties_filter():
-    props = _filters(properties_filter)["quota_plugin_properties"](SPEC, admin=ADMIN, internal_principals=["User:CN=broker"])
+    props = _filters(properties_filter)["quota_plugin_properties"](
+        SPEC, admin=ADMIN, internal_principals=["User:CN=broker"]
+    )
     assert list(props)[0] == "client.quota.callback.class"
     assert props[P + "produce"] == "1048576"
     assert props[P + "excluded.principal.name.list"] == "User:CN=broker;User:alice"
@@ -54,16 +64,26 @@ def test_warnings_filter():
     assert P + "storage.soft" in warnings[0] and P + "produce" in warnings[1]
 
 
-@pytest.mark.parametrize("module, name", [(properties_filter, "quota_plugin_properties"), (warnings_filter, "quota_plugin_warnings")])
+@pytest.mark.parametrize(
+    "module, name", [(properties_filter, "quota_plugin_properties"), (warnings_filter, "quota_plugin_warnings")]
+)
 def test_errors_become_filter_errors(module, name):
-    with pytest.raises(AnsibleFilterError, match=name + ": kafka_quotas.excluded_principals\\[0\\] 'alice' is not a principal.*User:alice"):
+    with pytest.raises(
+        AnsibleFilterError,
+        match=name + ": kafka_quotas.excluded_principals\\[0\\] 'alice' is not a principal.*User:alice",
+    ):
         _filters(module)[name](dict(SPEC, excluded_principals=["alice"]), ADMIN)
     with pytest.raises(AnsibleFilterError, match="admin.bootstrap_servers is required with type strimzi"):
         _filters(module)[name](SPEC)
 
 
-@pytest.mark.parametrize("module, fn", [(properties_filter, properties_filter.quota_plugin_properties),
-                                        (warnings_filter, warnings_filter.quota_plugin_warnings)])
+@pytest.mark.parametrize(
+    "module, fn",
+    [
+        (properties_filter, properties_filter.quota_plugin_properties),
+        (warnings_filter, warnings_filter.quota_plugin_warnings),
+    ],
+)
 def test_documentation_matches_the_function(module, fn):
     doc = yaml.safe_load(module.DOCUMENTATION)
     assert doc["name"] == fn.__name__
@@ -76,6 +96,7 @@ def test_documentation_matches_the_function(module, fn):
 
 def test_documented_spec_fields_are_the_accepted_fields():
     from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec as qps
+
     options = yaml.safe_load(properties_filter.DOCUMENTATION)["options"]
     assert set(options["_input"]["suboptions"]) == set(qps.ALL_FIELDS)
     admin = options["admin"]["suboptions"]
@@ -108,16 +129,33 @@ PLAYBOOK = """
 def test_filters_in_a_playbook(tmp_path):
     playbook = tmp_path / "play.yml"
     playbook.write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_NOCOLOR="1")
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        ANSIBLE_NOCOLOR="1",
+    )
     ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    run = subprocess.run([ansible_playbook, str(playbook)], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [ansible_playbook, str(playbook)],
+        env=env,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     output = run.stdout + run.stderr
     assert run.returncode == 2, output
     first = json.loads((tmp_path / "properties.json").read_text())
     assert [item["key"] for item in first] == [
-        "client.quota.callback.class", P + "kafka.admin.bootstrap.servers", P + "produce",
-        P + "storage.per.volume.limit.min.available.bytes", P + "storage.check-interval"]
+        "client.quota.callback.class",
+        P + "kafka.admin.bootstrap.servers",
+        P + "produce",
+        P + "storage.per.volume.limit.min.available.bytes",
+        P + "storage.check-interval",
+    ]
     assert [item["value"] for item in first][2:] == ["1000", "1073741824", "30"]
     assert json.loads((tmp_path / "warnings.json").read_text()) == []
     assert "quota_plugin_properties: kafka_quotas needs exactly one of min_available_bytes_per_volume" in output

@@ -3,29 +3,47 @@
 import datetime
 
 import pytest
+from fake_kafka import FakeAdapter
 
 from ansible_collections.headroom.kafka.plugins.module_utils import guard_options, guard_run, quota_apply
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
-from fake_kafka import FakeAdapter
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.timezone.utc)
 GIB = 1 << 30
 
 
 def rows(usable):
-    return [{"log_dir": "/data", "error": None, "total_bytes": 10 * GIB, "usable_bytes": usable, "partitions": 1, "partition_bytes": 0}]
+    return [
+        {
+            "log_dir": "/data",
+            "error": None,
+            "total_bytes": 10 * GIB,
+            "usable_bytes": usable,
+            "partitions": 1,
+            "partition_bytes": 0,
+        }
+    ]
 
 
 def settings(**options):
     params = {name: spec.get("default") for name, spec in guard_options.ARGUMENT_SPEC.items()}
-    params.update({"bootstrap_servers": ["kafka:9092"], "min_available_ratio": 0.1, "default_producer_byte_rate": 1000,
-                   "quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 500}], "excluded_principals": ["User:ops"]})
+    params.update(
+        {
+            "bootstrap_servers": ["kafka:9092"],
+            "min_available_ratio": 0.1,
+            "default_producer_byte_rate": 1000,
+            "quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 500}],
+            "excluded_principals": ["User:ops"],
+        }
+    )
     params.update(options)
     return guard_options.settings(params)
 
 
 def decide(adapter, memory=None, check_mode=False, **options):
-    return guard_run.guard_once(adapter, settings(**options), memory or guard_run.disk_guard.GuardMemory(), NOW, check_mode=check_mode)
+    return guard_run.guard_once(
+        adapter, settings(**options), memory or guard_run.disk_guard.GuardMemory(), NOW, check_mode=check_mode
+    )
 
 
 def kinds(adapter):
@@ -64,7 +82,12 @@ def test_a_refused_validation_applies_nothing():
 def test_a_broker_that_does_not_answer_makes_the_view_incomplete_and_the_fallback_applies_without_memory():
     adapter = FakeAdapter(log_dirs={1: rows(5 * GIB), 2: KafkaAdapterError("broker 2 did not answer", broker=2)})
     result, _memory = decide(adapter, throttle_factor_fallback=0.5)
-    assert (result["observed"], result["missing_brokers"], result["throttle_factor"], result["fallback_applied"]) == (False, [2], 0.5, True)
+    assert (result["observed"], result["missing_brokers"], result["throttle_factor"], result["fallback_applied"]) == (
+        False,
+        [2],
+        0.5,
+        True,
+    )
     assert adapter.store[(("user", None),)][1] == {"producer_byte_rate": 500.0}
 
 
@@ -72,4 +95,6 @@ def test_the_declaration_warns_about_client_id_produce_rates_the_default_user_sh
     adapter = FakeAdapter(log_dirs={1: rows(5 * GIB)})
     result, _memory = decide(adapter, quotas=[{"entity": {"client_id": "legacy"}, "producer_byte_rate": 10}])
     (warning,) = result["declaration_warnings"]
-    assert warning.startswith("client_id=legacy: a client_id-only produce rate never applies while the <default> user has one")
+    assert warning.startswith(
+        "client_id=legacy: a client_id-only produce rate never applies while the <default> user has one"
+    )

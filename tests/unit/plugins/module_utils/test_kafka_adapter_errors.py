@@ -9,44 +9,71 @@ import pytest
 from ansible_collections.headroom.kafka.plugins.module_utils import kafka_adapter as ka
 
 REASON = "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
-CA_ADVICE = ("broker certificate could not be verified, verify that ssl.ca.location is correctly configured or root CA "
-             "certificates are installed (install ca-certificates package)")
+CA_ADVICE = (
+    "broker certificate could not be verified, verify that ssl.ca.location is correctly configured or root CA "
+    "certificates are installed (install ca-certificates package)"
+)
 
 
 def test_a_refused_scram_login_from_librdkafka_names_the_broker_and_keeps_the_brokers_reason():
     refusal = ka.librdkafka_refusal(
-        "_AUTHENTICATION", "sasl_plaintext://127.0.0.1:20358/bootstrap: SASL authentication error: " + REASON + " (after 311ms in state AUTH_REQ)")
+        "_AUTHENTICATION",
+        "sasl_plaintext://127.0.0.1:20358/bootstrap: SASL authentication error: "
+        + REASON
+        + " (after 311ms in state AUTH_REQ)",
+    )
     assert (refusal.kind, refusal.broker, refusal.reason) == (ka.AUTHENTICATION, "127.0.0.1:20358", REASON)
 
 
 def test_an_unsupported_mechanism_from_librdkafka_is_an_authentication_failure():
-    text = ("sasl_plaintext://broker-1.example:9092/1: SASL PLAIN mechanism handshake failed: Broker: Unsupported SASL mechanism: "
-            "broker's supported mechanisms: SCRAM-SHA-512,SCRAM-SHA-256 (after 2ms in state AUTH_HANDSHAKE)")
+    text = (
+        "sasl_plaintext://broker-1.example:9092/1: SASL PLAIN mechanism handshake failed: Broker: Unsupported SASL mechanism: "
+        "broker's supported mechanisms: SCRAM-SHA-512,SCRAM-SHA-256 (after 2ms in state AUTH_HANDSHAKE)"
+    )
     refusal = ka.librdkafka_refusal("_AUTHENTICATION", text)
     assert refusal.kind == ka.AUTHENTICATION and refusal.broker == "broker-1.example:9092"
     assert refusal.reason.endswith("broker's supported mechanisms: SCRAM-SHA-512,SCRAM-SHA-256")
 
 
 def test_an_untrusted_broker_certificate_from_librdkafka_drops_the_librdkafka_option_names():
-    text = ("ssl://127.0.0.1:25519/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate verify failed: "
-            + CA_ADVICE + " (after 3ms in state SSL_HANDSHAKE)")
+    text = (
+        "ssl://127.0.0.1:25519/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate verify failed: "
+        + CA_ADVICE
+        + " (after 3ms in state SSL_HANDSHAKE)"
+    )
     refusal = ka.librdkafka_refusal("_SSL", text)
-    assert (refusal.kind, refusal.broker, refusal.reason) == (ka.TLS_HANDSHAKE, "127.0.0.1:25519", "certificate verify failed")
+    assert (refusal.kind, refusal.broker, refusal.reason) == (
+        ka.TLS_HANDSHAKE,
+        "127.0.0.1:25519",
+        "certificate verify failed",
+    )
 
 
 def test_a_rejected_client_certificate_arrives_from_librdkafka_as_a_transport_error_with_an_alert():
-    text = ("ssl://[::1]:9093/bootstrap: Receive failed: error:0A000412:SSL routines::ssl/tls alert bad certificate: SSL alert number 42 "
-            "(after 0ms in state APIVERSION_QUERY)")
+    text = (
+        "ssl://[::1]:9093/bootstrap: Receive failed: error:0A000412:SSL routines::ssl/tls alert bad certificate: SSL alert number 42 "
+        "(after 0ms in state APIVERSION_QUERY)"
+    )
     refusal = ka.librdkafka_refusal("_TRANSPORT", text)
-    assert (refusal.kind, refusal.broker, refusal.reason) == (ka.TLS_HANDSHAKE, "[::1]:9093", "ssl/tls alert bad certificate: SSL alert number 42")
+    assert (refusal.kind, refusal.broker, refusal.reason) == (
+        ka.TLS_HANDSHAKE,
+        "[::1]:9093",
+        "ssl/tls alert bad certificate: SSL alert number 42",
+    )
 
 
-@pytest.mark.parametrize("name, text", [
-    ("_TRANSPORT", "sasl_plaintext://127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"),
-    ("_TRANSPORT", "ssl://127.0.0.1:9093/bootstrap: Disconnected: SSL alert number 0 ssl/tls alert close notify"),
-    ("_ALL_BROKERS_DOWN", "3/3 brokers are down"),
-    ("_TIMED_OUT", "Local: Timed out"),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        (
+            "_TRANSPORT",
+            "sasl_plaintext://127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)",
+        ),
+        ("_TRANSPORT", "ssl://127.0.0.1:9093/bootstrap: Disconnected: SSL alert number 0 ssl/tls alert close notify"),
+        ("_ALL_BROKERS_DOWN", "3/3 brokers are down"),
+        ("_TIMED_OUT", "Local: Timed out"),
+    ],
+)
 def test_librdkafka_errors_that_may_pass_are_no_refusal(name, text):
     assert ka.librdkafka_refusal(name, text) is None
 
@@ -59,12 +86,18 @@ def test_kafka_python_sasl_failure_loses_the_class_names_the_library_puts_in_fro
 
 def test_kafka_python_unsupported_mechanism_without_a_message_uses_kafkas_description():
     refusal = ka.kafka_python_refusal(kafka_errors.UnsupportedSaslMechanismError())
-    assert (refusal.kind, refusal.reason) == (ka.AUTHENTICATION, "The broker does not support the requested SASL mechanism.")
+    assert (refusal.kind, refusal.reason) == (
+        ka.AUTHENTICATION,
+        "The broker does not support the requested SASL mechanism.",
+    )
 
 
 def test_kafka_python_handshake_failure_is_found_in_the_wrapped_ssl_error():
-    verify = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in "
-                                             "certificate chain (_ssl.c:1006)")
+    verify = ssl.SSLCertVerificationError(
+        1,
+        "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in "
+        "certificate chain (_ssl.c:1006)",
+    )
     refusal = None
     try:
         try:
@@ -83,13 +116,16 @@ def test_kafka_python_alert_on_the_first_read_is_a_tls_refusal():
     assert (refusal.kind, refusal.reason) == (ka.TLS_HANDSHAKE, "sslv3 alert bad certificate")
 
 
-@pytest.mark.parametrize("exc", [
-    kafka_errors.KafkaConnectionError("socket disconnected"),
-    kafka_errors.KafkaConnectionError("unable to connect: [Errno 111] Connection refused"),
-    kafka_errors.KafkaConnectionError(ssl.SSLEOFError(8, "EOF occurred in violation of protocol")),
-    kafka_errors.KafkaTimeoutError("Unable to bootstrap from ['127.0.0.1:9092']"),
-    kafka_errors.NodeNotReadyError("bootstrap-0"),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        kafka_errors.KafkaConnectionError("socket disconnected"),
+        kafka_errors.KafkaConnectionError("unable to connect: [Errno 111] Connection refused"),
+        kafka_errors.KafkaConnectionError(ssl.SSLEOFError(8, "EOF occurred in violation of protocol")),
+        kafka_errors.KafkaTimeoutError("Unable to bootstrap from ['127.0.0.1:9092']"),
+        kafka_errors.NodeNotReadyError("bootstrap-0"),
+    ],
+)
 def test_kafka_python_failures_that_may_pass_are_no_refusal(exc):
     assert ka.kafka_python_refusal(exc) is None
 
@@ -97,19 +133,29 @@ def test_kafka_python_failures_that_may_pass_are_no_refusal(exc):
 def test_authentication_message_names_principal_mechanism_broker_and_protocol():
     refusal = ka.ConnectionRefusal(ka.AUTHENTICATION, REASON, "127.0.0.1:20358")
     assert ka.refusal_message(refusal, "SASL_PLAINTEXT", "SCRAM-SHA-512", "alice") == (
-        "authentication failed for user 'alice' with SASL mechanism SCRAM-SHA-512 at 127.0.0.1:20358 (SASL_PLAINTEXT): " + REASON)
+        "authentication failed for user 'alice' with SASL mechanism SCRAM-SHA-512 at 127.0.0.1:20358 (SASL_PLAINTEXT): "
+        + REASON
+    )
 
 
 def test_a_refusal_without_a_broker_of_its_own_takes_the_server_that_was_tried():
     refusal = ka.ConnectionRefusal(ka.AUTHENTICATION, REASON)
-    assert " at kafka-1:9094 (SASL_SSL): " in ka.refusal_message(refusal, "SASL_SSL", "SCRAM-SHA-256", "bob", broker="kafka-1:9094")
+    assert " at kafka-1:9094 (SASL_SSL): " in ka.refusal_message(
+        refusal, "SASL_SSL", "SCRAM-SHA-256", "bob", broker="kafka-1:9094"
+    )
 
 
-@pytest.mark.parametrize("reason, advice", [
-    ("certificate verify failed", "check ssl_cafile"),
-    ("ssl/tls alert bad certificate: SSL alert number 42", "the broker refused the client certificate: check ssl_certfile and ssl_keyfile"),
-    ("tlsv13 alert certificate required", "check ssl_certfile"),
-])
+@pytest.mark.parametrize(
+    "reason, advice",
+    [
+        ("certificate verify failed", "check ssl_cafile"),
+        (
+            "ssl/tls alert bad certificate: SSL alert number 42",
+            "the broker refused the client certificate: check ssl_certfile and ssl_keyfile",
+        ),
+        ("tlsv13 alert certificate required", "check ssl_certfile"),
+    ],
+)
 def test_tls_handshake_message_names_the_broker_and_the_option_to_check(reason, advice):
     message = ka.refusal_message(ka.ConnectionRefusal(ka.TLS_HANDSHAKE, reason, "127.0.0.1:25519"), "SSL")
     assert message.startswith("TLS handshake failed with 127.0.0.1:25519 (SSL): " + reason + "; ")
@@ -117,18 +163,29 @@ def test_tls_handshake_message_names_the_broker_and_the_option_to_check(reason, 
 
 
 def test_tls_files_that_do_not_load_are_named_as_a_setup_failure():
-    message = ka.refusal_message(ka.ConnectionRefusal(ka.TLS_SETUP, ka.tls_reason("[SSL] PEM lib (_ssl.c:3900)")), "SSL", broker="b:9093")
-    assert message == ("TLS setup failed for b:9093 (SSL): cannot load the TLS files: PEM lib; "
-                       "check ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password")
+    message = ka.refusal_message(
+        ka.ConnectionRefusal(ka.TLS_SETUP, ka.tls_reason("[SSL] PEM lib (_ssl.c:3900)")), "SSL", broker="b:9093"
+    )
+    assert message == (
+        "TLS setup failed for b:9093 (SSL): cannot load the TLS files: PEM lib; "
+        "check ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password"
+    )
 
 
 def test_secrets_are_masked_in_any_message():
-    assert ka.without_secrets("password hunter2 and key pass s3cret", ("hunter2", None, "s3cret")) == "password ******** and key pass ********"
+    assert (
+        ka.without_secrets("password hunter2 and key pass s3cret", ("hunter2", None, "s3cret"))
+        == "password ******** and key pass ********"
+    )
 
 
 def test_bytes_that_arrive_with_the_end_of_the_stream_are_delivered_before_the_end_is_reported():
-    reads = iter([(b"response", kafka_errors.KafkaConnectionError("socket disconnected")),
-                  (b"", kafka_errors.KafkaConnectionError("socket disconnected"))])
+    reads = iter(
+        [
+            (b"response", kafka_errors.KafkaConnectionError("socket disconnected")),
+            (b"", kafka_errors.KafkaConnectionError("socket disconnected")),
+        ]
+    )
     receive = ka.bytes_before_end_of_stream(lambda: next(reads))
     assert receive() == (b"response", None)
     data, error = receive()

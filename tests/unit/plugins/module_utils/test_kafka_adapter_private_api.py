@@ -18,14 +18,19 @@ REQUIREMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.par
 def test_the_installed_kafka_python_is_in_the_range_the_adapter_was_written_for():
     installed = importlib.metadata.version("kafka-python")
     assert installed in SpecifierSet(kafka_adapter.KAFKA_PYTHON_RANGE), (
-        f"kafka-python {installed} is outside {kafka_adapter.KAFKA_PYTHON_RANGE}: check connection_manager() against it, then widen the range")
+        f"kafka-python {installed} is outside {kafka_adapter.KAFKA_PYTHON_RANGE}: check connection_manager() against it, then widen the range"
+    )
 
 
 def test_the_admin_client_still_keeps_its_connection_manager_with_the_methods_used():
-    assert "self._manager = " in inspect.getsource(KafkaAdminClient.__init__), "KafkaAdminClient no longer sets _manager"
+    assert "self._manager = " in inspect.getsource(KafkaAdminClient.__init__), (
+        "KafkaAdminClient no longer sets _manager"
+    )
     for name in kafka_adapter.MANAGER_METHODS:
         assert callable(getattr(KafkaConnectionManager, name, None)), f"KafkaConnectionManager.{name} is gone"
-    assert "self.cluster = " in inspect.getsource(KafkaConnectionManager.__init__), "KafkaConnectionManager no longer has cluster"
+    assert "self.cluster = " in inspect.getsource(KafkaConnectionManager.__init__), (
+        "KafkaConnectionManager no longer has cluster"
+    )
 
 
 def test_the_requirements_pin_the_same_range():
@@ -36,6 +41,9 @@ def test_the_requirements_pin_the_same_range():
 
 @pytest.mark.parametrize("admin", [object(), type("Admin", (), {"_manager": object()})()])
 def test_a_library_without_it_fails_with_what_to_install(admin):
-    with pytest.raises(kafka_adapter.KafkaAdapterError, match=r"has no KafkaAdminClient\._manager with run, send, wait_for, least_loaded_node "
-                                                              r"and cluster.*install kafka-python>=3\.0\.12,<4"):
+    with pytest.raises(
+        kafka_adapter.KafkaAdapterError,
+        match=r"has no KafkaAdminClient\._manager with run, send, wait_for, least_loaded_node "
+        r"and cluster.*install kafka-python>=3\.0\.12,<4",
+    ):
         kafka_adapter.connection_manager(admin)

@@ -10,24 +10,42 @@ from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
 UTC = datetime.timezone.utc
 
 
-@pytest.mark.parametrize("rule, value, problem", [
-    (oc.REQUEST_TIMEOUT, 30, None), (oc.REQUEST_TIMEOUT, 0.1, None), (oc.REQUEST_TIMEOUT, 3600, None),
-    (oc.REQUEST_TIMEOUT, 0, "out of range"), (oc.REQUEST_TIMEOUT, 3600.5, "out of range"),
-    (oc.REQUEST_TIMEOUT, float("nan"), "not a finite number"), (oc.REQUEST_TIMEOUT, float("-inf"), "not a finite number"),
-    (oc.REQUEST_TIMEOUT, True, "not a number"), (oc.REQUEST_TIMEOUT, "30", "not a number"),
-    (oc.BROKER_ID, 0, None), (oc.BROKER_ID, 2 ** 31 - 1, None), (oc.BROKER_ID, 2 ** 31, "out of range"), (oc.BROKER_ID, -1, "out of range"),
-    (oc.BROKER_ID, 1.5, "not a whole number"), (oc.BROKER_ID, 2.0, None),
-    (oc.BYTES, 2 ** 63 - 1, None), (oc.BYTES, 2 ** 63, "out of range"),
-    (oc.Number(0, 10, above=True), 0, "out of range"), (oc.Number(0, 10, above=True), 1e-9, None),
-])
+@pytest.mark.parametrize(
+    "rule, value, problem",
+    [
+        (oc.REQUEST_TIMEOUT, 30, None),
+        (oc.REQUEST_TIMEOUT, 0.1, None),
+        (oc.REQUEST_TIMEOUT, 3600, None),
+        (oc.REQUEST_TIMEOUT, 0, "out of range"),
+        (oc.REQUEST_TIMEOUT, 3600.5, "out of range"),
+        (oc.REQUEST_TIMEOUT, float("nan"), "not a finite number"),
+        (oc.REQUEST_TIMEOUT, float("-inf"), "not a finite number"),
+        (oc.REQUEST_TIMEOUT, True, "not a number"),
+        (oc.REQUEST_TIMEOUT, "30", "not a number"),
+        (oc.BROKER_ID, 0, None),
+        (oc.BROKER_ID, 2**31 - 1, None),
+        (oc.BROKER_ID, 2**31, "out of range"),
+        (oc.BROKER_ID, -1, "out of range"),
+        (oc.BROKER_ID, 1.5, "not a whole number"),
+        (oc.BROKER_ID, 2.0, None),
+        (oc.BYTES, 2**63 - 1, None),
+        (oc.BYTES, 2**63, "out of range"),
+        (oc.Number(0, 10, above=True), 0, "out of range"),
+        (oc.Number(0, 10, above=True), 1e-9, None),
+    ],
+)
 def test_number_ranges(rule, value, problem):
     assert rule.problem(value) == problem
 
 
 def test_refusals_name_option_value_and_range():
-    with pytest.raises(oc.OptionError, match=r"^request_timeout must be a number of seconds from 0.1 to 3600 \(got nan\)$"):
+    with pytest.raises(
+        oc.OptionError, match=r"^request_timeout must be a number of seconds from 0.1 to 3600 \(got nan\)$"
+    ):
         oc.REQUEST_TIMEOUT.check("request_timeout", float("nan"))
-    with pytest.raises(oc.OptionError, match=r"^rate must be a number of bytes per second greater than 0 up to 5 \(got 0\)$"):
+    with pytest.raises(
+        oc.OptionError, match=r"^rate must be a number of bytes per second greater than 0 up to 5 \(got 0\)$"
+    ):
         oc.Number(0, 5, unit="bytes per second", above=True).check("rate", 0)
 
 
@@ -36,33 +54,39 @@ def test_nested_paths_name_the_item():
     ranges = {"quotas[].rate": oc.Number(0, 10), "limit.level": oc.Number(0, 10)}
     with pytest.raises(oc.OptionError, match=r"^quotas\[1\]\.rate must be"):
         oc.check_params(params, ranges)
-    oc.check_params({"quotas": None, "limit": None}, ranges)   # options not given are not checked
+    oc.check_params({"quotas": None, "limit": None}, ranges)  # options not given are not checked
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("2026-11-22T04:07:09.123Z", datetime.datetime(2026, 11, 22, 4, 7, 9, 123000, tzinfo=UTC)),
-    ("2026-11-22T05:07:09.123456789+01:00", datetime.datetime(2026, 11, 22, 4, 7, 9, 123456, tzinfo=UTC)),
-    ("1970-01-01T00:00:00Z", datetime.datetime(1970, 1, 1, tzinfo=UTC)),
-    ("1970-01-01T01:00:00+01:00", datetime.datetime(1970, 1, 1, tzinfo=UTC)),
-    ("9999-12-31T23:59:59Z", datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)),
-    ("9999-12-31T23:59:59+23:59", datetime.datetime(9999, 12, 31, 0, 0, 59, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2026-11-22T04:07:09.123Z", datetime.datetime(2026, 11, 22, 4, 7, 9, 123000, tzinfo=UTC)),
+        ("2026-11-22T05:07:09.123456789+01:00", datetime.datetime(2026, 11, 22, 4, 7, 9, 123456, tzinfo=UTC)),
+        ("1970-01-01T00:00:00Z", datetime.datetime(1970, 1, 1, tzinfo=UTC)),
+        ("1970-01-01T01:00:00+01:00", datetime.datetime(1970, 1, 1, tzinfo=UTC)),
+        ("9999-12-31T23:59:59Z", datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)),
+        ("9999-12-31T23:59:59+23:59", datetime.datetime(9999, 12, 31, 0, 0, 59, tzinfo=UTC)),
+    ],
+)
 def test_date_times_in_range(text, expected):
     assert oc.parse_datetime(text, "at") == expected
 
 
-@pytest.mark.parametrize("text, message", [
-    ("9999-12-31T23:59:59-23:59", "must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"),
-    ("0001-01-01T00:00:00+23:59", "must be between"),
-    ("0000-01-01T00:00:00Z", "is not a valid date-time"),
-    ("1969-12-31T23:59:59.999Z", "must be between"),
-    ("1970-01-01T00:30:00+01:00", "must be between"),
-    ("2026-02-30T00:00:00Z", "is not a valid date-time"),
-    ("2026-11-22T04:07:09+24:00", "time zone offset of 24 hours or more"),
-    ("2026-11-22T04:07:09", "must be an ISO 8601 date-time with a time zone"),
-    (20261122, "must be an ISO 8601 date-time"),
-    (None, "must be an ISO 8601 date-time"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("9999-12-31T23:59:59-23:59", "must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z"),
+        ("0001-01-01T00:00:00+23:59", "must be between"),
+        ("0000-01-01T00:00:00Z", "is not a valid date-time"),
+        ("1969-12-31T23:59:59.999Z", "must be between"),
+        ("1970-01-01T00:30:00+01:00", "must be between"),
+        ("2026-02-30T00:00:00Z", "is not a valid date-time"),
+        ("2026-11-22T04:07:09+24:00", "time zone offset of 24 hours or more"),
+        ("2026-11-22T04:07:09", "must be an ISO 8601 date-time with a time zone"),
+        (20261122, "must be an ISO 8601 date-time"),
+        (None, "must be an ISO 8601 date-time"),
+    ],
+)
 def test_date_times_refused_with_the_field(text, message):
     with pytest.raises(oc.OptionError, match="^at ") as caught:
         oc.parse_datetime(text, "at")
@@ -75,15 +99,28 @@ def test_one_out_of_range_line_lands_among_the_invalid_messages():
     now = datetime.datetime(2026, 11, 22, 4, 8, tzinfo=UTC)
     result = snapshots.read_result([("line 1", None, good), ("line 2", None, bad)], now, None, [1, 2])
     assert [m["BrokerId"] for m in result["snapshots"]] == [1]
-    assert result["invalid_messages"] == ["line 2: SnapshotAt must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z "
-                                          "(got '9999-12-31T23:59:59-23:59')"]
+    assert result["invalid_messages"] == [
+        "line 2: SnapshotAt must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z "
+        "(got '9999-12-31T23:59:59-23:59')"
+    ]
     assert result["brokers_without_snapshot"] == [2]
 
 
-@pytest.mark.parametrize("name, ok", [
-    ("usage-snapshots", True), ("a.b_c-D9", True), ("t" * 249, True),
-    ("", False), (".", False), ("..", False), ("t" * 250, False), ("a b", False), ("ü", False), ("a/b", False),
-])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("usage-snapshots", True),
+        ("a.b_c-D9", True),
+        ("t" * 249, True),
+        ("", False),
+        (".", False),
+        ("..", False),
+        ("t" * 250, False),
+        ("a b", False),
+        ("ü", False),
+        ("a/b", False),
+    ],
+)
 def test_topic_names_as_kafka_validates_them(name, ok):
     assert (oc.topic_name_problem(name) is None) is ok
 

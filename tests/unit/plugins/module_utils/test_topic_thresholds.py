@@ -4,8 +4,8 @@ import datetime
 import math
 
 import pytest
-
 import vector_cases
+
 from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
 
 DOCUMENT = vector_cases.load("topic_thresholds.json")
@@ -22,14 +22,16 @@ def iso(value):
 
 @pytest.mark.parametrize("case", DOCUMENT["meters"], ids=[case["id"] for case in DOCUMENT["meters"]])
 def test_meter_vector(case):
-    assert tt.meter_update(case["previous"], case["rate"], case["seconds"]) == pytest.approx(case["expected"], rel=1e-12)
+    assert tt.meter_update(case["previous"], case["rate"], case["seconds"]) == pytest.approx(
+        case["expected"], rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("case", DOCUMENT["plans"], ids=[case["id"] for case in DOCUMENT["plans"]])
 def test_plan_vector(case):
     if case.get("valid"):
         plan = tt.validate_plan(case["plan"])
-        assert tt.validate_plan(plan) == plan            # a validated plan validates to itself
+        assert tt.validate_plan(plan) == plan  # a validated plan validates to itself
     else:
         with pytest.raises(tt.TopicThresholdError) as caught:
             tt.validate_plan(case["plan"])
@@ -52,7 +54,9 @@ def test_analysis_vector(case):
         for row in rows:
             instants[row["ts_us"]] = instants.get(row["ts_us"], 0) + row["bytes_in"]
         rates = tt.meter_series(instants, tt.interval_starts(instants))
-        assert [rates[instant] for instant in sorted(rates)] == pytest.approx(expected["ewma_at"]["total"], rel=1e-9), broker
+        assert [rates[instant] for instant in sorted(rates)] == pytest.approx(expected["ewma_at"]["total"], rel=1e-9), (
+            broker
+        )
 
 
 def test_alpha_is_the_meters():
@@ -61,8 +65,13 @@ def test_alpha_is_the_meters():
 
 
 def test_broker_plan_merges_overrides():
-    plan = tt.validate_plan({"total_bytes_in_per_sec_threshold": 1000, "topics": {"a": 600, "b": 100},
-                             "brokers": {"02": {"topics": {"a": 300}}, "3": {"total_bytes_in_per_sec_threshold": 800}}})
+    plan = tt.validate_plan(
+        {
+            "total_bytes_in_per_sec_threshold": 1000,
+            "topics": {"a": 600, "b": 100},
+            "brokers": {"02": {"topics": {"a": 300}}, "3": {"total_bytes_in_per_sec_threshold": 800}},
+        }
+    )
     assert sorted(plan["brokers"]) == ["2", "3"]
     assert tt.broker_plan(plan, 2) == (1000.0, {"a": 300.0, "b": 100.0})
     assert tt.broker_plan(plan, 3) == (800.0, {"a": 600.0, "b": 100.0})
@@ -74,16 +83,23 @@ def test_duplicate_broker_ids():
         tt.validate_plan({"total_bytes_in_per_sec_threshold": 1, "brokers": {"1": {}, "01": {}}})
 
 
-@pytest.mark.parametrize("total, explicit, topics, expected", [
-    (1000.0, {"a": 600.0}, ["a", "b", "c"], 200.0), (1000.0, {"a": 600.0}, ["a"], None), (1000.0, {}, ["x"], 1000.0),
-    (1000.0, {"a": 600.0, "gone": 400.0}, ["a", "b"], 0.0),
-])
+@pytest.mark.parametrize(
+    "total, explicit, topics, expected",
+    [
+        (1000.0, {"a": 600.0}, ["a", "b", "c"], 200.0),
+        (1000.0, {"a": 600.0}, ["a"], None),
+        (1000.0, {}, ["x"], 1000.0),
+        (1000.0, {"a": 600.0, "gone": 400.0}, ["a", "b"], 0.0),
+    ],
+)
 def test_implicit_threshold(total, explicit, topics, expected):
     """Explicit thresholds reserve their share on every broker, whether or not their topic has traffic there."""
     assert tt.implicit_threshold(total, explicit, topics) == expected
 
 
-@pytest.mark.parametrize("total, topic, expected", [(1001.0, 601.0, True), (1000.0, 601.0, False), (1001.0, 600.0, False)])
+@pytest.mark.parametrize(
+    "total, topic, expected", [(1001.0, 601.0, True), (1000.0, 601.0, False), (1001.0, 600.0, False)]
+)
 def test_rejects_needs_both_over(total, topic, expected):
     assert tt.rejects(total, 1000.0, topic, 600.0) is expected
 

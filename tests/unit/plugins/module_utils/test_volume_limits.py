@@ -1,8 +1,8 @@
 """The disk-limit rules against the shared vectors, plus validation messages."""
 
 import pytest
-
 import vector_cases
+
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
 
 CASES = vector_cases.load("volume_limits.json")["cases"]
@@ -26,28 +26,54 @@ def test_vector(case):
     assert ([least["broker_id"], least["log_dir"]] if least else None) == expected["least_headroom"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({}, "one of min_available_bytes or min_available_ratio is required"),
-    ({"min_available_bytes": 1, "min_available_ratio": 0.1}, "mutually exclusive"),
-    ({"min_available_bytes": -1}, "min_available_bytes must be an integer >= 0 (got -1)"),
-    ({"min_available_ratio": 1.5}, "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)"),
-    ({"min_available_ratio": -0.1}, "between 0.0 and 1.0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "one of min_available_bytes or min_available_ratio is required"),
+        ({"min_available_bytes": 1, "min_available_ratio": 0.1}, "mutually exclusive"),
+        ({"min_available_bytes": -1}, "min_available_bytes must be an integer >= 0 (got -1)"),
+        ({"min_available_ratio": 1.5}, "min_available_ratio must be between 0.0 and 1.0 inclusive (got 1.5)"),
+        ({"min_available_ratio": -0.1}, "between 0.0 and 1.0"),
+    ],
+)
 def test_strimzi_limit_errors(kwargs, message):
     with pytest.raises(vl.LimitError, match=message.replace("(", r"\(").replace(")", r"\)")):
         vl.strimzi_decision([], **kwargs)
 
 
-@pytest.mark.parametrize("soft, hard, message", [
-    ({"type": "min_free_bytes", "level": 100}, {"type": "min_free_bytes", "level": 200}, "soft_limit.level must be greater than hard_limit.level"),
-    ({"type": "consumed_space", "level": 900}, {"type": "consumed_space", "level": 800}, "soft_limit.level must be less than hard_limit.level"),
-    ({"type": "min_free_bytes", "level": 100}, {"type": "consumed_space", "level": 200}, "must be the same"),
-    ({"type": "free", "level": 1}, {"type": "min_free_bytes", "level": 0}, "soft_limit.type must be one of"),
-    ({"type": "min_free_percentage", "level": 120}, {"type": "min_free_percentage", "level": 10}, "between 0 and 100"),
-    ({"type": "min_free_bytes", "level": -5}, {"type": "min_free_bytes", "level": -10}, "soft_limit.level must be >= 0"),
-    ({"type": "min_free_bytes", "level": "x"}, {"type": "min_free_bytes", "level": 0}, "soft_limit.level must be a number"),
-    ("PT1M", {"type": "min_free_bytes", "level": 0}, "soft_limit must be a dict"),
-])
+@pytest.mark.parametrize(
+    "soft, hard, message",
+    [
+        (
+            {"type": "min_free_bytes", "level": 100},
+            {"type": "min_free_bytes", "level": 200},
+            "soft_limit.level must be greater than hard_limit.level",
+        ),
+        (
+            {"type": "consumed_space", "level": 900},
+            {"type": "consumed_space", "level": 800},
+            "soft_limit.level must be less than hard_limit.level",
+        ),
+        ({"type": "min_free_bytes", "level": 100}, {"type": "consumed_space", "level": 200}, "must be the same"),
+        ({"type": "free", "level": 1}, {"type": "min_free_bytes", "level": 0}, "soft_limit.type must be one of"),
+        (
+            {"type": "min_free_percentage", "level": 120},
+            {"type": "min_free_percentage", "level": 10},
+            "between 0 and 100",
+        ),
+        (
+            {"type": "min_free_bytes", "level": -5},
+            {"type": "min_free_bytes", "level": -10},
+            "soft_limit.level must be >= 0",
+        ),
+        (
+            {"type": "min_free_bytes", "level": "x"},
+            {"type": "min_free_bytes", "level": 0},
+            "soft_limit.level must be a number",
+        ),
+        ("PT1M", {"type": "min_free_bytes", "level": 0}, "soft_limit must be a dict"),
+    ],
+)
 def test_graded_limit_errors(soft, hard, message):
     with pytest.raises(vl.LimitError, match=message):
         vl.graded_decision([], soft, hard)
@@ -55,9 +81,16 @@ def test_graded_limit_errors(soft, hard, message):
 
 def test_missing_data_action_error():
     with pytest.raises(vl.LimitError, match="missing_data_action must be one of pause, open"):
-        vl.graded_decision([], {"type": "min_free_bytes", "level": 2}, {"type": "min_free_bytes", "level": 1}, missing_data_action="wait")
+        vl.graded_decision(
+            [],
+            {"type": "min_free_bytes", "level": 2},
+            {"type": "min_free_bytes", "level": 1},
+            missing_data_action="wait",
+        )
 
 
-@pytest.mark.parametrize("rate, factor, expected", [(1000.0, 1.0, 1000.0), (1000.0, 0.0, 1.0), (0.5, 1.0, 1.0), (1e9, 0.5, 5e8)])
+@pytest.mark.parametrize(
+    "rate, factor, expected", [(1000.0, 1.0, 1000.0), (1000.0, 0.0, 1.0), (0.5, 1.0, 1.0), (1e9, 0.5, 5e8)]
+)
 def test_effective_produce_quota(rate, factor, expected):
     assert vl.effective_produce_quota(rate, factor) == expected

@@ -14,7 +14,7 @@ from ansible.module_utils import basic
 
 try:
     from ansible.module_utils.testing import patch_module_args
-except ImportError:   # ansible-core < 2.19
+except ImportError:  # ansible-core < 2.19
     from unittest import mock
 
     @contextlib.contextmanager
@@ -22,7 +22,16 @@ except ImportError:   # ansible-core < 2.19
         with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
             yield
 
-MODULES = ("client_quota", "client_quota_info", "cluster_health_info", "disk_guard", "log_dirs_info", "usage_snapshot", "volume_limits")
+
+MODULES = (
+    "client_quota",
+    "client_quota_info",
+    "cluster_health_info",
+    "disk_guard",
+    "log_dirs_info",
+    "usage_snapshot",
+    "volume_limits",
+)
 
 
 def module_code(name):
@@ -41,7 +50,13 @@ class ModuleRun:
 def run_module(name, args, check_mode=False):
     """``headroom.kafka.<name>`` with ``args``; an exception the module does not handle propagates to the caller."""
     code = module_code(name)
-    args = dict(args, _ansible_check_mode=check_mode, _ansible_tmpdir=None, _ansible_remote_tmp="/tmp", _ansible_keep_remote_files=False)
+    args = dict(
+        args,
+        _ansible_check_mode=check_mode,
+        _ansible_tmpdir=None,
+        _ansible_remote_tmp="/tmp",
+        _ansible_keep_remote_files=False,
+    )
     out = io.StringIO()
     started = time.monotonic()
     with patch_module_args(args), contextlib.redirect_stdout(out):

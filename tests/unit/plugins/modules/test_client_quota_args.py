@@ -5,12 +5,16 @@ import re
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from fake_kafka import FakeAdapter
 
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec as qs
-from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (
+    MATCH_DEFAULT,
+    MATCH_EXACT,
+    MATCH_SPECIFIED,
+)
 from ansible_collections.headroom.kafka.plugins.modules import client_quota, client_quota_info
-from fake_kafka import FakeAdapter
 
 
 def run(adapter, quotas, exclusive=False, check_mode=False):
@@ -41,11 +45,23 @@ def test_argument_spec_fills_defaults_and_converts_numbers():
     assert qs.desired_state(cleaned)
 
 
-@pytest.mark.parametrize("quota, message", [
-    ({"entity": {"user": "alice"}, "producer_byte_rate": 1.5}, "quotas[0].producer_byte_rate must be a whole number"),
-    ({"entity": {"user": "alice", "ip": "10.0.0.1"}, "producer_byte_rate": 1}, "quotas[0].entity: ip cannot be combined with user or client_id"),
-    ({"entity": {"ip": "10.0.0.1"}, "producer_byte_rate": 1}, "quotas[0].producer_byte_rate is not valid for ip entities"),
-])
+@pytest.mark.parametrize(
+    "quota, message",
+    [
+        (
+            {"entity": {"user": "alice"}, "producer_byte_rate": 1.5},
+            "quotas[0].producer_byte_rate must be a whole number",
+        ),
+        (
+            {"entity": {"user": "alice", "ip": "10.0.0.1"}, "producer_byte_rate": 1},
+            "quotas[0].entity: ip cannot be combined with user or client_id",
+        ),
+        (
+            {"entity": {"ip": "10.0.0.1"}, "producer_byte_rate": 1},
+            "quotas[0].producer_byte_rate is not valid for ip entities",
+        ),
+    ],
+)
 def test_semantic_errors_pass_the_argument_spec_and_reach_quota_spec(quota, message):
     params, errors = validate({"quotas": [quota]})
     assert errors == []
@@ -53,14 +69,23 @@ def test_semantic_errors_pass_the_argument_spec_and_reach_quota_spec(quota, mess
         qs.desired_state(client_quota.spec_from_params(params["quotas"]))
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"quotas": [{"entity": {"user": "a"}, "produce_rate": 1}]}, "quotas.produce_rate. Supported parameters include: connection_creation_rate"),
-    ({"quotas": [{"entity": {"group": "a"}}]}, "quotas.entity.group. Supported parameters include: client_id, ip, user"),
-    ({"quotas": [{"producer_byte_rate": 1}]}, "entity"),
-    ({"quotas": [{"entity": {"user": "a"}, "producer_byte_rate": "fast"}]}, "producer_byte_rate"),
-    ({"quotas": [{"entity": {"user": "a"}, "state": "gone"}]}, "state"),
-    ({}, "quotas"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (
+            {"quotas": [{"entity": {"user": "a"}, "produce_rate": 1}]},
+            "quotas.produce_rate. Supported parameters include: connection_creation_rate",
+        ),
+        (
+            {"quotas": [{"entity": {"group": "a"}}]},
+            "quotas.entity.group. Supported parameters include: client_id, ip, user",
+        ),
+        ({"quotas": [{"producer_byte_rate": 1}]}, "entity"),
+        ({"quotas": [{"entity": {"user": "a"}, "producer_byte_rate": "fast"}]}, "producer_byte_rate"),
+        ({"quotas": [{"entity": {"user": "a"}, "state": "gone"}]}, "state"),
+        ({}, "quotas"),
+    ],
+)
 def test_argument_spec_errors(params, message):
     _params, errors = validate(params)
     assert errors and message in " ".join(errors)
@@ -69,22 +94,33 @@ def test_argument_spec_errors(params, message):
 # -- reconcile ----------------------------------------------------------------------------------------------------------
 def test_first_apply_then_idempotent_rerun():
     adapter = FakeAdapter()
-    quotas = [{"entity": {"user": "alice"}, "producer_byte_rate": 1024, "consumer_byte_rate": 2048},
-              {"entity": {"user": "<default>", "client_id": "<default>"}, "request_percentage": 12.5},
-              {"entity": {"ip": "<default>"}, "connection_creation_rate": 30}]
+    quotas = [
+        {"entity": {"user": "alice"}, "producer_byte_rate": 1024, "consumer_byte_rate": 2048},
+        {"entity": {"user": "<default>", "client_id": "<default>"}, "request_percentage": 12.5},
+        {"entity": {"ip": "<default>"}, "connection_creation_rate": 30},
+    ]
     result = run(adapter, quotas)
     assert kinds(adapter) == ["describe", "validate", "alter"]
     assert adapter.requests[0] == ("describe", None, False)
     assert result["changed"] is True
     assert result["changes"] == [  # users (default first), then clients, then ips
-        {"entity": {"client_id": "<default>", "user": "<default>"}, "before": {}, "after": {"request_percentage": 12.5}},
+        {
+            "entity": {"client_id": "<default>", "user": "<default>"},
+            "before": {},
+            "after": {"request_percentage": 12.5},
+        },
         {"entity": {"user": "alice"}, "before": {}, "after": {"consumer_byte_rate": 2048, "producer_byte_rate": 1024}},
         {"entity": {"ip": "<default>"}, "before": {}, "after": {"connection_creation_rate": 30}},
     ]
     assert result["quotas"] == [{"entity": c["entity"], "values": c["after"]} for c in result["changes"]]
-    assert result["diff"] == {"before": {}, "after": {
-        "ip=<default>": {"connection_creation_rate": 30}, "user=<default>,client_id=<default>": {"request_percentage": 12.5},
-        "user=alice": {"consumer_byte_rate": 2048, "producer_byte_rate": 1024}}}
+    assert result["diff"] == {
+        "before": {},
+        "after": {
+            "ip=<default>": {"connection_creation_rate": 30},
+            "user=<default>,client_id=<default>": {"request_percentage": 12.5},
+            "user=alice": {"consumer_byte_rate": 2048, "producer_byte_rate": 1024},
+        },
+    }
     adapter.requests = []
     again = run(adapter, quotas, exclusive=True)
     assert kinds(adapter) == ["describe"]
@@ -110,20 +146,35 @@ def test_check_mode_validates_but_writes_nothing():
 
 def test_refused_entity_fails_with_nothing_applied():
     bad = {"ip": "2001:db8::g1"}
-    adapter = FakeAdapter(refuse={qs.entity_key(bad): ("INVALID_REQUEST", "2001:db8::g1 is not a valid IP or resolvable host.")})
-    quotas = [{"entity": {"user": "alice", "client_id": "app"}, "producer_byte_rate": 5},
-              {"entity": {"ip": "2001:db8::g1"}, "connection_creation_rate": 3}]
+    adapter = FakeAdapter(
+        refuse={qs.entity_key(bad): ("INVALID_REQUEST", "2001:db8::g1 is not a valid IP or resolvable host.")}
+    )
+    quotas = [
+        {"entity": {"user": "alice", "client_id": "app"}, "producer_byte_rate": 5},
+        {"entity": {"ip": "2001:db8::g1"}, "connection_creation_rate": 3},
+    ]
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, quotas)
     assert kinds(adapter) == ["describe", "validate"]
     assert adapter.store == {}
-    assert str(caught.value) == ("Kafka refused 1 of 2 client quota change(s); nothing was applied: ip=2001:db8::g1 (set connection_creation_rate=3): "
-                                 "INVALID_REQUEST: 2001:db8::g1 is not a valid IP or resolvable host.")
-    assert caught.value.result["errors"] == [{"entity": bad, "keys": ["connection_creation_rate"], "error": "INVALID_REQUEST",
-                                              "message": "2001:db8::g1 is not a valid IP or resolvable host."}]
+    assert str(caught.value) == (
+        "Kafka refused 1 of 2 client quota change(s); nothing was applied: ip=2001:db8::g1 (set connection_creation_rate=3): "
+        "INVALID_REQUEST: 2001:db8::g1 is not a valid IP or resolvable host."
+    )
+    assert caught.value.result["errors"] == [
+        {
+            "entity": bad,
+            "keys": ["connection_creation_rate"],
+            "error": "INVALID_REQUEST",
+            "message": "2001:db8::g1 is not a valid IP or resolvable host.",
+        }
+    ]
     assert caught.value.result["changed"] is False
     assert caught.value.result["changes"] == []
-    assert [c["entity"] for c in caught.value.result["planned"]] == [{"client_id": "app", "user": "alice"}, {"ip": "2001:db8::g1"}]
+    assert [c["entity"] for c in caught.value.result["planned"]] == [
+        {"client_id": "app", "user": "alice"},
+        {"ip": "2001:db8::g1"},
+    ]
 
 
 def test_refused_in_check_mode_too():
@@ -134,21 +185,28 @@ def test_refused_in_check_mode_too():
 
 def test_authorization_failure_names_every_entity_and_the_permission():
     quotas = [{"entity": {"user": "u{0:02d}".format(i)}, "producer_byte_rate": 1} for i in range(12)]
-    refuse = dict((qs.entity_key({"user": "u{0:02d}".format(i)}), ("CLUSTER_AUTHORIZATION_FAILED", None)) for i in range(12))
+    refuse = dict(
+        (qs.entity_key({"user": "u{0:02d}".format(i)}), ("CLUSTER_AUTHORIZATION_FAILED", None)) for i in range(12)
+    )
     adapter = FakeAdapter([({"user": "u00"}, {"consumer_byte_rate": 9.0})], refuse=refuse)
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, quotas)
     message = str(caught.value)
-    assert message == ("Kafka refused 12 of 12 client quota change(s); nothing was applied: CLUSTER_AUTHORIZATION_FAILED (the principal "
-                       "needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas) for user=u00, user=u01, user=u02, "
-                       "user=u03, user=u04, user=u05, user=u06, user=u07, user=u08, user=u09; and 2 more (see errors)")
+    assert message == (
+        "Kafka refused 12 of 12 client quota change(s); nothing was applied: CLUSTER_AUTHORIZATION_FAILED (the principal "
+        "needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas) for user=u00, user=u01, user=u02, "
+        "user=u03, user=u04, user=u05, user=u06, user=u07, user=u08, user=u09; and 2 more (see errors)"
+    )
     assert len(caught.value.result["errors"]) == 12
 
 
 def test_refused_on_apply_reports_what_was_applied():
     adapter = FakeAdapter(refuse_on_apply={qs.entity_key({"user": "b"}): ("INVALID_REQUEST", "changed meanwhile")})
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
-        run(adapter, [{"entity": {"user": "a"}, "producer_byte_rate": 1}, {"entity": {"user": "b"}, "producer_byte_rate": 1}])
+        run(
+            adapter,
+            [{"entity": {"user": "a"}, "producer_byte_rate": 1}, {"entity": {"user": "b"}, "producer_byte_rate": 1}],
+        )
     assert "refused 1 of 2 when applying them; the other 1 were applied" in str(caught.value)
     assert caught.value.result["changed"] is True
     assert [c["entity"] for c in caught.value.result["changes"]] == [{"user": "a"}]
@@ -156,41 +214,67 @@ def test_refused_on_apply_reports_what_was_applied():
 
 
 def test_mixed_refusals_list_each_entity_with_its_keys():
-    refuse = {qs.entity_key({"user": "a"}): ("INVALID_REQUEST", "Quota producer_byte_rate must be greater than 0"),
-              qs.entity_key({"client-id": "c"}): ("CLUSTER_AUTHORIZATION_FAILED", None)}
+    refuse = {
+        qs.entity_key({"user": "a"}): ("INVALID_REQUEST", "Quota producer_byte_rate must be greater than 0"),
+        qs.entity_key({"client-id": "c"}): ("CLUSTER_AUTHORIZATION_FAILED", None),
+    }
     adapter = FakeAdapter([({"client-id": "c"}, {"request_percentage": 1.0})], refuse=refuse)
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
-        run(adapter, [{"entity": {"user": "a"}, "producer_byte_rate": 1}, {"entity": {"client_id": "c"}, "state": "absent"},
-                      {"entity": {"user": "b"}, "producer_byte_rate": 1}])
+        run(
+            adapter,
+            [
+                {"entity": {"user": "a"}, "producer_byte_rate": 1},
+                {"entity": {"client_id": "c"}, "state": "absent"},
+                {"entity": {"user": "b"}, "producer_byte_rate": 1},
+            ],
+        )
     assert str(caught.value) == (
         "Kafka refused 2 of 3 client quota change(s); nothing was applied: "
         "user=a (set producer_byte_rate=1): INVALID_REQUEST: Quota producer_byte_rate must be greater than 0; "
         "client_id=c (remove request_percentage): CLUSTER_AUTHORIZATION_FAILED "
-        "(the principal needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas)")
+        "(the principal needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas)"
+    )
 
 
 def test_exclusive_and_absent_and_diff():
-    adapter = FakeAdapter([({"user": "alice"}, {"producer_byte_rate": 1.0, "request_percentage": 5.0}),
-                           ({"client-id": "old"}, {"consumer_byte_rate": 7.0}),
-                           ({"ip": "10.0.0.1"}, {"connection_creation_rate": 3.0})])
-    result = run(adapter, [{"entity": {"user": "alice"}, "producer_byte_rate": 1.0}, {"entity": {"ip": "10.0.0.1"}, "state": "absent"}],
-                 exclusive=True)
+    adapter = FakeAdapter(
+        [
+            ({"user": "alice"}, {"producer_byte_rate": 1.0, "request_percentage": 5.0}),
+            ({"client-id": "old"}, {"consumer_byte_rate": 7.0}),
+            ({"ip": "10.0.0.1"}, {"connection_creation_rate": 3.0}),
+        ]
+    )
+    result = run(
+        adapter,
+        [{"entity": {"user": "alice"}, "producer_byte_rate": 1.0}, {"entity": {"ip": "10.0.0.1"}, "state": "absent"}],
+        exclusive=True,
+    )
     assert result["diff"] == {
-        "before": {"client_id=old": {"consumer_byte_rate": 7}, "ip=10.0.0.1": {"connection_creation_rate": 3},
-                   "user=alice": {"producer_byte_rate": 1, "request_percentage": 5.0}},
-        "after": {"user=alice": {"producer_byte_rate": 1}}}
+        "before": {
+            "client_id=old": {"consumer_byte_rate": 7},
+            "ip=10.0.0.1": {"connection_creation_rate": 3},
+            "user=alice": {"producer_byte_rate": 1, "request_percentage": 5.0},
+        },
+        "after": {"user=alice": {"producer_byte_rate": 1}},
+    }
     assert result["quotas"] == [{"entity": {"user": "alice"}, "values": {"producer_byte_rate": 1}}]
     assert list(adapter.store) == [qs.entity_key({"user": "alice"})]
 
 
 # -- client_quota_info --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("filters, components", [
-    ({}, []),
-    ({"user": "alice"}, [("user", MATCH_EXACT, "alice")]),
-    ({"user": "<default>", "client_id": "*"}, [("user", MATCH_DEFAULT, None), ("client-id", MATCH_SPECIFIED, None)]),
-    ({"ip": "*"}, [("ip", MATCH_SPECIFIED, None)]),
-    ({"client_id": "app"}, [("client-id", MATCH_EXACT, "app")]),
-])
+@pytest.mark.parametrize(
+    "filters, components",
+    [
+        ({}, []),
+        ({"user": "alice"}, [("user", MATCH_EXACT, "alice")]),
+        (
+            {"user": "<default>", "client_id": "*"},
+            [("user", MATCH_DEFAULT, None), ("client-id", MATCH_SPECIFIED, None)],
+        ),
+        ({"ip": "*"}, [("ip", MATCH_SPECIFIED, None)]),
+        ({"client_id": "app"}, [("client-id", MATCH_EXACT, "app")]),
+    ],
+)
 def test_filter_components(filters, components):
     assert client_quota_info.filter_components(**filters) == components
 
@@ -201,8 +285,13 @@ def test_filter_rejects_empty_name():
 
 
 def test_read_quotas_sorted_in_user_form():
-    adapter = FakeAdapter([({"user": "bob"}, {"producer_byte_rate": 5.0}), ({"user": None}, {"request_percentage": 1.5}),
-                           ({"user": "alice", "client-id": None}, {"consumer_byte_rate": 3.0})])
+    adapter = FakeAdapter(
+        [
+            ({"user": "bob"}, {"producer_byte_rate": 5.0}),
+            ({"user": None}, {"request_percentage": 1.5}),
+            ({"user": "alice", "client-id": None}, {"consumer_byte_rate": 3.0}),
+        ]
+    )
     quotas = client_quota_info.read_quotas(adapter, [("user", MATCH_SPECIFIED, None)], strict=False)
     assert adapter.requests == [("describe", [("user", MATCH_SPECIFIED, None)], False)]
     assert quotas == [

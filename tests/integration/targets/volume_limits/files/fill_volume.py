@@ -16,7 +16,9 @@ CHUNK = 256 * 1024
 
 def main(bootstrap, topic, broker_id, total):
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[broker_id]])], operation_timeout=30)
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=1, replica_assignment=[[broker_id]])], operation_timeout=30
+    )
     futures[topic].result(timeout=60)
     errors = []
 
@@ -33,7 +35,11 @@ def main(bootstrap, topic, broker_id, total):
         producer.poll(0)
         sent += size
     left = producer.flush(60)
-    print(json.dumps({"topic": topic, "broker_id": broker_id, "bytes": sent, "unacknowledged": left, "errors": errors[:5]}))
+    print(
+        json.dumps(
+            {"topic": topic, "broker_id": broker_id, "bytes": sent, "unacknowledged": left, "errors": errors[:5]}
+        )
+    )
     return 1 if left or errors else 0
 
 

@@ -53,7 +53,7 @@ def default_user_quotas(spec):
     try:
         return entry_for(spec)
     except QuotaPluginSpecError as exc:
-        raise AnsibleFilterError("default_user_quotas: {0}".format(exc))
+        raise AnsibleFilterError("default_user_quotas: {0}".format(exc)) from exc
 
 
 class FilterModule:

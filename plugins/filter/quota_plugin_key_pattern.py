@@ -17,7 +17,8 @@ description:
     anchored, no groups that capture) matching every broker property name the spec decides, so that copies of those
     keys outside the managed block can be commented out.
   - "With the plugin: the callback class, produce, fetch, both volume limits, excluded principals, the tuning keys and
-    every C(client.quota.callback.static.kafka.admin.*) key. With O(_input) empty (O(headroom.kafka.quota_plugin_properties#filter:_input.type=kafka)):
+    every C(client.quota.callback.static.kafka.admin.*) key. With O(_input) empty
+    (O(headroom.kafka.quota_plugin_properties#filter:_input.type=kafka)):
     every quota plugin key. The legacy C(storage.soft) and C(storage.hard) keys always."
 positional: _input
 options:

@@ -26,7 +26,8 @@ description:
   - Values are written as Kafka parses them, C(1000) rather than C(1000.0), C(0.1) for doubles, durations in seconds
     or ISO 8601 as the plugin reads each key.
   - An invalid spec fails the task before anything changes, with a message naming the field, the value and what is
-    allowed. Use P(headroom.kafka.quota_plugin_warnings#filter) for the warnings (overridden free-form keys, legacy keys).
+    allowed. Use P(headroom.kafka.quota_plugin_warnings#filter) for the warnings (overridden free-form keys, legacy
+    keys).
 positional: _input, admin, internal_principals, free_form
 options:
   _input:
@@ -51,7 +52,8 @@ options:
           - With V(kafka), must be greater than 0; the plugin (V(strimzi)) also accepts 0.
         type: int
       request_percentage:
-        description: V(kafka) only. Share of request handler and network thread time of the default user, greater than 0.
+        description:
+          - V(kafka) only. Share of request handler and network thread time of the default user, greater than 0.
         type: float
       controller_mutation_rate:
         description: V(kafka) only. Partition mutations per second for the default user, greater than 0.
@@ -116,11 +118,15 @@ options:
           truststore_type: {description: C(ssl.truststore.type), for example V(PKCS12), V(JKS) or V(PEM)., type: str}
           truststore_location: {description: C(ssl.truststore.location), the trust store file on the broker., type: str}
           truststore_password: {description: C(ssl.truststore.password)., type: str}
-          truststore_certificates: {description: C(ssl.truststore.certificates), trusted certificates as PEM text., type: str}
+          truststore_certificates:
+            description: C(ssl.truststore.certificates), trusted certificates as PEM text.
+            type: str
           keystore_type: {description: C(ssl.keystore.type)., type: str}
           keystore_location: {description: C(ssl.keystore.location), the key store file on the broker., type: str}
           keystore_password: {description: C(ssl.keystore.password)., type: str}
-          keystore_certificate_chain: {description: C(ssl.keystore.certificate.chain), the client certificate chain as PEM text., type: str}
+          keystore_certificate_chain:
+            description: C(ssl.keystore.certificate.chain), the client certificate chain as PEM text.
+            type: str
           keystore_key: {description: C(ssl.keystore.key), the client private key as PEM text., type: str}
           key_password: {description: C(ssl.key.password)., type: str}
           endpoint_identification_algorithm:
@@ -131,7 +137,9 @@ options:
         type: dict
         suboptions:
           mechanism:
-            description: C(sasl.mechanism), for example V(SCRAM-SHA-512), V(SCRAM-SHA-256) or V(PLAIN). Required with O(admin.sasl).
+            description:
+              - C(sasl.mechanism), for example V(SCRAM-SHA-512), V(SCRAM-SHA-256) or V(PLAIN).
+              - Required with O(admin.sasl).
             type: str
           username:
             description: With O(admin.sasl.password), builds C(sasl.jaas.config) for the SCRAM or PLAIN login module.
@@ -180,8 +188,9 @@ EXAMPLES = r"""
     quota_properties: >-
       {{ kafka_quotas | headroom.kafka.quota_plugin_properties(
            admin={'bootstrap_servers': groups['kafka'] | map('regex_replace', '$', ':9093') | list,
-                  'ssl': {'keystore_location': '/etc/kafka/tls/quota.p12', 'keystore_password': vault_quota_store_password,
-                          'keystore_type': 'PKCS12', 'truststore_location': '/etc/kafka/tls/ca.p12',
+                  'ssl': {'keystore_location': '/etc/kafka/tls/quota.p12',
+                          'keystore_password': vault_quota_store_password, 'keystore_type': 'PKCS12',
+                          'truststore_location': '/etc/kafka/tls/ca.p12',
                           'truststore_password': vault_quota_store_password, 'truststore_type': 'PKCS12'}},
            internal_principals=['User:CN=kafka-broker,O=example']) }}
   vars:
@@ -204,13 +213,16 @@ EXAMPLES = r"""
 #   client.quota.callback.static.produce: "1048576"
 #   client.quota.callback.static.fetch: "2097152"
 #   client.quota.callback.static.storage.per.volume.limit.min.available.ratio: "0.1"
-#   client.quota.callback.static.excluded.principal.name.list: User:CN=kafka-broker,O=example;User:CN=cruise-control,O=example
+#   client.quota.callback.static.excluded.principal.name.list: >-
+#     User:CN=kafka-broker,O=example;User:CN=cruise-control,O=example
 #   client.quota.callback.static.storage.check-interval: "30"
 #   client.quota.callback.static.throttle.factor.validity.duration: PT5M
 
 - name: The whole broker configuration, the user's properties with the quotas spec applied
   ansible.builtin.set_fact:
-    broker_properties: "{{ kafka_quotas | headroom.kafka.quota_plugin_properties(admin=quota_admin, free_form=kafka_broker_properties) }}"
+    broker_properties: >-
+      {{ kafka_quotas
+         | headroom.kafka.quota_plugin_properties(admin=quota_admin, free_form=kafka_broker_properties) }}
   no_log: true
 
 - name: Kafka's built-in quotas write no broker properties

@@ -45,10 +45,13 @@ EXAMPLES = r"""
 - name: Say which free-form broker properties the quotas spec replaces
   ansible.builtin.debug:
     msg: "{{ item }}"
-  loop: "{{ kafka_quotas | headroom.kafka.quota_plugin_warnings(admin=quota_admin, free_form=kafka_broker_properties) }}"
+  loop: >-
+    {{ kafka_quotas
+       | headroom.kafka.quota_plugin_warnings(admin=quota_admin, free_form=kafka_broker_properties) }}
 
 # With free_form={'client.quota.callback.static.storage.soft': '1000000'}:
-#   free-form broker property client.quota.callback.static.storage.soft is a legacy quota plugin key (...); it is removed: ...
+#   free-form broker property client.quota.callback.static.storage.soft is a legacy quota plugin key (...); it is
+#   removed: ...
 """
 
 RETURN = r"""

@@ -50,7 +50,7 @@ def restart_order(nodes, active_controller=None):
     try:
         return plan(nodes, active_controller)
     except RestartPlanError as exc:
-        raise AnsibleFilterError("restart_order: {0}".format(exc))
+        raise AnsibleFilterError("restart_order: {0}".format(exc)) from exc
 
 
 class FilterModule:

@@ -129,7 +129,8 @@ def quota_group(level: int, user: Optional[str], client_id: Optional[str]) -> st
 def resolve_quota(
     entries: Optional[Iterable[Dict[str, Any]]], user: Optional[str], client_id: Optional[str], key: str
 ) -> Optional[Dict[str, Any]]:
-    """The quota ``key`` that applies to (user, client_id): {value, entity, level, quota_entity, quota_group}, or None."""
+    """The quota ``key`` that applies to (user, client_id): {value, entity, level, quota_entity, quota_group},
+    or None."""
     by_level: Dict[int, List[Dict[str, Any]]] = {}
     for entry in entries or []:
         value = (entry.get("values") or {}).get(key)
@@ -137,7 +138,7 @@ def resolve_quota(
         if value is None or level is None:
             continue
         by_level.setdefault(level, []).append(entry)
-    for level, unused_user_part, unused_client_part in LEVELS:
+    for level, _user_part, _client_part in LEVELS:
         if level not in by_level or not level_applies(level, user, client_id):
             continue
         for entry in by_level[level]:
@@ -164,7 +165,8 @@ def java_round(value: float) -> int:
 
 
 def kafka_throttle_time_ms(rate: float, quota: Optional[float], window_ms: float) -> int:
-    """Kafka's throttle time for a measured rate (bytes/s) over quota: round((rate - quota) / quota * W); 0 within quota."""
+    """Kafka's throttle time for a measured rate (bytes/s) over quota: round((rate - quota) / quota * W);
+    0 within quota."""
     if quota is None or not rate > quota:
         return 0
     return java_round((rate - quota) / quota * window_ms)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ansible.module_utils.basic import AnsibleModule
 
 CONNECTION_ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
-    # Required where a task talks to Kafka: connect() says so, naming why (volume_limits given log_dirs needs no cluster).
+    # Required where a task talks to Kafka: connect() says so, naming why (volume_limits given log_dirs needs no
+    # cluster).
     bootstrap_servers=dict(type="list", elements="str"),
     security_protocol=dict(type="str", default="PLAINTEXT", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
     ssl_cafile=dict(type="path"),
@@ -106,8 +107,8 @@ def missing_servers(params: Mapping[str, Any], purpose: str) -> Optional[str]:
     if params.get("bootstrap_servers"):
         return None
     return (
-        "bootstrap_servers is required: this task talks to Kafka {0}. Give the brokers as host:port items, for example once "
-        "for the play with module_defaults and group/headroom.kafka.kafka".format(purpose)
+        "bootstrap_servers is required: this task talks to Kafka {0}. Give the brokers as host:port items, for example "
+        "once for the play with module_defaults and group/headroom.kafka.kafka".format(purpose)
     )
 
 

@@ -82,7 +82,7 @@ class Declaration(object):
         try:
             declared = quota_spec.desired_state(quotas)
         except quota_spec.QuotaSpecError as exc:
-            raise GuardError(str(exc))
+            raise GuardError(str(exc)) from exc
         for index, item in enumerate(quotas or []):
             if (item.get("state") or "present") != "present":
                 raise GuardError(
@@ -94,8 +94,8 @@ class Declaration(object):
             rate = _whole_rate("default_producer_byte_rate", default_producer_byte_rate)
             if declared_default is not None and declared_default != rate:
                 raise GuardError(
-                    "default_producer_byte_rate {0} and the <default> user's producer_byte_rate {1} in quotas disagree; "
-                    "give the <default> user's produce rate in one of them".format(
+                    "default_producer_byte_rate {0} and the <default> user's producer_byte_rate {1} in quotas "
+                    "disagree; give the <default> user's produce rate in one of them".format(
                         _rate_text(rate), _rate_text(declared_default)
                     )
                 )
@@ -103,8 +103,9 @@ class Declaration(object):
             rate = declared_default
         else:
             raise GuardError(
-                "default_producer_byte_rate is required (or a quotas entry for user <default> with producer_byte_rate): "
-                "it is the produce rate of every client no declared entity covers, the rate the guard scales for them"
+                "default_producer_byte_rate is required (or a quotas entry for user <default> with "
+                "producer_byte_rate): it is the produce rate of every client no declared entity covers, the rate the "
+                "guard scales for them"
             )
         self.declared = declared
         self.default_rate = rate
@@ -214,7 +215,7 @@ class Policy(object):
                         )
                     )
         except rules.LimitError as exc:
-            raise GuardError(str(exc))
+            raise GuardError(str(exc)) from exc
         if (
             isinstance(throttle_factor_fallback, bool)
             or not isinstance(throttle_factor_fallback, (int, float))
@@ -294,9 +295,9 @@ def decide(
                 _ids(view["missing_brokers"])
             )
         elif not view["complete"]:
-            reason = "data incomplete (no data from brokers {0}): missing_data_action open, the factor of the volumes seen".format(
-                _ids(view["missing_brokers"])
-            )
+            reason = (
+                "data incomplete (no data from brokers {0}): missing_data_action open, the factor of the volumes seen"
+            ).format(_ids(view["missing_brokers"]))
         else:
             reason = "observed"
         decision.update(fallback_applied=False, observed=view["complete"], reason=reason)
@@ -338,7 +339,10 @@ def decide(
     valid = memory.observed_at is not None and now - memory.observed_at <= policy.validity
     if valid and factor_applied is not None:
         factor = factor_applied
-        reason = "observation incomplete (no answer from brokers {0}): the factor applied since {1:.0f} s ago is valid for {2:g} s".format(
+        reason = (
+            "observation incomplete (no answer from brokers {0}): the factor applied since {1:.0f} s ago "
+            "is valid for {2:g} s"
+        ).format(
             _ids(view["missing_brokers"]), now - cast(float, memory.observed_at), policy.validity
         )  # valid: observed_at is set
         base.update(throttle_factor=factor, fallback_applied=False)

@@ -78,7 +78,7 @@ def settings(params: Dict[str, Any]) -> GuardSettings:
         validity = durations.parse_duration(params["throttle_factor_validity"], "throttle_factor_validity")
         source = volume_sources.given(params["log_dirs"], params["snapshots"], params["max_age"])
     except (option_checks.OptionError, durations.DurationError, volume_sources.VolumeSourceError) as exc:
-        raise disk_guard.GuardError(str(exc))
+        raise disk_guard.GuardError(str(exc)) from exc
     policy = disk_guard.Policy(
         params["policy"],
         min_available_bytes=params["min_available_bytes"],

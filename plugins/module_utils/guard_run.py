@@ -71,10 +71,9 @@ def declaration_warnings(declaration: disk_guard.Declaration) -> List[str]:
         return []
     names = ", ".join("client_id={0}".format(entity["client_id"]) for entity in shadowed)
     return [
-        "{0}: a client_id-only produce rate never applies while the <default> user has one (Kafka's precedence puts every "
-        "user entity first), and the guard always sets the <default> user's; declare user=<default>,client_id=... instead".format(
-            names
-        )
+        "{0}: a client_id-only produce rate never applies while the <default> user has one (Kafka's precedence puts "
+        "every user entity first), and the guard always sets the <default> user's; declare "
+        "user=<default>,client_id=... instead".format(names)
     ]
 
 

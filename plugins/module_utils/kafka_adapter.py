@@ -224,9 +224,10 @@ def refusal_message(
         how = " with SASL mechanism {0}".format(sasl_mechanism) if sasl_mechanism else ""
         return "authentication failed for {0}{1} at {2}: {3}".format(who, how, where, refusal.reason)
     if refusal.kind == TLS_SETUP:
-        return "TLS setup failed for {0}: cannot load the TLS files: {1}; check ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password".format(
-            where, refusal.reason
-        )
+        return (
+            "TLS setup failed for {0}: cannot load the TLS files: {1}; check ssl_cafile, ssl_certfile, "
+            "ssl_keyfile and ssl_password"
+        ).format(where, refusal.reason)
     advice = _tls_advice(refusal.reason)
     return "TLS handshake failed with {0}: {1}{2}".format(where, refusal.reason, "; " + advice if advice else "")
 
@@ -245,7 +246,8 @@ if HAS_KAFKA_PYTHON_NET:
         """kafka-python's connection manager, except that a bootstrap server refusing the credentials or the TLS
         session ends the bootstrap at once, with the broker's reason.
 
-        kafka-python 3 retries such a server until bootstrap_timeout_ms and then says only "Unable to bootstrap". It also
+        kafka-python 3 retries such a server until bootstrap_timeout_ms and then says only "Unable to bootstrap".
+        It also
         drops the bytes that arrive together with the end of the stream, and Kafka sends its SaslAuthenticate error
         just before it closes the connection: most failed logins would look like "socket disconnected"."""
 
@@ -277,7 +279,7 @@ if HAS_KAFKA_PYTHON_NET:
             except kafka_errors.KafkaError:
                 raise
             except Exception as exc:  # pylint: disable=broad-except  # connecting raises KafkaErrors; this is the TLS context
-                raise ConnectionRefusal(TLS_SETUP, tls_reason(str(exc) or exc.__class__.__name__))
+                raise ConnectionRefusal(TLS_SETUP, tls_reason(str(exc) or exc.__class__.__name__)) from exc
             transport._sock_recv = bytes_before_end_of_stream(transport._sock_recv)  # pylint: disable=protected-access
             return transport
 
@@ -297,7 +299,8 @@ if HAS_KAFKA_PYTHON_NET:
 
 def bytes_before_end_of_stream(receive: SocketReceive) -> SocketReceive:
     """Wrap a kafka-python transport's _sock_recv (returns (bytes, error)) so that bytes read together with the end of
-    the stream reach the connection, which the library would discard; the next read meets the end again and reports it."""
+    the stream reach the connection, which the library would discard; the next read meets the end again and reports
+    it."""
 
     def receive_everything() -> Tuple[bytes, Optional[Exception]]:
         data, error = receive()
@@ -433,7 +436,7 @@ class KafkaAdapter:
                     if refusal is not None:
                         raise self._refusal_error(
                             refusal, "cannot connect to {0}".format(self.where), broker=server, error=exc
-                        )
+                        ) from exc
                     failures.append("{0}: {1}".format(server, _describe(exc)))
             if self._admin is None:
                 raise KafkaAdapterError(
@@ -471,7 +474,7 @@ class KafkaAdapter:
         except Exception as exc:  # pylint: disable=broad-except
             raise KafkaAdapterError(
                 "request to {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc
-            )
+            ) from exc
 
     # -- cluster and log dirs -------------------------------------------------------------------------------------
     def describe_cluster(self) -> Dict[str, Any]:
@@ -526,7 +529,8 @@ class KafkaAdapter:
         return None if partition.error_code or partition.leader_id < 0 else partition.leader_id
 
     def partitions(self) -> List[Dict[str, Any]]:
-        """Every partition as Metadata shows it: [{topic, partition, leader, replicas, isr, offline_replicas, error}]."""
+        """Every partition as Metadata shows it: [{topic, partition, leader, replicas, isr, offline_replicas,
+        error}]."""
         response = self._send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
         rows = []
         for topic in response.topics:
@@ -574,9 +578,8 @@ class KafkaAdapter:
             version = getattr(answer, "version", None)
             if version is not None and version < KIP_827_VERSION:
                 results[node] = KafkaAdapterError(
-                    "broker {0} answers DescribeLogDirs only up to v{1}; total and usable bytes need v4 (KIP-827, Kafka 3.3 or later)".format(
-                        node, version
-                    ),
+                    "broker {0} answers DescribeLogDirs only up to v{1}; total and usable bytes need v4 "
+                    "(KIP-827, Kafka 3.3 or later)".format(node, version),
                     broker=node,
                 )
                 continue
@@ -603,7 +606,8 @@ class KafkaAdapter:
     def describe_client_quotas(
         self, components: Optional[Iterable[Tuple[str, int, Optional[str]]]] = None, strict: bool = False
     ) -> List[Tuple[Dict[str, Optional[str]], Dict[str, float]]]:
-        """[(entity {type: name|None}, {key: float})] for the filter (components: [(entity_type, match_type, match)])."""
+        """[(entity {type: name|None}, {key: float})] for the filter (components:
+        [(entity_type, match_type, match)])."""
         component = DescribeClientQuotasRequest.ComponentData
         request = DescribeClientQuotasRequest(
             components=[component(entity_type=t, match_type=m, match=n) for t, m, n in (components or [])],
@@ -625,7 +629,8 @@ class KafkaAdapter:
     def alter_client_quotas(
         self, entries: Iterable[Tuple[QuotaEntity, Iterable[Tuple[str, Optional[float], bool]]]], validate_only: bool
     ) -> List[Tuple[Dict[str, Optional[str]], Optional[str], Optional[str]]]:
-        """entries: [(entity {type: name|None}, [(key, value, remove)])]; returns [(entity, error name or None, message)]."""
+        """entries: [(entity {type: name|None}, [(key, value, remove)])]; returns [(entity, error name or None,
+        message)]."""
         entry = AlterClientQuotasRequest.EntryData
         request = AlterClientQuotasRequest(
             entries=[
@@ -714,7 +719,7 @@ class KafkaAdapter:
         try:
             metadata = self._list_topics(admin, errors, context)
         except confluent_kafka.KafkaException as exc:
-            raise KafkaAdapterError("{0}: {1}".format(context, exc.args[0].str()), broker=self.where)
+            raise KafkaAdapterError("{0}: {1}".format(context, exc.args[0].str()), broker=self.where) from exc
         if name in metadata.topics and not metadata.topics[name].error:
             return False
         futures = admin.create_topics(
@@ -728,12 +733,13 @@ class KafkaAdapter:
                 raise KafkaAdapterError(
                     "cannot create topic {0} via {1}: {2}".format(name, self.where, exc.args[0].str()),
                     broker=self.where,
-                )
+                ) from exc
             return False
         return True
 
     def produce(self, topic: str, records: Iterable[Tuple[Optional[bytes], Optional[bytes]]]) -> List[str]:
-        """Produce (key, value) byte pairs; returns the list of per-record error strings (empty when all were acknowledged).
+        """Produce (key, value) byte pairs; returns the list of per-record error strings
+        (empty when all were acknowledged).
 
         A broker refusing the credentials or TLS raises KafkaAdapterError as soon as the client reports it."""
         failures = []
@@ -773,7 +779,7 @@ class KafkaAdapter:
             )
             return self._read_all(consumer, errors, topic)
         except confluent_kafka.KafkaException as exc:
-            raise self._read_error(topic, _describe(exc))
+            raise self._read_error(topic, _describe(exc)) from exc
         finally:
             if consumer is not None:
                 consumer.close()

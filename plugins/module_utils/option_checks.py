@@ -216,7 +216,7 @@ def parse_datetime(text: object, field: str) -> datetime.datetime:
             tzinfo=datetime.timezone(offset),
         )
     except ValueError as exc:
-        raise OptionError("{0} is not a valid date-time (got {1!r}): {2}".format(field, text, exc))
+        raise OptionError("{0} is not a valid date-time (got {1!r}): {2}".format(field, text, exc)) from exc
     return _in_range(moment, text, field)
 
 

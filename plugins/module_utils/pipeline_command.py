@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to the headroom.kafka collection
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The usage pipeline job's command line, as a list of arguments (no shell ever parses a path, glob or URL), with no I/O.
+"""The usage pipeline job's command line, as a list of arguments (no shell ever parses a path, glob or URL),
+with no I/O.
 
 The usage_pipeline role builds it through the filter headroom.kafka.pipeline_argv.
 """

@@ -16,12 +16,14 @@ if TYPE_CHECKING:
 
 MAX_ERRORS_IN_MESSAGE = 10
 AUTHORIZATION_HINT = {
-    "CLUSTER_AUTHORIZATION_FAILED": "the principal needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas",
+    "CLUSTER_AUTHORIZATION_FAILED": "the principal needs the ALTER_CONFIGS operation on the cluster resource to alter "
+    "client quotas",
 }
 
 
 class QuotaApplyError(Exception):
-    """Kafka refused some of the changes; ``result`` holds ``changed``, ``errors``, ``changes`` (applied) and ``planned``."""
+    """Kafka refused some of the changes; ``result`` holds ``changed``, ``errors``,
+    ``changes`` (applied) and ``planned``."""
 
     def __init__(self, message: str, result: Dict[str, Any]) -> None:
         super(QuotaApplyError, self).__init__(message)
@@ -176,9 +178,8 @@ def reconcile(
                 applied = [c for c in changes if quota_spec.entity_key(c["entity"]) not in refused]
                 raise QuotaApplyError(
                     _refusal_message(
-                        "Kafka validated the client quota changes but refused {0} of {1} when applying them; the other {2} were applied".format(
-                            len(errors), len(changes), len(applied)
-                        ),
+                        "Kafka validated the client quota changes but refused {0} of {1} when applying them; "
+                        "the other {2} were applied".format(len(errors), len(changes), len(applied)),
                         errors,
                     ),
                     {

@@ -192,8 +192,8 @@ def validate_spec(spec: object, name: str = "kafka_quotas") -> Dict[str, Any]:
     if spec_type is None:
         raise QuotaPluginSpecError(
             (
-                "{0}.type is required: kafka (Kafka's built-in quotas, set on the default user) or strimzi (the Strimzi quota "
-                "plugin)"
+                "{0}.type is required: kafka (Kafka's built-in quotas, set on the default user) or strimzi (the "
+                "Strimzi quota plugin)"
             ).format(name)
         )
     if spec_type not in TYPES:
@@ -212,8 +212,8 @@ def validate_spec(spec: object, name: str = "kafka_quotas") -> Dict[str, Any]:
             if field in given:
                 raise QuotaPluginSpecError(
                     (
-                        "{0}.{1} (got {2!r}) is a Strimzi quota plugin setting and applies to type strimzi only; with type kafka "
-                        "nothing reads it: remove it, or use type strimzi"
+                        "{0}.{1} (got {2!r}) is a Strimzi quota plugin setting and applies to type strimzi only; with "
+                        "type kafka nothing reads it: remove it, or use type strimzi"
                     ).format(name, field, given[field])
                 )
         return _validate_kafka(given, name)
@@ -221,8 +221,8 @@ def validate_spec(spec: object, name: str = "kafka_quotas") -> Dict[str, Any]:
         if field in given:
             raise QuotaPluginSpecError(
                 (
-                    "{0}.{1} (got {2!r}) applies to type kafka only (Kafka's built-in quotas on the default user); the Strimzi "
-                    "quota plugin has no such quota: remove it, or use type kafka"
+                    "{0}.{1} (got {2!r}) applies to type kafka only (Kafka's built-in quotas on the default user); the "
+                    "Strimzi quota plugin has no such quota: remove it, or use type kafka"
                 ).format(name, field, given[field])
             )
     return _validate_strimzi(given, name)
@@ -258,15 +258,16 @@ def _validate_strimzi(given, name):
         both = (given["min_available_bytes_per_volume"], given["min_available_ratio_per_volume"])
         raise QuotaPluginSpecError(
             (
-                "{0} sets both min_available_bytes_per_volume ({1!r}) and min_available_ratio_per_volume ({2!r}); give exactly one: "
-                "the quota plugin refuses to start with both"
+                "{0} sets both min_available_bytes_per_volume ({1!r}) and min_available_ratio_per_volume ({2!r}); give "
+                "exactly one: the quota plugin refuses to start with both"
             ).format(name, both[0], both[1])
         )
     if not has_bytes and not has_ratio:
         raise QuotaPluginSpecError(
             (
-                "{0} needs exactly one of min_available_bytes_per_volume (bytes) or min_available_ratio_per_volume (0 to 1) with "
-                "type strimzi (got neither): the plugin stops producers when a volume's free space falls to that limit"
+                "{0} needs exactly one of min_available_bytes_per_volume (bytes) or min_available_ratio_per_volume (0 "
+                "to 1) with type strimzi (got neither): the plugin stops producers when a volume's free space falls to "
+                "that limit"
             ).format(name)
         )
     if has_bytes:
@@ -354,8 +355,8 @@ def validate_principals(principals: object, where: str) -> List[str]:
         if ";" in user or "User:" in user:
             raise QuotaPluginSpecError(
                 (
-                    "{0} {1!r} holds ';' or a second 'User:', which the quota plugin reads as separators: give one principal per "
-                    "list entry"
+                    "{0} {1!r} holds ';' or a second 'User:', which the quota plugin reads as separators: give one "
+                    "principal per list entry"
                 ).format(item, principal)
             )
         if principal not in result:
@@ -435,8 +436,8 @@ def _ssl_lines(where, ssl):
     if ("keystore_certificate_chain" in values) != ("keystore_key" in values):
         raise QuotaPluginSpecError(
             (
-                "{0}.keystore_certificate_chain and {0}.keystore_key go together: a PEM key store needs the certificate chain and "
-                "its private key"
+                "{0}.keystore_certificate_chain and {0}.keystore_key go together: a PEM key store needs the "
+                "certificate chain and its private key"
             ).format(where)
         )
     return [(kafka, values[field]) for field, kafka in SSL_KEYS if field in values]
@@ -474,8 +475,8 @@ def _sasl_lines(where, sasl):
     if mechanism not in LOGIN_MODULES:
         raise QuotaPluginSpecError(
             (
-                "{0}.mechanism {1!r} has no built-in login with username and password (known: {2}): give {0}.jaas_config "
-                "instead"
+                "{0}.mechanism {1!r} has no built-in login with username and password (known: {2}): give "
+                "{0}.jaas_config instead"
             ).format(where, mechanism, ", ".join(sorted(LOGIN_MODULES)))
         )
     jaas = "{0} required username={1} password={2};".format(
@@ -603,7 +604,8 @@ def render(
                 properties[key] = format_value(checked[field])
         if checked.get("check_interval") == 0:
             warnings.append(
-                "kafka_quotas.check_interval is 0, which turns the quota plugin's storage checks off: the volume limit has no effect"
+                "kafka_quotas.check_interval is 0, which turns the quota plugin's storage checks off: "
+                "the volume limit has no effect"
             )
     if free_form is not None:
         properties, merge_warnings = merge_properties(free_form, properties)
@@ -674,15 +676,14 @@ def merge_properties(
             raise QuotaPluginSpecError("free-form broker property names must be strings (got {0!r})".format(key))
         if key in LEGACY_KEYS:
             warnings.append(
-                "free-form broker property {0} is a legacy quota plugin key (soft and hard storage limits are gone from the plugin); "
-                "it is removed: use kafka_quotas.min_available_bytes_per_volume or min_available_ratio_per_volume".format(
-                    key
-                )
+                "free-form broker property {0} is a legacy quota plugin key (soft and hard storage limits are gone "
+                "from the plugin); it is removed: use kafka_quotas.min_available_bytes_per_volume or "
+                "min_available_ratio_per_volume".format(key)
             )
         elif plugin and (key in SPEC_KEYS or key.startswith(ADMIN_PREFIX)):
             warnings.append(
-                "free-form broker property {0} is overridden by kafka_quotas (type strimzi): remove it from the free-form "
-                "properties".format(key)
+                "free-form broker property {0} is overridden by kafka_quotas (type strimzi): remove it from the "
+                "free-form properties".format(key)
             )
         elif not plugin and _is_plugin_key(key):
             warnings.append(
@@ -724,7 +725,8 @@ def masked(properties: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _escape(text, is_key):
-    """Java properties escaping: backslash, line breaks, leading blanks, and non-ASCII as \\uXXXX (files are read as ISO-8859-1)."""
+    """Java properties escaping: backslash, line breaks, leading blanks, and non-ASCII as \\uXXXX
+    (files are read as ISO-8859-1)."""
     out = []
     for index, char in enumerate(text):
         code = ord(char)

@@ -35,7 +35,8 @@ _KIND_NAMES = {"long": "a long", "int": "an int", "double": "a double"}
 _MAXIMA = {"long": "9223372036854775807", "int": "2147483647"}
 SPEC_ORDER = ("user", "client_id", "ip")
 
-# An entity as Kafka names it: {entity type: name, None for the default entity}, e.g. {"user": None, "client-id": "app"}.
+# An entity as Kafka names it: {entity type: name, None for the default entity}, e.g.
+# {"user": None, "client-id": "app"}.
 Entity = Dict[str, Optional[str]]
 # entity_key's form of an entity: its sorted items.
 EntityKey = Tuple[Tuple[str, Optional[str]], ...]
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 
 
 class QuotaSpecError(ValueError):
-    """A spec Kafka would refuse, caught before contacting Kafka; the message names the field, value and what is allowed."""
+    """A spec Kafka would refuse, caught before contacting Kafka; the message names the field,
+    value and what is allowed."""
 
 
 def entity_from_spec(entity: object, where: str = "entity") -> Entity:

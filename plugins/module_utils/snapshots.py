@@ -67,7 +67,7 @@ def parse_timestamp(text: object, field: str = "SnapshotAt") -> datetime.datetim
     try:
         return parse_datetime(text, field)
     except OptionError as exc:
-        raise SnapshotError(str(exc))
+        raise SnapshotError(str(exc)) from exc
 
 
 # -- log dir rows ------------------------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def graded_limit(limit: object, field: str) -> Dict[str, Any]:
     try:
         validate_limit(field, converted)
     except LimitError as exc:
-        raise SnapshotError(str(exc))
+        raise SnapshotError(str(exc)) from exc
     return converted
 
 
@@ -248,12 +248,12 @@ def parse_message(value: object, key: Optional[Union[bytes, str]] = None) -> Dic
         try:
             value = value.decode("utf-8")
         except UnicodeDecodeError:
-            raise SnapshotError("not UTF-8 text")
+            raise SnapshotError("not UTF-8 text") from None
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError as exc:
-            raise SnapshotError("not JSON: {0}".format(exc))
+            raise SnapshotError("not JSON: {0}".format(exc)) from exc
     if not isinstance(value, dict):
         raise SnapshotError("a snapshot must be a JSON object (got {0})".format(type(value).__name__))
     key_broker = _key_broker(key)
@@ -417,7 +417,8 @@ def snapshot_volumes(messages: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]
 
 
 def parse_snapshots(items: object, option: str = "snapshots") -> List[Dict[str, Any]]:
-    """Check a list of snapshot messages given to a module (usage_snapshot's RV snapshots); SnapshotError names the item."""
+    """Check a list of snapshot messages given to a module (usage_snapshot's RV snapshots);
+    SnapshotError names the item."""
     if not isinstance(items, list):
         raise SnapshotError("{0} must be a list of snapshot messages (got {1!r})".format(option, items))
     messages: List[Dict[str, Any]] = []
@@ -425,5 +426,5 @@ def parse_snapshots(items: object, option: str = "snapshots") -> List[Dict[str, 
         try:
             messages.append(parse_message(item))
         except SnapshotError as exc:
-            raise SnapshotError("{0}[{1}]: {2}".format(option, index, exc))
+            raise SnapshotError("{0}[{1}]: {2}".format(option, index, exc)) from exc
     return messages

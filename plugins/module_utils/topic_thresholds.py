@@ -67,9 +67,8 @@ def _topics(where, topics):
     for name, value in topics.items():
         if not isinstance(name, str) or not TOPIC_NAME.match(name) or name in (".", ".."):
             raise TopicThresholdError(
-                "{0}: {1!r} is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249 characters)".format(
-                    where, name
-                )
+                "{0}: {1!r} is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249 "
+                "characters)".format(where, name)
             )
         result[name] = _threshold("{0}.{1}".format(where, name), value)
     return result
@@ -165,7 +164,8 @@ def topic_threshold(
 
 
 def meter_update(previous: Optional[float], rate: float, seconds: float) -> float:
-    """The one-minute rate after ``seconds`` at a constant ``rate`` (bytes/s); a meter not started yet takes the rate."""
+    """The one-minute rate after ``seconds`` at a constant ``rate`` (bytes/s);
+    a meter not started yet takes the rate."""
     if previous is None:
         return rate
     return rate + (previous - rate) * math.exp(-seconds / ONE_MINUTE_SECONDS)

@@ -251,7 +251,8 @@ def graded_decision(
     complete: bool = True,
     missing_data_action: str = "pause",
 ) -> Dict[str, Any]:
-    """Cluster factor = the smallest volume factor; incomplete data -> the missing-data action (pause is the fail-safe)."""
+    """Cluster factor = the smallest volume factor; incomplete data -> the missing-data action
+    (pause is the fail-safe)."""
     validate_graded_limits(soft_limit, hard_limit)
     if missing_data_action not in MISSING_DATA_ACTIONS:
         raise LimitError(

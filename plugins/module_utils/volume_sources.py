@@ -56,12 +56,12 @@ def given(
         try:
             age = durations.parse_positive_duration(max_age, "max_age")
         except durations.DurationError as exc:
-            raise VolumeSourceError(str(exc))
+            raise VolumeSourceError(str(exc)) from exc
     try:
         rows = snapshots.normalize_log_dirs(log_dirs_given) if log_dirs_given is not None else None
         messages = snapshots.parse_snapshots(snapshots_given) if snapshots_given is not None else None
     except snapshots.SnapshotError as exc:
-        raise VolumeSourceError(str(exc))
+        raise VolumeSourceError(str(exc)) from exc
     return Given(rows, messages, age)
 
 

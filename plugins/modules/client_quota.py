@@ -65,16 +65,20 @@ options:
             description: Client id, or C(<default>) for the default client id.
             type: str
           ip:
-            description: IP address (or host name Kafka can resolve), or C(<default>) for the default IP. Cannot be combined with other types.
+            description: IP address (or host name Kafka can resolve), or C(<default>) for the default IP.
+                         Cannot be combined with other types.
             type: str
       producer_byte_rate:
-        description: Produce bandwidth in bytes per second, per broker; a whole number greater than 0. User and client id entities only.
+        description: Produce bandwidth in bytes per second, per broker; a whole number greater than 0.
+                     User and client id entities only.
         type: float
       consumer_byte_rate:
-        description: Fetch bandwidth in bytes per second, per broker; a whole number greater than 0. User and client id entities only.
+        description: Fetch bandwidth in bytes per second, per broker; a whole number greater than 0.
+                     User and client id entities only.
         type: float
       request_percentage:
-        description: Share of request handler and network thread time, in percent of one thread, per broker. User and client id entities only.
+        description: Share of request handler and network thread time, in percent of one thread, per broker.
+                     User and client id entities only.
         type: float
       controller_mutation_rate:
         description: Partition mutations (creations and deletions) per second. User and client id entities only.
@@ -84,7 +88,8 @@ options:
         type: float
       state:
         description:
-          - V(present) makes the entity hold exactly the keys given; V(absent) removes all of its quotas (no keys may be given).
+          - V(present) makes the entity hold exactly the keys given; V(absent) removes all of its quotas
+            (no keys may be given).
         type: str
         choices: [present, absent]
         default: present
@@ -96,7 +101,8 @@ options:
 notes:
   - Altering client quotas needs the C(ALTER_CONFIGS) operation on the cluster resource (and reading them
     C(DESCRIBE_CONFIGS)); without it Kafka answers C(CLUSTER_AUTHORIZATION_FAILED), which the module reports.
-  - While a client quota callback such as the Strimzi quota plugin is active, Kafka stores these quotas but does not enforce them.
+  - While a client quota callback such as the Strimzi quota plugin is active,
+    Kafka stores these quotas but does not enforce them.
 seealso:
   - module: headroom.kafka.client_quota_info
   - name: Kafka quotas
@@ -158,21 +164,25 @@ changes:
   type: list
   elements: dict
   contains:
-    entity: {description: The entity with keys C(user) / C(client_id) / C(ip); C(<default>) is the default entity., type: dict}
+    entity: {description: The entity with keys C(user) / C(client_id) / C(ip);
+            C(<default>) is the default entity., type: dict}
     before: {description: The entity's quotas before the run (empty when it had none)., type: dict}
     after: {description: The entity's quotas after the run (empty when all were removed)., type: dict}
   sample: [{"entity": {"user": "alice"}, "before": {"producer_byte_rate": 1024}, "after": {"producer_byte_rate": 2048}}]
 quotas:
   description:
     - Every client quota of the cluster after the run (in check mode, what it would be), ordered by entity.
-    - Values of keys Kafka stores as integers are integers; C(request_percentage) and C(controller_mutation_rate) are floats.
+    - Values of keys Kafka stores as integers are integers; C(request_percentage) and C(controller_mutation_rate) are
+      floats.
   returned: success
   type: list
   elements: dict
   contains:
-    entity: {description: The entity with keys C(user) / C(client_id) / C(ip); C(<default>) is the default entity., type: dict}
+    entity: {description: The entity with keys C(user) / C(client_id) / C(ip);
+            C(<default>) is the default entity., type: dict}
     values: {description: The quota keys and values of the entity., type: dict}
-  sample: [{"entity": {"user": "alice", "client_id": "<default>"}, "values": {"consumer_byte_rate": 4096, "request_percentage": 12.5}}]
+  sample: [{"entity": {"user": "alice", "client_id": "<default>"}, "values": {"consumer_byte_rate":
+          4096, "request_percentage": 12.5}}]
 planned:
   description:
     - When Kafka refuses a change, every change the run meant to make (same form as RV(changes)).
@@ -189,7 +199,8 @@ errors:
   contains:
     entity: {description: The refused entity., type: dict}
     keys: {description: The quota keys the change set or removed., type: list, elements: str}
-    error: {description: "Kafka's error name, for example C(INVALID_REQUEST) or C(CLUSTER_AUTHORIZATION_FAILED).", type: str}
+    error: {description: "Kafka's error name, for example C(INVALID_REQUEST) or C(CLUSTER_AUTHORIZATION_FAILED).",
+           type: str}
     message: {description: "Kafka's error message, if any.", type: str}
   sample: [{"entity": {"ip": "10.0.0.300"}, "keys": ["connection_creation_rate"], "error": "INVALID_REQUEST",
             "message": "10.0.0.300 is not a valid IP or resolvable host."}]

@@ -31,7 +31,8 @@ options:
     description: Only entities with this client id; a name, C(<default>) or C(*).
     type: str
   ip:
-    description: Only entities with this IP; an address, C(<default>) or C(*). Cannot be combined with O(user) or O(client_id).
+    description: Only entities with this IP; an address, C(<default>) or C(*).
+                 Cannot be combined with O(user) or O(client_id).
     type: str
   strict:
     description:
@@ -84,15 +85,18 @@ RETURN = r"""
 quotas:
   description:
     - The matching entities and their quotas, ordered by entity (types, then the default entity before names).
-    - Values of keys Kafka stores as integers are integers; C(request_percentage) and C(controller_mutation_rate) are floats.
+    - Values of keys Kafka stores as integers are integers; C(request_percentage) and C(controller_mutation_rate) are
+      floats.
   returned: always
   type: list
   elements: dict
   contains:
-    entity: {description: The entity with keys C(user) / C(client_id) / C(ip); C(<default>) is the default entity., type: dict}
+    entity: {description: The entity with keys C(user) / C(client_id) / C(ip);
+            C(<default>) is the default entity., type: dict}
     values: {description: The quota keys and values of the entity., type: dict}
   sample: [{"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1048576}},
-           {"entity": {"user": "alice", "client_id": "app"}, "values": {"consumer_byte_rate": 4096, "request_percentage": 12.5}}]
+           {"entity": {"user": "alice", "client_id": "app"},
+            "values": {"consumer_byte_rate": 4096, "request_percentage": 12.5}}]
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -40,7 +40,8 @@ options:
     default: 0
   wait_interval:
     description:
-      - Seconds between two polls while waiting, from V(0.05) to V(3600); the last sleep is cut short at O(wait_timeout).
+      - Seconds between two polls while waiting, from V(0.05) to V(3600);
+        the last sleep is cut short at O(wait_timeout).
     type: float
     default: 0.5
   wait_consecutive:
@@ -163,8 +164,8 @@ def main():
     needed = (params["wait_consecutive"] - 1) * params["wait_interval"]
     if 0 < params["wait_timeout"] < needed:
         module.fail_json(
-            msg="wait_timeout {0} is shorter than the {1} s that wait_consecutive {2} polls wait_interval {3} s apart take; "
-            "the wait could never succeed".format(
+            msg="wait_timeout {0} is shorter than the {1} s that wait_consecutive {2} polls wait_interval {3} s apart "
+            "take; the wait could never succeed".format(
                 params["wait_timeout"], needed, params["wait_consecutive"], params["wait_interval"]
             )
         )

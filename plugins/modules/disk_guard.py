@@ -47,12 +47,15 @@ attributes:
       - Reads, decides and sends the AlterClientQuotas request with C(validate_only) only; O(state_file) is not written.
   diff_mode:
     support: full
-    description: Shows the quotas of every entity the factor changes, before and after, keyed by entity (for example C(user=alice)).
+    description: Shows the quotas of every entity the factor changes, before and after,
+                 keyed by entity (for example C(user=alice)).
 options:
   policy:
     description:
-      - V(strimzi) - the shipped Strimzi quota plugin's binary rule with O(min_available_bytes) or O(min_available_ratio).
-      - V(graded) - the soft and hard limits of the first volume-usage proposal, with a factor that falls linearly between them.
+      - V(strimzi) - the shipped Strimzi quota plugin's binary rule with O(min_available_bytes) or
+        O(min_available_ratio).
+      - V(graded) - the soft and hard limits of the first volume-usage proposal,
+        with a factor that falls linearly between them.
     type: str
     choices: [strimzi, graded]
     default: strimzi
@@ -125,7 +128,8 @@ options:
     suboptions:
       entity:
         description:
-          - The quota entity - O(quotas[].entity.user) and/or O(quotas[].entity.client_id), or O(quotas[].entity.ip) alone.
+          - The quota entity - O(quotas[].entity.user) and/or O(quotas[].entity.client_id),
+            or O(quotas[].entity.ip) alone.
           - C(<default>) is the default entity of that type.
         type: dict
         required: true
@@ -203,7 +207,8 @@ options:
     description:
       - A JSON file on the host the module runs on, where the time and the volumes of the last complete observation
         are kept between runs (O(policy=strimzi)); written atomically after each complete observation.
-      - Without it, an incomplete observation has no valid factor to keep and applies O(throttle_factor_fallback) at once.
+      - Without it, an incomplete observation has no valid factor to keep and applies O(throttle_factor_fallback) at
+        once.
     type: path
 notes:
   - Needs C(DESCRIBE) on the cluster (DescribeCluster, DescribeLogDirs), C(DESCRIBE_CONFIGS) and C(ALTER_CONFIGS)
@@ -311,7 +316,8 @@ changes:
   returned: always
   type: list
   elements: dict
-  sample: [{"entity": {"user": "<default>"}, "before": {"producer_byte_rate": 10485760}, "after": {"producer_byte_rate": 5242880}}]
+  sample: [{"entity": {"user": "<default>"},
+            "before": {"producer_byte_rate": 10485760}, "after": {"producer_byte_rate": 5242880}}]
 quotas:
   description: Every client quota of the cluster after the run (in check mode, what it would be).
   returned: always

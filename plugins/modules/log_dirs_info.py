@@ -49,7 +49,8 @@ EXAMPLES = r"""
 
 - name: Show the fullest log dir
   ansible.builtin.debug:
-    msg: "{{ cluster_disks.log_dirs | rejectattr('available_ratio', 'none') | sort(attribute='available_ratio') | first }}"
+    msg: "{{ cluster_disks.log_dirs | rejectattr('available_ratio', 'none') | sort(attribute='available_ratio') | first
+         }}"
 
 - name: Connection options set once for the whole play
   module_defaults:
@@ -98,7 +99,8 @@ log_dirs:
       description: Usable bytes divided by total bytes (0.0 for zero capacity); null when unknown.
       type: float
     error:
-      description: Kafka's error name for the log dir (for example C(KAFKA_STORAGE_ERROR)); null when the log dir is online.
+      description: Kafka's error name for the log dir (for example C(KAFKA_STORAGE_ERROR));
+                   null when the log dir is online.
       type: str
 missing_brokers:
   description: Ids of active brokers that did not answer.

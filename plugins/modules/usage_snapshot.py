@@ -198,7 +198,8 @@ skipped_log_dirs:
   returned: state is publish
   type: list
   elements: dict
-  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "error": "KAFKA_STORAGE_ERROR", "reason": "log dir error KAFKA_STORAGE_ERROR"}]
+  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "error": "KAFKA_STORAGE_ERROR", "reason":
+          "log dir error KAFKA_STORAGE_ERROR"}]
 published_to_path:
   description: With O(state=publish), lines appended to O(path) (0 in check mode).
   returned: state is publish
@@ -222,7 +223,8 @@ publish_error_messages:
   type: list
   elements: str
 missing_brokers:
-  description: With O(state=publish) and a fresh query, active brokers that did not describe their log dirs (no message).
+  description: With O(state=publish) and a fresh query, active brokers that did not describe their log dirs
+               (no message).
   returned: state is publish
   type: list
   elements: int
@@ -232,7 +234,8 @@ snapshot_at:
   type: str
   sample: "2026-11-22T04:07:09.123Z"
 cluster_id:
-  description: The cluster's id (with O(state=publish) the messages' C(ClusterId); with O(state=read) the queried cluster's).
+  description: The cluster's id (with O(state=publish) the messages' C(ClusterId);
+               with O(state=read) the queried cluster's).
   returned: always
   type: str
 snapshots:
@@ -385,16 +388,16 @@ def check_static(module):
                 mode,
                 "path and/or topic, max_age and expected_brokers"
                 if mode == "read"
-                else "path and/or topic, soft_limit, hard_limit, and with log_dirs cluster_id and snapshot_at; replication_factor with topic",
+                else "path and/or topic, soft_limit, hard_limit, and with log_dirs cluster_id and snapshot_at; "
+                "replication_factor with topic",
             )
         )
     if mode == "publish" and params["log_dirs"] is None:
         fresh_only = [name for name in ("cluster_id", "snapshot_at") if params[name] is not None]
         if fresh_only:
             module.fail_json(
-                msg="{0} go(es) with log_dirs; a fresh query writes the cluster's own id and the moment of the query".format(
-                    " and ".join(fresh_only)
-                )
+                msg="{0} go(es) with log_dirs; a fresh query writes the cluster's own id and the moment of the "
+                "query".format(" and ".join(fresh_only))
             )
     if params["replication_factor"] is not None and params["topic"] is None:
         module.fail_json(msg="replication_factor applies to topic; give topic or leave replication_factor out")

@@ -17,7 +17,8 @@ description:
     plugin would apply to producers, the OPEN, THROTTLE or PAUSE state, the volumes past a limit and the volume
     with the least headroom.
   - The volumes come from O(log_dirs) (for example RV(headroom.kafka.log_dirs_info#module:log_dirs)), from
-    O(snapshots) (RV(headroom.kafka.usage_snapshot#module:snapshots) of O(headroom.kafka.usage_snapshot#module:state=read)),
+    O(snapshots) (RV(headroom.kafka.usage_snapshot#module:snapshots) of
+    O(headroom.kafka.usage_snapshot#module:state=read)),
     or, when neither is given, from a fresh query of the cluster (DescribeLogDirs on every active broker).
   - O(policy=strimzi) applies exactly the rules of the shipped Strimzi quota plugin
     (C(io.strimzi.kafka.quotas.StaticQuotaCallback)) with one per-volume limit, O(min_available_bytes) or
@@ -130,7 +131,8 @@ options:
         required: true
   hard_limit:
     description:
-      - With O(policy=graded) (required) - the limit where producers are paused (factor 0.0). Same form as O(soft_limit).
+      - With O(policy=graded) (required) - the limit where producers are paused (factor 0.0).
+        Same form as O(soft_limit).
     type: dict
     suboptions:
       type:
@@ -292,7 +294,8 @@ skipped_volumes:
   returned: always
   type: list
   elements: dict
-  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": null, "usable_bytes": null, "reason": "size unknown"}]
+  sample: [{"broker_id": 1, "log_dir": "/var/lib/kafka/data-0", "total_bytes": null, "usable_bytes": null, "reason":
+          "size unknown"}]
 complete:
   description: Whether there was data from every broker (see O(complete), O(expected_brokers) and O(snapshots)).
   returned: always
@@ -353,7 +356,8 @@ def gather(module, source):
     purpose = (
         "to read every log dir (give log_dirs to judge volumes without a cluster)"
         if source.messages is None
-        else "to read its active brokers, whose snapshots must be there (give log_dirs to judge volumes without a cluster)"
+        else "to read its active brokers, whose snapshots must be there (give log_dirs to judge volumes without a "
+        "cluster)"
     )
     adapter = connection.connect(module, purpose) if source.needs_kafka else None
     try:

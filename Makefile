@@ -4,9 +4,10 @@
 #   make kafka-libs fetch Apache Kafka, the Strimzi quota plugin and the JMX exporter from Maven Central, once
 #                   (KAFKA_VERSION picks another Kafka 4.x release; KAFKA_HOME uses an installation instead)
 #   make sanity     ansible-test sanity for the collection
-#   make lint       ansible-lint with the production profile, and mypy on the typed public functions
+#   make lint       ruff format --check and ruff check (ruff.toml, 120 columns) on every Python file, ansible-lint
+#                   with the production profile, and mypy on the typed public functions (mypy.ini)
 #   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE set to sim: the model)
-#   make test       sanity, lint (ansible-lint, mypy), pytest (molecule scenarios included), then the conformance
+#   make test       sanity, lint (ruff, ansible-lint, mypy), pytest (molecule scenarios included), then the conformance
 #                   suite on real Kafka
 #   make molecule   every molecule scenario (extensions/molecule), each on its own test cluster (also part of pytest)
 #   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_sim) against real Kafka brokers
@@ -50,8 +51,11 @@ collection-link:
 	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/headroom/kafka
 
 lint: venv collection-link
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/ansible-lint --offline --profile production
-	$(VENV)/bin/mypy --config-file mypy.ini -p ansible_collections.headroom.kafka.plugins.module_utils
+	$(VENV)/bin/mypy --config-file mypy.ini -p ansible_collections.headroom.kafka.plugins.module_utils \
+		-p headroom_pipeline -p headroom_guard
 
 # Test files run on PYTEST_WORKERS processes (pytest-xdist), each file in one process so that a module's cluster is
 # started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible.

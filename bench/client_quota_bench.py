@@ -1,6 +1,7 @@
 """client_quota with 5,000 entities: ours (1 describe + 1 validate + 1 apply) against one AlterClientQuotas per entity.
 
-Run from the repository root: ``.venv/bin/python bench/client_quota_bench.py [--entities N] [--runs N] [--baseline-runs N] [--no-playbook]``.
+Run from the repository root:
+``.venv/bin/python bench/client_quota_bench.py [--entities N] [--runs N] [--baseline-runs N] [--no-playbook]``.
 
 Starts its own 3-broker test cluster (real Apache Kafka unless ``--engine sim``) in a temporary directory on free
 loopback ports and tears it down at the end, also on an error or Ctrl-C. Every request goes through the collection's
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from collection_link import ensure_collection_link
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
@@ -40,14 +43,6 @@ from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-impor
 from kafka_sim.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET_SPEEDUP = 20.0
-
-
-def _ensure_collection_link():
-    namespace = os.path.join(COLLECTIONS, "ansible_collections", "headroom")
-    os.makedirs(namespace, exist_ok=True)
-    link = os.path.join(namespace, "kafka")
-    if not os.path.islink(link):
-        os.symlink(ROOT, link)
 
 
 def _imports():
@@ -178,7 +173,9 @@ def _playbook_once(bootstrap, spec, workdir):
                         },
                         {
                             "ansible.builtin.copy": {
-                                "content": "{{ {'changed': result.changed, 'changes': result.changes | length} | to_json }}",
+                                "content": (
+                                    "{{ {'changed': result.changed, 'changes': result.changes | length} | to_json }}"
+                                ),
                                 "dest": os.path.join(workdir, "result.json"),
                             }
                         },
@@ -281,8 +278,8 @@ def _requests(counts):
 
 def _report(figures, entities, runs, baseline_runs):
     print(
-        "client_quota, {0} entities (users with producer and consumer byte rates), 3 brokers, {1} cores; median of {2} run(s), "
-        "naive baseline {3} run(s)".format(entities, os.cpu_count(), runs, baseline_runs)
+        "client_quota, {0} entities (users with producer and consumer byte rates), 3 brokers, {1} cores; "
+        "median of {2} run(s), naive baseline {3} run(s)".format(entities, os.cpu_count(), runs, baseline_runs)
     )
     rows = [
         ("ours (module core), first apply", figures["ours_first"]),
@@ -339,7 +336,7 @@ def main():
     parser.add_argument("--baseline-runs", type=int, default=1, help="runs of the naive baseline (median)")
     parser.add_argument("--no-playbook", action="store_true", help="skip the ansible-playbook runs")
     args = parser.parse_args()
-    _ensure_collection_link()
+    ensure_collection_link(ROOT, COLLECTIONS)
     workdir = tempfile.mkdtemp(prefix="bench-client-quota-")
     cluster = None
     try:

@@ -119,7 +119,8 @@ def broker_pids(cluster):
 
 # -- raw protocol client ----------------------------------------------------------------------------------------------
 class RawConnection:
-    """One socket to one broker sending pre-encoded kafka-python requests; per request only the correlation id changes."""
+    """One socket to one broker sending pre-encoded kafka-python requests; per request only the correlation id
+    changes."""
 
     def __init__(self, host, port, timeout=10.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -216,7 +217,8 @@ class Clusters:
 
     def start(self, brokers, name, attempts=3):
         """Create and start a cluster on a free port block; return it with the seconds from the start of ``up`` until
-        ``up`` returned and until every broker had answered ApiVersions. A start that lost a port to another process is retried on other ports."""
+        ``up`` returned and until every broker had answered ApiVersions. A start that lost a port to another process is
+        retried on other ports."""
         for attempt in range(1, attempts + 1):
             cluster = Cluster(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root), "sim")  # the model: 50 brokers
             cluster.create(brokers, base_port=free_port_block(brokers))
@@ -436,11 +438,11 @@ def _cpu_model():
 
 
 def table(headers, rows):
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
     lines = [
         "  ".join(
             str(cell).ljust(width) if index == 0 else str(cell).rjust(width)
-            for index, (cell, width) in enumerate(zip(row, widths))
+            for index, (cell, width) in enumerate(zip(row, widths, strict=True))
         )
         for row in [headers] + rows
     ]
@@ -451,14 +453,17 @@ def table(headers, rows):
 def report(results):
     info = results["machine"]
     out = [
-        f"cores: {info['usable_cores']} usable ({info['cpu_count']} online), {info['processor']}; Python {info['python']}",
+        (
+            f"cores: {info['usable_cores']} usable ({info['cpu_count']} online), {info['processor']}; "
+            f"Python {info['python']}"
+        ),
         f"mode: {results['mode']}",
         "",
     ]
     latency = results["latency"]
     out.append(
-        f"1. latency, one broker of a 1-broker cluster, {latency['topics']} topics x {latency['partitions_per_topic']} partitions, "
-        f"sequential requests after {latency['warmup']} warm-up"
+        f"1. latency, one broker of a 1-broker cluster, {latency['topics']} topics "
+        f"x {latency['partitions_per_topic']} partitions, sequential requests after {latency['warmup']} warm-up"
     )
     rows = []
     for client in ("raw", "admin"):
@@ -477,7 +482,8 @@ def report(results):
     out += [table(["request", "n", "mean ms", "p50 ms", "p99 ms", "max ms", "req/s"], rows), ""]
 
     out.append(
-        f"2. up (start of up until every broker answers ApiVersions), budget {BUDGET_SECONDS:.0f} s for {BUDGET_BROKERS} brokers"
+        f"2. up (start of up until every broker answers ApiVersions), "
+        f"budget {BUDGET_SECONDS:.0f} s for {BUDGET_BROKERS} brokers"
     )
     rows = []
     for item in results["up"]:
@@ -514,7 +520,8 @@ def report(results):
 
     idle = results["up"][-1]["idle_cpu"]
     out.append(
-        f"3. idle CPU of the {idle['brokers']}-broker cluster over {idle['wall_s']:.1f} s (heartbeat every {HEARTBEAT_MS} ms)"
+        f"3. idle CPU of the {idle['brokers']}-broker cluster over {idle['wall_s']:.1f} s "
+        f"(heartbeat every {HEARTBEAT_MS} ms)"
     )
     out.append(
         table(

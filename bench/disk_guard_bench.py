@@ -1,6 +1,7 @@
 """One disk guard decision on 50 brokers with 5,000 declared entities, against the same work as separate Ansible tasks.
 
-Run from the repository root: ``.venv/bin/python bench/disk_guard_bench.py [--brokers 50] [--entities 5000] [--runs 3]``.
+Run from the repository root:
+``.venv/bin/python bench/disk_guard_bench.py [--brokers 50] [--entities 5000] [--runs 3]``.
 
 Starts its own test cluster of the model (``--engine sim``, the default: 50 real Kafka brokers do not fit this
 machine) in a temporary directory on free loopback ports and tears it down at the end, also on an error or Ctrl-C.
@@ -13,9 +14,9 @@ whole command a user runs, median of ``--runs``:
 * **guard, in its loop**: the same decision inside the running service (``--interval``), as the service spends it every
   interval, read from its own decision lines; and the service's peak resident memory (VmHWM) after the runs;
 * **module task**: ``ansible-playbook`` with one ``headroom.kafka.disk_guard`` task;
-* **baseline, three tasks**: ``ansible-playbook`` with ``log_dirs_info`` (register), ``volume_limits`` (the registered log
-  dirs, the same limit) and ``client_quota`` (the same quota set, exclusive), the way the decision is made without
-  the guard.
+* **baseline, three tasks**: ``ansible-playbook`` with ``log_dirs_info`` (register), ``volume_limits`` (the
+  registered log dirs, the same limit) and ``client_quota`` (the same quota set, exclusive), the way the decision is
+  made without the guard.
 
 Reported: the times, the ratios of the baseline over each guard figure (target: the guard at least 5x faster) and the
 guard's memory (target: under 100 MiB).
@@ -34,6 +35,7 @@ import tempfile
 import time
 
 import yaml
+from collection_link import ensure_collection_link
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -50,14 +52,6 @@ EXCLUDED = ["User:kafka-broker", "User:cruise-control"]
 LINE = re.compile(
     r"factor (\S+) \S+ \(strimzi, [^)]*\): (quotas unchanged|\d+ quota entit\S+ changed) in (\d+\.\d+) s$"
 )
-
-
-def _ensure_collection_link():
-    namespace = os.path.join(COLLECTIONS, "ansible_collections", "headroom")
-    os.makedirs(namespace, exist_ok=True)
-    link = os.path.join(namespace, "kafka")
-    if not os.path.islink(link):
-        os.symlink(ROOT, link)
 
 
 def declared(entities):
@@ -295,11 +289,12 @@ def report(figures, brokers, entities, runs):
     )
     passed = once >= TARGET_SPEEDUP and figures["guard_rss_mib"] < TARGET_RSS_MIB and figures["guard_exit"] == 0
     print(
-        f"{'PASS' if once >= TARGET_SPEEDUP else 'FAIL'}  one guard decision at least {TARGET_SPEEDUP:g}x faster than the three tasks "
-        f"(the whole --once command): {once:.1f}x"
+        f"{'PASS' if once >= TARGET_SPEEDUP else 'FAIL'}  one guard decision at least {TARGET_SPEEDUP:g}x faster "
+        f"than the three tasks (the whole --once command): {once:.1f}x"
     )
     print(
-        f"{'PASS' if figures['guard_rss_mib'] < TARGET_RSS_MIB else 'FAIL'}  guard resident memory under {TARGET_RSS_MIB:g} MiB"
+        f"{'PASS' if figures['guard_rss_mib'] < TARGET_RSS_MIB else 'FAIL'}  "
+        f"guard resident memory under {TARGET_RSS_MIB:g} MiB"
     )
     return passed
 
@@ -312,7 +307,7 @@ def main():
     parser.add_argument("--engine", choices=("kafka", "sim"), default="sim")
     parser.add_argument("--json", help="also write the figures as JSON to this file")
     args = parser.parse_args()
-    _ensure_collection_link()
+    ensure_collection_link(ROOT, COLLECTIONS)
     workdir = tempfile.mkdtemp(prefix="bench-disk-guard-")
     cluster = None
     try:

@@ -2,7 +2,8 @@
 
 Run from the repository root (see bench/README.md)::
 
-    .venv/bin/python bench/disk_guard_reaction_bench.py [--trials N] [--interval S] [--phase aligned|independent] [--json FILE]
+    .venv/bin/python bench/disk_guard_reaction_bench.py [--trials N] [--interval S]
+        [--phase aligned|independent] [--json FILE]
 
 The question (the issue's target): when a volume crosses the limit, how much later than the plugin does the guard get
 producers throttled, with the same binary rule, the same limit and the same interval? Target: at most 2 s later.
@@ -89,8 +90,8 @@ centre), and only the mean over many trials estimates the mechanism's difference
 Reported: every trial, and per side the median and mean reaction (with detect and apply), the difference guard -
 plugin per trial, its median and mean, and a PASS/FAIL line: PASS when every trial produced both reactions and the
 median difference is at most 2 s. Progress goes to stderr, the table to stdout, everything with ``--json``.
-Exit status: 0 PASS, 1 FAIL or error, 130 Ctrl-C, 143 SIGTERM. The cluster, the guard and the temporary directory are torn
-down also on an error, Ctrl-C or SIGTERM.
+Exit status: 0 PASS, 1 FAIL or error, 130 Ctrl-C, 143 SIGTERM. The cluster, the guard and the temporary directory are
+torn down also on an error, Ctrl-C or SIGTERM.
 
 Clocks: the plugin's log timestamps are the broker's wall clock in milliseconds, so every event is taken with
 ``time.time()`` (the same clock) and every figure is a difference of two such readings within seconds of each other.
@@ -603,7 +604,8 @@ class ReactionBench:
             decision = self.guard.decisions[0]
             if decision["factor"] != 1.0:
                 raise BenchError(
-                    f"the guard's first decision is factor {decision['factor']} with the volume free:\n{self.guard.tail()}"
+                    f"the guard's first decision is factor {decision['factor']} with the volume free:\n"
+                    f"{self.guard.tail()}"
                 )
             late = decision["start"] - start_at
             if late <= 0.25 or attempt == 3:
@@ -867,12 +869,12 @@ def table(trials):
             ]
         )
     headers = [name for name, *_rest in COLUMNS]
-    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, *summary_rows)]
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, *summary_rows, strict=True)]
     rule = "  ".join("-" * width for width in widths)
-    lines = ["  ".join(cell.rjust(width) for cell, width in zip(headers, widths)), rule]
-    lines += ["  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
+    lines = ["  ".join(cell.rjust(width) for cell, width in zip(headers, widths, strict=True)), rule]
+    lines += ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     lines.append(rule)
-    lines += ["  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in summary_rows]
+    lines += ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in summary_rows]
     return lines
 
 
@@ -886,19 +888,21 @@ def report(results):
             f"{host['load_after']} after)"
         ),
         (
-            f"One Apache Kafka {settings['kafka_version']} cluster: broker {PLUGIN_BROKER} loads {settings['plugin_jar']}, "
-            f"broker {GUARDED_BROKER} is held by python -m headroom_guard (no plugin), broker {FILLED_BROKER}'s log dir is the "
-            "filling volume."
+            f"One Apache Kafka {settings['kafka_version']} cluster: broker {PLUGIN_BROKER} loads "
+            f"{settings['plugin_jar']}, broker {GUARDED_BROKER} is held by python -m headroom_guard (no plugin), "
+            f"broker {FILLED_BROKER}'s log dir is the filling volume."
         ),
         (
-            f"Both: binary rule, min available bytes {LIMIT // MIB} MiB per volume, a check every {settings['interval']:g} s, "
-            f"produce quota {BASE_RATE // 1024} KiB/s x factor; each producer offers {OFFERED_RATE // 1024} KiB/s in "
-            f"{MESSAGE_SIZE} B records. Guard phase: {settings['phase']}."
+            f"Both: binary rule, min available bytes {LIMIT // MIB} MiB per volume, "
+            f"a check every {settings['interval']:g} s, produce quota {BASE_RATE // 1024} KiB/s x factor; "
+            f"each producer offers {OFFERED_RATE // 1024} KiB/s in {MESSAGE_SIZE} B records. "
+            f"Guard phase: {settings['phase']}."
         ),
         (
             f"T0 = {TRIGGER_SIZE // MIB} MiB written into the filling volume (limit + {MARGIN // MIB} MiB -> limit - "
-            f"{MARGIN // MIB} MiB available); reaction = first produce response with a throttle time, after T0; detect = T0 -> "
-            "the decision that saw it; apply = that decision -> the throttled response. Seconds after T0 unless named."
+            f"{MARGIN // MIB} MiB available); reaction = first produce response with a throttle time, after T0; "
+            "detect = T0 -> the decision that saw it; apply = that decision -> the throttled response. "
+            "Seconds after T0 unless named."
         ),
         "",
     ]
@@ -930,8 +934,8 @@ def report(results):
         else "; a side did not react in every trial"
     )
     lines.append(
-        f"{'PASS' if summary['passed'] else 'FAIL'}  the guard reacts at most {TARGET_SECONDS:g} s later than the plugin "
-        f"(median of guard - plugin over {len(trials)} trials, interval {settings['interval']:g} s, phase "
+        f"{'PASS' if summary['passed'] else 'FAIL'}  the guard reacts at most {TARGET_SECONDS:g} s later than "
+        f"the plugin (median of guard - plugin over {len(trials)} trials, interval {settings['interval']:g} s, phase "
         f"{settings['phase']}): {fmt(difference['median'], True)} s{missing}"
     )
     return "\n".join(lines)
@@ -977,7 +981,8 @@ def run(args):
         "machine": machine(),
     }
     log(
-        f"{args.trials} trials at interval {args.interval} s, guard phase {args.phase}; load average {settings['machine']['load_before']}"
+        f"{args.trials} trials at interval {args.interval} s, guard phase {args.phase}; "
+        f"load average {settings['machine']['load_before']}"
     )
     try:
         libs = bench.start_cluster()
@@ -1040,7 +1045,10 @@ def parse_args(argv=None):
         "--phase",
         choices=("aligned", "independent"),
         default="aligned",
-        help="start the guard's decisions at the plugin's check instants (default) or at a random offset, anew each trial",
+        help=(
+            "start the guard's decisions at the plugin's check instants (default) or at a random offset, "
+            "anew each trial"
+        ),
     )
     parser.add_argument(
         "--seed", type=int, default=None, help="seed of the random T0 and phase offsets (default: random)"

@@ -17,20 +17,14 @@ import sys
 import tempfile
 import time
 
+from collection_link import ensure_collection_link
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
 from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
 from kafka_sim.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
-
-
-def _ensure_collection_link():
-    namespace = os.path.join(COLLECTIONS, "ansible_collections", "headroom")
-    os.makedirs(namespace, exist_ok=True)
-    link = os.path.join(namespace, "kafka")
-    if not os.path.islink(link):
-        os.symlink(ROOT, link)
 
 
 def _collect_once(bootstrap):
@@ -127,7 +121,7 @@ def main():
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--task-runs", type=int, default=3)
     args = parser.parse_args()
-    _ensure_collection_link()
+    ensure_collection_link(ROOT, COLLECTIONS)
     workdir = tempfile.mkdtemp(prefix="bench-log-dirs-")
     small = _measure(5, args.runs, args.task_runs, workdir)
     large = _measure(50, args.runs, args.task_runs, workdir)

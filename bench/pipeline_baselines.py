@@ -167,7 +167,8 @@ def pandas_read(location):
 
 
 def pandas_frames(rows):
-    """(messages, volumes) from normalized message dicts (cluster, broker_id, at microseconds, soft_limit, hard_limit, volumes)."""
+    """(messages, volumes) from normalized message dicts (cluster, broker_id, at microseconds, soft_limit, hard_limit,
+    volumes)."""
     import pandas as pd
 
     def limit_part(limit, part):
@@ -246,7 +247,7 @@ def _known(volumes):
 def _duplicate_preference(messages, volumes, row):
     """The reference's tie-break among duplicates with the same usable total (rare: run in Python)."""
     mine = volumes[volumes["message"] == row]
-    listed = sorted(zip(mine["log_dir"].astype(str), mine["total_bytes"], mine["usable_bytes"]))
+    listed = sorted(zip(mine["log_dir"].astype(str), mine["total_bytes"], mine["usable_bytes"], strict=True))
 
     def limit_key(prefix):
         limit_type, level = messages[f"{prefix}_type"].iloc[row], messages[f"{prefix}_level"].iloc[row]
@@ -257,7 +258,8 @@ def _duplicate_preference(messages, volumes, row):
 
 
 def _deduplicated(messages, volumes):
-    """(kept, cluster codes, cluster names): the kept messages' row numbers sorted by cluster (name order), broker_id, at."""
+    """(kept, cluster codes, cluster names): the kept messages' row numbers sorted by cluster (name order), broker_id,
+    at."""
     clusters = _name_ordered(messages["cluster"])
     cluster = clusters.cat.codes.to_numpy().astype(np.int64)
     broker, at = messages["broker_id"].to_numpy().astype(np.int64), messages["at"].to_numpy()
@@ -276,7 +278,8 @@ def _deduplicated(messages, volumes):
 
 
 def _prefer_among_duplicates(messages, volumes, order, same):
-    """``order`` without the duplicates that lose: the least total usable bytes wins, ties as the reference breaks them."""
+    """``order`` without the duplicates that lose: the least total usable bytes wins, ties as the reference breaks
+    them."""
     import pandas as pd
 
     in_run = np.append(same, False) | np.insert(same, 0, False)
@@ -350,7 +353,8 @@ class Timeline:
         return np.bincount(self.volume_message, weights=flags, minlength=self.count)
 
     def violation_lists(self, message_at_instant, instant, volume_flags, sort_keys):
-        """Per grid instant, the flagged volumes of the messages counted there, ordered by sort_keys then broker, log dir."""
+        """Per grid instant, the flagged volumes of the messages counted there, ordered by sort_keys then broker, log
+        dir."""
         import pandas as pd
         import pyarrow as pa
 
@@ -678,7 +682,8 @@ def pandas_volume_forecast(frame, config):
 
 
 def pandas_run(location, out, config, on_lap=None):
-    """Read, both stages, write out/decisions.parquet and out/forecast.parquet; (rows written per stage, seconds per phase)."""
+    """Read, both stages, write out/decisions.parquet and out/forecast.parquet; (rows written per stage, seconds per
+    phase)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -716,10 +721,11 @@ class PhaseClock:
 #
 # Normalized input: the table ``messages`` (cluster, broker_id, at_us, soft_type, soft_level, hard_type, hard_level,
 # volumes STRUCT(log_dir, total_bytes, usable_bytes)[]); sizes that are null or negative are unknown.
-
+#
 MESSAGES_DDL = """
 CREATE OR REPLACE TEMP TABLE messages (
-    cluster VARCHAR, broker_id BIGINT, at_us BIGINT, soft_type VARCHAR, soft_level DOUBLE, hard_type VARCHAR, hard_level DOUBLE,
+    cluster VARCHAR, broker_id BIGINT, at_us BIGINT, soft_type VARCHAR, soft_level DOUBLE, hard_type VARCHAR,
+        hard_level DOUBLE,
     volumes STRUCT(log_dir VARCHAR, total_bytes BIGINT, usable_bytes BIGINT)[])
 """
 
@@ -727,28 +733,33 @@ MACROS = """
 CREATE OR REPLACE TEMP MACRO known_size(v) AS coalesce(v.total_bytes >= 0 AND v.usable_bytes >= 0, false);
 CREATE OR REPLACE TEMP MACRO size_or_unknown(size) AS CASE WHEN size >= 0 THEN size ELSE -1 END;
 CREATE OR REPLACE TEMP MACRO level_or_unknown(level) AS CASE WHEN isfinite(level) THEN level ELSE -1.0::DOUBLE END;
-CREATE OR REPLACE TEMP MACRO ceil_to(x, step) AS CASE WHEN x >= 0 THEN (x + step - 1) // step * step ELSE x // step * step END;
+CREATE OR REPLACE TEMP MACRO ceil_to(x, step) AS CASE WHEN x >= 0 THEN (x + step - 1) // step * step
+    ELSE x // step * step END;
 CREATE OR REPLACE TEMP MACRO level_ok(kind, level) AS coalesce(
     kind IN ('min_free_bytes', 'min_free_percentage', 'consumed_space') AND isfinite(level) AND level >= 0
     AND (kind <> 'min_free_percentage' OR level <= 100), false);
 CREATE OR REPLACE TEMP MACRO limits_ok(soft_kind, soft, hard_kind, hard) AS coalesce(
     level_ok(soft_kind, soft) AND level_ok(hard_kind, hard) AND soft_kind = hard_kind
-    AND ((soft_kind IN ('min_free_bytes', 'min_free_percentage') AND soft > hard) OR (soft_kind = 'consumed_space' AND soft < hard)), false);
+    AND ((soft_kind IN ('min_free_bytes', 'min_free_percentage') AND soft > hard)
+        OR (soft_kind = 'consumed_space' AND soft < hard)), false);
 CREATE OR REPLACE TEMP MACRO measure(kind, total, usable) AS CASE kind
     WHEN 'min_free_bytes' THEN usable::DOUBLE
     WHEN 'min_free_percentage' THEN (CASE WHEN total > 0 THEN usable / total ELSE 0.0::DOUBLE END) * 100.0::DOUBLE
     ELSE (total - usable)::DOUBLE END;
-CREATE OR REPLACE TEMP MACRO breaches(kind, value, level) AS CASE WHEN kind = 'consumed_space' THEN value >= level ELSE value <= level END;
+CREATE OR REPLACE TEMP MACRO breaches(kind, value, level) AS CASE WHEN kind = 'consumed_space' THEN value >= level
+    ELSE value <= level END;
 CREATE OR REPLACE TEMP MACRO graded_factor(kind, value, soft, hard) AS CASE
     WHEN breaches(kind, value, hard) THEN 0.0::DOUBLE
     WHEN NOT breaches(kind, value, soft) THEN 1.0::DOUBLE
     WHEN kind = 'consumed_space' THEN greatest(least((hard - value) / (hard - soft), 1.0::DOUBLE), 0.0::DOUBLE)
     ELSE greatest(least((value - hard) / (soft - hard), 1.0::DOUBLE), 0.0::DOUBLE) END;
-CREATE OR REPLACE TEMP MACRO state_of(factor) AS CASE WHEN factor >= 1.0 THEN 'OPEN' WHEN factor <= 0.0 THEN 'PAUSE' ELSE 'THROTTLE' END;
+CREATE OR REPLACE TEMP MACRO state_of(factor) AS CASE WHEN factor >= 1.0 THEN 'OPEN' WHEN factor <= 0.0 THEN 'PAUSE'
+    ELSE 'THROTTLE' END;
 CREATE OR REPLACE TEMP MACRO seconds_to(usable, limit_bytes, slope, last_us) AS CASE
     WHEN limit_bytes IS NULL THEN NULL
     WHEN usable <= limit_bytes THEN 0.0::DOUBLE
-    WHEN slope > 0 AND (usable - limit_bytes) / slope <= (253402300799999999 - last_us)::DOUBLE / 1000000.0::DOUBLE THEN (usable - limit_bytes) / slope
+    WHEN slope > 0 AND (usable - limit_bytes) / slope <= (253402300799999999 - last_us)::DOUBLE / 1000000.0::DOUBLE
+        THEN (usable - limit_bytes) / slope
     END;
 CREATE OR REPLACE TEMP MACRO timestamp_of(micros) AS make_timestamp(micros)::TIMESTAMPTZ;
 """
@@ -758,20 +769,25 @@ INSERT INTO messages
 SELECT coalesce(ClusterId, 'default'), BrokerId, epoch_us(SnapshotAt::TIMESTAMPTZ),
        {soft_type}, SoftLimit.level, {hard_type}, HardLimit.level,
        list_transform(Volumes, lambda v: struct_pack(log_dir := v.VolumeName, total_bytes := v.Capacity,
-                                                      usable_bytes := CASE WHEN v.Consumed <= v.Capacity THEN v.Capacity - v.Consumed ELSE -1 END))
+                                                      usable_bytes := CASE WHEN v.Consumed <= v.Capacity
+                                                          THEN v.Capacity - v.Consumed ELSE -1 END))
 FROM read_parquet({files})
 """
 
 # Kept messages (duplicates resolved as in the reference), with their instant (bucket) and the broker's next message.
 KEPT = """
-CREATE OR REPLACE TEMP TABLE duplicated AS SELECT cluster, broker_id, at_us FROM messages GROUP BY ALL HAVING count(*) > 1;
+CREATE OR REPLACE TEMP TABLE duplicated AS SELECT cluster, broker_id, at_us FROM messages
+    GROUP BY ALL HAVING count(*) > 1;
 CREATE OR REPLACE TEMP TABLE kept AS
 WITH preferred AS (
     SELECT m.* FROM messages m SEMI JOIN duplicated USING (cluster, broker_id, at_us)
     QUALIFY row_number() OVER (PARTITION BY cluster, broker_id, at_us ORDER BY
-        coalesce(list_sum(list_transform(volumes, lambda v: CASE WHEN known_size(v) THEN v.usable_bytes ELSE 0 END)), 0),
-        list_sort(list_transform(volumes, lambda v: struct_pack(d := v.log_dir, t := size_or_unknown(v.total_bytes), u := size_or_unknown(v.usable_bytes)))),
-        coalesce(soft_type, ''), level_or_unknown(soft_level), coalesce(hard_type, ''), level_or_unknown(hard_level)) = 1
+        coalesce(list_sum(list_transform(volumes, lambda v: CASE WHEN known_size(v) THEN v.usable_bytes
+            ELSE 0 END)), 0),
+        list_sort(list_transform(volumes, lambda v: struct_pack(d := v.log_dir, t := size_or_unknown(v.total_bytes),
+            u := size_or_unknown(v.usable_bytes)))),
+        coalesce(soft_type, ''), level_or_unknown(soft_level), coalesce(hard_type, ''),
+            level_or_unknown(hard_level)) = 1
 ), single AS (
     SELECT m.* FROM messages m ANTI JOIN duplicated USING (cluster, broker_id, at_us)
 ), unique_messages AS (
@@ -780,8 +796,10 @@ WITH preferred AS (
 SELECT *, ceil_to(at_us, {interval}) AS bucket,
        coalesce(lead(at_us) OVER (PARTITION BY cluster, broker_id ORDER BY at_us), 9223372036854775807) AS next_us
 FROM unique_messages;
-CREATE OR REPLACE TEMP TABLE bounds AS SELECT cluster, min(bucket) AS first_t, max(bucket) AS last_t FROM kept GROUP BY cluster;
-CREATE OR REPLACE TEMP TABLE instants AS SELECT cluster, unnest(range(first_t, last_t + 1, {interval})) AS t FROM bounds;
+CREATE OR REPLACE TEMP TABLE bounds AS SELECT cluster, min(bucket) AS first_t, max(bucket) AS last_t FROM kept
+    GROUP BY cluster;
+CREATE OR REPLACE TEMP TABLE instants AS SELECT cluster, unnest(range(first_t, last_t + 1, {interval})) AS t
+    FROM bounds;
 """
 
 # Per kept message what either policy needs of its volumes; violating volumes as sortable structs.
@@ -791,10 +809,12 @@ WITH judged AS (
     SELECT k.cluster, k.broker_id, k.at_us, k.bucket, k.next_us, b.last_t,
            len(list_filter(k.volumes, lambda v: known_size(v))) AS known_volumes,
            list_transform(list_filter(k.volumes, lambda v: known_size(v) AND {strimzi_violates}),
-                          lambda v: struct_pack(k := {strimzi_key}, b := k.broker_id, d := v.log_dir)) AS strimzi_violating,
+                          lambda v: struct_pack(k := {strimzi_key}, b := k.broker_id, d := v.log_dir))
+                              AS strimzi_violating,
            CASE WHEN limits_ok(k.soft_type, k.soft_level, k.hard_type, k.hard_level) THEN
                list_transform(list_filter(k.volumes, lambda v: known_size(v)), lambda v: struct_pack(
-                   f := graded_factor(k.soft_type, measure(k.soft_type, v.total_bytes, v.usable_bytes), k.soft_level, k.hard_level),
+                   f := graded_factor(k.soft_type, measure(k.soft_type, v.total_bytes, v.usable_bytes), k.soft_level,
+                       k.hard_level),
                    u := v.usable_bytes, b := k.broker_id, d := v.log_dir,
                    soft := breaches(k.soft_type, measure(k.soft_type, v.total_bytes, v.usable_bytes), k.soft_level)))
            ELSE [] END AS graded
@@ -803,7 +823,8 @@ WITH judged AS (
 SELECT cluster, broker_id, at_us, bucket, next_us, last_t, known_volumes, strimzi_violating,
        len(graded) AS judged_volumes,
        list_min(list_transform(graded, lambda g: g.f)) AS least_factor,
-       list_transform(list_filter(graded, lambda g: g.soft), lambda g: struct_pack(f := g.f, u := g.u, b := g.b, d := g.d)) AS graded_violating
+       list_transform(list_filter(graded, lambda g: g.soft),
+           lambda g: struct_pack(f := g.f, u := g.u, b := g.b, d := g.d)) AS graded_violating
 FROM judged
 """
 
@@ -828,11 +849,14 @@ base AS (
     FROM base WINDOW w AS (PARTITION BY cluster ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ), decided AS (
     SELECT *, NOT observed AND t - valid_from > {validity} AS fallback_applied,
-           CASE WHEN observed THEN factor_seen WHEN t - valid_from <= {validity} THEN kept_factor ELSE {fallback} END AS throttle_factor
+           CASE WHEN observed THEN factor_seen WHEN t - valid_from <= {validity} THEN kept_factor ELSE {fallback} END
+               AS throttle_factor
     FROM clocked
 )
-SELECT cluster, timestamp_of(t) AS at, 'strimzi' AS policy, throttle_factor, state_of(throttle_factor) AS state, fallback_applied, observed,
-       CASE WHEN observed AND violating IS NOT NULL THEN list_transform(violating, lambda v: struct_pack(broker_id := v.b, log_dir := v.d))
+SELECT cluster, timestamp_of(t) AS at, 'strimzi' AS policy, throttle_factor, state_of(throttle_factor) AS state,
+    fallback_applied, observed,
+       CASE WHEN observed AND violating IS NOT NULL THEN
+           list_transform(violating, lambda v: struct_pack(broker_id := v.b, log_dir := v.d))
             ELSE []::{violations_type} END AS violations,
        CASE WHEN observed THEN coalesce(volumes, 0) ELSE 0 END::BIGINT AS volumes_considered,
        CASE WHEN observed THEN coalesce(brokers, 0) ELSE 0 END::BIGINT AS brokers_considered
@@ -848,18 +872,23 @@ FROM (SELECT cluster, judged_volumes, least_factor, graded_violating,
 GROUP BY cluster, t;
 CREATE OR REPLACE TEMP TABLE graded_rows AS
 WITH joined AS (
-    SELECT cluster, t, count(*) AS brokers FROM (SELECT cluster, min(bucket) AS t FROM figures GROUP BY cluster, broker_id) GROUP BY cluster, t
+    SELECT cluster, t, count(*) AS brokers
+        FROM (SELECT cluster, min(bucket) AS t FROM figures GROUP BY cluster, broker_id) GROUP BY cluster, t
 ), base AS (
     SELECT i.cluster, i.t, coalesce(s.fresh, 0) AS fresh, coalesce(s.volumes, 0) AS volumes, s.lowest, s.violating,
-           sum(coalesce(j.brokers, 0)) OVER (PARTITION BY i.cluster ORDER BY i.t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS known
+           sum(coalesce(j.brokers, 0)) OVER (PARTITION BY i.cluster ORDER BY i.t ROWS BETWEEN UNBOUNDED PRECEDING
+               AND CURRENT ROW) AS known
     FROM instants i LEFT JOIN joined j USING (cluster, t) LEFT JOIN graded_seen s USING (cluster, t)
 ), decided AS (
     SELECT *, fresh <> known AND {pause} AS fallback_applied FROM base
 ), factored AS (
-    SELECT *, CASE WHEN fallback_applied THEN 0.0::DOUBLE ELSE coalesce(lowest, 1.0::DOUBLE) END AS throttle_factor FROM decided
+    SELECT *, CASE WHEN fallback_applied THEN 0.0::DOUBLE ELSE coalesce(lowest, 1.0::DOUBLE) END AS throttle_factor
+        FROM decided
 )
-SELECT cluster, timestamp_of(t) AS at, 'graded' AS policy, throttle_factor, state_of(throttle_factor) AS state, fallback_applied, fresh > 0 AS observed,
-       coalesce(list_transform(violating, lambda v: struct_pack(broker_id := v.b, log_dir := v.d)), []::{violations_type}) AS violations,
+SELECT cluster, timestamp_of(t) AS at, 'graded' AS policy, throttle_factor, state_of(throttle_factor) AS state,
+    fallback_applied, fresh > 0 AS observed,
+       coalesce(list_transform(violating, lambda v: struct_pack(broker_id := v.b, log_dir := v.d)),
+           []::{violations_type}) AS violations,
        volumes::BIGINT AS volumes_considered, fresh::BIGINT AS brokers_considered
 FROM factored
 """
@@ -867,7 +896,8 @@ FROM factored
 # The VOLUMES frame: one row per volume of every message (duplicates included).
 VOLUME_ROWS = """
 CREATE OR REPLACE TEMP TABLE volume_rows AS
-SELECT cluster, broker_id, at_us, hard_type, hard_level, v.log_dir AS log_dir, v.total_bytes AS total_bytes, v.usable_bytes AS usable_bytes
+SELECT cluster, broker_id, at_us, hard_type, hard_level, v.log_dir AS log_dir, v.total_bytes AS total_bytes,
+    v.usable_bytes AS usable_bytes
 FROM (SELECT cluster, broker_id, at_us, hard_type, hard_level, unnest(volumes) AS v FROM messages)
 """
 
@@ -882,21 +912,26 @@ WITH lasts AS (
     SELECT cluster, broker_id, log_dir, min(at_us) AS first_us FROM windowed GROUP BY ALL
 ), bucketed AS (
     SELECT w.*, f.first_us,
-           CASE WHEN w.last_us > f.first_us THEN least((w.at_us - f.first_us) * 24 // (w.last_us - f.first_us), 23) ELSE 0 END AS bucket
+           CASE WHEN w.last_us > f.first_us THEN least((w.at_us - f.first_us) * 24 // (w.last_us - f.first_us), 23)
+               ELSE 0 END AS bucket
     FROM windowed w JOIN firsts f USING (cluster, broker_id, log_dir)
 ), peaks AS (
     SELECT cluster, broker_id, log_dir, first_us, last_us, bucket, count(*) AS rows_in_bucket,
            max(struct_pack(u := used_bytes, a := at_us)) AS peak,
-           max(struct_pack(a := at_us, u := used_bytes, t := total_bytes, s := usable_bytes, ht := hard_type, hl := hard_level)) AS latest
+           max(struct_pack(a := at_us, u := used_bytes, t := total_bytes, s := usable_bytes, ht := hard_type,
+               hl := hard_level)) AS latest
     FROM bucketed GROUP BY ALL
 ), trends AS (
-    SELECT cluster, broker_id, log_dir, first_us, last_us, count(*) AS buckets, sum(rows_in_bucket)::BIGINT AS samples, max(latest) AS latest,
+    SELECT cluster, broker_id, log_dir, first_us, last_us, count(*) AS buckets,
+        sum(rows_in_bucket)::BIGINT AS samples, max(latest) AS latest,
            CASE WHEN count(*) >= 3 THEN regr_slope(peak.u::DOUBLE, (peak.a - first_us) / 1000000.0::DOUBLE) END AS slope
     FROM peaks GROUP BY ALL
 ), limits AS (
-    SELECT *, latest.t AS total_bytes, latest.s AS usable_bytes, latest.u AS used_bytes, latest.ht AS hard_limit_type, latest.hl AS hard_limit_level,
+    SELECT *, latest.t AS total_bytes, latest.s AS usable_bytes, latest.u AS used_bytes, latest.ht AS hard_limit_type,
+        latest.hl AS hard_limit_level,
            CASE WHEN latest.t > 0 THEN latest.s / latest.t ELSE 0.0::DOUBLE END AS usable_ratio,
-           CASE latest.ht WHEN 'min_free_bytes' THEN latest.hl WHEN 'min_free_percentage' THEN latest.t * latest.hl / 100.0::DOUBLE
+           CASE latest.ht WHEN 'min_free_bytes' THEN latest.hl
+               WHEN 'min_free_percentage' THEN latest.t * latest.hl / 100.0::DOUBLE
                           WHEN 'consumed_space' THEN latest.t - latest.hl END AS hard_limit_usable_bytes,
            {plugin_limit} AS plugin_limit_usable_bytes
     FROM trends
@@ -905,14 +940,19 @@ WITH lasts AS (
            seconds_to(usable_bytes, plugin_limit_usable_bytes, slope, last_us) AS plugin_seconds
     FROM limits
 ), crossing AS (
-    SELECT *, last_us + round(hard_seconds * 1000000.0::DOUBLE)::BIGINT AS hard_us, last_us + round(plugin_seconds * 1000000.0::DOUBLE)::BIGINT AS plugin_us
+    SELECT *, last_us + round(hard_seconds * 1000000.0::DOUBLE)::BIGINT AS hard_us,
+        last_us + round(plugin_seconds * 1000000.0::DOUBLE)::BIGINT AS plugin_us
     FROM timed
 )
-SELECT cluster, broker_id, log_dir, timestamp_of(first_us) AS first_at, timestamp_of(last_us) AS last_at, samples, buckets,
+SELECT cluster, broker_id, log_dir, timestamp_of(first_us) AS first_at, timestamp_of(last_us) AS last_at, samples,
+    buckets,
        total_bytes, usable_bytes, used_bytes, usable_ratio, hard_limit_type, hard_limit_level, hard_limit_usable_bytes,
-       slope * 3600.0::DOUBLE AS bytes_per_hour, timestamp_of(hard_us) AS crosses_hard_limit_at, hard_seconds / 3600.0::DOUBLE AS hours_to_hard_limit,
-       plugin_limit_usable_bytes, timestamp_of(plugin_us) AS crosses_plugin_limit_at, plugin_seconds / 3600.0::DOUBLE AS hours_to_plugin_limit,
-       row_number() OVER (ORDER BY least(hard_us, plugin_us) ASC NULLS LAST, usable_ratio, cluster, broker_id, log_dir) AS rank
+       slope * 3600.0::DOUBLE AS bytes_per_hour, timestamp_of(hard_us) AS crosses_hard_limit_at,
+           hard_seconds / 3600.0::DOUBLE AS hours_to_hard_limit,
+       plugin_limit_usable_bytes, timestamp_of(plugin_us) AS crosses_plugin_limit_at,
+           plugin_seconds / 3600.0::DOUBLE AS hours_to_plugin_limit,
+       row_number() OVER (ORDER BY least(hard_us, plugin_us) ASC NULLS LAST, usable_ratio, cluster, broker_id,
+           log_dir) AS rank
 FROM crossing
 """
 
@@ -1019,7 +1059,8 @@ def duckdb_decision_timeline(connection, config):
 
 
 def duckdb_volume_forecast(connection, config, volume_rows=None):
-    """Creates the table ``forecast`` from ``messages``, or from the VOLUMES rows in ``volume_rows`` (a pyarrow table)."""
+    """Creates the table ``forecast`` from ``messages``, or from the VOLUMES rows in ``volume_rows`` (a pyarrow
+    table)."""
     settings = Settings(config)
     if settings.min_available_bytes is not None:
         plugin_limit = f"{_sql_literal(float(settings.min_available_bytes))}"
@@ -1032,8 +1073,8 @@ def duckdb_volume_forecast(connection, config, volume_rows=None):
     else:
         connection.register("given_volume_rows", volume_rows)
         connection.execute(
-            "CREATE OR REPLACE TEMP TABLE volume_rows AS SELECT cluster, broker_id, at_us, hard_type, hard_level, log_dir, "
-            "total_bytes, usable_bytes FROM given_volume_rows"
+            "CREATE OR REPLACE TEMP TABLE volume_rows AS SELECT cluster, broker_id, at_us, hard_type, hard_level, "
+            "log_dir, total_bytes, usable_bytes FROM given_volume_rows"
         )
         connection.unregister("given_volume_rows")
     connection.execute(FORECAST.format(window=_sql_literal(settings.window), plugin_limit=plugin_limit))
@@ -1046,7 +1087,8 @@ def _execute_script(connection, script):
 
 
 def duckdb_run(location, out, config, threads=None, on_lap=None):
-    """Read, both stages, write out/decisions.parquet and out/forecast.parquet; (rows written per stage, seconds per phase)."""
+    """Read, both stages, write out/decisions.parquet and out/forecast.parquet; (rows written per stage, seconds per
+    phase)."""
     os.makedirs(out, exist_ok=True)
     clock = PhaseClock(on_lap)
     connection = duckdb_connect(threads)

@@ -1,6 +1,8 @@
-"""The pipeline at scale: the job as a user runs it against the Spark floor, pandas and DuckDB, on 10k to 100M snapshot rows.
+"""The pipeline at scale: the job as a user runs it against the Spark floor, pandas and DuckDB, on 10k to 100M
+snapshot rows.
 
-Run from the repository root: ``.venv/bin/python bench/pipeline_bench.py [--rows ...] [--engines ...] [--no-cores] [--no-standalone]``.
+Run from the repository root:
+``.venv/bin/python bench/pipeline_bench.py [--rows ...] [--engines ...] [--no-cores] [--no-standalone]``.
 
 Data: a generated fleet of clusters of 10 brokers with one volume each, one usage snapshot message per broker every
 60 s (a "snapshot row" is one message), used bytes following retention's saw-tooth with a slow growth on some volumes,
@@ -13,9 +15,10 @@ Runs, each a process of its own: the job's command line (``python -m headroom_pi
 stage timings give the JVM start apart from the work), the Spark floor (pipeline_floor.py, same session settings),
 the pandas and DuckDB baselines (pipeline_baselines.py) and the floor in DuckDB; at 10M rows also the job with
 local[1] and local[2] and on a standalone Spark cluster through spark-submit. Reported: work time, JVM start, peak
-resident memory, the job's work over the floor's, the exchanges of the job's plans before and after (pipeline_plans.py),
-the outputs compared row by row, and a verdict per target; the same as JSON in build/bench/pipeline_bench.json. A run
-that fails, runs out of memory or takes longer than its time limit is reported as such instead of stopping the benchmark.
+resident memory, the job's work over the floor's, the exchanges of the job's plans before and after
+(pipeline_plans.py), the outputs compared row by row, and a verdict per target; the same as JSON in
+build/bench/pipeline_bench.json. A run that fails, runs out of memory or takes longer than its time limit is reported
+as such instead of stopping the benchmark.
 """
 
 import argparse
@@ -149,7 +152,8 @@ class Fleet:
         )
         self.broker_gaps = self._windows(rng, brokers, parameters["broker_gaps"], minutes, longest=20)
         self.cluster_gaps = self._windows(rng, parameters["clusters"], parameters["cluster_gaps"], minutes, longest=15)
-        # limits per cluster: 0-5 MinFreePercentage, 6-7 MinFreeBytes, 8 ConsumedSpace, 9 none; the first four clusters have each kind
+        # limits per cluster: 0-5 MinFreePercentage, 6-7 MinFreeBytes, 8 ConsumedSpace, 9 none; the first four
+        # clusters have each kind
         self.limit_kind = np.array([0, 6, 8, 9, 1, 7, 2, 3, 4, 5])[self.cluster_index % 10]
 
     @staticmethod
@@ -168,11 +172,11 @@ class Fleet:
         import numpy as np
 
         mask = minutes[:, None] < self.stop_minute[None, :]
-        for owner, first, length in zip(*self.broker_gaps):
+        for owner, first, length in zip(*self.broker_gaps, strict=True):
             rows = (minutes >= first) & (minutes < first + length)
             if rows.any():
                 mask[rows, owner] = False
-        for owner, first, length in zip(*self.cluster_gaps):
+        for owner, first, length in zip(*self.cluster_gaps, strict=True):
             rows = (minutes >= first) & (minutes < first + length)
             if rows.any():
                 mask[np.ix_(rows, self.cluster_index == owner)] = False
@@ -388,7 +392,8 @@ def _memory_available_share():
 
 
 class Watch(threading.Thread):
-    """Samples the run's processes: peak VmHWM of the JVM and of the worker; stops the run on the time or memory limit."""
+    """Samples the run's processes: peak VmHWM of the JVM and of the worker; stops the run on the time or memory
+    limit."""
 
     def __init__(self, process, time_limit, roots=()):
         super().__init__(daemon=True)
@@ -403,7 +408,8 @@ class Watch(threading.Thread):
             if self.process.poll() is not None:
                 return
             self.worker_peak_kib = max(self.worker_peak_kib, _status_kib(self.process.pid, "VmHWM") or 0)
-            # the JVMs the run started (spark-submit becomes one itself) and, on a cluster, the executors the workers started
+            # the JVMs the run started (spark-submit becomes one itself) and, on a cluster, the executors the workers
+            # started
             for pid in _java_pids(self.process.pid) + ([self.process.pid] if _name(self.process.pid) == "java" else []):
                 self.jvm_peak_kib = max(self.jvm_peak_kib, _status_kib(pid, "VmHWM") or 0)
             for pid in [child for root in self.roots for child in _java_pids(root)]:
@@ -597,13 +603,15 @@ def _output_relation(run, table):
 DECISION_DIFFERENCES = """
 SELECT count(*) FILTER (WHERE a.cluster IS NULL OR b.cluster IS NULL) AS missing,
        count(*) FILTER (WHERE a.cluster IS NOT NULL AND b.cluster IS NOT NULL AND (
-           a.throttle_factor <> b.throttle_factor OR a.state <> b.state OR a.fallback_applied <> b.fallback_applied OR a.observed <> b.observed
+           a.throttle_factor <> b.throttle_factor OR a.state <> b.state OR a.fallback_applied <> b.fallback_applied
+               OR a.observed <> b.observed
            OR a.volumes_considered <> b.volumes_considered OR a.brokers_considered <> b.brokers_considered
            OR list_transform(a.violations, lambda v: struct_pack(b := v.broker_id, d := v.log_dir))
               <> list_transform(b.violations, lambda v: struct_pack(b := v.broker_id, d := v.log_dir)))) AS different,
        count(*) AS compared
 FROM (SELECT *, epoch_us("at") AS at_us FROM {left}) a
-FULL JOIN (SELECT *, epoch_us("at") AS at_us FROM {right}) b ON a.cluster = b.cluster AND a.at_us = b.at_us AND a.policy::VARCHAR = b.policy::VARCHAR
+FULL JOIN (SELECT *, epoch_us("at") AS at_us FROM {right}) b ON a.cluster = b.cluster AND a.at_us = b.at_us
+    AND a.policy::VARCHAR = b.policy::VARCHAR
 """
 
 FORECAST_DIFFERENCES = """
@@ -638,10 +646,13 @@ def compare_outputs(runs, progress):
             for table, query in (("decisions", DECISION_DIFFERENCES), ("forecast", FORECAST_DIFFERENCES)):
                 sql = query.format(left=_output_relation(reference, table), right=_output_relation(other, table))
                 cursor = connection.execute(sql)
-                comparison[table] = dict(zip([column[0] for column in cursor.description], cursor.fetchone()))
+                comparison[table] = dict(
+                    zip([column[0] for column in cursor.description], cursor.fetchone(), strict=True)
+                )
             comparisons.append(comparison)
             progress(
-                f"{other['label']} vs {reference['label']} on {rows:,} rows: decisions {comparison['decisions']}, forecast {comparison['forecast']}"
+                f"{other['label']} vs {reference['label']} on {rows:,} rows: decisions {comparison['decisions']}, "
+                f"forecast {comparison['forecast']}"
             )
     return comparisons
 
@@ -769,10 +780,12 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
             ]
         )
     widths = [max(len(str(row[index])) for row in [header] + lines) for index in range(len(header))]
-    print("| " + " | ".join(name.ljust(width) for name, width in zip(header, widths)) + " |", file=out)
+    print("| " + " | ".join(name.ljust(width) for name, width in zip(header, widths, strict=True)) + " |", file=out)
     print("|" + "|".join("-" * (width + 2) for width in widths) + "|", file=out)
     for row in lines:
-        print("| " + " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths)) + " |", file=out)
+        print(
+            "| " + " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)) + " |", file=out
+        )
     for run in runs:
         if run["engine"] == "spark" and run["status"] == "ok":
             stages = ", ".join(
@@ -781,8 +794,8 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
             print(f"{run['label']} {run['rows']:,} rows: {stages}", file=out)
         if run["status"] != "ok":
             print(
-                f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s ({run.get('reason')})"
-                + (f"; log {run['log']}" if run.get("log") else ""),
+                f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s "
+                f"({run.get('reason')})" + (f"; log {run['log']}" if run.get("log") else ""),
                 file=out,
             )
     print(file=out)
@@ -790,17 +803,20 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
         for name, before in EXCHANGES_BEFORE.items():
             after = exchanges.get(name, {})
             print(
-                f"exchanges, {name}: before {before['shuffle']} shuffle + {before['broadcast']} broadcast in {before['queries']} queries "
-                f"(commit {BEFORE_COMMIT}); now {after.get('shuffle')} shuffle + {after.get('broadcast')} broadcast in {after.get('queries')} queries",
+                f"exchanges, {name}: before {before['shuffle']} shuffle + {before['broadcast']} broadcast "
+                f"in {before['queries']} queries (commit {BEFORE_COMMIT}); now {after.get('shuffle')} shuffle "
+                f"+ {after.get('broadcast')} broadcast in {after.get('queries')} queries",
                 file=out,
             )
         print(file=out)
     for comparison in comparisons:
         decisions, forecast = comparison["decisions"], comparison["forecast"]
         print(
-            f"{comparison['engine']} vs {comparison['reference']} at {comparison['rows']:,} rows: decisions {decisions['compared']:,} compared, "
-            f"{decisions['missing']} missing, {decisions['different']} different; forecast {forecast['compared']:,} compared, {forecast['missing']} missing, "
-            f"{forecast['different']} different, {forecast['rank_different']} ranked differently",
+            f"{comparison['engine']} vs {comparison['reference']} at {comparison['rows']:,} rows: "
+            f"decisions {decisions['compared']:,} compared, {decisions['missing']} missing, "
+            f"{decisions['different']} different; forecast {forecast['compared']:,} compared, "
+            f"{forecast['missing']} missing, {forecast['different']} different, "
+            f"{forecast['rank_different']} ranked differently",
             file=out,
         )
     print(file=out)
@@ -876,7 +892,8 @@ def count_exchanges(progress):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # the docstring's first paragraph, the summary, in one line
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n", 1)[0].split()))
     parser.add_argument(
         "--rows",
         type=int,
@@ -915,7 +932,10 @@ def main():
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Spark setting for the job and floor runs, on top of the job's session settings (repeatable; for experiments)",
+        help=(
+            "a Spark setting for the job and floor runs, on top of the job's session settings "
+            "(repeatable; for experiments)"
+        ),
     )
     parser.add_argument("--worker", choices=("pandas", "duckdb"), help=argparse.SUPPRESS)
     parser.add_argument("--plans", action="store_true", help=argparse.SUPPRESS)

@@ -1,8 +1,8 @@
 """The Spark floor: the least work any decision timeline and forecast must do on the benchmark's snapshots.
 
-``python bench/pipeline_floor.py --snapshots DIR --out DIR [--master MASTER] [--driver-memory 1g] [--engine spark|duckdb]``
-runs it the way the job runs (same session settings, a process of its own) and prints one JSON line with the
-session start and the work after it, apart.
+``python bench/pipeline_floor.py --snapshots DIR --out DIR [--master MASTER] [--driver-memory 1g]
+[--engine spark|duckdb]`` runs it the way the job runs (same session settings, a process of its own) and prints one
+JSON line with the session start and the work after it, apart.
 
 What it does, and nothing more: read the Parquet; explode the volumes; one window per broker ordered by time, which
 gives each message its broker's next one; each message counts for the check instants from its own (at rounded up
@@ -52,7 +52,8 @@ def spark_floor(spark, snapshots, out, interval_us=INTERVAL_US):
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at")
     first_instant = F.col("at") + F.pmod(-F.col("at"), F.lit(interval_us))
     timed = volumes.select("*", first_instant.alias("first"), F.lead("at").over(by_broker).alias("next"))
-    # the last instant before the broker's next message (the message's own instant at least; its own alone without a next)
+    # the last instant before the broker's next message (the message's own instant at least; its own alone without a
+    # next)
     before_next = F.col("next") - 1 - F.pmod(F.col("next") - 1, F.lit(interval_us))
     last = F.when(F.col("next").isNull(), F.col("first")).otherwise(F.greatest(F.col("first"), before_next))
     served = timed.select(
@@ -78,7 +79,8 @@ def spark_floor(spark, snapshots, out, interval_us=INTERVAL_US):
 
 FLOOR_SQL = """
 CREATE OR REPLACE TEMP TABLE volumes AS
-SELECT ClusterId AS cluster, BrokerId AS broker_id, epoch_us(SnapshotAt) AS at_us, v.Capacity AS total, v.Capacity - v.Consumed AS usable,
+SELECT ClusterId AS cluster, BrokerId AS broker_id, epoch_us(SnapshotAt) AS at_us, v.Capacity AS total,
+    v.Capacity - v.Consumed AS usable,
        v.VolumeName AS log_dir
 FROM (SELECT ClusterId, BrokerId, SnapshotAt, unnest(Volumes) AS v FROM read_parquet('{snapshots}/*.parquet'));
 COPY (
@@ -88,7 +90,8 @@ COPY (
   served AS (
     SELECT cluster, total, usable,
            unnest(generate_series(first_t, CASE WHEN next_us IS NULL THEN first_t
-                  ELSE greatest(first_t, next_us - 1 - ((next_us - 1) % {interval} + {interval}) % {interval}) END, {interval})) AS t
+                  ELSE greatest(first_t, next_us - 1 - ((next_us - 1) % {interval} + {interval}) % {interval}) END,
+                      {interval})) AS t
     FROM timed)
   SELECT cluster, t, min(usable / total) AS least_available_ratio, count(*) AS volumes
   FROM served GROUP BY cluster, t) TO '{out}/per_instant.parquet' (FORMAT parquet);

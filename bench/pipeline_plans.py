@@ -2,7 +2,8 @@
 
 Counted on the physical plans Spark makes before it runs them (adaptive execution may later turn a shuffle join
 into a broadcast one, but never adds a shuffle), for the query each of the job's two stages runs: the forecast (whose
-observation also gives the spans the timeline's size is bounded by) and the timeline. The plans' shape does not depend on the input's size.
+observation also gives the spans the timeline's size is bounded by) and the timeline. The plans' shape does not depend
+on the input's size.
 """
 
 import dataclasses

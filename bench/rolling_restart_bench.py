@@ -24,6 +24,7 @@ import time
 from xml.etree import ElementTree
 
 import yaml
+from collection_link import ensure_collection_link
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -38,14 +39,6 @@ OVERHEAD_TARGET_S = 2.0
 SPEEDUP_TARGET = 3.0
 BASELINE_PAUSE_S = 20
 BASELINE_POLL_S = 5
-
-
-def _ensure_collection_link():
-    """The collection must be importable as ansible_collections.headroom.kafka: a link to the repository."""
-    link = os.path.join(COLLECTIONS, "ansible_collections", "headroom", "kafka")
-    if not os.path.islink(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(ROOT, link)
 
 
 def _progress(text):
@@ -423,7 +416,7 @@ def main():
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the 20 s pause baseline (about 70 s)")
     args = parser.parse_args()
-    _ensure_collection_link()
+    ensure_collection_link(ROOT, COLLECTIONS)
     signal.signal(signal.SIGTERM, _terminate)
     workdir = tempfile.mkdtemp(prefix="bench-rolling-restart-")
     try:

@@ -10,13 +10,14 @@ import math
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 
 EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
 DEFAULT_INTERVAL = 30.0
 
 
-def _interval(text):
+def _interval(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -26,19 +27,19 @@ def _interval(text):
     return value
 
 
-def _port(text):
+def _port(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"--metrics-port must be a TCP port from 0 to 65535 (got {text!r})")
     return int(text)
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     command = argparse.ArgumentParser(
         prog="python -m headroom_guard",
-        description="Observe every log dir of a Kafka cluster, decide a throttle factor and make the cluster's client quotas "
-        "hold the declared produce rates scaled by it, every interval.",
-        epilog="Exit status: 0 stopped by SIGTERM/SIGINT, or --once/--check-config done; 1 --once whose decision failed; "
-        "2 configuration refused (nothing was sent to Kafka). One line per decision on stderr.",
+        description="Observe every log dir of a Kafka cluster, decide a throttle factor and make the cluster's client "
+        "quotas hold the declared produce rates scaled by it, every interval.",
+        epilog="Exit status: 0 stopped by SIGTERM/SIGINT, or --once/--check-config done; 1 --once whose decision "
+        "failed; 2 configuration refused (nothing was sent to Kafka). One line per decision on stderr.",
     )
     command.add_argument(
         "--config",
@@ -83,7 +84,7 @@ def parser():
     return command
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from headroom_guard import config  # imported here: --help needs no Kafka client
     from headroom_guard.guard import Guard
@@ -103,13 +104,14 @@ def main(argv=None):
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda _signum, _frame: stop.set())
-    server = None
+    server: MetricsServer | None = None
     if args.metrics_port is not None:
         try:
             server = MetricsServer(guard.metrics, args.metrics_address, args.metrics_port, guard.lock).start()
         except OSError as exc:
             print(
-                f"headroom_guard: --metrics-port {args.metrics_port}: cannot listen on {args.metrics_address}: {exc.strerror or exc}",
+                f"headroom_guard: --metrics-port {args.metrics_port}: cannot listen on {args.metrics_address}: "
+                f"{exc.strerror or exc}",
                 file=sys.stderr,
             )
             return EXIT_BAD_CONFIG

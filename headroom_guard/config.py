@@ -1,6 +1,9 @@
 """The guard's configuration file: a YAML (or JSON) mapping with the options of the ``headroom.kafka.disk_guard``
 module, checked by the module's own argument spec and rules before anything talks to Kafka."""
 
+from collections.abc import Iterable
+from typing import Any
+
 import yaml
 
 from headroom_pipeline.collection import ensure_importable
@@ -19,14 +22,14 @@ class ConfigError(ValueError):
     """A configuration the guard cannot run with; the message names the file, the option and what is allowed."""
 
 
-def _masked(text, secrets):
+def _masked(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             text = text.replace(secret, MASK)
     return text
 
 
-def load(path):
+def load(path: str) -> tuple[dict[str, Any], guard_options.GuardSettings]:
     """(params, GuardSettings) from the file at ``path``; ConfigError names what is wrong (secrets masked)."""
     try:
         with open(path, encoding="utf-8") as handle:

@@ -5,6 +5,8 @@ import datetime
 import sys
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 from headroom_guard.metrics import GuardMetrics, write_textfile
 from headroom_pipeline.collection import ensure_importable
@@ -13,11 +15,12 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 from ansible_collections.headroom.kafka.plugins.module_utils import guard_run  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError  # noqa: E402
 
 
-def _stamp(seconds):
+def _stamp(seconds: float) -> str:
     return (
         datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
         .isoformat(timespec="seconds")
@@ -25,7 +28,7 @@ def _stamp(seconds):
     )
 
 
-def decision_line(result, seconds):
+def decision_line(result: Mapping[str, Any], seconds: float) -> str:
     """The one line a decision writes on stderr."""
     changes = len(result["changes"])
     changed = f"{changes} quota entit{'y' if changes == 1 else 'ies'} changed" if changes else "quotas unchanged"
@@ -39,18 +42,26 @@ class Guard:
     """Decisions for one cluster. ``params``: the validated options (connection options included); ``settings``:
     guard_options.GuardSettings. ``dry_run``: decide and have Kafka validate, never apply."""
 
-    def __init__(self, params, settings, state_file=None, metrics_file=None, dry_run=False, stream=None):
+    def __init__(
+        self,
+        params: Mapping[str, Any],
+        settings: GuardSettings,
+        state_file: str | None = None,
+        metrics_file: str | None = None,
+        dry_run: bool = False,
+        stream: TextIO | None = None,
+    ) -> None:
         self.params, self.settings = params, settings
         self.state_file, self.metrics_file, self.dry_run = state_file, metrics_file, dry_run
         self.stream = stream or sys.stderr
         self.metrics, self.lock = GuardMetrics(), threading.Lock()
         self.memory = guard_run.load_memory(state_file)
-        self.adapter = None
+        self.adapter: KafkaAdapter | None = None
 
-    def say(self, text):
+    def say(self, text: str) -> None:
         print(f"headroom_guard: {text}", file=self.stream, flush=True)
 
-    def decide(self, now=None):
+    def decide(self, now: datetime.datetime | None = None) -> dict[str, Any] | None:
         """One decision; its result, or None when it failed (said on stderr, counted in the metrics)."""
         now = now or datetime.datetime.now(datetime.timezone.utc)
         started = time.monotonic()
@@ -79,7 +90,7 @@ class Guard:
         self._write_metrics()
         return result
 
-    def run(self, interval, stop):
+    def run(self, interval: float, stop: threading.Event) -> None:
         """Decide every ``interval`` seconds until ``stop`` (a threading.Event) is set; the interval counts from the
         start of each decision, so a slow cluster does not stretch it."""
         try:
@@ -91,7 +102,7 @@ class Guard:
         finally:
             self._close_adapter()
 
-    def _write_metrics(self):
+    def _write_metrics(self) -> None:
         if not self.metrics_file:
             return
         with self.lock:
@@ -101,7 +112,7 @@ class Guard:
         except OSError as exc:
             self.say(f"cannot write --metrics-file {self.metrics_file!r}: {exc.strerror or exc}")
 
-    def _close_adapter(self):
+    def _close_adapter(self) -> None:
         if self.adapter is not None:
             try:
                 self.adapter.close()

@@ -11,6 +11,8 @@ import http.server
 import os
 import tempfile
 import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from headroom_pipeline.collection import ensure_importable
 
@@ -24,12 +26,12 @@ OUTCOMES = ("applied", "unchanged", "failed")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _label(value):
+def _label(value: object) -> str:
     """A label value with Prometheus' escapes (backslash, double quote, line feed)."""
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _number(value):
+def _number(value: float) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
@@ -40,14 +42,15 @@ def _number(value):
 class Family:
     """One metric family: its HELP, TYPE and samples ({labels}, value)."""
 
-    def __init__(self, name, kind, help_text):
-        self.name, self.kind, self.help_text, self.samples = name, kind, help_text, []
+    def __init__(self, name: str, kind: str, help_text: str) -> None:
+        self.name, self.kind, self.help_text = name, kind, help_text
+        self.samples: list[tuple[dict[str, object], float]] = []
 
-    def add(self, value, **labels):
+    def add(self, value: float, **labels: object) -> "Family":
         self.samples.append((labels, value))
         return self
 
-    def lines(self):
+    def lines(self) -> Iterator[str]:
         yield f"# HELP {self.name} {self.help_text}"
         yield f"# TYPE {self.name} {self.kind}"
         for labels, value in self.samples:
@@ -58,23 +61,23 @@ class Family:
 class GuardMetrics:
     """What the metrics say: the last decision (None before the first) and the counts since the guard started."""
 
-    def __init__(self):
-        self.last = None  # guard_once's result
-        self.last_decision_at = None  # epoch seconds of the last decision that completed
-        self.last_duration = None  # how long it took, seconds
-        self.outcomes = dict.fromkeys(OUTCOMES, 0)
+    def __init__(self) -> None:
+        self.last: Mapping[str, Any] | None = None  # guard_once's result
+        self.last_decision_at: float | None = None  # epoch seconds of the last decision that completed
+        self.last_duration: float | None = None  # how long it took, seconds
+        self.outcomes: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.quota_changes = 0
 
-    def decided(self, result, seconds):
+    def decided(self, result: Mapping[str, Any], seconds: float) -> None:
         self.last, self.last_decision_at, self.last_duration = result, result["decided_at"], seconds
         self.outcomes["applied" if result["changed"] else "unchanged"] += 1
         self.quota_changes += len(result["changes"])
 
-    def failed(self):
+    def failed(self) -> None:
         self.outcomes["failed"] += 1
 
-    def render(self):
-        families = []
+    def render(self) -> str:
+        families: list[Family] = []
         outcomes = Family("headroom_guard_decisions_total", "counter", "Decisions since the guard started, by outcome.")
         for outcome in OUTCOMES:
             outcomes.add(self.outcomes[outcome], outcome=outcome)
@@ -139,7 +142,7 @@ class GuardMetrics:
         ).add(float(self.last_duration))
 
 
-def write_textfile(path, text):
+def write_textfile(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` atomically (node_exporter's textfile collector reads *.prom files)."""
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".headroom-guard-", suffix=".tmp", dir=directory)
@@ -157,7 +160,7 @@ def write_textfile(path, text):
 class MetricsServer:
     """``GET /metrics`` on ``address:port`` from a daemon thread; the page is rendered per request."""
 
-    def __init__(self, metrics, address, port, lock):
+    def __init__(self, metrics: GuardMetrics, address: str, port: int, lock: threading.Lock) -> None:
         render = metrics.render
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -181,13 +184,13 @@ class MetricsServer:
         self.thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
 
     @property
-    def port(self):
+    def port(self) -> int:
         return self.server.server_address[1]
 
-    def start(self):
+    def start(self) -> "MetricsServer":
         self.thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()

@@ -27,12 +27,12 @@ ensure_importable()
 
 # pylint: disable=wrong-import-position
 # The instants and broker ids the modules accept are the ones the pipeline accepts.
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import (
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import (  # noqa: E402
     BROKER_ID,
     EARLIEST_INSTANT,
     KAFKA_ID_MAX,
     LATEST_INSTANT,
-)  # noqa: E402
+)
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import SNAPSHOT_LIMIT_NAMES  # noqa: E402
 
 UTC = datetime.timezone.utc
@@ -41,24 +41,26 @@ TIMESTAMP_WITH_ZONE = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)
 BROKER_ID_MAX = KAFKA_ID_MAX  # Kafka's broker ids are Java ints >= 0
 MEDIAN_ACCURACY = 10000  # percentile_approx: rank error at most 1/10000 of the records
 LIMIT_TYPE_OF_NAME = {name: limit_type for limit_type, name in SNAPSHOT_LIMIT_NAMES.items()}
+# (condition, reason): the record is rejected with the reason, a text or a text column, when the condition holds.
+Check = tuple[Column, str | Column]
 
 
-def iso(moment):
+def iso(moment: datetime.datetime) -> str:
     """An aware datetime as ISO 8601 in UTC with Z (microseconds only when there are some)."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def micros(moment) -> int:
+def micros(moment: datetime.datetime) -> int:
     """Microseconds since the epoch of an aware datetime, exactly (no float rounding)."""
     delta = moment - datetime.datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def from_micros(value):
+def from_micros(value: int) -> datetime.datetime:
     return datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(microseconds=value)
 
 
-def first_reason(*checks):
+def first_reason(*checks: Check) -> Column:
     """The reason of the first (condition, reason) that holds, else null; a reason is a text or a text column."""
     return F.coalesce(
         *[F.when(condition, reason if isinstance(reason, Column) else F.lit(reason)) for condition, reason in checks]
@@ -88,7 +90,7 @@ def in_instant_range(at: Column) -> Column:
     return (stamp >= F.lit(micros(EARLIEST_INSTANT))) & (stamp <= F.lit(micros(LATEST_INSTANT)))
 
 
-def time_checks(field: str, at: Column, missing: Column, well_formed: Column):
+def time_checks(field: str, at: Column, missing: Column, well_formed: Column) -> list[Check]:
     """A time stamp that is present, ISO 8601 with a zone, and a real instant in the range Kafka's clocks can have."""
     return [
         (missing, f"{field} is missing"),
@@ -110,7 +112,7 @@ class TimeWindow:
     spread: float = DEFAULT_PLAUSIBLE_WINDOW
 
     @property
-    def needs_median(self):
+    def needs_median(self) -> bool:
         return self.since is None or self.until is None
 
 
@@ -123,25 +125,27 @@ class TimeBounds:
     median: Optional[datetime.datetime]
 
     @property
-    def lower(self):
+    def lower(self) -> datetime.datetime | None:
         if self.window.since is not None:
             return self.window.since
         return self.median - datetime.timedelta(seconds=self.window.spread) if self.median else None
 
     @property
-    def upper(self):
+    def upper(self) -> datetime.datetime | None:
         if self.window.until is not None:
             return self.window.until
         return self.median + datetime.timedelta(seconds=self.window.spread) if self.median else None
 
-    def checks(self, at: Column):
+    def checks(self, at: Column) -> list[Check]:
         stamp, days = F.unix_micros(at), _duration_text(self.window.spread)
-        result = []
+        # A side without an explicit bound has one only when there is a median: the text is used only then.
+        median = iso(self.median) if self.median else None
+        result: list[Check] = []
         if self.lower is not None:
             reason = (
                 f"{self.field} is before --since {iso(self.window.since)}"
                 if self.window.since is not None
-                else f"{self.field} is more than {days} before the median {self.field} of its input ({iso(self.median)}): "
+                else f"{self.field} is more than {days} before the median {self.field} of its input ({median}): "
                 "a clock that was reset? (--since or --plausible-window accept older records)"
             )
             result.append((stamp < F.lit(micros(self.lower)), reason))
@@ -149,13 +153,13 @@ class TimeBounds:
             reason = (
                 f"{self.field} is after --until {iso(self.window.until)}"
                 if self.window.until is not None
-                else f"{self.field} is more than {days} after the median {self.field} of its input ({iso(self.median)}): "
+                else f"{self.field} is more than {days} after the median {self.field} of its input ({median}): "
                 "a clock that ran ahead? (--until or --plausible-window accept later records)"
             )
             result.append((stamp > F.lit(micros(self.upper)), reason))
         return result
 
-    def describe(self):
+    def describe(self) -> dict[str, str | None]:
         """For the summary: the bounds and the median they came from, ISO 8601."""
         return {
             "since": iso(self.lower) if self.lower else None,
@@ -172,7 +176,9 @@ def _duration_text(seconds):
     return ""
 
 
-def count_and_bounds(raw: DataFrame, field: str, at: Column, usable: Column, window: TimeWindow):
+def count_and_bounds(
+    raw: DataFrame, field: str, at: Column, usable: Column, window: TimeWindow
+) -> tuple[int, TimeBounds]:
     """(records in ``raw``, TimeBounds) in one pass over the records: the median is that of the stamps of records
     whose stamp is ``usable`` (well-formed, in the instant range) and within an explicit --since or --until."""
     if not window.needs_median:
@@ -187,6 +193,7 @@ def count_and_bounds(raw: DataFrame, field: str, at: Column, usable: Column, win
         F.count(F.lit(1)).alias("records"),
         F.percentile_approx(F.when(candidate, stamp), F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median"),
     ).first()
+    assert row is not None, "an aggregation without grouping has one row, even over no records"
     median = from_micros(row["median"]) if row["median"] is not None else None
     return row["records"], TimeBounds(field, window, median)
 
@@ -210,7 +217,7 @@ def not_finite(value: Column) -> Column:
     return F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
 
 
-def limit_checks(limit: Column, field: str):
+def limit_checks(limit: Column, field: str) -> list[Check]:
     names = list(LIMIT_TYPE_OF_NAME)
     level = limit["level"]
     return [
@@ -235,7 +242,7 @@ def limit_type(limit: Column) -> Column:
     return mapping[limit["type"]]
 
 
-def volume_checks(volumes: Column):
+def volume_checks(volumes: Column) -> list[Check]:
     """Volumes as module_utils.snapshots.parse_message takes them, with sizes that are known.
 
     The volumes' fields as arrays (a missing volume gives a null element): array functions, which Spark compiles,
@@ -274,7 +281,7 @@ def volumes_sound(volumes: Column) -> Column:
 
 
 # -- the inputs --------------------------------------------------------------------------------------------------
-def snapshot_checks(not_object: Column, parsed: Column, key: Column, times):
+def snapshot_checks(not_object: Column, parsed: Column, key: Column, times: list[Check]) -> list[Check]:
     """The checks of a usage snapshot in the order they apply; ``times``: the SnapshotAt checks (time_checks and
     the plausible window). ``key`` is the Kafka record key (null for files)."""
     broker, key_broker = parsed["BrokerId"], key.try_cast("long")
@@ -293,7 +300,7 @@ def snapshot_checks(not_object: Column, parsed: Column, key: Column, times):
     ]
 
 
-def traffic_checks(not_object: Column, parsed: Column, times):
+def traffic_checks(not_object: Column, parsed: Column, times: list[Check]) -> list[Check]:
     """The checks of a client traffic row; ``times``: the ts checks."""
     return [
         (not_object, "not a JSON object with ts, broker_id, user, client_id, topic, bytes_in and bytes_out"),

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Iterator, Sequence
 
 from headroom_pipeline.config import DEFAULT_MAX_TIMELINE_ROWS, ConfigError, PipelineConfig, instant, seconds
 from headroom_pipeline.sources import SourceUnavailable, mask_secrets
@@ -60,13 +61,14 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's errors quote what they could not parse: a kafka:// URL given in the wrong place has its secrets masked."""
+    """argparse's errors quote what they could not parse: a kafka:// URL given in the wrong place has its secrets
+    masked."""
 
     def error(self, message):
         super().error(mask_secrets(message))
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     top = _Parser(
         prog="python -m headroom_pipeline",
         description="Fleet-scale history of Kafka volume usage and client quotas on Spark.",
@@ -82,7 +84,8 @@ def parser():
         "--snapshots",
         required=True,
         metavar="PATH",
-        help="usage snapshots as usage_snapshot writes them, or kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...] "
+        help="usage snapshots as usage_snapshot writes them, or "
+        "kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...] "
         "(SASL/SSL key passwords from HEADROOM_KAFKA_SASL_PASSWORD / HEADROOM_KAFKA_SSL_PASSWORD)",
     )
     inputs.add_argument(
@@ -103,15 +106,16 @@ def parser():
     times = run.add_argument_group(
         "plausible time stamps (a SnapshotAt or ts outside them is rejected with the reason)",
         "Stamps must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. "
-        "Without --since/--until, a stamp more than --plausible-window before or after the median stamp of its input is "
-        "implausible: a broker whose clock was reset to 1970 or ran ahead cannot move the median, and its records would "
-        "otherwise stretch the decision timeline over decades.",
+        "Without --since/--until, a stamp more than --plausible-window before or after the median stamp of its input "
+        "is implausible: a broker whose clock was reset to 1970 or ran ahead cannot move the median, and its records "
+        "would otherwise stretch the decision timeline over decades.",
     )
     times.add_argument(
         "--since",
         type=_instant("--since"),
         metavar="INSTANT",
-        help="earliest stamp accepted, ISO 8601 with a zone such as 2026-11-01T00:00:00Z (replaces the lower bound from the median)",
+        help="earliest stamp accepted, ISO 8601 with a zone such as 2026-11-01T00:00:00Z "
+        "(replaces the lower bound from the median)",
     )
     times.add_argument(
         "--until",
@@ -131,7 +135,8 @@ def parser():
         type=int,
         default=DEFAULT_MAX_TIMELINE_ROWS,
         metavar="N",
-        help="the largest decision timeline of one cluster, in check instants x volumes, to compute; a larger one fails before it is built",
+        help="the largest decision timeline of one cluster, in check instants x volumes, to compute; "
+        "a larger one fails before it is built",
     )
     run.add_argument(
         "--out", required=True, metavar="DIR", help="output directory (its outputs are replaced on every run)"
@@ -218,7 +223,7 @@ def parser():
     return top
 
 
-def config_from_args(args):
+def config_from_args(args: argparse.Namespace) -> PipelineConfig:
     return PipelineConfig(
         snapshots=args.snapshots,
         out=args.out,
@@ -252,7 +257,7 @@ def config_from_args(args):
     )
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "generate":
         from headroom_pipeline import generate
@@ -296,7 +301,7 @@ def _said(kind, message, status):
 
 
 @contextlib.contextmanager
-def stdout_reserved():
+def stdout_reserved() -> Iterator[None]:
     """File descriptor 1 points at stderr inside the block and at stdout again after it.
 
     Spark's JVM, started inside, inherits descriptor 1 as it is then and keeps it: its log lines, stack traces and

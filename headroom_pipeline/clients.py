@@ -14,22 +14,27 @@ first level that sets it (coalesce). A quota's use is the bytes of everyone shar
 one sensor) on the broker in the window: a window sum over (broker, window, group).
 """
 
-from pyspark.sql import Column, DataFrame, Window
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from headroom_pipeline.collection import ensure_importable
+from headroom_pipeline.config import PipelineConfig
 
 ensure_importable()
 
 # pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math  # noqa: E402
 
-DIRECTIONS = cqm.DIRECTIONS
+DIRECTIONS = client_quota_math.DIRECTIONS
 WINDOW_KEYS = ["user", "client_id", "broker_id", "window_start", "window_end"]
 CLIENT_KEYS = ["user", "client_id"]
 
 
-def client_analysis(traffic: DataFrame, quotas: list, proposed: list | None, config) -> tuple[DataFrame, DataFrame]:
+def client_analysis(
+    traffic: DataFrame, quotas: list[dict[str, Any]], proposed: list[dict[str, Any]] | None, config: PipelineConfig
+) -> tuple[DataFrame, DataFrame]:
     """(windows_df, recommendations_df) from TRAFFIC_ROWS and quota entries as ingest.load_quotas returns them.
 
     windows_df: one row per (user, client_id, broker_id, window) with the bytes and rates of both directions, the
@@ -38,15 +43,15 @@ def client_analysis(traffic: DataFrame, quotas: list, proposed: list | None, con
     figures prefixed ``proposed_``. recommendations_df: one row per (user, client_id).
     """
     window_seconds = float(config.client_window)
-    window_us = cqm.window_length_us(window_seconds)
-    window_ms = cqm.kafka_window_ms(config.quota_window_num, config.quota_window_size)
+    window_us = client_quota_math.window_length_us(window_seconds)
+    window_ms = client_quota_math.kafka_window_ms(config.quota_window_num, config.quota_window_size)
     windows = _window_bytes(traffic, window_us, window_seconds)
     clients = windows.select(*CLIENT_KEYS).distinct()
     quota_sets = [("", quotas or [])] + ([("proposed_", proposed)] if proposed is not None else [])
     for prefix, entries in quota_sets:
         clients = _resolve(clients, entries, prefix)
     windows = _with_quotas(windows, clients)
-    for prefix, unused_entries in quota_sets:
+    for prefix, _entries in quota_sets:
         windows = _quota_figures(windows, prefix, window_seconds, window_ms)
     windows = windows.select(*_window_columns(proposed is not None))
     recommendations = _recommendations(
@@ -95,7 +100,7 @@ def _present(column: Column) -> Column:
 def _applies(level: int) -> Column:
     """The client has the names the level needs (see client_quota_math.level_applies)."""
     condition = F.lit(True)
-    for key in cqm.SHARED_BY[level]:
+    for key in client_quota_math.SHARED_BY[level]:
         condition = condition & _present(F.col(key))
     return condition
 
@@ -104,9 +109,9 @@ def _entries_by_level(entries):
     """{level: [(entity, producer value or None, consumer value or None)]} for entries that set a byte rate."""
     by_level = {}
     for entry in entries:
-        level = cqm.entity_level(entry.get("entity"))
+        level = client_quota_math.entity_level(entry.get("entity"))
         values = entry.get("values") or {}
-        rates = [values.get(key) for key in cqm.QUOTA_KEYS]
+        rates = [values.get(key) for key in client_quota_math.QUOTA_KEYS]
         if level is None or all(rate is None for rate in rates):
             continue
         by_level.setdefault(level, []).append(
@@ -117,20 +122,23 @@ def _entries_by_level(entries):
 
 def _join_keys(level):
     """The client columns a level's entities are matched on by name (default parts match any name)."""
-    unused_level, user_part, client_part = cqm.LEVELS[level - 1]
+    unused_level, user_part, client_part = client_quota_math.LEVELS[level - 1]
     return [key for key, part in (("user", user_part), ("client_id", client_part)) if part == "name"]
 
 
-def _level_values(clients: DataFrame, level: int, items, spark) -> tuple[DataFrame, dict]:
+def _level_values(
+    clients: DataFrame, level: int, items: list[tuple[Any, ...]], spark: SparkSession
+) -> tuple[DataFrame, dict[str, Column]]:
     """The level's candidate values per client: joined from a broadcast table, or literals for default-only levels."""
-    columns = [f"level{level}_{key}" for key in cqm.QUOTA_KEYS] + [f"level{level}_entity"]
+    columns = [f"level{level}_{key}" for key in client_quota_math.QUOTA_KEYS] + [f"level{level}_entity"]
     keys = _join_keys(level)
     if not keys:
         entity, *rates = items[0]  # a default-only level holds one entity at most
-        literals = [F.lit(rate).cast("double") for rate in rates] + [F.lit(cqm.describe_entity(entity))]
-        return clients, dict(zip(columns, literals))
+        literals = [F.lit(rate).cast("double") for rate in rates] + [F.lit(client_quota_math.describe_entity(entity))]
+        return clients, dict(zip(columns, literals, strict=True))
     rows = [
-        tuple(entity[key] for key in keys) + tuple(rates) + (cqm.describe_entity(entity),) for entity, *rates in items
+        tuple(entity[key] for key in keys) + tuple(rates) + (client_quota_math.describe_entity(entity),)
+        for entity, *rates in items
     ]
     key_columns = [f"level{level}_match_{key}" for key in keys]
     table = spark.createDataFrame(
@@ -142,21 +150,21 @@ def _level_values(clients: DataFrame, level: int, items, spark) -> tuple[DataFra
         ),
     )
     condition = None
-    for key, name in zip(keys, key_columns):
+    for key, name in zip(keys, key_columns, strict=True):
         equal = clients[key] == table[name]
         condition = equal if condition is None else condition & equal
     joined = clients.join(F.broadcast(table), condition, "left").drop(*key_columns)
     return joined, {name: F.col(name) for name in columns}
 
 
-def _resolve(clients: DataFrame, entries, prefix: str) -> DataFrame:
+def _resolve(clients: DataFrame, entries: list[dict[str, Any]], prefix: str) -> DataFrame:
     """Per client and quota key: the value, entity and sharing group of the first level that sets the key."""
     spark = clients.sparkSession
     candidates = {}
     for level, items in sorted(_entries_by_level(entries).items()):
         clients, candidates[level] = _level_values(clients, level, items, spark)
     for direction, key in DIRECTIONS:
-        names = cqm.column_names(prefix, direction, key)
+        names = client_quota_math.column_names(prefix, direction, key)
         levels = [
             (level, columns[f"level{level}_{key}"], columns[f"level{level}_entity"])
             for level, columns in sorted(candidates.items())
@@ -186,9 +194,11 @@ def _group(level: Column) -> Column:
     user = F.concat(F.lit("user="), F.col("user"))
     client = F.concat(F.lit("client_id="), F.col("client_id"))
     groups = {1: both, 2: both, 3: user, 4: both, 5: both, 6: user, 7: client, 8: client}
-    expression = None
-    for number, name in groups.items():
-        expression = F.when(level == number, name) if expression is None else expression.when(level == number, name)
+    cases = iter(groups.items())
+    number, name = next(cases)
+    expression = F.when(level == number, name)
+    for number, name in cases:
+        expression = expression.when(level == number, name)
     return expression
 
 
@@ -210,7 +220,7 @@ def kip13_throttle_time_ms(window_bytes: Column, quota: Column, window_seconds: 
 
 def _quota_figures(windows: DataFrame, prefix: str, window_seconds: float, window_ms: int) -> DataFrame:
     for direction, key in DIRECTIONS:
-        names = cqm.column_names(prefix, direction, key)
+        names = client_quota_math.column_names(prefix, direction, key)
         quota = F.col(names["quota"])
         sharers = Window.partitionBy("broker_id", "window_end_us", names["group"])
         shared_bytes = F.when(quota.isNotNull(), F.sum(f"{direction}_bytes").over(sharers))
@@ -225,11 +235,11 @@ def _quota_figures(windows: DataFrame, prefix: str, window_seconds: float, windo
     return windows
 
 
-def _window_columns(with_proposed: bool):
+def _window_columns(with_proposed: bool) -> list[str]:
     columns = WINDOW_KEYS[:]
     for prefix in [""] + (["proposed_"] if with_proposed else []):
         for direction, key in DIRECTIONS:
-            names = cqm.column_names(prefix, direction, key)
+            names = client_quota_math.column_names(prefix, direction, key)
             if not prefix:
                 columns += [f"{direction}_bytes", f"{direction}_bytes_per_sec"]
             columns += [
@@ -241,7 +251,7 @@ def _window_columns(with_proposed: bool):
 # -- recommendations ----------------------------------------------------------------------------------------------
 def recommended_quota(rate_percentile: Column, peak: Column, headroom: float) -> Column:
     """client_quota_math.recommended_quota as a column: null without bytes, else at least 1 KiB, in whole KiB."""
-    kib = F.lit(cqm.KIB).cast("long")
+    kib = F.lit(client_quota_math.KIB).cast("long")
     rounded = F.ceil(rate_percentile * F.lit(headroom) / kib) * kib
     return F.when(peak > 0, F.greatest(kib, rounded))
 

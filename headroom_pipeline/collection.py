@@ -33,7 +33,7 @@ def _package(name, path):
     return module
 
 
-def ensure_importable():
+def ensure_importable() -> None:
     """Import-path setup for module_utils; idempotent and cheap after the first call."""
     try:
         importlib.import_module(PROBE)

@@ -69,14 +69,14 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     spark_conf: dict = dataclasses.field(default_factory=dict)
 
     @property
-    def freshness(self):
+    def freshness(self) -> float:
         return self.max_age if self.max_age is not None else 3 * self.check_interval
 
     @property
-    def strimzi_enabled(self):
+    def strimzi_enabled(self) -> bool:
         return self.min_available_bytes is not None or self.min_available_ratio is not None
 
-    def validate(self):
+    def validate(self) -> "PipelineConfig":
         """Raise ConfigError for the first setting that cannot work."""
         if self.strimzi_enabled:
             try:
@@ -107,11 +107,13 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
             raise ConfigError(f"--max-age must be a positive duration (got {self.max_age!r})")
         if not 0.0 <= self.throttle_factor_fallback <= 1.0:
             raise ConfigError(
-                f"--throttle-factor-fallback must be between 0.0 and 1.0 inclusive (got {self.throttle_factor_fallback!r})"
+                "--throttle-factor-fallback must be between 0.0 and 1.0 inclusive "
+                f"(got {self.throttle_factor_fallback!r})"
             )
         if self.missing_data_action not in MISSING_DATA_ACTIONS:
             raise ConfigError(
-                f"--missing-data-action must be one of {', '.join(MISSING_DATA_ACTIONS)} (got {self.missing_data_action!r})"
+                f"--missing-data-action must be one of {', '.join(MISSING_DATA_ACTIONS)} "
+                f"(got {self.missing_data_action!r})"
             )
         if self.quota_window_num < 2:
             raise ConfigError(
@@ -124,7 +126,7 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
         return self
 
 
-def seconds(value, option):
+def seconds(value: float | str, option: str) -> float:
     """Seconds from a number or an ISO 8601 duration (PT1M); ConfigError naming the option otherwise."""
     try:
         return parse_positive_duration(value, option).total_seconds()
@@ -132,7 +134,7 @@ def seconds(value, option):
         raise ConfigError(str(exc)) from None
 
 
-def instant(value, option):
+def instant(value: datetime.datetime | str | None, option: str) -> datetime.datetime | None:
     """An aware UTC datetime from ISO 8601 text with a zone (or an aware datetime), from 1970 through 9999, by the
     modules' rules (option_checks.parse_datetime); None stays None."""
     if value is None:

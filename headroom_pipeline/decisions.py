@@ -1,9 +1,9 @@
 """The decision timeline in Spark: what each throttling policy decides at every check instant of every cluster.
 
 The rules are those of the reference implementation the tests hold this stage to, tests/decision_timeline_reference.py
-(its module documentation states them in full; both pass the same vectors, tests/vectors/decision_timeline.json, and the per-volume rules also pass
-tests/vectors/volume_limits.json). In short, with I the check interval, V the throttle factor validity and F the
-freshness (config.freshness), all in whole microseconds:
+(its module documentation states them in full; both pass the same vectors, tests/vectors/decision_timeline.json, and
+the per-volume rules also pass tests/vectors/volume_limits.json). In short, with I the check interval, V the throttle
+factor validity and F the freshness (config.freshness), all in whole microseconds:
 
 * duplicates (cluster, broker_id, at): the message with the least total usable bytes is kept (ties: volume list,
   then limits, smallest first);
@@ -40,8 +40,10 @@ violations (array<struct<broker_id, log_dir>>, in decision order), volumes_consi
 """
 
 import datetime
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -52,7 +54,7 @@ from headroom_pipeline.schemas import volume_element, volume_fields
 ensure_importable()
 
 # pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits  # noqa: E402
 
 VIOLATION = T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())])
 VIOLATIONS = T.ArrayType(VIOLATION, False)
@@ -95,7 +97,7 @@ def _available_ratio() -> Column:
     return F.when(F.col("total_bytes") == 0, F.lit(0.0)).otherwise(F.try_divide(usable, total))
 
 
-def _limit_column(value) -> Column:
+def _limit_column(value: int | float | Column | None) -> Column:
     return value if isinstance(value, Column) else F.lit(value)
 
 
@@ -105,7 +107,12 @@ def _sort_key(rank: Column, usable: Column) -> Column:
     )
 
 
-def _judge_strimzi(rows: DataFrame, min_available_bytes, min_available_ratio, prefix="") -> DataFrame:
+def _judge_strimzi(
+    rows: DataFrame,
+    min_available_bytes: int | Column | None,
+    min_available_ratio: float | Column | None,
+    prefix: str = "",
+) -> DataFrame:
     """The plugin's rule per volume: the bytes limit where given, else the ratio limit; both inclusive."""
 
     def own(name):
@@ -127,7 +134,8 @@ def _judge_strimzi(rows: DataFrame, min_available_bytes, min_available_ratio, pr
     violates = F.when(by_bytes, F.col("usable_bytes") <= own("bytes_limit")).otherwise(
         own("ratio") <= own("ratio_limit")
     )
-    # volume_limits.strimzi_decision's order: usable bytes (bytes limit) or available ratio (ratio limit), then the volume.
+    # volume_limits.strimzi_decision's order: usable bytes (bytes limit) or available ratio (ratio limit),
+    # then the volume.
     sort_key = _sort_key(F.when(~by_bytes, own("ratio")), F.when(by_bytes, F.col("usable_bytes")))
     judged = staged.withColumns(
         {
@@ -148,9 +156,9 @@ def _level_is_usable(level: Column, limit_type: Column) -> Column:
 def _limits_are_usable() -> Column:
     """volume_limits.validate_graded_limits as a column: known and equal types, usable levels, soft trips first."""
     soft_type, hard_type, soft, hard = F.col("soft_type"), F.col("hard_type"), F.col("soft_level"), F.col("hard_level")
-    ordered = F.when(soft_type.isin(*vl.FREE_TYPES), soft > hard).otherwise(soft < hard)
+    ordered = F.when(soft_type.isin(*volume_limits.FREE_TYPES), soft > hard).otherwise(soft < hard)
     usable = (
-        soft_type.isin(*vl.LIMIT_TYPES)
+        soft_type.isin(*volume_limits.LIMIT_TYPES)
         & (hard_type == soft_type)
         & _level_is_usable(soft, soft_type)
         & _level_is_usable(hard, hard_type)
@@ -170,7 +178,7 @@ def _measure() -> Column:
     )
 
 
-def _judge_graded(rows: DataFrame, prefix="") -> DataFrame:
+def _judge_graded(rows: DataFrame, prefix: str = "") -> DataFrame:
     """volume_limits.graded_volume_factor and breaches per volume, with the limits of the volume's own message.
 
     Only volumes with usable limits are considered, and their soft and hard limits have the same type, so one
@@ -183,7 +191,7 @@ def _judge_graded(rows: DataFrame, prefix="") -> DataFrame:
     staged = rows.withColumns(
         {
             prefix + "considered": _known_sizes() & _limits_are_usable(),
-            prefix + "free": F.col("soft_type").isin(*vl.FREE_TYPES),
+            prefix + "free": F.col("soft_type").isin(*volume_limits.FREE_TYPES),
             prefix + "measure": _measure(),
         }
     )
@@ -209,7 +217,13 @@ def _judge_graded(rows: DataFrame, prefix="") -> DataFrame:
     return judged.drop(*[prefix + name for name in ("free", "measure", "past_soft", "past_hard", "between")])
 
 
-def _judge(rows: DataFrame, policy: str, min_available_bytes=None, min_available_ratio=None, prefix="") -> DataFrame:
+def _judge(
+    rows: DataFrame,
+    policy: str,
+    min_available_bytes: int | Column | None = None,
+    min_available_ratio: float | Column | None = None,
+    prefix: str = "",
+) -> DataFrame:
     """``rows`` with {prefix}considered, violates, volume_factor and sort_key, a struct (rank, usable, broker_id,
     log_dir) whose order is the order volume_limits gives violations and least headroom."""
     if policy == "strimzi":
@@ -239,7 +253,11 @@ def _decision_aggregates():
 
 
 def decide_instants(
-    volume_rows: DataFrame, policy: str, min_available_bytes=None, min_available_ratio=None, keys=("cluster", "at")
+    volume_rows: DataFrame,
+    policy: str,
+    min_available_bytes: int | Column | None = None,
+    min_available_ratio: float | Column | None = None,
+    keys: Sequence[str] = ("cluster", "at"),
 ) -> DataFrame:
     """The volume rule of ``policy`` for each group of volume rows (one group per cluster and instant).
 
@@ -259,7 +277,7 @@ def decide_instants(
         and not isinstance(min_available_bytes, Column)
         and not isinstance(min_available_ratio, Column)
     ):
-        vl.validate_strimzi_limits(min_available_bytes, min_available_ratio)
+        volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
     judged = _judge(volume_rows, policy, min_available_bytes, min_available_ratio)
     factor, violations, volumes_considered = _decision_aggregates()
     decided = judged.groupBy(*keys).agg(
@@ -285,13 +303,18 @@ def decide_instants(
 
 def state_of(factor: Column) -> Column:
     """volume_limits.state_of as a column."""
-    return F.when(factor >= 1.0, F.lit(vl.OPEN)).when(factor <= 0.0, F.lit(vl.PAUSE)).otherwise(F.lit(vl.THROTTLE))
+    return (
+        F.when(factor >= 1.0, F.lit(volume_limits.OPEN))
+        .when(factor <= 0.0, F.lit(volume_limits.PAUSE))
+        .otherwise(F.lit(volume_limits.THROTTLE))
+    )
 
 
 def _missing_data_applied(complete: Column, missing_data_action: str) -> Column:
-    if missing_data_action not in vl.MISSING_DATA_ACTIONS:
+    if missing_data_action not in volume_limits.MISSING_DATA_ACTIONS:
         raise ValueError(
-            f"missing_data_action must be one of {', '.join(vl.MISSING_DATA_ACTIONS)} (got {missing_data_action!r})"
+            f"missing_data_action must be one of {', '.join(volume_limits.MISSING_DATA_ACTIONS)} "
+            f"(got {missing_data_action!r})"
         )
     return ~complete if missing_data_action == "pause" else F.lit(False)
 
@@ -389,7 +412,7 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     )
 
 
-def _served_volume_rows(timed: DataFrame, last_served, interval: int) -> DataFrame:
+def _served_volume_rows(timed: DataFrame, last_served: dict[str, Column], interval: int) -> DataFrame:
     """Volume rows of each message at each instant from its first instant through the last at which it counts.
 
     ``last_served``: per policy, the last instant (inclusive) at which the message counts as its broker's latest.
@@ -440,7 +463,7 @@ def _served_volume_rows(timed: DataFrame, last_served, interval: int) -> DataFra
 
 
 # -- the timeline ---------------------------------------------------------------------------------------------------
-def _served_ranges(config: PipelineConfig, policies):
+def _served_ranges(config: PipelineConfig, policies: Sequence[str]) -> dict[str, Column]:
     """Per policy, the last instant (inclusive, before rounding down to an instant) at which a message counts as
     its broker's latest."""
     at, first, following = F.col("at_micros"), F.col("first_instant"), F.col("next_micros") - 1
@@ -473,7 +496,7 @@ def cluster_spans(volume_rows: DataFrame) -> DataFrame:
     )
 
 
-def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
+def timeline_size(volume_rows: DataFrame, interval: int) -> dict[str, Any]:
     """The rows the timeline judges, estimated before it is built: per cluster, check instants (span / interval)
     x the volumes its brokers reported (with volume_rows_of, a broker that reported none counts one); returns the
     number of clusters and the figures of the cluster with the most rows (None without clusters), which
@@ -492,19 +515,19 @@ def timeline_size(volume_rows: DataFrame, interval: int) -> dict:
     )
 
 
-def timeline_size_of_volume_spans(volume_spans, interval: int) -> dict:
+def timeline_size_of_volume_spans(volume_spans: Iterable[tuple[str, int, int]], interval: int) -> dict[str, Any]:
     """timeline_size from the (cluster, earliest_us, last_us) of every volume, as the forecast's observation
     collects them (the job sizes the timeline from those instead of a query of its own)."""
-    clusters = {}
+    clusters: dict[str, tuple[int, int, int]] = {}
     for cluster, earliest, last in volume_spans:
         first_at, last_at, volumes = clusters.get(cluster, (earliest, last, 0))
         clusters[cluster] = (min(first_at, earliest), max(last_at, last), volumes + 1)
     return _sized([(cluster, *figures) for cluster, figures in clusters.items()], interval)
 
 
-def _sized(spans, interval: int) -> dict:
+def _sized(spans: Iterable[tuple[str, int, int, int]], interval: int) -> dict[str, Any]:
     """timeline_size's result from (cluster, first_at, last_at, volumes) per cluster (microseconds)."""
-    sized = []
+    sized: list[dict[str, Any]] = []
     for cluster, first_at, last_at, volumes in spans:
         first, last = first_at + (-first_at) % interval, last_at + (-last_at) % interval
         instants = (last - first) / float(interval) + 1
@@ -522,7 +545,7 @@ def _sized(spans, interval: int) -> dict:
     return {"clusters": len(sized), "largest": largest}
 
 
-def refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
+def refuse_if_too_large(size: dict[str, Any], interval: int, max_rows: int | None) -> None:
     """TimelineTooLarge when the largest cluster of ``size`` (timeline_size) would judge more than ``max_rows`` rows
     (None: no bound). The bound is per cluster: a cluster's timeline is judged in one task, while a fleet of many
     clusters spreads over as many tasks as there are."""
@@ -531,9 +554,10 @@ def refuse_if_too_large(size: dict, interval: int, max_rows) -> None:
         return
     span = f"{_stamp(largest['first'])} to {_stamp(largest['last'])}"
     raise TimelineTooLarge(
-        f"cluster {largest['cluster']!r} would judge {largest['rows']:,.0f} rows (check instants x volumes), more than --max-timeline-rows "
-        f"{max_rows:,}: it spans {span}, {largest['instants']:,.0f} check instants every {interval / MICROS:g} s for {largest['volumes']:,.0f} "
-        "volume(s). Narrow the snapshots' time with --since/--until, raise --check-interval, or raise --max-timeline-rows if the span is right"
+        f"cluster {largest['cluster']!r} would judge {largest['rows']:,.0f} rows (check instants x volumes), "
+        f"more than --max-timeline-rows {max_rows:,}: it spans {span}, {largest['instants']:,.0f} check instants "
+        f"every {interval / MICROS:g} s for {largest['volumes']:,.0f} volume(s). Narrow the snapshots' time with "
+        "--since/--until, raise --check-interval, or raise --max-timeline-rows if the span is right"
     )
 
 
@@ -542,7 +566,7 @@ def _stamp(micros: int) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def _judged_rows(timed: DataFrame, config: PipelineConfig, interval: int, policies) -> DataFrame:
+def _judged_rows(timed: DataFrame, config: PipelineConfig, interval: int, policies: Sequence[str]) -> DataFrame:
     """Volume rows judged by every policy (columns prefixed with the policy)."""
     judged = _served_volume_rows(timed, _served_ranges(config, policies), interval)
     for policy in policies:
@@ -550,8 +574,9 @@ def _judged_rows(timed: DataFrame, config: PipelineConfig, interval: int, polici
     return judged
 
 
-def _per_instant(judged: DataFrame, policies) -> DataFrame:
-    """Per (cluster, t) with a row: arrivals, new brokers and, per policy, factor, violations, volumes and brokers considered.
+def _per_instant(judged: DataFrame, policies: Sequence[str]) -> DataFrame:
+    """Per (cluster, t) with a row: arrivals, new brokers and, per policy, factor, violations, volumes and brokers
+    considered.
 
     One aggregation where the rows already are (partitioned by cluster): the violation lists make it Spark's
     object-based aggregation, which costs less than computing the lists in a second aggregation, since that one
@@ -580,7 +605,7 @@ def _per_instant(judged: DataFrame, policies) -> DataFrame:
     return judged.groupBy("cluster", "t").agg(*aggregates)
 
 
-def _quiet_instants(clocked: DataFrame, interval: int, policies) -> DataFrame:
+def _quiet_instants(clocked: DataFrame, interval: int, policies: Sequence[str]) -> DataFrame:
     """``clocked`` with the instants no message counts at (a silent cluster) between its rows: each row is followed
     by the quiet instants up to the cluster's next row, with the clock it leaves (known brokers, last observation
     and factor) and nothing else: no arrival, no fresh broker, nothing judged."""
@@ -603,7 +628,15 @@ def _quiet_instants(clocked: DataFrame, interval: int, policies) -> DataFrame:
     return expanded.withColumns(overrides)
 
 
-def _row(policy, factor, fallback_applied, observed, violations, volumes, brokers) -> Column:
+def _row(
+    policy: str,
+    factor: Column,
+    fallback_applied: Column,
+    observed: Column,
+    violations: Column,
+    volumes: Column,
+    brokers: Column,
+) -> Column:
     return F.struct(
         F.lit(policy).alias("policy"),
         factor.cast("double").alias("throttle_factor"),
@@ -623,7 +656,8 @@ def _graded_row(config: PipelineConfig) -> Column:
 
 
 def _strimzi_row(config: PipelineConfig) -> Column:
-    """The plugin's clock: a success recomputes; a failure keeps the last factor until validity ends, then falls back."""
+    """The plugin's clock: a success recomputes; a failure keeps the last factor until validity ends, then falls
+    back."""
     observed = F.col("arrived") > 0
     fallback_applied = ~observed & (F.col("t") - F.col("valid_from") > duration_micros(config.throttle_factor_validity))
     factor = (
@@ -643,14 +677,14 @@ def _strimzi_row(config: PipelineConfig) -> Column:
     )
 
 
-def _policies(config: PipelineConfig, policies):
+def _policies(config: PipelineConfig, policies: Iterable[str] | None) -> list[str]:
     if policies is None:
         policies = ["graded", "strimzi"] if config.strimzi_enabled else ["graded"]
     policies = list(policies)
     if not policies or not set(policies) <= {"graded", "strimzi"}:
         raise ValueError(f"policies must be graded and/or strimzi (got {policies!r})")
     if "strimzi" in policies:
-        vl.validate_strimzi_limits(config.min_available_bytes, config.min_available_ratio)
+        volume_limits.validate_strimzi_limits(config.min_available_bytes, config.min_available_ratio)
     return policies
 
 
@@ -662,15 +696,19 @@ def check_interval_micros(config: PipelineConfig) -> int:
 
 
 def decision_timeline(
-    messages: DataFrame, config: PipelineConfig, policies=None, size=None, observation=None
+    messages: DataFrame,
+    config: PipelineConfig,
+    policies: Iterable[str] | None = None,
+    size: dict[str, Any] | None = None,
+    observation: Observation | None = None,
 ) -> DataFrame:
     """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
 
     messages: the MESSAGES frame (schemas.MESSAGES; volumes may also be the snapshot's own structs, as ingest
     passes them). policies: a subset of ("graded", "strimzi") to compute only those. One row per (cluster, instant,
     policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the timeline is built, when a cluster's
-    would judge more than config.max_timeline_rows rows: ``size`` is timeline_size's estimate when the caller has it (the job
-    takes it from the volumes it wrote), else it is computed from the messages (one more pass over them).
+    would judge more than config.max_timeline_rows rows: ``size`` is timeline_size's estimate when the caller has it
+    (the job takes it from the volumes it wrote), else it is computed from the messages (one more pass over them).
     ``observation``: a pyspark Observation that the first action on the result fills with its rows, clusters,
     rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.
 
@@ -739,6 +777,6 @@ def _counts(one_policy):
     return (
         F.count(F.lit(1)).alias("rows"),
         F.count(F.when(F.col("first_of_cluster") & (F.col("policy") == one_policy), True)).alias("clusters"),
-        F.count(F.when(F.col("state") != vl.OPEN, True)).alias("not_open"),
+        F.count(F.when(F.col("state") != volume_limits.OPEN, True)).alias("not_open"),
         F.count(F.when(F.col("fallback_applied"), True)).alias("fallback_applied"),
     )

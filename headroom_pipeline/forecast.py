@@ -15,7 +15,8 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
    latest ``at``). Peaks follow the top of retention's saw-tooth (segment deletions inside a bucket do not pull it
    down) and gaps simply leave buckets empty.
 4. Trend. ``slope = regr_slope(peak, t)`` over the buckets with ``t`` in seconds (``(t - first_at) / 1e6``; the
-   shift does not change the slope), bytes per second; null when fewer than 3 buckets. ``bytes_per_hour = slope * 3600``.
+   shift does not change the slope), bytes per second; null when fewer than 3 buckets.
+   ``bytes_per_hour = slope * 3600``.
 5. Latest figures. total_bytes, usable_bytes, used_bytes, hard_limit_type and hard_limit_level come from the row at
    ``last_at`` (two rows at the same instant: the one with more used bytes).
 6. Limits, as usable bytes at which they trip (every limit trips at ``usable <= limit``, inclusive, as in
@@ -33,8 +34,13 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
 Rows are assumed valid (ingest rejects the others): sizes known, 0 <= usable <= total.
 """
 
-from pyspark.sql import Column, DataFrame, Window
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
+
+if TYPE_CHECKING:  # the configuration's module sets up the collection's imports, which the forecast does not need
+    from headroom_pipeline.config import PipelineConfig
 
 VOLUME_KEY = ["cluster", "broker_id", "log_dir"]
 BUCKETS = 24
@@ -75,7 +81,7 @@ FORECAST_COUNTS = ("volumes", "crossing_hard_limit")
 VOLUME_SPANS = "volume_spans"
 
 
-def volume_forecast(volumes: DataFrame, config, observation=None) -> DataFrame:
+def volume_forecast(volumes: DataFrame, config: "PipelineConfig", observation: Observation | None = None) -> DataFrame:
     """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring).
 
     ``observation``: a pyspark Observation that the first action on the result fills with FORECAST_COUNTS and
@@ -118,8 +124,8 @@ def volume_forecast(volumes: DataFrame, config, observation=None) -> DataFrame:
 
 
 def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
-    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, earliest_us (of all the
-    volume's rows), used_bytes and bucket.
+    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, earliest_us (of all
+    the volume's rows), used_bytes and bucket.
 
     Aggregations and joins instead of a window per volume: a window would shuffle and sort every row by volume,
     while each volume's last and first instants are two small aggregations (partial on each task, one row per volume
@@ -167,7 +173,8 @@ def _latest_row() -> Column:
 
 
 def _bucket_peaks(windowed: DataFrame) -> DataFrame:
-    """Per volume and bucket: the peak used bytes and its time (ties: the later), the rows and the bucket's latest row."""
+    """Per volume and bucket: the peak used bytes and its time (ties: the later), the rows and
+    the bucket's latest row."""
     return windowed.groupBy(*VOLUME_KEY, "earliest_us", "first_us", "last_us", "bucket").agg(
         F.max(F.struct("used_bytes", "at_us")).alias("peak"),
         F.count(F.lit(1)).alias("rows"),
@@ -217,7 +224,7 @@ def _hard_limit_usable_bytes(limit_type: Column, level: Column, total: Column) -
     )
 
 
-def _plugin_limit_usable_bytes(config, total: Column) -> Column:
+def _plugin_limit_usable_bytes(config: "PipelineConfig", total: Column) -> Column:
     """Usable bytes at which the shipped plugin's limit trips (usable <= bytes, or usable / total <= ratio)."""
     if config.min_available_bytes is not None:
         return F.lit(float(config.min_available_bytes))
@@ -227,7 +234,8 @@ def _plugin_limit_usable_bytes(config, total: Column) -> Column:
 
 
 def _seconds_to_limit(usable: Column, limit: Column, slope: Column, last_us: Column) -> Column:
-    """Seconds from last_at until usable reaches the limit: 0 when already there, null when never (or past year 9999)."""
+    """Seconds from last_at until usable reaches the limit: 0 when already there, null when never
+    (or past year 9999)."""
     seconds = F.try_divide(usable - limit, slope)
     latest_representable = (F.lit(MAX_TIMESTAMP_MICROS) - last_us).cast("double") / MICROS_PER_SECOND
     return (

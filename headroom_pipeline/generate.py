@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+from typing import Any
 
 GIB = 1024**3
 MIB = 1024**2
@@ -27,17 +28,25 @@ def _stamp(moment):
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def snapshots(clusters=3, brokers=3, log_dirs=2, hours=48, interval=60, seed=7, start=EPOCH):
+def snapshots(
+    clusters: int = 3,
+    brokers: int = 3,
+    log_dirs: int = 2,
+    hours: float = 48,
+    interval: float = 60,
+    seed: int = 7,
+    start: datetime.datetime = EPOCH,
+) -> list[dict[str, Any]]:
     """Snapshot messages in time order (the usage_snapshot schema, ClusterId set)."""
     rng = random.Random(seed)
-    volumes = []
-    for cluster in range(clusters):
+    volumes: list[dict[str, Any]] = []
+    for cluster_index in range(clusters):
         for broker in range(1, brokers + 1):
             for index in range(log_dirs):
                 capacity = rng.choice([50, 100, 200]) * GIB
                 volumes.append(
                     {
-                        "cluster": f"cluster-{cluster + 1}",
+                        "cluster": f"cluster-{cluster_index + 1}",
                         "broker": broker,
                         "dir": f"/var/lib/kafka/data-{index}",
                         "capacity": capacity,
@@ -55,7 +64,7 @@ def snapshots(clusters=3, brokers=3, log_dirs=2, hours=48, interval=60, seed=7, 
     for step in range(steps):
         moment = start + datetime.timedelta(seconds=step * interval)
         elapsed = step * interval
-        by_broker = {}
+        by_broker: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for volume in volumes:
             if (volume["cluster"], volume["broker"]) == silent and hours * 1800 <= elapsed < hours * 1800 + 1200:
                 continue
@@ -80,7 +89,9 @@ def snapshots(clusters=3, brokers=3, log_dirs=2, hours=48, interval=60, seed=7, 
     return messages
 
 
-def traffic(brokers=3, hours=6, interval=60, seed=11, start=EPOCH):
+def traffic(
+    brokers: int = 3, hours: float = 6, interval: float = 60, seed: int = 11, start: datetime.datetime = EPOCH
+) -> list[dict[str, Any]]:
     """Client traffic rows: a few producers and consumers, rates spread over the brokers; 'ingest' bursts at random and
     surges above its per-broker quota (INGEST_PRODUCER_QUOTA) for the first SURGE_MINUTES of every hour."""
     rng = random.Random(seed)
@@ -126,8 +137,9 @@ QUOTAS = {
 TOPIC_THRESHOLDS = {"total_bytes_in_per_sec_threshold": 600000, "topics": {"events": 400000}}
 
 
-def write(directory, brokers=3, hours=48, **options):
-    """Write snapshots.jsonl, traffic.jsonl, quotas.json and topic-thresholds.json into ``directory``; return their paths.
+def write(directory: str, brokers: int = 3, hours: float = 48, **options: Any) -> dict[str, str]:
+    """Write snapshots.jsonl, traffic.jsonl, quotas.json and topic-thresholds.json into ``directory``; return their
+    paths.
 
     ``options`` go to snapshots(); the traffic covers the same brokers and the first hours of the history (at most 6).
     """

@@ -8,10 +8,10 @@ plausible window included, are checks.py's; where files come from and how Spark 
 import dataclasses
 import json
 import logging
-from typing import Optional
+from typing import Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from headroom_pipeline import checks, schemas, sources
@@ -43,17 +43,18 @@ class Ingested:
     rows: DataFrame
     rejected: DataFrame
     read: int
-    time_bounds: Optional[TimeBounds] = None
-    as_read: Optional[DataFrame] = None
-    checked: Optional[Observation] = None
+    time_bounds: TimeBounds
+    as_read: DataFrame
+    checked: Observation
 
-    def counts(self):
-        """{"checked", "rejected"} as counted during the first action on the accepted rows (it blocks until one ran)."""
+    def counts(self) -> dict[str, int]:
+        """{"checked", "rejected"} as counted during the first action on the accepted rows (it blocks
+        until one ran)."""
         figures = self.checked.get
         return {"checked": int(figures["checked"]), "rejected": int(figures["rejected"])}
 
 
-def time_field(raw: DataFrame, field: str):
+def time_field(raw: DataFrame, field: str) -> tuple[Column, Column, Column]:
     """(value, missing, well_formed) of a time field of the raw records: the Parquet timestamp where the files have
     one (its text form is then only rendered for rejected records), else the timestamp parsed from the text (null
     when unparsable; well_formed says whether the text has the ISO 8601 form at all)."""
@@ -65,7 +66,7 @@ def time_field(raw: DataFrame, field: str):
 
 
 # -- raw records -------------------------------------------------------------------------------------------------
-def _source_column(links) -> Column:
+def _source_column(links: dict[str, str]) -> Column:
     """The file a record came from as a plain path: Spark reports it as a URI (percent-encoded; "+" is itself, so it
     is protected from the decoder, which reads it as a space), and files read through a link by the link's path."""
     uri = F.regexp_replace(F.input_file_name(), r"\+", "%2B")
@@ -96,12 +97,13 @@ def _castable(frame, name, data_type):
     query_context_log = logging.getLogger("DataFrameQueryContextLogger")
     disabled, query_context_log.disabled = query_context_log.disabled, True
     try:
-        frame.select(F.col(name).try_cast(data_type)).schema  # pylint: disable=expression-not-assigned
+        # Reading the schema has Spark analyse the cast, which raises where it cannot cast.
+        analysed = frame.select(F.col(name).try_cast(data_type)).schema
     except AnalysisException:
         return False
     finally:
         query_context_log.disabled = disabled
-    return True
+    return len(analysed.fields) == 1
 
 
 def _raw_parquet(spark, files, schema):
@@ -186,7 +188,12 @@ def _timed(raw, field, window):
 
 # -- snapshots ---------------------------------------------------------------------------------------------------
 def load_snapshots(
-    spark, location, cluster_default="default", option="--snapshots", kafka_records=None, window=None
+    spark: SparkSession,
+    location: str,
+    cluster_default: str = "default",
+    option: str = "--snapshots",
+    kafka_records: list[sources.KafkaRecord] | None = None,
+    window: TimeWindow | None = None,
 ) -> Ingested:
     """Usage snapshot messages as the MESSAGES frame (one row per accepted message).
 
@@ -248,7 +255,9 @@ def explode_volumes(messages: DataFrame) -> DataFrame:
 
 
 # -- traffic -----------------------------------------------------------------------------------------------------
-def load_traffic(spark, location, option="--traffic", window=None) -> Ingested:
+def load_traffic(
+    spark: SparkSession, location: str, option: str = "--traffic", window: TimeWindow | None = None
+) -> Ingested:
     """Client traffic rows as the TRAFFIC_ROWS frame; ``window``: the TimeWindow of plausible ts."""
     raw, read, bounds, times = _timed(_raw(spark, location, schemas.TRAFFIC, option), "ts", window)
     parsed = F.col("parsed")
@@ -261,7 +270,7 @@ def load_traffic(spark, location, option="--traffic", window=None) -> Ingested:
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------
-def load_quotas(path, option="--quotas"):
+def load_quotas(path: str, option: str = "--quotas") -> list[dict[str, Any]]:
     """Quota entries [{entity, values}] from client_quota_info's JSON (its whole result, or just its quotas list).
 
     Entities use client_quota_info's keys (user, client_id, ip; ``<default>`` for a default entity). A bad file fails
@@ -277,13 +286,15 @@ def load_quotas(path, option="--quotas"):
     entries = document.get("quotas") if isinstance(document, dict) else document
     if not isinstance(entries, list):
         raise ConfigError(
-            f'{option}: {path!r} must hold client_quota_info\'s result ({{"quotas": [{{entity, values}}]}}) or its quotas list'
+            f"{option}: {path!r} must hold client_quota_info's result "
+            '({"quotas": [{entity, values}]}) or its quotas list'
         )
     items = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("values"), dict):
             raise ConfigError(
-                f"{option}: quotas[{index}] must be {{entity: {{user|client_id|ip: name}}, values: {{key: number}}}} (got {entry!r})"
+                f"{option}: quotas[{index}] must be {{entity: {{user|client_id|ip: name}}, values: {{key: number}}}} "
+                f"(got {entry!r})"
             )
         items.append(dict(entry["values"], entity=entry.get("entity")))
     try:

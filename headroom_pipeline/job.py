@@ -8,19 +8,20 @@ stage, "start Spark", starts it. Importing this module loads pyspark's Python co
 line imports it once the arguments are parsed.
 """
 
-import collections
 import contextlib
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
 from headroom_pipeline import ingest, sources, stage_work, stages, topics
-from headroom_pipeline.config import ConfigError
+from headroom_pipeline.config import ConfigError, PipelineConfig
 from headroom_pipeline.decisions import TimelineTooLarge
 
 # The stages in the order they run, each with the function that does its work (stage_work.py). The progress count,
@@ -38,14 +39,12 @@ PIPELINE = (
     (stages.REPORT, stage_work.write_report),
 )
 
-CheckedInputs = collections.namedtuple("CheckedInputs", "quotas proposed plan kafka_records")
-
 
 class JobError(RuntimeError):
     """The job could not finish; the message says which stage and why."""
 
 
-def run(config):
+def run(config: PipelineConfig) -> dict[str, Any]:
     """Run every stage that the settings ask for; return the summary (also written to DIR/summary.json).
 
     Raises ConfigError for bad input found before Spark starts and JobError for anything that fails after: an error
@@ -61,7 +60,13 @@ def run(config):
     except OSError as exc:
         raise ConfigError(f"--out: cannot write to {out!r}: {exc.strerror or exc}") from None
     progress = Progress(config.progress, len(pipeline))
-    summary = {"out": os.path.abspath(out), "inputs": {}, "stages": {}, "settings": _settings(config), "warnings": []}
+    summary: dict[str, Any] = {
+        "out": os.path.abspath(out),
+        "inputs": {},
+        "stages": {},
+        "settings": _settings(config),
+        "warnings": [],
+    }
     state = stage_work.Run(config, inputs, summary)
     with failures_named(progress):
         try:
@@ -95,15 +100,16 @@ def _finish(state, progress):
 class Progress:
     """Stage lines on stderr (long runs show where they are); timings for the summary."""
 
-    def __init__(self, enabled, total):
-        self.enabled, self.total, self.step, self.timings = enabled, total, 0, {}
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled, self.total, self.step = enabled, total, 0
+        self.timings: dict[str, float] = {}
         self.started = time.monotonic()
         self.current = "start"  # the stage a failure is reported in
 
-    def stage(self, name):
+    def stage(self, name: str) -> "_Stage":
         return _Stage(self, name)
 
-    def say(self, text):
+    def say(self, text: str) -> None:
         if self.enabled:
             print(f"[headroom_pipeline {time.monotonic() - self.started:7.1f}s] {text}", file=sys.stderr, flush=True)
 
@@ -151,7 +157,7 @@ def _check_inputs(config):
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
     kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
-    return CheckedInputs(quotas, proposed, plan, kafka_records)
+    return stage_work.CheckedInputs(quotas, proposed, plan, kafka_records)
 
 
 def _nothing_usable(inputs):
@@ -175,7 +181,7 @@ MAX_REASON = 600
 
 
 @contextlib.contextmanager
-def failures_named(progress):
+def failures_named(progress: Progress) -> Iterator[None]:
     """Any error of Spark, its JVM or the machine inside the block becomes a JobError naming the stage it hit, with
     a one-line reason: the job never reports success after one, and never ends in a traceback for one."""
     try:
@@ -186,7 +192,7 @@ def failures_named(progress):
         raise JobError(f"{progress.current}: {failure_reason(exc)}") from None
 
 
-def failure_reason(exc):
+def failure_reason(exc: BaseException) -> str:
     """One line that says what went wrong, from an exception of Spark, Py4J or the JVM (whose texts run to pages)."""
     try:
         text = str(exc)
@@ -194,8 +200,8 @@ def failure_reason(exc):
         text = ""
     if "OutOfMemoryError" in text or isinstance(exc, MemoryError):
         return (
-            "out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory, or narrow the input "
-            "(--since/--until, fewer files)"
+            "out of memory (java.lang.OutOfMemoryError): give the driver more with --driver-memory, or narrow the "
+            "input (--since/--until, fewer files)"
         )
     if isinstance(exc, (ConnectionError, EOFError)) or type(exc).__name__ == "Py4JNetworkError":
         return f"lost Spark's JVM ({type(exc).__name__}: it stopped, ran out of memory or was killed; its log is above)"

@@ -9,14 +9,18 @@ DIR/report/ holds:
 """
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from headroom_pipeline import report_charts, report_data, report_page
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 REPORT_DIR = "report"
 INDEX = "index.html"
 
 
-def write_report(spark, out_dir, summary, max_clusters=12):
+def write_report(spark: "SparkSession", out_dir: str, summary: dict[str, Any], max_clusters: int = 12) -> str:
     """Write DIR/report/index.html and its charts from the outputs in ``out_dir`` that the run of ``summary`` wrote;
     return the page's path."""
     report_dir = os.path.join(out_dir, REPORT_DIR)

@@ -8,9 +8,11 @@ the report never loads it. Every text is drawn as typed (a $ would otherwise sta
   clients-nearest-quota.png           the clients nearest their quota (only with traffic)
 """
 
+import datetime
 import hashlib
 import os
 import re
+from typing import Any, Protocol
 
 from headroom_pipeline.report_format import UTC, client_label, human_bytes, utc
 
@@ -23,7 +25,17 @@ POLICY_COLOURS = {"strimzi": "#d62728", "graded": "#1f77b4"}
 POLICY_STYLES = {"graded": {"linewidth": 3.2, "alpha": 0.55}, "strimzi": {"linewidth": 1.4, "linestyle": "--"}}
 
 
-def draw(report_dir, data):
+class ChartData(Protocol):
+    """What draw reads of report_data.ReportData, which imports this module: this one cannot import it back."""
+
+    clusters: list[str]
+    chart_volumes: dict[str, list[dict[str, Any]]]
+    history: dict[tuple[str, int, str], tuple[list[datetime.datetime], list[int]]]
+    timelines: dict[str, dict[str, tuple[list[datetime.datetime], list[float]]]]
+    clients: dict[str, Any] | None
+
+
+def draw(report_dir: str, data: ChartData) -> tuple[list[dict[str, Any]], str | None]:
     """Every chart of ``data`` (report_data.ReportData) into ``report_dir``: ([{cluster, free_space, throttle}] with
     the file names of each cluster's charts, the clients chart's file name or None)."""
     charts = []
@@ -44,7 +56,7 @@ def draw(report_dir, data):
     return charts, clients_chart
 
 
-def cluster_slug(cluster):
+def cluster_slug(cluster: str) -> str:
     """A file-name-safe, deterministic slug; names that are not already one get a short hash so two never collide."""
     text = str(cluster)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "cluster"
@@ -95,7 +107,8 @@ def _counted(count, noun):
 
 
 def _projection(volume, history_span):
-    """The dashed forecast: from the last observation to the hard-limit crossing, or to the horizon when later or never."""
+    """The dashed forecast: from the last observation to the hard-limit crossing, or to the horizon
+    when later or never."""
     last_at, usable, per_hour = volume["last_at"], volume["usable_bytes"], volume["bytes_per_hour"]
     if last_at is None or usable is None or per_hour is None or per_hour <= 0:
         return None
@@ -165,7 +178,8 @@ def _draw_free_space(report_dir, name, cluster, volumes, history):
     axes.set_ylabel("free space (usable bytes)")
     axes.set_title(
         _plain(
-            f"Free space, cluster {cluster}: {_counted(len(keys), 'volume')} that fill first (dashed: forecast, x: hard limit reached)"
+            f"Free space, cluster {cluster}: {_counted(len(keys), 'volume')} that fill first "
+            "(dashed: forecast, x: hard limit reached)"
         ),
         fontsize="medium",
     )

@@ -7,10 +7,12 @@ charts compute with.
 """
 
 import dataclasses
+import datetime
 import os
+from typing import Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Window
+from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
 from headroom_pipeline import stages
@@ -28,19 +30,22 @@ READ = ("volumes", "decisions", "forecast", "clients", "client_recommendations",
 class ReportData:  # pylint: disable=too-many-instance-attributes
     """What the charts and the page show; None where the output it comes from was not written by this run."""
 
-    clusters: list  # the clusters drawn: at most max_clusters, those whose volumes cross their hard limit first
+    clusters: list[str]  # the clusters drawn: at most max_clusters, those whose volumes cross their hard limit first
     cluster_count: int  # how many clusters there are
-    chart_volumes: dict  # {cluster: [forecast row of a volume drawn, epoch seconds]}, those that fill first
-    history: dict  # {(cluster, broker_id, log_dir): ([datetime], [usable bytes])}
-    timelines: dict  # {cluster: {policy: ([datetime], [throttle factor])}}
-    next_volumes: list  # the NEXT_VOLUMES volumes that fill up first
-    not_open: dict  # {"rows": clusters not OPEN at their latest decision, "count": how many}
-    clients: dict  # the clients nearest their quota, and counts
-    topics: list  # the topics most often over their threshold
-    links: list  # [(output name, description)] of the outputs of this run in the directory
+    # {cluster: [forecast row of a volume drawn, epoch seconds]}, those that fill first
+    chart_volumes: dict[str, list[dict[str, Any]]]
+    # {(cluster, broker_id, log_dir): ([datetime], [usable bytes])}
+    history: dict[tuple[str, int, str], tuple[list[datetime.datetime], list[int]]]
+    # {cluster: {policy: ([datetime], [throttle factor])}}
+    timelines: dict[str, dict[str, tuple[list[datetime.datetime], list[float]]]]
+    next_volumes: list[dict[str, Any]] | None  # the NEXT_VOLUMES volumes that fill up first
+    not_open: dict[str, Any] | None  # {"rows": clusters not OPEN at their latest decision, "count": how many}
+    clients: dict[str, Any] | None  # the clients nearest their quota, and counts
+    topics: list[dict[str, Any]] | None  # the topics most often over their threshold
+    links: list[tuple[str, str]]  # [(output name, description)] of the outputs of this run in the directory
 
 
-def gather(spark, out_dir, summary, max_clusters):
+def gather(spark: SparkSession, out_dir: str, summary: dict[str, Any], max_clusters: int) -> ReportData:
     """The report's data from the outputs in ``out_dir`` that the run of ``summary`` wrote."""
     outputs = {
         name: _read(spark, os.path.join(out_dir, name)) if stages.written(name, summary) else None for name in READ
@@ -83,7 +88,8 @@ def _epoch_seconds(column):
 
 
 def _chosen_clusters(outputs, max_clusters):
-    """At most ``max_clusters`` cluster names, those whose volumes cross their hard limit first; and how many there are."""
+    """At most ``max_clusters`` cluster names, those whose volumes cross their hard limit first; and how
+    many there are."""
     forecast, volumes = outputs["forecast"], outputs["volumes"]
     if forecast is not None:
         ranked = forecast.groupBy("cluster").agg(
@@ -132,7 +138,8 @@ def _chart_volumes(forecast, clusters):
 
 
 def _downsample(frame, keys, value, how):
-    """At most HISTORY_POINTS rows per ``keys``: equal time buckets over each key's own span, ``how`` of ``value`` in each.
+    """At most HISTORY_POINTS rows per ``keys``: equal time buckets over each key's own span, ``how`` of ``value``
+    in each.
 
     Each bucket keeps its earliest instant, so a downsampled line keeps its time order and never invents a time.
     """
@@ -254,7 +261,8 @@ def _clusters_not_open(decisions, limit=50):
 
 
 def _top_clients(clients, recommendations):
-    """The TOP_CLIENTS clients with the highest peak fraction of a quota used (produce or fetch); None without traffic."""
+    """The TOP_CLIENTS clients with the highest peak fraction of a quota used (produce or fetch);
+    None without traffic."""
     if clients is None:
         return None
     peaks = (

@@ -8,11 +8,12 @@ what the page shows (units, instants, table rows); the template says where.
 import collections
 import html
 import pathlib
+from typing import Any
 
 import jinja2
 import markupsafe
 
-from headroom_pipeline.report_data import NEXT_VOLUMES
+from headroom_pipeline.report_data import NEXT_VOLUMES, ReportData
 from headroom_pipeline.report_format import client_label, human_bytes, human_hours, or_placeholder
 
 # Beside this file, in the package: it ships wherever the package does (the Galaxy artifact included).
@@ -22,7 +23,9 @@ TEMPLATE = "report.html.j2"
 Table = collections.namedtuple("Table", "headers rows numeric")  # numeric: the indexes of right-aligned columns
 
 
-def render(summary, data, charts, clients_chart):
+def render(
+    summary: dict[str, Any] | None, data: ReportData, charts: list[dict[str, Any]], clients_chart: str | None
+) -> str:
     """The page of ``data`` (report_data.ReportData), with the charts report_charts.draw wrote."""
     clients = data.clients
     return _ENVIRONMENT.get_template(TEMPLATE).render(

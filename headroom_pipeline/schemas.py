@@ -73,14 +73,18 @@ TRAFFIC_ROWS = T.StructType(
 )
 
 
-def volume_fields(volume: Column, element: T.StructType):
-    """(log_dir, total_bytes, usable_bytes) of a volume struct: the normalized form (log_dir, total_bytes, usable_bytes),
-    or the snapshot's own (VolumeName, Capacity, Consumed) that ingest passes through (a per-message lambda to
-    rename it would cost more than the rest of the read; after an explode it is one subtraction per row)."""
+def volume_fields(volume: Column, element: T.StructType) -> tuple[Column, Column, Column]:
+    """(log_dir, total_bytes, usable_bytes) of a volume struct: the normalized form (log_dir, total_bytes,
+    usable_bytes), or the snapshot's own (VolumeName, Capacity, Consumed) that ingest passes through (a per-message
+    lambda to rename it would cost more than the rest of the read; after an explode it is one subtraction per row)."""
     if "usable_bytes" in element.fieldNames():
         return volume["log_dir"], volume["total_bytes"], volume["usable_bytes"]
     return volume["VolumeName"], volume["Capacity"], volume["Capacity"] - volume["Consumed"]
 
 
-def volume_element(frame: DataFrame, column="volumes") -> T.StructType:
-    return frame.schema[column].dataType.elementType
+def volume_element(frame: DataFrame, column: str = "volumes") -> T.StructType:
+    """The struct type of the elements of ``frame``'s array column ``column`` (MESSAGE_VOLUME or VOLUME)."""
+    volumes = frame.schema[column].dataType
+    if not (isinstance(volumes, T.ArrayType) and isinstance(volumes.elementType, T.StructType)):
+        raise TypeError(f"{column} must be an array of structs (got {volumes.simpleString()})")
+    return volumes.elementType

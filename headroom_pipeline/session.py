@@ -3,6 +3,11 @@
 import contextlib
 import os
 import pathlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported when a session is made: --help and input checks need no JVM
+    from pyspark.sql import SparkSession
 
 # Executors run the same Python as the driver; a local master must not bind to the machine's external interface.
 LOOPBACK = "127.0.0.1"
@@ -15,12 +20,17 @@ EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
 JIT_OPTIONS = "-XX:-DontCompileHugeMethods"
 
 
-def under_spark_submit():
+def under_spark_submit() -> bool:
     """True when spark-submit launched this Python (it hands the driver a gateway to its JVM)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None, conf=None):
+def spark_session(
+    master: str | None = None,
+    app_name: str = "headroom-pipeline",
+    driver_memory: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> "SparkSession":
     """A SparkSession for ``master``: UTC, quiet logs, and loopback-only networking for a local master.
 
     ``conf`` adds or overrides Spark settings (``{"spark.executor.memory": "4g"}``). Any master URL works; only
@@ -70,7 +80,9 @@ def spark_session(master=None, app_name="headroom-pipeline", driver_memory=None,
     # (all of them are in the context's configuration, ``conf`` included).
     if not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         context = session.sparkContext
-        partitions = max(4, 2 * context.defaultParallelism) if context.master.startswith("local") else 200
+        # A started context always has a master; pyspark types it Optional, as it reads it from the configuration.
+        local_master = context.master.startswith("local")  # type: ignore[union-attr]
+        partitions = max(4, 2 * context.defaultParallelism) if local_master else 200
         session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return session
 
@@ -94,12 +106,14 @@ def _spark_submit_master():
 
 
 @contextlib.contextmanager
-def global_window_warnings_quiet(session):
+def global_window_warnings_quiet(session: "SparkSession") -> Iterator[None]:
     """Around a deliberate window over a whole (small) frame, such as the forecast's ranking of all volumes: Spark
     warns about every such window, and the job's output would be those warnings. Elsewhere the warning stays on,
     since an unintended global window is exactly the slowdown it points at."""
     jvm = session.sparkContext._jvm  # pylint: disable=protected-access
-    configurator, level = jvm.org.apache.logging.log4j.core.config.Configurator, jvm.org.apache.logging.log4j.Level
+    # A running session's context has its JVM view; pyspark types the attribute Optional (None before any context).
+    log4j = jvm.org.apache.logging.log4j  # type: ignore[union-attr]
+    configurator, level = log4j.core.config.Configurator, log4j.Level
     logger = "org.apache.spark.sql.execution.window.WindowExec"
     configurator.setLevel(logger, level.ERROR)
     try:

@@ -13,24 +13,21 @@ import re
 import shutil
 import tempfile
 import urllib.parse
+from typing import Any, TypeVar, overload
 
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem  # noqa: E402  pylint: disable=wrong-import-order
 from headroom_pipeline.config import ConfigError  # makes the collection importable
+
+# isort: split
+# After the import above, which makes the collection importable from a source checkout.
+from ansible_collections.headroom.kafka.plugins.module_utils import pipeline_command
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
 
 KAFKA_SCHEME = "kafka://"
 PARQUET_SUFFIXES = (".parquet", ".parq")
-# Query parameters of a kafka:// URL: the collection's connection options (secrets come from the environment).
-KAFKA_OPTIONS = (
-    "security_protocol",
-    "ssl_cafile",
-    "ssl_certfile",
-    "ssl_keyfile",
-    "ssl_check_hostname",
-    "sasl_mechanism",
-    "sasl_username",
-    "request_timeout",
-)
-SECRET_ENVIRONMENT = {"sasl_password": "HEADROOM_KAFKA_SASL_PASSWORD", "ssl_password": "HEADROOM_KAFKA_SSL_PASSWORD"}
+# Query parameters of a kafka:// URL: the collection's connection options, as the filter kafka_topic_url writes them
+# (the passwords come from the environment).
+KAFKA_OPTIONS = pipeline_command.URL_OPTIONS
+SECRET_ENVIRONMENT = pipeline_command.SECRET_ENVIRONMENT
 MASK = "***"
 # A parameter whose name says it holds a secret has its value masked in every message, whatever its spelling.
 SECRET_NAME = re.compile(r"pass(word|wd|phrase)?|pwd|secret|token|credential|jaas", re.IGNORECASE)
@@ -50,18 +47,29 @@ GLOB_CHARACTERS = "{}[]*?\\"
 # input's are then left unverified, as a file copied by any other tool has none.
 LOCAL_READ_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 PARQUET_MAGIC = b"PAR1"
-_LINKS = {}
+_LINKS: dict[str, str | int] = {}  # the directory of the links to inputs, and how many it holds
+# A record of the snapshot topic: (where: kafka://servers/topic#index, key text, value text or None).
+KafkaRecord = tuple[str, str | None, str | None]
+Unmasked = TypeVar("Unmasked")
 
 
 class SourceUnavailable(RuntimeError):
     """A well-formed source that cannot be read now (cluster unreachable, access denied): a failure, not bad input."""
 
 
-def is_kafka(location):
+def is_kafka(location: object) -> bool:
     return isinstance(location, str) and location[: len(KAFKA_SCHEME)].lower() == KAFKA_SCHEME
 
 
-def mask_location(location):
+@overload
+def mask_location(location: str) -> str: ...
+
+
+@overload
+def mask_location(location: Unmasked) -> Unmasked: ...
+
+
+def mask_location(location: object) -> object:
     """``location`` (one kafka:// URL or path, all of it) with every secret it may carry replaced by ***: the user
     information before an @ (kafka://user:password@host), the values of parameters named like a password, secret
     or token (sasl_password, ssl_password, ...), and the passwords the job was given in its environment.
@@ -73,7 +81,7 @@ def mask_location(location):
     return _without_environment_secrets(_PARAMETER.sub(_masked_parameter, _masked_user_information(location)))
 
 
-def mask_secrets(message):
+def mask_secrets(message: str) -> str:
     """A message with the secrets of any URL or name=value in it masked as mask_location does: the last line of
     defence for every line the command prints, since a location's fragments (a topic) may be quoted on their own."""
     if not isinstance(message, str):
@@ -112,7 +120,7 @@ def _masked_user_information(text):
     return text[:start] + MASK + text[ends[-1] :] if ends else text
 
 
-def resolve_files(location, option):
+def resolve_files(location: str, option: str) -> tuple[str, list[str]]:
     """(format, [files]) for a file, a directory (its files, recursively, skipping hidden ones) or a glob.
 
     The format is parquet when every file ends in .parquet (Spark's own part files do), else json (JSON lines).
@@ -130,7 +138,8 @@ def resolve_files(location, option):
         files = sorted(path for path in glob.glob(location, recursive=True) if os.path.isfile(path))
     if not files:
         raise ConfigError(
-            f"{option}: no file matches {mask_location(location)!r} (give a file, a directory or a glob of JSON lines or Parquet files)"
+            f"{option}: no file matches {mask_location(location)!r} "
+            "(give a file, a directory or a glob of JSON lines or Parquet files)"
         )
     parquet = [path for path in files if path.endswith(PARQUET_SUFFIXES)]
     if parquet and len(parquet) != len(files):
@@ -160,7 +169,7 @@ def _check_parquet_file(path, option):
         )
 
 
-def spark_locations(files):
+def spark_locations(files: list[str]) -> tuple[list[str], dict[str, str]]:
     """(locations, links): what Spark's reader (with LOCAL_READ_OPTIONS) is given to read exactly ``files``, and
     {link path: file} for the files read through a symbolic link."""
     locations, links = [], {}
@@ -199,13 +208,15 @@ def _link_to(absolute):
     return link
 
 
-def shown_path(absolute):
+def shown_path(absolute: str) -> str:
     """A file's path as messages and rejected rows show it (a name that is not UTF-8 with its odd bytes replaced)."""
     return absolute.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def parse_kafka_url(url, option="--snapshots"):
+def parse_kafka_url(url: str, option: str = "--snapshots") -> tuple[dict[str, Any], str]:
     """(connection options, topic) from kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...]."""
+    # Imported here: a module-level import would be sorted above the import of config, which makes the collection
+
     try:
         parsed = urllib.parse.urlsplit(url)
     except ValueError as exc:  # an unbalanced [ of an IPv6 address, say
@@ -227,7 +238,7 @@ def parse_kafka_url(url, option="--snapshots"):
             f"{option}: the topic of {mask_location(url)!r} is not a Kafka topic name "
             "(1 to 249 letters, digits, '.', '_' and '-')"
         )
-    options = {"bootstrap_servers": [s for s in parsed.netloc.split(",") if s]}
+    options: dict[str, Any] = {"bootstrap_servers": [s for s in parsed.netloc.split(",") if s]}
     for key, values in urllib.parse.parse_qs(parsed.query, keep_blank_values=True).items():
         if key not in KAFKA_OPTIONS:
             raise ConfigError(
@@ -250,7 +261,7 @@ def parse_kafka_url(url, option="--snapshots"):
     return options, topic
 
 
-def read_kafka_records(url, option="--snapshots"):
+def read_kafka_records(url: str, option: str = "--snapshots") -> list[KafkaRecord]:
     """Every record of the snapshot topic up to the end offsets seen at start: [(where, key text, value text or None)].
 
     Read on the driver through the collection's Kafka adapter (the one place that talks to Kafka).

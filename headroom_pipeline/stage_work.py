@@ -12,13 +12,13 @@ pass counted some.
 import dataclasses
 import os
 import shutil
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from headroom_pipeline import clients, decisions, forecast, ingest, report, schemas, stages, topics
+from headroom_pipeline import clients, decisions, forecast, ingest, report, schemas, sources, stages, topics
 from headroom_pipeline.checks import TimeWindow
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.session import global_window_warnings_quiet, spark_session
@@ -28,33 +28,53 @@ from headroom_pipeline.session import global_window_warnings_quiet, spark_sessio
 CACHE_LEVEL = StorageLevel.DISK_ONLY
 
 
+class CheckedInputs(NamedTuple):
+    """The inputs the job read and checked before Spark started (job._check_inputs)."""
+
+    quotas: list[dict[str, Any]]  # ingest.load_quotas; empty without --quotas
+    proposed: list[dict[str, Any]] | None  # the same for --proposed-quotas
+    plan: dict[str, Any] | None  # topics.load_plan of --topic-thresholds
+    kafka_records: list[sources.KafkaRecord] | None  # the snapshot topic's records of a kafka:// --snapshots
+
+
 @dataclasses.dataclass
 class Run:  # pylint: disable=too-many-instance-attributes
-    """What the stages share: the settings, the checked inputs, the summary they fill in, and what one hands the next."""
+    """What the stages share: the settings, the checked inputs, the summary they fill in, and what one
+    hands the next."""
 
     config: PipelineConfig
-    inputs: tuple  # job.CheckedInputs: quotas, proposed quotas, topic plan, kafka:// records
-    summary: dict
+    inputs: CheckedInputs
+    summary: dict[str, Any]
     spark: Optional[SparkSession] = None
     owned: bool = False  # the job started the session (and stops it); a caller's is left running
-    ingested: dict = dataclasses.field(default_factory=dict)  # per input ("snapshots", "traffic"): as ingest read it
+    # per input ("snapshots", "traffic"): as ingest read it
+    ingested: dict[str, ingest.Ingested] = dataclasses.field(default_factory=dict)
     traffic: Optional[DataFrame] = None  # the traffic rows, cached for the analyses until release()
-    forecast_observed: Optional[dict] = None  # the forecast's observation: its counts and every volume's span
+    # the forecast's observation: its counts and every volume's span
+    forecast_observed: Optional[dict[str, Any]] = None
 
-    def path(self, name):
+    @property
+    def started_spark(self) -> SparkSession:
+        """The session start_spark made, in which every later stage runs."""
+        assert self.spark is not None, "start_spark runs before the other stages"
+        return self.spark
+
+    def path(self, name: str) -> str:
         return os.path.join(self.config.out, name)
 
-    def time_window(self):
-        return TimeWindow(since=self.config.since, until=self.config.until, spread=self.config.plausible_window)
+    def time_window(self) -> TimeWindow:
+        since, until = self.config.since, self.config.until
+        assert not isinstance(since, str) and not isinstance(until, str), "the job validates the settings first"
+        return TimeWindow(since=since, until=until, spread=self.config.plausible_window)
 
-    def release(self):
+    def release(self) -> None:
         """Drop the cached traffic once the analyses are done with it."""
         if self.traffic is not None:
             self.traffic.unpersist()
             self.traffic = None
 
 
-def start_spark(run):
+def start_spark(run: Run) -> str:
     config = run.config
     owned = SparkSession.getActiveSession() is None
     run.spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
@@ -63,10 +83,14 @@ def start_spark(run):
     return ""
 
 
-def read_snapshots(run):
+def read_snapshots(run: Run) -> str:
     config = run.config
     snapshots = ingest.load_snapshots(
-        run.spark, config.snapshots, config.cluster, kafka_records=run.inputs.kafka_records, window=run.time_window()
+        run.started_spark,
+        config.snapshots,
+        config.cluster,
+        kafka_records=run.inputs.kafka_records,
+        window=run.time_window(),
     )
     _write(ingest.explode_volumes(snapshots.as_read), run.path("volumes"))
     run.ingested["snapshots"] = snapshots
@@ -74,8 +98,10 @@ def read_snapshots(run):
     return f"({snapshots.read:,} records, {figures['used']:,} used)"
 
 
-def read_traffic(run):
-    loaded = ingest.load_traffic(run.spark, run.config.traffic, window=run.time_window())
+def read_traffic(run: Run) -> str:
+    location = run.config.traffic
+    assert location is not None, "the stage runs only with --traffic"
+    loaded = ingest.load_traffic(run.started_spark, location, window=run.time_window())
     run.traffic = loaded.rows.persist(CACHE_LEVEL)
     run.traffic.count()
     run.ingested["traffic"] = loaded
@@ -83,7 +109,7 @@ def read_traffic(run):
     return f"({loaded.read:,} records)"
 
 
-def reject_unusable_records(run):
+def reject_unusable_records(run: Run) -> str:
     path = run.path("rejected")
     counted = {name: figures.pop("rejected_counted") for name, figures in run.summary["inputs"].items()}
     written = [run.ingested[name].rejected for name, count in counted.items() if count]
@@ -94,10 +120,11 @@ def reject_unusable_records(run):
     return f"({sum(counts.values()):,} rejected)"
 
 
-def forecast_volumes(run):
+def forecast_volumes(run: Run) -> str:
     observation = Observation("forecast")
-    with global_window_warnings_quiet(run.spark):  # the ranking of all volumes is one window on purpose
-        volumes = run.spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
+    spark = run.started_spark
+    with global_window_warnings_quiet(spark):  # the ranking of all volumes is one window on purpose
+        volumes = spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
         _write(forecast.volume_forecast(volumes, run.config, observation=observation), run.path("forecast"))
     run.forecast_observed = observation.get
     counts = stages.FORECAST.record(
@@ -106,9 +133,10 @@ def forecast_volumes(run):
     return f"({counts['volumes']:,} volumes)"
 
 
-def build_decision_timeline(run):
+def build_decision_timeline(run: Run) -> str:
     config = run.config
     interval = decisions.check_interval_micros(config)
+    assert run.forecast_observed is not None, "the forecast runs before the decision timeline"
     size = (
         decisions.timeline_size_of_volume_spans(run.forecast_observed[forecast.VOLUME_SPANS], interval)
         if config.max_timeline_rows is not None
@@ -124,7 +152,8 @@ def build_decision_timeline(run):
     return f"({counts['rows']:,} rows)"
 
 
-def analyse_client_quotas(run):
+def analyse_client_quotas(run: Run) -> str:
+    assert run.traffic is not None, "read_traffic runs before the analyses"
     windows, recommendations = clients.client_analysis(run.traffic, run.inputs.quotas, run.inputs.proposed, run.config)
     _write(windows, run.path("clients"))
     _write(recommendations, run.path("client_recommendations"))
@@ -132,7 +161,9 @@ def analyse_client_quotas(run):
     return f"({counts['windows']:,} windows)"
 
 
-def analyse_topic_thresholds(run):
+def analyse_topic_thresholds(run: Run) -> str:
+    assert run.traffic is not None, "read_traffic runs before the analyses"
+    assert run.inputs.plan is not None, "the stage runs only with --topic-thresholds"
     thresholds, exceeded = topics.topic_analysis(run.traffic, run.inputs.plan, run.config)
     _write(thresholds, run.path("topic_thresholds"))
     _write(exceeded, run.path("topics"))
@@ -146,8 +177,8 @@ def analyse_topic_thresholds(run):
     return f"({counts['windows_exceeded']:,} windows over threshold)"
 
 
-def write_report(run):
-    return stages.REPORT.record(run.summary, report.write_report(run.spark, run.config.out, run.summary))
+def write_report(run: Run) -> str:
+    return stages.REPORT.record(run.summary, report.write_report(run.started_spark, run.config.out, run.summary))
 
 
 def _spark_facts(spark):

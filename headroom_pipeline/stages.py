@@ -5,28 +5,34 @@ A stage has the name its progress lines and summary.json's "timings_seconds" use
 function that runs it, in the order they run (job.PIPELINE). Each output names the stage that writes it; what the
 outputs hold, column by column, is in README.md ("Outputs").
 
-Nothing here imports Spark or another module of the package.
+Nothing here imports Spark or another module of the package (the configuration's type aside, for type checkers).
 """
 
 import dataclasses
-from typing import Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, TypeVar
+
+if TYPE_CHECKING:
+    from headroom_pipeline.config import PipelineConfig
+
+Recorded = TypeVar("Recorded")
 
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
     name: str  # as the progress lines and summary.json's "timings_seconds" say it
-    when: Optional[Callable] = None  # (config, topic plan) -> whether it runs; None: on every run
+    # (config, topic plan) -> whether it runs (truthy); None: on every run
+    when: Optional[Callable[["PipelineConfig", Optional[dict[str, Any]]], object]] = None
     recorded_at: Tuple[str, ...] = ()  # where summary.json records what it did: ("stages", key) or ("report",)
     reads_summary: bool = False  # it reads the finished outputs, summary.json among them
 
     @property
-    def optional(self):
+    def optional(self) -> bool:
         return self.when is not None
 
-    def runs(self, config, plan):
+    def runs(self, config: "PipelineConfig", plan: dict[str, Any] | None) -> bool:
         return self.when is None or bool(self.when(config, plan))
 
-    def record(self, summary, value):
+    def record(self, summary: dict[str, Any], value: Recorded) -> Recorded:
         """Put what the stage did (its counts, the report's path) where summary.json keeps it; return ``value``."""
         *path, key = self.recorded_at
         place = summary
@@ -35,8 +41,9 @@ class Stage:
         place[key] = value
         return value
 
-    def recorded(self, summary):
-        """What ``summary`` (a summary.json's content) records of the stage; None when it records nothing (did not run)."""
+    def recorded(self, summary: dict[str, Any]) -> object:
+        """What ``summary`` (a summary.json's content) records of the stage; None when it records nothing
+        (did not run)."""
         value = summary if self.recorded_at else None
         for name in self.recorded_at:
             value = value.get(name) if isinstance(value, dict) else None
@@ -89,7 +96,7 @@ OUTPUTS = (
 _WRITER = {output.name: output.stage for output in OUTPUTS}
 
 
-def left_over(previous, config, plan):
+def left_over(previous: dict[str, Any], config: "PipelineConfig", plan: dict[str, Any] | None) -> list[str]:
     """The outputs that the run of summary ``previous`` says it wrote and that this run will not replace: those of
     the optional stages that ran then and do not run now."""
     return [
@@ -101,7 +108,7 @@ def left_over(previous, config, plan):
     ]
 
 
-def written(name, summary):
+def written(name: str, summary: dict[str, Any] | None) -> bool:
     """Whether the run of ``summary`` wrote output ``name``: an optional stage's outputs only when the summary records
     that stage; a summary without "stages" (or none at all) says nothing, so whatever is there counts."""
     summary = summary or {}

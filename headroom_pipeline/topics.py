@@ -20,17 +20,18 @@ upper bound of what the broker would reject (a broker that rejects produce lower
 """
 
 import json
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from headroom_pipeline.collection import ensure_importable
-from headroom_pipeline.config import ConfigError
+from headroom_pipeline.config import ConfigError, PipelineConfig
 
 ensure_importable()
 
 # pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds  # noqa: E402
 
 EWMA_CHUNK = 512
 MICROS = 1000000.0
@@ -59,7 +60,7 @@ WINDOW_COLUMNS = [
 ]
 
 
-def load_plan(path, option="--topic-thresholds"):
+def load_plan(path: str, option: str = "--topic-thresholds") -> dict[str, Any]:
     """The validated plan from a JSON file; ConfigError naming the option, the file and the problem."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -73,12 +74,14 @@ def load_plan(path, option="--topic-thresholds"):
 
 def _validated(plan, option="--topic-thresholds"):
     try:
-        return tt.validate_plan(plan)
-    except tt.TopicThresholdError as exc:
+        return topic_thresholds.validate_plan(plan)
+    except topic_thresholds.TopicThresholdError as exc:
         raise ConfigError(f"{option}: {exc}") from None
 
 
-def topic_analysis(traffic: DataFrame, plan: dict, config=None, chunk: int = EWMA_CHUNK) -> tuple[DataFrame, DataFrame]:
+def topic_analysis(
+    traffic: DataFrame, plan: dict[str, Any], config: PipelineConfig | None = None, chunk: int = EWMA_CHUNK
+) -> tuple[DataFrame, DataFrame]:
     """(thresholds_df, windows_df) from TRAFFIC_ROWS and a plan (as load_plan returns it, or raw; it is validated).
 
     thresholds_df: one row per (broker_id, topic) with traffic: the broker's total threshold, the topic's threshold
@@ -122,7 +125,7 @@ def _broker_intervals(rows: DataFrame) -> DataFrame:
 
 def meter_update(previous: Column, rate: Column, seconds: Column) -> Column:
     """topic_thresholds.meter_update for a started meter, as a column."""
-    return rate + (previous - rate) * F.exp(-seconds / F.lit(tt.ONE_MINUTE_SECONDS))
+    return rate + (previous - rate) * F.exp(-seconds / F.lit(topic_thresholds.ONE_MINUTE_SECONDS))
 
 
 def meter_step(state: Column, point: Column) -> Column:
@@ -146,7 +149,7 @@ def _chunk_rates(carry: Column, chunk: Column) -> Column:
     return F.aggregate(chunk, start, step)["out"]
 
 
-def meter_rates(points: DataFrame, keys, chunk: int = EWMA_CHUNK) -> DataFrame:
+def meter_rates(points: DataFrame, keys: list[str], chunk: int = EWMA_CHUNK) -> DataFrame:
     """(keys..., ts_us, bytes, rate) for every point of every meter; points: keys, ts_us, start_us, bytes."""
     series = points.groupBy(*keys).agg(
         F.array_sort(F.collect_list(F.struct("ts_us", "start_us", "bytes"))).alias("points")
@@ -180,9 +183,11 @@ def _thresholds(rows: DataFrame, plan: dict) -> DataFrame:
     """Per (broker_id, topic) with traffic: see topic_thresholds.topic_threshold."""
     spark = rows.sparkSession
     present = rows.where(F.col("topic").isNotNull()).select("broker_id", "topic").distinct()
-    default_total, default_explicit = plan[tt.TOTAL], plan["topics"]
-    overrides = {int(broker): tt.broker_plan(plan, int(broker)) for broker in plan["brokers"]}
-    broker_rows = [(broker, total, tt.explicit_sum(explicit)) for broker, (total, explicit) in overrides.items()]
+    default_total, default_explicit = plan[topic_thresholds.TOTAL], plan["topics"]
+    overrides = {int(broker): topic_thresholds.broker_plan(plan, int(broker)) for broker in plan["brokers"]}
+    broker_rows = [
+        (broker, total, topic_thresholds.explicit_sum(explicit)) for broker, (total, explicit) in overrides.items()
+    ]
     explicit_rows = [(DEFAULT_SCOPE, topic, value) for topic, value in default_explicit.items()]
     explicit_rows += [
         (broker, topic, value)
@@ -198,7 +203,9 @@ def _thresholds(rows: DataFrame, plan: dict) -> DataFrame:
         "topic",
         F.when(overridden, F.col("broker_id")).otherwise(F.lit(DEFAULT_SCOPE).cast("long")).alias("scope_key"),
         F.coalesce("override_total", F.lit(float(default_total))).alias("total_threshold"),
-        F.coalesce("override_sum", F.lit(tt.explicit_sum(default_explicit))).alias("explicit_threshold_sum"),
+        F.coalesce("override_sum", F.lit(topic_thresholds.explicit_sum(default_explicit))).alias(
+            "explicit_threshold_sum"
+        ),
     )
     matched = (table["scope_key"] == explicit["scope"]) & (table["topic"] == explicit["explicit_topic"])
     table = table.join(F.broadcast(explicit), matched, "left")
@@ -213,8 +220,8 @@ def _thresholds(rows: DataFrame, plan: dict) -> DataFrame:
         "topic",
         "total_threshold",
         F.coalesce("explicit_threshold", implicit).alias("topic_threshold"),
-        F.when(F.col("explicit_threshold").isNotNull(), F.lit(tt.EXPLICIT))
-        .otherwise(F.lit(tt.IMPLICIT))
+        F.when(F.col("explicit_threshold").isNotNull(), F.lit(topic_thresholds.EXPLICIT))
+        .otherwise(F.lit(topic_thresholds.IMPLICIT))
         .alias("threshold_kind"),
         "explicit_threshold_sum",
         "implicit_topics",

@@ -31,13 +31,15 @@ def _int(props, key, default):
 
 
 def validate_quota_callback(props):
-    """Kafka instantiates ``client.quota.callback.class`` at startup; a plugin that rejects its config stops the broker."""
+    """Kafka instantiates ``client.quota.callback.class`` at startup; a plugin that rejects its config stops the
+    broker."""
     callback = props.get("client.quota.callback.class", "").strip()
     if not callback:
         return None
     if callback != quota_plugin_config.STATIC_QUOTA_CALLBACK:
         raise ConfigError(
-            f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} could not be found."
+            f"Invalid value {callback} for configuration client.quota.callback.class: Class {callback} could not be "
+            "found."
         )
     try:
         return quota_plugin_config.load(props)
@@ -114,8 +116,8 @@ class BrokerConfig:
             and self.node_id not in [voter["id"] for voter in self.static_voters]
         ):
             raise ConfigError(
-                f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included in the set "
-                f"of voters controller.quorum.voters={props.get('controller.quorum.voters')}"
+                f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included in the "
+                f"set of voters controller.quorum.voters={props.get('controller.quorum.voters')}"
             )
         self.advertised = advertised_endpoints(props, self.listeners) if self.is_broker else []
         if self.is_broker and not self.advertised:

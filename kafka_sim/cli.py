@@ -128,7 +128,8 @@ def _run(args):
         )
         cluster.up(args.timeout)
         print(
-            f"{cluster.engine} cluster {cluster.info['cluster_id']} up: bootstrap_servers={cluster.info['bootstrap_servers']} "
+            f"{cluster.engine} cluster {cluster.info['cluster_id']} up: "
+            f"bootstrap_servers={cluster.info['bootstrap_servers']} "
             f"({cluster.info['security_protocol']}), details in {cluster.path}"
         )
         return 0

@@ -186,7 +186,8 @@ def _entity_map(pairs):
 
 
 def _is_ipv4_literal(text):
-    """Java's ``IPAddressUtil.textToNumericFormatV4``: 1 to 4 decimal parts, the last one filling the remaining bytes."""
+    """Java's ``IPAddressUtil.textToNumericFormatV4``: 1 to 4 decimal parts, the last one filling the remaining
+    bytes."""
     if not 0 < len(text) <= 15:
         return False
     parts = text.split(".")
@@ -359,13 +360,13 @@ def alter(quotas, entries, validate_only, resolve_host=None):
 def alter_response(entries, results):
     """Kafka's AlterClientQuotasResponse entries for ``alter``'s results: ``[(entity_pairs, code, message)]``.
 
-    One per distinct entity (``AlterClientQuotasResponse.fromQuotaEntities`` over a ``Map<ClientQuotaEntity, ApiError>``):
-    the last result of that entity wins, entities come in the map's iteration order and each entity lists its parts
-    in its own map's order (a repeated type appears once, with the last name).
+    One per distinct entity (``AlterClientQuotasResponse.fromQuotaEntities`` over a
+    ``Map<ClientQuotaEntity, ApiError>``): the last result of that entity wins, entities come in the map's iteration
+    order and each entity lists its parts in its own map's order (a repeated type appears once, with the last name).
     """
     by_ident = {}
     entities = {}
-    for entry, result in zip(entries, results):
+    for entry, result in zip(entries, results, strict=True):
         pairs = list(entry.get("entity") or ())
         entity = _entity_map(pairs)
         ident = entity_key(entity)

@@ -1,7 +1,8 @@
-"""A systemctl stand-in for machines without systemd (tests and molecule scenarios): ``python -m kafka_sim.fake_systemctl``.
+"""A systemctl stand-in for machines without systemd (tests and molecule scenarios):
+``python -m kafka_sim.fake_systemctl``.
 
-Units are read from ``$HEADROOM_FAKE_SYSTEMD_DIR/units``; the state of each service (enabled, the pid it runs) is kept in
-``$HEADROOM_FAKE_SYSTEMD_DIR/systemd.json``; every call is logged to ``systemctl.log`` there. ``start`` and
+Units are read from ``$HEADROOM_FAKE_SYSTEMD_DIR/units``; the state of each service (enabled, the pid it runs) is kept
+in ``$HEADROOM_FAKE_SYSTEMD_DIR/systemd.json``; every call is logged to ``systemctl.log`` there. ``start`` and
 ``restart`` run the unit's ExecStart (with its WorkingDirectory and one Environment line) as a background process, its
 output in ``<unit>.log``; ``stop`` sends SIGTERM and waits for it. Answers what ansible.builtin.systemd_service asks:
 daemon-reload, show, is-enabled, enable, disable, start, stop, restart.
@@ -104,14 +105,16 @@ def main(argv=None):
 
 
 def install(directory, python=sys.executable):
-    """Write ``directory/bin/systemctl`` (put ``directory/bin`` first on PATH) and ``directory/units``; returns the bin dir."""
+    """Write ``directory/bin/systemctl`` (put ``directory/bin`` first on PATH) and ``directory/units``; returns the bin
+    dir."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.makedirs(os.path.join(directory, "units"), exist_ok=True)
     os.makedirs(os.path.join(directory, "bin"), exist_ok=True)
     path = os.path.join(directory, "bin", "systemctl")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(
-            f"#!{python}\nimport sys\nsys.path.insert(0, {root!r})\nfrom kafka_sim.fake_systemctl import main\nsys.exit(main())\n"
+            f"#!{python}\nimport sys\nsys.path.insert(0, {root!r})\n"
+            "from kafka_sim.fake_systemctl import main\nsys.exit(main())\n"
         )
     os.chmod(path, 0o755)
     return os.path.join(directory, "bin")

@@ -220,7 +220,8 @@ class KafkaCluster(ClusterBase):
         return {"broker": broker, "client": client, "scram_password": password}
 
     def _create_node(self, node_id, roles, port, controller_port, metrics_port, options):
-        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
+        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller
+        node."""
         is_broker = "broker" in roles
         home, log_dirs = self._node_home(node_id, is_broker, options["log_dirs"], options["size"])
         metadata_dir = os.path.join(home, "metadata")
@@ -251,8 +252,8 @@ class KafkaCluster(ClusterBase):
                 "share.coordinator.state.topic.min.isr": "1",
                 "log.segment.bytes": str(1 << 20),
                 "log.index.size.max.bytes": str(1 << 20),
-                # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice that
-                # does not fit the small heap and the JVM exits on OutOfMemoryError.
+                # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice
+                # that does not fit the small heap and the JVM exits on OutOfMemoryError.
                 "log.cleaner.dedupe.buffer.size": str(16 << 20),
             }
         )

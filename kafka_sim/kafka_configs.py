@@ -90,7 +90,8 @@ _KAFKA_LOG_DIR_DEFAULT = "/".join(
 _TOPIC_BASED_RLMM = "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"
 _THROTTLED_REPLICAS = "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
 
-# Every broker config of Kafka 4.3's KafkaConfig (the documented, non-internal ones): (name, type, default, update mode, valid values).
+# Every broker config of Kafka 4.3's KafkaConfig (the documented, non-internal ones): (name, type, default, update mode,
+# valid values).
 _BROKER_TABLE = (
     ("add.partitions.to.txn.retry.backoff.max.ms", "INT", "100", _RO, "[0,...]"),
     ("add.partitions.to.txn.retry.backoff.ms", "INT", "20", _RO, "[1,...]"),
@@ -539,8 +540,8 @@ _TOPIC_SYNONYM_CHAINS = {
     "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
 }
 
-# Read by StandardAuthorizer, not defined by KafkaConfig: DescribeConfigs reports them as UNKNOWN type, sensitive (value null),
-# and a dynamic update of them is accepted like any custom key.
+# Read by StandardAuthorizer, not defined by KafkaConfig: DescribeConfigs reports them as UNKNOWN type, sensitive
+# (value null), and a dynamic update of them is accepted like any custom key.
 AUTHORIZER_CONFIG_KEYS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
 
 # SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix (listener.name.<listener>.<key>).
@@ -743,7 +744,8 @@ def to_config_string(value: object, config_type: str | None) -> str | None:
 
 
 def normalize_value(name: str, value: str, *, topic: bool = False) -> str:
-    """The string Kafka would describe for a valid configured ``value`` (e.g. ``" a , b "`` -> ``"a,b"``, ``"TRUE"`` -> ``"true"``).
+    """The string Kafka would describe for a valid configured ``value`` (e.g. ``" a , b "`` -> ``"a,b"``,
+    ``"TRUE"`` -> ``"true"``).
 
     Values of unknown keys and of PASSWORD keys come back unchanged.
     """
@@ -757,7 +759,8 @@ def normalize_value(name: str, value: str, *, topic: bool = False) -> str:
 
 
 def broker_config_synonyms(name: str, match_listener_override: bool = True) -> list[str]:
-    """``DynamicBrokerConfig.brokerConfigSynonyms``: the keys, highest priority first, that feed broker config ``name``."""
+    """``DynamicBrokerConfig.brokerConfigSynonyms``: the keys, highest priority first, that feed broker config
+    ``name``."""
     for group in (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours")):
         if name in group:
             return list(group)
@@ -773,7 +776,8 @@ def broker_config_synonyms(name: str, match_listener_override: bool = True) -> l
 
 
 def broker_config_type(name: str) -> str | None:
-    """``KafkaConfig.configType``: the key's type, else that of its synonyms (listener overrides); None if Kafka does not know it."""
+    """``KafkaConfig.configType``: the key's type, else that of its synonyms (listener overrides); None if Kafka does
+    not know it."""
     if name in BROKER_CONFIGS:
         return BROKER_CONFIGS[name].type
     return next((BROKER_CONFIGS[s].type for s in broker_config_synonyms(name) if s in BROKER_CONFIGS), None)
@@ -792,13 +796,15 @@ def type_code(name: str, *, topic: bool = False) -> int:
 
 
 def is_sensitive(name: str, *, topic: bool = False) -> bool:
-    """``KafkaConfig.maybeSensitive``: a key of unknown type or of type PASSWORD is sensitive (its value is described as null)."""
+    """``KafkaConfig.maybeSensitive``: a key of unknown type or of type PASSWORD is sensitive (its value is described as
+    null)."""
     config_type = _config_type(name, topic)
     return config_type is None or config_type == "PASSWORD"
 
 
 def is_read_only(name: str) -> bool:
-    """The ``read_only`` flag DescribeConfigs gives a broker config: true unless the exact key is dynamically updatable."""
+    """The ``read_only`` flag DescribeConfigs gives a broker config: true unless the exact key is dynamically
+    updatable."""
     return name not in _DYNAMIC_BROKER_CONFIGS
 
 
@@ -883,14 +889,16 @@ def _validate_topic_values(parsed: dict[str, object], existing: Mapping[str, str
     if not parsed["remote.storage.enable"]:
         if parse_bool(existing.get("remote.storage.enable", "false")) and not parsed["remote.log.delete.on.disable"]:
             raise _ConfigError(
-                "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data and turn to read only, "
-                "please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to disable remote storage and delete all "
-                "remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`."
+                "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote "
+                "data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. If "
+                "you want to disable remote storage and delete all remote data, please set "
+                "`remote.storage.enable=false,remote.log.delete.on.disable=true`."
             )
         return
     if not remote_system_enabled:
         raise _ConfigError(
-            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log "
+            "storage."
         )
     if parsed["cleanup.policy"] not in ([], ["delete"]):
         raise _ConfigError(
@@ -913,13 +921,14 @@ def _validate_topic_values(parsed: dict[str, object], existing: Mapping[str, str
         ):
             if parsed[local_key] not in (-2, parsed[total_key]):
                 raise _ConfigError(
-                    f"When `remote.log.copy.disable` is set to true, the `{local_key}` and `{total_key}` must be set to the identical value "
-                    "because there will be no more logs copied to the remote storage."
+                    f"When `remote.log.copy.disable` is set to true, the `{local_key}` and `{total_key}` must be set "
+                    "to the identical value because there will be no more logs copied to the remote storage."
                 )
 
 
 def _java_hash_set_order(names: Iterable[str]) -> list[str]:
-    """The iteration order of a ``java.util.HashSet`` of these strings (buckets of String.hashCode; ties keep insertion order)."""
+    """The iteration order of a ``java.util.HashSet`` of these strings (buckets of String.hashCode; ties keep insertion
+    order)."""
     names = list(dict.fromkeys(names))
     capacity = 16
     while len(names) > capacity * 0.75:
@@ -1005,11 +1014,15 @@ def validate_reconfiguration(current: Mapping[str, str], new: Mapping[str, str])
     else:
         return None
     # processReconfiguration wraps the reason as ConfigException(name="Invalid dynamic configuration", value=cause).
-    return f"Invalid value org.apache.kafka.common.config.ConfigException: {reason} for configuration Invalid dynamic configuration"
+    return (
+        f"Invalid value org.apache.kafka.common.config.ConfigException: {reason} for configuration Invalid dynamic "
+        "configuration"
+    )
 
 
 def validate_dynamic_broker_update(name: str, value: str | None, *, per_broker: bool) -> str | None:
-    """``validate_dynamic_broker_updates`` for one key: None if Kafka accepts ``name=value`` dynamically, else its message."""
+    """``validate_dynamic_broker_updates`` for one key: None if Kafka accepts ``name=value`` dynamically, else its
+    message."""
     return validate_dynamic_broker_updates({name: value}, per_broker=per_broker)
 
 

@@ -65,7 +65,8 @@ def parse_endpoints(props, key):
             )
         if any(endpoint.name == name for endpoint in endpoints):
             raise ConfigError(
-                f"Invalid value {text} for configuration {key}: Each listener must have a different name, {name} is repeated"
+                f"Invalid value {text} for configuration {key}: Each listener must have a different name, {name} is "
+                "repeated"
             )
         host = match.group(2).strip("[]") or "0.0.0.0"
         port = int(match.group(3))

@@ -1,4 +1,5 @@
-"""Taking a real broker's log dir offline the way a full disk does: fill its volume, then make the broker write there."""
+"""Taking a real broker's log dir offline the way a full disk does: fill its volume, then make the broker write
+there."""
 
 import errno
 import os

@@ -116,7 +116,8 @@ def _check_iterations(iterations, mechanism):
         raise ValueError(f"SCRAM iterations must be an integer, got {iterations!r}")
     if iterations < MIN_ITERATIONS:
         raise ValueError(
-            f"SCRAM iterations {iterations} is below Kafka's minimum {MIN_ITERATIONS} for {mechanism} (Too few iterations)"
+            f"SCRAM iterations {iterations} is below Kafka's minimum {MIN_ITERATIONS} for {mechanism} (Too few "
+            "iterations)"
         )
     if iterations > MAX_ITERATIONS:
         raise ValueError(
@@ -304,7 +305,8 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
             raise self._failure(f"Authentication failed: Credentials could not be obtained ({exc!r})") from exc
         if iterations < MIN_ITERATIONS:
             raise self._failure(
-                f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} for {self.mechanism.replace('-', '_')}"
+                f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} for "
+                f"{self.mechanism.replace('-', '_')}"
             )
         return {"salt": salt, "iterations": iterations, "stored_key": stored_key, "server_key": server_key}
 
@@ -322,7 +324,7 @@ class ScramServer:  # pylint: disable=too-many-instance-attributes
         client_signature = _hmac(self._algorithm, exchange["stored_key"], auth_message)
         if len(proof) != len(client_signature):
             raise self._failure("Invalid client credentials")
-        client_key = bytes(a ^ b for a, b in zip(client_signature, proof))
+        client_key = bytes(a ^ b for a, b in zip(client_signature, proof, strict=True))
         if not hmac.compare_digest(hashlib.new(self._algorithm, client_key).digest(), exchange["stored_key"]):
             raise self._failure("Invalid client credentials")
         server_signature = _hmac(self._algorithm, exchange["server_key"], auth_message)
@@ -760,7 +762,8 @@ def _protocol_range(config):
     usable = sorted(_PROTOCOLS[name] for name in names if name in _PROTOCOLS)
     if not usable:
         raise ValueError(
-            f"ssl.enabled.protocols={','.join(names)} leaves no protocol enabled (TLSv1.2 and TLSv1.3 are the usable ones)"
+            f"ssl.enabled.protocols={','.join(names)} leaves no protocol enabled (TLSv1.2 and TLSv1.3 are the usable "
+            "ones)"
         )
     return usable[0], usable[-1]
 
@@ -778,13 +781,15 @@ def _keystore_source(config):
             )
         if location is not None:
             raise ValueError(
-                "Both SSL key store location and separate private key are specified (ssl.keystore.location, ssl.keystore.key)."
+                "Both SSL key store location and separate private key are specified (ssl.keystore.location, "
+                "ssl.keystore.key)."
             )
     elif inline_chain is not None:
         raise ValueError("SSL certificate chain is specified, but private key is not specified (ssl.keystore.key)")
     elif location is None:
         raise ValueError(
-            "An SSL listener needs a key store: set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain"
+            "An SSL listener needs a key store: set ssl.keystore.location, or ssl.keystore.key and "
+            "ssl.keystore.certificate.chain"
         )
     if "ssl.keystore.password" in config:
         raise ValueError(

@@ -148,7 +148,8 @@ class SocketServer:
         return not closing
 
     def _delay_failed_authentication(self):
-        """KIP-306: a failed authentication is answered and closed only after ``connection.failed.authentication.delay.ms``."""
+        """KIP-306: a failed authentication is answered and closed only after
+        ``connection.failed.authentication.delay.ms``."""
         try:
             delay_ms = int(self.broker.props.get("connection.failed.authentication.delay.ms", "100"))
         except ValueError:

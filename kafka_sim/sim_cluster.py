@@ -1,4 +1,5 @@
-"""The model engine of the test cluster: one ``python -m kafka_sim broker`` process per node, sharing a metadata store."""
+"""The model engine of the test cluster: one ``python -m kafka_sim broker`` process per node, sharing a metadata
+store."""
 
 import os
 import secrets
@@ -56,8 +57,8 @@ class SimCluster(ClusterBase):
         combined=0,
         controllers_only=0,
     ):
-        """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also controllers)
-        and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
+        """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also
+        controllers) and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         os.makedirs(self.directory, exist_ok=True)
         metadata_dir = os.path.join(self.directory, "metadata")
@@ -125,7 +126,8 @@ class SimCluster(ClusterBase):
         self.save()
 
     def _create_node(self, node_id, roles, port, controller_port, metadata_dir, protocol, options):
-        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller node."""
+        """One node's directories and server.properties, as Kafka 4.x configures a broker, combined or controller
+        node."""
         is_broker = "broker" in roles
         home, log_dirs = self._node_home(node_id, is_broker, options["log_dirs"], options["size"])
         protocols = ([f"CLIENT:{protocol}"] if is_broker else []) + (

@@ -106,7 +106,8 @@ class ClusterState:
         return state
 
     def update(self, change, cluster_id=None, catch_up_ms=DEFAULT_CATCH_UP_MS):
-        """Apply ``change(state)`` under the cluster lock and write the result atomically; return what change returned."""
+        """Apply ``change(state)`` under the cluster lock and write the result atomically; return what change
+        returned."""
         with open(os.path.join(self.directory, LOCK_FILE), "a+", encoding="utf-8") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             path = os.path.join(self.directory, STATE_FILE)

@@ -32,7 +32,8 @@ class LogDir:
             return False
 
     def sizes(self):
-        """(total, usable) bytes: usable is what an unprivileged writer may still use (f_bavail), as Kafka reports it."""
+        """(total, usable) bytes: usable is what an unprivileged writer may still use (f_bavail), as Kafka reports
+        it."""
         st = os.statvfs(self.path)
         return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
@@ -104,7 +105,8 @@ class PartitionLog:
             return 0
 
     def append_batches(self, batches, leader_epoch, assign_offsets):
-        """Stamp offsets on the batches and append them atomically with respect to other producers; return the base offset."""
+        """Stamp offsets on the batches and append them atomically with respect to other producers; return the base
+        offset."""
         with self.lock:
             self._refresh()
             base = self.index[-1][1] + 1 if self.index else 0
@@ -116,7 +118,8 @@ class PartitionLog:
             return base
 
     def copy_tail_from(self, source):
-        """Replication stand-in: append the bytes this replica lacks; replicas are byte-identical prefixes of the leader."""
+        """Replication stand-in: append the bytes this replica lacks; replicas are byte-identical prefixes of the
+        leader."""
         have, want = self.size(), source.size()
         if want <= have:
             return
@@ -179,7 +182,8 @@ class PartitionLog:
         return None if entry is None else self._batch_bytes(entry)
 
     def batch_with_max_timestamp(self):
-        """The first batch holding the log's largest timestamp (Kafka's time index keeps the first), or None when empty."""
+        """The first batch holding the log's largest timestamp (Kafka's time index keeps the first), or None when
+        empty."""
         with self.lock:
             self._refresh()
             best = None

@@ -39,7 +39,8 @@ def worker_ports(count):
 
 
 def base_port_for(brokers, combined=0, controllers_only=0, engine=None):
-    """A base port with room for every port a cluster of ``engine`` takes (real nodes add controller and metrics ports)."""
+    """A base port with room for every port a cluster of ``engine`` takes (real nodes add controller and metrics
+    ports)."""
     count = engine_class(engine).ports_needed(brokers, combined, controllers_only)
     return free_port_block(count, span=worker_ports(count))
 

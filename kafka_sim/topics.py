@@ -20,7 +20,10 @@ def invalid_name(name):
     if len(name) > MAX_NAME_LENGTH:
         return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
     if not _LEGAL.fullmatch(name):
-        return f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        return (
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
+            "and '-'"
+        )
     return None
 
 
@@ -114,8 +117,8 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
         if replication_factor > len(live):
             return errors.INVALID_REPLICATION_FACTOR, (
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
-                f"{replication_factor} cannot be reached because only {len(live)} broker(s) are registered or some brokers have all "
-                "their log directories cordoned."
+                f"{replication_factor} cannot be reached because only {len(live)} broker(s) are registered or some "
+                "brokers have all their log directories cordoned."
             )
         replicas_by_partition = _assign(live, num_partitions, replication_factor, name)
     for key, value in configs.items():
@@ -136,7 +139,9 @@ def create(broker, name, num_partitions, replication_factor, assignments, config
             "created_ms": created,
             "partitions": [
                 {"replicas": replicas, "dirs": dirs, "created_ms": created, "leader": -1, "leader_epoch": 0}
-                for replicas, dirs in zip(replicas_by_partition, _choose_dirs(state, registered, replicas_by_partition))
+                for replicas, dirs in zip(
+                    replicas_by_partition, _choose_dirs(state, registered, replicas_by_partition), strict=True
+                )
             ],
         }
         if not validate_only:

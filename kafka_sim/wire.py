@@ -44,7 +44,8 @@ from kafka.protocol.sasl import (
 
 
 class Api:
-    """One API as a Kafka 4.x broker advertises it (``advertised_min`` differs from ``min_version`` only for Produce)."""
+    """One API as a Kafka 4.x broker advertises it (``advertised_min`` differs from ``min_version`` only for
+    Produce)."""
 
     def __init__(self, name, request, response, min_version, max_version, advertised_min=None):
         self.name = name

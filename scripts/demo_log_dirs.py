@@ -36,8 +36,8 @@ def main(cluster_file):
                     total - usable if total is not None and usable is not None and total >= 0 and usable >= 0 else None
                 )
                 print(
-                    f"{broker['broker_id']:>6}  {broker['host'] + ':' + str(broker['port']):<21} {log_dir['log_dir']:<58} "
-                    f"{_human(total):>11} {_human(usable):>11} {_human(used):>11}"
+                    f"{broker['broker_id']:>6}  {broker['host'] + ':' + str(broker['port']):<21} "
+                    f"{log_dir['log_dir']:<58} {_human(total):>11} {_human(usable):>11} {_human(used):>11}"
                 )
     finally:
         admin.close()

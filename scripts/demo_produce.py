@@ -22,7 +22,8 @@ def main(cluster_file, megabytes=6):
     if producer.flush(30):
         raise SystemExit("demo: not every record was acknowledged")
     print(
-        f"produced {megabytes * 1000} records of ~1 KiB to demo-events (3 partitions, 2 replicas, partition 0 gets more)"
+        f"produced {megabytes * 1000} records of ~1 KiB to demo-events "
+        "(3 partitions, 2 replicas, partition 0 gets more)"
     )
 
 

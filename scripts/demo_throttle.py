@@ -48,7 +48,8 @@ def main(cluster_file, ratio):
     observer, victim = brokers[0], brokers[-1]
     create_topic(cluster, TOPIC, replicas_on=observer["id"])
     print(
-        f"== the real plugin at work: broker {victim['id']}'s volume fills while a producer writes to broker {observer['id']}"
+        f"== the real plugin at work: broker {victim['id']}'s volume fills "
+        f"while a producer writes to broker {observer['id']}"
     )
     show_rate("producer before", produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20))
     log_dir = victim["log_dirs"][0]

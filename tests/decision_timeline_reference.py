@@ -60,7 +60,7 @@ brokers_considered (included brokers for strimzi, fresh brokers for graded). Row
 import datetime
 import math
 
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
 
 POLICIES = ("strimzi", "graded")
 MICROS_PER_SECOND = 1000000
@@ -108,11 +108,11 @@ def _check_parameters(policy, fallback, min_available_bytes, min_available_ratio
     if isinstance(fallback, bool) or not isinstance(fallback, (int, float)) or not 0.0 <= fallback <= 1.0:
         raise TimelineError("fallback must be between 0.0 and 1.0 inclusive (got {0!r})".format(fallback))
     if policy == "strimzi":
-        vl.validate_strimzi_limits(min_available_bytes, min_available_ratio)
-    elif missing_data_action not in vl.MISSING_DATA_ACTIONS:
+        volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
+    elif missing_data_action not in volume_limits.MISSING_DATA_ACTIONS:
         raise TimelineError(
             "missing_data_action must be one of {0} (got {1!r})".format(
-                ", ".join(vl.MISSING_DATA_ACTIONS), missing_data_action
+                ", ".join(volume_limits.MISSING_DATA_ACTIONS), missing_data_action
             )
         )
 
@@ -123,7 +123,7 @@ def _size_or_unknown(value):
 
 
 def _usable_total(message):
-    return sum(volume["usable_bytes"] for volume in vl.usable_volumes(message["volumes"])[0])
+    return sum(volume["usable_bytes"] for volume in volume_limits.usable_volumes(message["volumes"])[0])
 
 
 def _limit_key(limit):
@@ -208,7 +208,7 @@ def _strimzi_row(instant, latest, observed, clock, interval, validity, limits):
         if message["at_micros"] > instant - interval or instant < message["at_micros"] + validity
     ]
     volumes = [volume for message in included for volume in _broker_volumes(message)]
-    decision = vl.strimzi_decision(volumes, **limits)
+    decision = volume_limits.strimzi_decision(volumes, **limits)
     clock.succeed(instant, decision["throttle_factor"])
     return {
         "throttle_factor": decision["throttle_factor"],
@@ -225,11 +225,13 @@ def _judged_volumes(message):
     """(volume factor, volume, soft limit) for the volumes of one message that its limits can judge."""
     soft_limit, hard_limit = message.get("soft_limit"), message.get("hard_limit")
     try:
-        vl.validate_graded_limits(soft_limit, hard_limit)
-    except vl.LimitError:
+        volume_limits.validate_graded_limits(soft_limit, hard_limit)
+    except volume_limits.LimitError:
         return []
-    known = vl.usable_volumes(_broker_volumes(message))[0]
-    return [(vl.graded_volume_factor(volume, soft_limit, hard_limit), volume, soft_limit) for volume in known]
+    known = volume_limits.usable_volumes(_broker_volumes(message))[0]
+    return [
+        (volume_limits.graded_volume_factor(volume, soft_limit, hard_limit), volume, soft_limit) for volume in known
+    ]
 
 
 def _graded_row(instant, latest, freshness, missing_data_action):
@@ -237,12 +239,12 @@ def _graded_row(instant, latest, freshness, missing_data_action):
     complete = len(fresh) == len(latest)
     judged = [item for message in fresh for item in _judged_volumes(message)]
     # The order of volume_limits.graded_decision: factor, then usable bytes, then (broker_id, log_dir).
-    judged.sort(key=lambda item: (item[0], item[1]["usable_bytes"], vl.volume_key(item[1])))
+    judged.sort(key=lambda item: (item[0], item[1]["usable_bytes"], volume_limits.volume_key(item[1])))
     factor = judged[0][0] if judged else 1.0
     violations = [
         [volume["broker_id"], volume["log_dir"]]
         for volume_factor, volume, soft_limit in judged
-        if vl.breaches(volume, soft_limit)
+        if volume_limits.breaches(volume, soft_limit)
     ]
     fallback_applied = not complete and missing_data_action == "pause"
     return {
@@ -271,7 +273,12 @@ def _cluster_rows(cluster, messages, policy, interval, validity, fallback, limit
             row = _strimzi_row(instant, latest, arrived > 0, clock, interval, validity, limits)
         else:
             row = _graded_row(instant, latest, freshness, missing_data_action)
-        row.update(cluster=cluster, at=from_micros(instant), policy=policy, state=vl.state_of(row["throttle_factor"]))
+        row.update(
+            cluster=cluster,
+            at=from_micros(instant),
+            policy=policy,
+            state=volume_limits.state_of(row["throttle_factor"]),
+        )
         rows.append(row)
     return rows
 

@@ -22,7 +22,7 @@ def assert_rows(actual, expected, what):
     """Each expected row against the actual row at its position: only the keys it gives, numbers with tolerance
     (JSON does not tell 5 from 5.0, so an integer expected against a float result is compared as a number)."""
     assert len(actual) == len(expected), f"{what}: {len(actual)} rows, expected {len(expected)}: {actual}"
-    for index, (got, wanted) in enumerate(zip(actual, expected)):
+    for index, (got, wanted) in enumerate(zip(actual, expected, strict=True)):
         for key, value in wanted.items():
             where = f"{what}[{index}].{key}"
             if isinstance(value, float) or (isinstance(value, int) and isinstance(got[key], float)):

@@ -80,7 +80,8 @@ def sasl_authenticate(_broker, connection, request):
             "auth_bytes": b"",
         }
     if connection.sasl is None:
-        # SaslServerAuthenticator.handleKafkaRequest before SaslHandshake: IllegalSaslStateException, closed without an answer.
+        # SaslServerAuthenticator.handleKafkaRequest before SaslHandshake: IllegalSaslStateException, closed without an
+        # answer.
         connection.close_after_response = True
         return None
     code, message, reply = _authenticate(connection, request.body.auth_bytes)

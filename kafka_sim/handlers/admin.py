@@ -2,8 +2,7 @@
 
 import uuid
 
-from kafka_sim import errors, topics
-from kafka_sim import kafka_configs as kc
+from kafka_sim import errors, kafka_configs, topics
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -83,11 +82,11 @@ def _offset_lag(broker, topic, name, index, leader):
 
 # -- DescribeConfigs ----------------------------------------------------------------------------------------------
 # Kafka's ConfigHelper (core/.../kafka/server/ConfigHelper.scala) and ConfigHelperUtils.createResponseConfig.
-_STATIC_DEFAULTS = {name: d.default for name, d in kc.BROKER_CONFIGS.items() if d.default is not None}
+_STATIC_DEFAULTS = {name: d.default for name, d in kafka_configs.BROKER_CONFIGS.items() if d.default is not None}
 
 
 def _entry(name, value, source, *, topic, read_only=False, synonyms=None):
-    sensitive = kc.is_sensitive(name, topic=topic)
+    sensitive = kafka_configs.is_sensitive(name, topic=topic)
     return {
         "name": name,
         "value": None if sensitive else value,
@@ -95,25 +94,26 @@ def _entry(name, value, source, *, topic, read_only=False, synonyms=None):
         "config_source": source,
         "is_sensitive": sensitive,
         "synonyms": synonyms or [],
-        "config_type": kc.type_code(name, topic=topic),
+        "config_type": kafka_configs.type_code(name, topic=topic),
         "documentation": None,
     }
 
 
 def _broker_layers(broker):
-    """DynamicBrokerConfig's maps, highest precedence first: per-broker dynamic, cluster-default dynamic, static, Kafka defaults."""
+    """DynamicBrokerConfig's maps, highest precedence first: per-broker dynamic, cluster-default dynamic, static, Kafka
+    defaults."""
     dynamic = broker.state.read()["configs"]["broker"]
     return [
-        (dynamic.get(str(broker.node_id), {}), kc.SOURCE_DYNAMIC_BROKER_CONFIG),
-        (dynamic.get("", {}), kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
-        (broker.props, kc.SOURCE_STATIC_BROKER_CONFIG),
-        (_STATIC_DEFAULTS, kc.SOURCE_DEFAULT_CONFIG),
+        (dynamic.get(str(broker.node_id), {}), kafka_configs.SOURCE_DYNAMIC_BROKER_CONFIG),
+        (dynamic.get("", {}), kafka_configs.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (broker.props, kafka_configs.SOURCE_STATIC_BROKER_CONFIG),
+        (_STATIC_DEFAULTS, kafka_configs.SOURCE_DEFAULT_CONFIG),
     ]
 
 
 def _config_synonyms(name, layers, sensitive):
     """``ConfigHelper.configSynonyms``: every layer's value of every synonym of ``name``, minus leading other names."""
-    names = kc.broker_config_synonyms(name)
+    names = kafka_configs.broker_config_synonyms(name)
     synonyms = [
         {"name": synonym, "value": None if sensitive else values[synonym], "source": source}
         for values, source in layers
@@ -127,31 +127,36 @@ def _config_synonyms(name, layers, sensitive):
 
 def _broker_entry(name, value, layers, include_synonyms, per_broker):
     """``ConfigHelper.createBrokerConfigEntry``."""
-    sensitive = kc.is_sensitive(name)
+    sensitive = kafka_configs.is_sensitive(name)
     synonyms = [
         s
         for s in _config_synonyms(name, layers, sensitive)
-        if per_broker or s["source"] == kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+        if per_broker or s["source"] == kafka_configs.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
     ]
-    source = synonyms[0]["source"] if synonyms else kc.SOURCE_DEFAULT_CONFIG
+    source = synonyms[0]["source"] if synonyms else kafka_configs.SOURCE_DEFAULT_CONFIG
     return _entry(
-        name, value, source, topic=False, read_only=kc.is_read_only(name), synonyms=synonyms if include_synonyms else []
+        name,
+        value,
+        source,
+        topic=False,
+        read_only=kafka_configs.is_read_only(name),
+        synonyms=synonyms if include_synonyms else [],
     )
 
 
 def _broker_entries(broker, include_synonyms):
     """The broker's current config: every key Kafka defines plus every key configured (static or dynamic)."""
     layers = _broker_layers(broker)
-    names = set(kc.BROKER_CONFIGS) - kc.UNLISTED_UNLESS_SET
+    names = set(kafka_configs.BROKER_CONFIGS) - kafka_configs.UNLISTED_UNLESS_SET
     for values, _ignored in layers[:3]:
         names.update(k for k, v in values.items() if v is not None)
     entries = []
     for name in sorted(names):
         raw = next((values[name] for values, _ignored in layers[:3] if values.get(name) is not None), None)
         if raw is None:
-            value = kc.BROKER_CONFIGS[name].default
+            value = kafka_configs.BROKER_CONFIGS[name].default
         else:
-            value = kc.normalize_value(name, raw) if name in kc.BROKER_CONFIGS else raw
+            value = kafka_configs.normalize_value(name, raw) if name in kafka_configs.BROKER_CONFIGS else raw
         entries.append(_broker_entry(name, value, layers, include_synonyms, per_broker=True))
     return entries
 
@@ -179,18 +184,18 @@ def _topic_entries(broker, record, include_synonyms):
     resolved = _resolved_broker_values(layers)
     overrides = record.get("configs", {})
     entries = []
-    for name in sorted(set(kc.TOPIC_CONFIGS) | set(overrides)):
+    for name in sorted(set(kafka_configs.TOPIC_CONFIGS) | set(overrides)):
         if name in overrides:
-            value = kc.normalize_value(name, overrides[name], topic=True)
-        elif name in kc.TOPIC_CONFIGS:
-            value = kc.topic_default_from_broker(name, resolved)
+            value = kafka_configs.normalize_value(name, overrides[name], topic=True)
+        elif name in kafka_configs.TOPIC_CONFIGS:
+            value = kafka_configs.topic_default_from_broker(name, resolved)
         else:
             value = None
-        synonym = kc.TOPIC_BROKER_SYNONYMS.get(name)
+        synonym = kafka_configs.TOPIC_BROKER_SYNONYMS.get(name)
         synonyms = _config_synonyms(synonym, layers, False) if synonym else []
         if name in overrides:
-            synonyms.insert(0, {"name": name, "value": value, "source": kc.SOURCE_DYNAMIC_TOPIC_CONFIG})
-        source = synonyms[0]["source"] if synonyms else kc.SOURCE_DEFAULT_CONFIG
+            synonyms.insert(0, {"name": name, "value": value, "source": kafka_configs.SOURCE_DYNAMIC_TOPIC_CONFIG})
+        source = synonyms[0]["source"] if synonyms else kafka_configs.SOURCE_DEFAULT_CONFIG
         entries.append(_entry(name, value, source, topic=True, synonyms=synonyms if include_synonyms else []))
     return entries
 
@@ -280,7 +285,7 @@ def _broker_ops(current, ops):
         elif operation == DELETE:
             updated.pop(name, None)
         elif operation in (APPEND, SUBTRACT):
-            definition = kc.BROKER_CONFIGS.get(name)
+            definition = kafka_configs.BROKER_CONFIGS.get(name)
             if definition is None:
                 return _UNKNOWN_SERVER_ERROR, None  # Scala Map.apply on an unknown key: NoSuchElementException
             if definition.type != "LIST":
@@ -299,7 +304,8 @@ def _broker_ops(current, ops):
 
 
 def _topic_ops(current, ops):
-    """``ConfigurationControlManager.incrementalAlterConfigResource``: the new topic overrides, or (error code, message)."""
+    """``ConfigurationControlManager.incrementalAlterConfigResource``: the new topic overrides, or (error code,
+    message)."""
     updated = dict(current)
     for op in ops:
         name, value, operation = op.name, op.value, op.config_operation
@@ -309,11 +315,11 @@ def _topic_ops(current, ops):
             updated.pop(name, None)
         elif operation in (APPEND, SUBTRACT):
             verb = "APPEND" if operation == APPEND else "SUBTRACT"
-            problem = kc.validate_list_op(name, verb, topic=True)
+            problem = kafka_configs.validate_list_op(name, verb, topic=True)
             if problem:
                 return errors.INVALID_CONFIG, problem
             old = updated.get(name)
-            items = [v for v in _java_split(kc.TOPIC_CONFIGS[name].default if old is None else old) if v]
+            items = [v for v in _java_split(kafka_configs.TOPIC_CONFIGS[name].default if old is None else old) if v]
             for item in _java_split(value):
                 if operation == APPEND and item not in items:
                     items.append(item)
@@ -326,7 +332,8 @@ def _topic_ops(current, ops):
 
 
 def _preprocess(broker, resource):
-    """ConfigAdminManager.preprocess for one resource: (error code, message), or (None, new broker config) to persist."""
+    """ConfigAdminManager.preprocess for one resource: (error code, message), or (None, new broker config) to
+    persist."""
     names = [op.name for op in resource.configs]
     if len(set(names)) != len(names):
         return errors.INVALID_REQUEST, "Error due to duplicate config keys"
@@ -347,7 +354,7 @@ def _preprocess(broker, resource):
     result = _broker_ops(broker.state.read()["configs"]["broker"].get(scope, {}), resource.configs)
     if isinstance(result, tuple):
         return result
-    problem = kc.validate_dynamic_broker_updates(result, per_broker=scope != "") or _refused_reconfiguration(
+    problem = kafka_configs.validate_dynamic_broker_updates(result, per_broker=scope != "") or _refused_reconfiguration(
         broker, scope, result
     )
     if problem:
@@ -363,7 +370,7 @@ def _refused_reconfiguration(broker, scope, updated):
     new_layers = [
         (updated, source) if index == replaced else (values, source) for index, (values, source) in enumerate(layers)
     ]
-    return kc.validate_reconfiguration(_effective(layers), _effective(new_layers))
+    return kafka_configs.validate_reconfiguration(_effective(layers), _effective(new_layers))
 
 
 def _effective(layers):
@@ -389,8 +396,8 @@ def _alter_topic(broker, resource, validate_only):
     if invalid:
         return errors.INVALID_TOPIC_EXCEPTION, invalid
     resolved = _resolved_broker_values(_broker_layers(broker))
-    defaults = {key: kc.topic_default_from_broker(key, resolved) for key in kc.TOPIC_CONFIGS}
-    problem = kc.validate_topic_configs(
+    defaults = {key: kafka_configs.topic_default_from_broker(key, resolved) for key in kafka_configs.TOPIC_CONFIGS}
+    problem = kafka_configs.validate_topic_configs(
         result, defaults=defaults, existing=existing, remote_storage_system_enabled=_remote_storage_enabled(broker)
     )
     if problem:
@@ -465,8 +472,8 @@ def _precheck_topic(broker, item, existing):
         return errors.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls)
     if configs:
         resolved = _resolved_broker_values(_broker_layers(broker))
-        defaults = {key: kc.topic_default_from_broker(key, resolved) for key in kc.TOPIC_CONFIGS}
-        problem = kc.validate_topic_configs({c.name: c.value for c in configs}, defaults=defaults)
+        defaults = {key: kafka_configs.topic_default_from_broker(key, resolved) for key in kafka_configs.TOPIC_CONFIGS}
+        problem = kafka_configs.validate_topic_configs({c.name: c.value for c in configs}, defaults=defaults)
         if problem:
             return errors.INVALID_CONFIG, problem
     if item.assignments:
@@ -512,8 +519,8 @@ def _check_assignments(broker, assignments):
                 )
         if replication_factor is not None and len(replicas) != replication_factor:
             return errors.INVALID_REPLICA_ASSIGNMENT, (
-                f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this is not "
-                f"consistent with previous partitions, which have {replication_factor} replica(s)."
+                f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this is "
+                f"not consistent with previous partitions, which have {replication_factor} replica(s)."
             )
         replication_factor = len(replicas)
         if not any(node_id in live for node_id in replicas):

@@ -13,10 +13,9 @@ version_added: 0.3.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:
-  - Builds the argument list of C(python -m headroom_pipeline run) or of C(spark-submit
-    .../headroom_pipeline/__main__.py run)
-    from the usage_pipeline role's settings, for M(ansible.builtin.command)'s C(argv), so that no shell parses a path,
-    glob or URL.
+  - Builds the argument list of C(python -m headroom_pipeline run) or of
+    C(spark-submit .../headroom_pipeline/__main__.py run) from the usage_pipeline role's settings, for
+    M(ansible.builtin.command)'s C(argv), so that no shell parses a path, glob or URL.
   - Options whose value is null or empty are left out (the job's defaults apply). Under spark-submit, spark-submit's
     own C(--master) and C(--driver-memory) are used and the job is not given them again.
 positional: _input
@@ -24,9 +23,8 @@ options:
   _input:
     description:
       - C(launcher) (V(python) or V(spark-submit)), C(python), C(spark_submit), C(spark_submit_args),
-        C(collection_root),
-        C(master), C(driver_memory), C(options) (a dict of the job's options to values, in order), C(report),
-        C(quiet), C(conf) (Spark settings) and C(extra_args).
+        C(collection_root), C(master), C(driver_memory), C(options) (a dict of the job's options to values, in
+        order), C(report), C(quiet), C(conf) (Spark settings) and C(extra_args).
     type: dict
     required: true
 """
@@ -34,8 +32,9 @@ options:
 EXAMPLES = r"""
 - name: Run the job
   ansible.builtin.command:
-    argv: "{{ {'launcher': 'python', 'python': ansible_playbook_python, 'options': {'--snapshots': 'snaps', '--out':
-          'out'}} | headroom.kafka.pipeline_argv }}"
+    argv: >-
+      {{ {'launcher': 'python', 'python': ansible_playbook_python,
+          'options': {'--snapshots': 'snaps', '--out': 'out'}} | headroom.kafka.pipeline_argv }}
 """
 
 RETURN = r"""

@@ -35,8 +35,7 @@ __metaclass__ = type
 import math
 from typing import Any, Dict, Iterable, List, Optional, Tuple, cast
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec, volume_limits
 
 PRODUCE = "producer_byte_rate"
 DEFAULT_USER = (("user", None),)  # quota_spec.entity_key of the <default> user
@@ -205,16 +204,16 @@ class Policy(object):
             raise GuardError("policy must be strimzi or graded (got {0!r})".format(policy))
         try:
             if policy == "strimzi":
-                rules.validate_strimzi_limits(min_available_bytes, min_available_ratio)
+                volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
             else:
-                rules.validate_graded_limits(soft_limit, hard_limit)
-                if missing_data_action not in rules.MISSING_DATA_ACTIONS:
-                    raise rules.LimitError(
+                volume_limits.validate_graded_limits(soft_limit, hard_limit)
+                if missing_data_action not in volume_limits.MISSING_DATA_ACTIONS:
+                    raise volume_limits.LimitError(
                         "missing_data_action must be one of {0} (got {1!r})".format(
-                            ", ".join(rules.MISSING_DATA_ACTIONS), missing_data_action
+                            ", ".join(volume_limits.MISSING_DATA_ACTIONS), missing_data_action
                         )
                     )
-        except rules.LimitError as exc:
+        except volume_limits.LimitError as exc:
             raise GuardError(str(exc)) from exc
         if (
             isinstance(throttle_factor_fallback, bool)
@@ -283,7 +282,7 @@ def decide(
     factor: observed, kept, fallback or missing data), ``fallback_applied`` and ``observed``.
     """
     if policy.name == "graded":
-        decision = rules.graded_decision(
+        decision = volume_limits.graded_decision(
             view["volumes"],
             policy.soft_limit,
             policy.hard_limit,
@@ -312,7 +311,7 @@ def decide(
         volumes = list(view["volumes"]) + [
             v for broker, entry in sorted(brokers.items()) if broker not in answered for v in entry["volumes"]
         ]
-        decision = rules.strimzi_decision(
+        decision = volume_limits.strimzi_decision(
             volumes, min_available_bytes=policy.min_available_bytes, min_available_ratio=policy.min_available_ratio
         )
         remembered = sorted(broker for broker in brokers if broker not in answered)
@@ -361,7 +360,7 @@ def decide(
             _ids(view["missing_brokers"]), why, factor
         )
         base.update(throttle_factor=factor, fallback_applied=True)
-    base.update(state=rules.state_of(factor), reason=reason)
+    base.update(state=volume_limits.state_of(factor), reason=reason)
     return base, memory
 
 

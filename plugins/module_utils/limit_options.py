@@ -10,12 +10,11 @@ __metaclass__ = type
 
 from typing import Any, Dict, Optional
 
-from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
+from ansible_collections.headroom.kafka.plugins.module_utils import option_checks, volume_limits
 
 # soft_limit / hard_limit: {type, level}.
 LIMIT_OPTIONS = dict(
-    type=dict(type="str", required=True, choices=list(rules.LIMIT_TYPES)),
+    type=dict(type="str", required=True, choices=list(volume_limits.LIMIT_TYPES)),
     level=dict(type="float", required=True),
 )
 GRADED_ARGUMENT_SPEC = dict(
@@ -30,7 +29,7 @@ STRIMZI_OPTIONS = ("min_available_bytes", "min_available_ratio")
 GRADED_OPTIONS = ("soft_limit", "hard_limit")
 POLICY_ARGUMENT_SPEC: Dict[str, Dict[str, Any]] = dict(
     policy=dict(type="str", default="strimzi", choices=["strimzi", "graded"]),
-    missing_data_action=dict(type="str", default="pause", choices=list(rules.MISSING_DATA_ACTIONS)),
+    missing_data_action=dict(type="str", default="pause", choices=list(volume_limits.MISSING_DATA_ACTIONS)),
     **dict(STRIMZI_ARGUMENT_SPEC, **GRADED_ARGUMENT_SPEC),
 )
 POLICY_RANGES = dict(STRIMZI_RANGES, **GRADED_RANGES)
@@ -66,10 +65,12 @@ def policy_problem(params: Dict[str, Any]) -> Optional[str]:
             )
     try:
         if policy == "strimzi":
-            rules.validate_strimzi_limits(params.get("min_available_bytes"), params.get("min_available_ratio"))
+            volume_limits.validate_strimzi_limits(params.get("min_available_bytes"), params.get("min_available_ratio"))
         else:
-            rules.validate_graded_limits(graded_limit(params.get("soft_limit")), graded_limit(params.get("hard_limit")))
-    except rules.LimitError as exc:
+            volume_limits.validate_graded_limits(
+                graded_limit(params.get("soft_limit")), graded_limit(params.get("hard_limit"))
+            )
+    except volume_limits.LimitError as exc:
         return str(exc)
     return None
 

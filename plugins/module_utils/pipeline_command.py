@@ -4,7 +4,8 @@
 """The usage pipeline job's command line, as a list of arguments (no shell ever parses a path, glob or URL),
 with no I/O.
 
-The usage_pipeline role builds it through the filter headroom.kafka.pipeline_argv.
+The usage_pipeline role builds it through the filter headroom.kafka.pipeline_argv; site.yml gives the job the snapshot
+topic as a kafka:// URL built by the filter headroom.kafka.kafka_topic_url.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,9 +13,29 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from typing import Any, List, Mapping
+from urllib.parse import urlencode
+
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
 
 LAUNCHERS = ("python", "spark-submit")
 SPARK_SUBMIT_OWNS = ("--master", "--driver-memory")  # given to spark-submit itself, before the driver's JVM starts
+
+
+# The connection options (the modules' connection doc fragment) a kafka:// URL carries as parameters of the same name,
+# in this order; the job reads the passwords from its environment, never from the URL.
+URL_OPTIONS = (
+    "security_protocol",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_check_hostname",
+    "sasl_mechanism",
+    "sasl_username",
+    "request_timeout",
+)
+# The passwords, each from the environment variable the job reads it from.
+SECRET_ENVIRONMENT = {"sasl_password": "HEADROOM_KAFKA_SASL_PASSWORD", "ssl_password": "HEADROOM_KAFKA_SSL_PASSWORD"}
+SECRET_OPTIONS = tuple(SECRET_ENVIRONMENT)
 
 
 class PipelineCommandError(ValueError):
@@ -60,3 +81,44 @@ def pipeline_argv(settings: Mapping[str, Any]) -> List[str]:
         argv += ["--conf", "{0}={1}".format(key, _text(value))]
     argv += [_text(arg) for arg in settings.get("extra_args") or []]
     return argv
+
+
+def bootstrap_list(servers: Any) -> List[str]:
+    """host:port items from a list or a comma-separated string (or a list of such strings), blanks dropped."""
+    items = servers if isinstance(servers, (list, tuple)) else [servers]
+    result = []  # type: List[str]
+    for item in items:
+        if item is None:
+            continue
+        result += [server.strip() for server in str(item).split(",") if server.strip()]
+    return result
+
+
+def kafka_topic_url(connection: Mapping[str, Any], topic: str) -> str:
+    """kafka://host:port[,host:port]/topic[?option=value...] for the job's --snapshots, from the modules' connection
+    options: every option other than the passwords is a URL parameter of the same name (the job takes those from
+    HEADROOM_KAFKA_SASL_PASSWORD and HEADROOM_KAFKA_SSL_PASSWORD); options whose value is null are left out.
+    """
+    if not isinstance(connection, Mapping):
+        raise PipelineCommandError(
+            "the connection options must be a dict (got a {0})".format(type(connection).__name__)
+        )
+    servers = bootstrap_list(connection.get("bootstrap_servers"))
+    if not servers:
+        raise PipelineCommandError(
+            "bootstrap_servers is required to read the snapshot topic (got {0!r}): host:port items, a list or a "
+            "comma-separated string".format(connection.get("bootstrap_servers"))
+        )
+    problem = topic_name_problem(topic) if isinstance(topic, str) else "not a string"
+    if problem:
+        raise PipelineCommandError("the snapshot topic {0!r} is not a Kafka topic name: {1}".format(topic, problem))
+    unknown = sorted(set(connection) - set(URL_OPTIONS) - set(SECRET_OPTIONS) - {"bootstrap_servers"})
+    if unknown:
+        raise PipelineCommandError(
+            "unknown connection option(s) {0}; allowed: bootstrap_servers, {1}, {2}".format(
+                ", ".join(unknown), ", ".join(URL_OPTIONS), ", ".join(SECRET_OPTIONS)
+            )
+        )
+    parameters = [(key, _text(connection[key])) for key in URL_OPTIONS if connection.get(key) is not None]
+    query = "?" + urlencode(parameters) if parameters else ""
+    return "kafka://{0}/{1}{2}".format(",".join(servers), topic, query)

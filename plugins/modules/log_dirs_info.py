@@ -49,8 +49,9 @@ EXAMPLES = r"""
 
 - name: Show the fullest log dir
   ansible.builtin.debug:
-    msg: "{{ cluster_disks.log_dirs | rejectattr('available_ratio', 'none') | sort(attribute='available_ratio') | first
-         }}"
+    msg: >-
+      {{ cluster_disks.log_dirs | rejectattr('available_ratio', 'none') | sort(attribute='available_ratio')
+         | first }}
 
 - name: Connection options set once for the whole play
   module_defaults:

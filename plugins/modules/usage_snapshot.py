@@ -302,8 +302,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     log_dirs,
     option_checks,
     snapshots,
+    volume_limits,
 )
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
 PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_limit", "replication_factor")
@@ -451,12 +451,12 @@ def publish(module):
         module.fail_json(msg="state publish requires soft_limit and hard_limit (written in every message)")
     soft, hard = limit_options.graded_limit(params["soft_limit"]), limit_options.graded_limit(params["hard_limit"])
     try:
-        rules.validate_graded_limits(soft, hard)
+        volume_limits.validate_graded_limits(soft, hard)
         rows = snapshots.normalize_log_dirs(params["log_dirs"]) if params["log_dirs"] is not None else None
         stamp = params["snapshot_at"]
         if stamp is not None:
             stamp = snapshots.format_timestamp(snapshots.parse_timestamp(stamp, "snapshot_at"))
-    except (rules.LimitError, snapshots.SnapshotError) as exc:
+    except (volume_limits.LimitError, snapshots.SnapshotError) as exc:
         module.fail_json(msg=str(exc))
     needs_kafka = rows is None or params["topic"] is not None
     purpose = (

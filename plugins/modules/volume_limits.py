@@ -333,9 +333,9 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     connection,
     limit_options,
     option_checks,
+    volume_limits,
     volume_sources,
 )
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as rules
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
 
@@ -449,14 +449,14 @@ def main():
     volumes, missing = found["volumes"], found["missing_brokers"]
     complete = bool(params["complete"]) and not missing
     if params["policy"] == "strimzi":
-        result = rules.strimzi_decision(
+        result = volume_limits.strimzi_decision(
             volumes,
             min_available_bytes=params["min_available_bytes"],
             min_available_ratio=params["min_available_ratio"],
         )
         result.update(complete=complete, missing_data_applied=False)
     else:
-        result = rules.graded_decision(
+        result = volume_limits.graded_decision(
             volumes,
             limit_options.graded_limit(params["soft_limit"]),
             limit_options.graded_limit(params["hard_limit"]),
@@ -465,7 +465,7 @@ def main():
         )
     result.update(missing_brokers=missing, stale_brokers=found["stale_brokers"], source=found["source"])
     if params["produce_byte_rate"] is not None:
-        result["effective_produce_byte_rate"] = rules.effective_produce_quota(
+        result["effective_produce_byte_rate"] = volume_limits.effective_produce_quota(
             params["produce_byte_rate"], result["throttle_factor"]
         )
     fail_on = params["fail_on"]

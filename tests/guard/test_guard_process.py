@@ -21,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DECLARED = [{"entity": {"user": "alice"}, "producer_byte_rate": 4000, "consumer_byte_rate": 9000}]
 DEFAULT_RATE = 2000
 DECISION = re.compile(
-    r"^headroom_guard: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ factor (\S+) (OPEN|THROTTLE|PAUSE) \((strimzi|graded), (.*)\): (.*)$"
+    r"^headroom_guard: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ "
+    r"factor (\S+) (OPEN|THROTTLE|PAUSE) \((strimzi|graded), (.*)\): (.*)$"
 )
 
 

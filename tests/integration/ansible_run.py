@@ -1,4 +1,5 @@
-"""Run one of the collection's modules as a task of a one-play playbook, as a user's play would, and return its result."""
+"""Run one of the collection's modules as a task of a one-play playbook, as a user's play would, and return its
+result."""
 
 import json
 import os

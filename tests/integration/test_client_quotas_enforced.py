@@ -1,9 +1,9 @@
-"""Kafka really enforces the client quotas headroom.kafka.client_quota sets, and the pipeline's client analysis reads the
-traffic the broker accepted the way the broker judged it.
+"""Kafka really enforces the client quotas headroom.kafka.client_quota sets, and the pipeline's client analysis reads
+the traffic the broker accepted the way the broker judged it.
 
-One real broker (and its controller). ``client_quota`` gives client-ids ``fast`` and ``steady`` a produce quota; ``fast``
-offers twice its quota, ``steady`` half of it, at the same time. What they got through and the throttle time in the
-produce responses come from the broker.
+One real broker (and its controller). ``client_quota`` gives client-ids ``fast`` and ``steady`` a produce quota;
+``fast`` offers twice its quota, ``steady`` half of it, at the same time. What they got through and the throttle time in
+the produce responses come from the broker.
 """
 
 import datetime
@@ -97,7 +97,7 @@ def traffic_rows(results):
 def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, tmp_path, spark):
     """The client analysis, fed the per-second traffic the broker accepted and the quotas client_quota_info read back:
     ``fast`` used its whole quota and had seconds over it (throttled); ``steady`` used half and never went over."""
-    from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
+    from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math
     from headroom_pipeline import clients, ingest, schemas
     from headroom_pipeline.config import PipelineConfig
 
@@ -107,7 +107,7 @@ def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, t
     traffic = spark.createDataFrame(traffic_rows(results), schemas.TRAFFIC_ROWS)
     config = PipelineConfig(snapshots="unused", out="unused", client_window=1.0)
     windows, _recommendations = clients.client_analysis(traffic, ingest.load_quotas(str(quotas_file)), None, config)
-    names = cqm.column_names("", "produce", "producer_byte_rate")
+    names = client_quota_math.column_names("", "produce", "producer_byte_rate")
     settled = [
         row.asDict()
         for row in windows.where(windows.window_start >= WINDOW_START)

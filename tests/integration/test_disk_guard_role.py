@@ -1,10 +1,10 @@
 """The disk_guard role on a machine without systemd: a systemctl stand-in first on PATH records every call and runs the
-rendered unit's ExecStart for start and restart (kafka_sim.fake_systemctl), so what the role installs is what runs. Proven: the guard it starts
-applies the declared quotas on the cluster and writes its metrics; a second run changes nothing and restarts nothing;
-a configuration the guard refuses fails the play with the guard's message and leaves the running service alone; no
-secret reaches Ansible's output, and a vault-encrypted one reaches the guard as its value; check mode writes and
-restarts nothing; stopped and absent do what they say. Python writes bytecode as it does on any host (the collection
-root holds some, the guard writes its own): the role's second run must still change nothing."""
+rendered unit's ExecStart for start and restart (kafka_sim.fake_systemctl), so what the role installs is what runs.
+Proven: the guard it starts applies the declared quotas on the cluster and writes its metrics; a second run changes
+nothing and restarts nothing; a configuration the guard refuses fails the play with the guard's message and leaves the
+running service alone; no secret reaches Ansible's output, and a vault-encrypted one reaches the guard as its value;
+check mode writes and restarts nothing; stopped and absent do what they say. Python writes bytecode as it does on any
+host (the collection root holds some, the guard writes its own): the role's second run must still change nothing."""
 
 import compileall
 import grp
@@ -148,8 +148,8 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     assert first.returncode == 0, first.stdout[-8000:]
     unit = (base / "units" / f"{SERVICE}.service").read_text()
     assert (
-        f"--config {base}/etc/config.yml --interval 1 --state-file {base}/var/state.json --metrics-file {base}/guard.prom"
-        in unit
+        f"--config {base}/etc/config.yml --interval 1 --state-file {base}/var/state.json "
+        f"--metrics-file {base}/guard.prom" in unit
     )
     assert oct((base / "etc" / "config.yml").stat().st_mode & 0o777) == "0o600"
     assert ["enable", SERVICE] in calls(base) and any(call[:1] in (["start"], ["restart"]) for call in calls(base))

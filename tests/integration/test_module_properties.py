@@ -297,7 +297,8 @@ def test_generated_arguments(module, cluster, tmp_path_factory, monkeypatch):
                 )
             else:
                 args[name] = data.draw(hostile(name, spec[name]), label=name)
-        # A valid wait (or request timeout) of an hour on an unreachable cluster is the documented behaviour, too long here.
+        # A valid wait (or request timeout) of an hour on an unreachable cluster is the documented behaviour, too long
+        # here.
         waits = _wait_seconds(module, args)
         timeout = args.get("request_timeout")
         if (
@@ -332,5 +333,6 @@ def test_generated_arguments(module, cluster, tmp_path_factory, monkeypatch):
     counted = []
     check()
     print(
-        f"{module}: {len(counted)} generated argument sets run, {counted.count('accepted')} accepted, {counted.count('refused')} refused"
+        f"{module}: {len(counted)} generated argument sets run, {counted.count('accepted')} accepted, "
+        f"{counted.count('refused')} refused"
     )

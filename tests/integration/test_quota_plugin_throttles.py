@@ -108,7 +108,8 @@ def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_clus
         floor_rate = throttled.rate_after_first_throttle()
         print(
             f"throttle reaction {reaction:.1f} s; alice {before.rate:.0f} -> {floor_rate:.0f} B/s after the first "
-            f"throttled response ({throttled.rate:.0f} B/s over the run; throttle {max(throttled.throttles_ms, default=0):.0f} ms); "
+            f"throttled response ({throttled.rate:.0f} B/s over the run; "
+            f"throttle {max(throttled.throttles_ms, default=0):.0f} ms); "
             f"ops {excluded.rate:.0f} B/s"
         )
         assert throttled.throttles_ms and max(throttled.throttles_ms) > 1000, (

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
@@ -148,18 +149,23 @@ def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_fa
     assert order[-1] == leader, f"restart order {order}, active controller was {leader}"
 
 
-def test_the_volume_gate_blocks_the_roll(kafka_cluster_factory, tmp_path):
-    """A volume at the limit (here every volume, with a ratio limit of 1.0) stops the roll before any restart."""
+@pytest.mark.parametrize(
+    ("gate", "said"),
+    [
+        # A volume at the limit (here every volume, with a ratio limit of 1.0).
+        ({"min_available_ratio": 1.0}, ["throttle factor 0.0 (PAUSE)"]),
+        # A misspelt limit would otherwise be a gate that checks nothing.
+        ({"min_available_ration": 0.1}, ["min_available_ration", "volume_gate_limits"]),
+    ],
+    ids=["volume-at-its-limit", "unknown-key"],
+)
+def test_the_volume_gate_stops_the_roll_before_any_restart(kafka_cluster_factory, tmp_path, gate, said):
     cluster = kafka_cluster_factory(3)
     before = incarnations(cluster)
-    result = run_roll(
-        cluster,
-        tmp_path,
-        needs_restart={1, 2, 3},
-        extra_vars={"rolling_restart_volume_gate": {"min_available_ratio": 1.0}},
-    )
+    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3}, extra_vars={"rolling_restart_volume_gate": gate})
     assert result.returncode != 0
-    assert "throttle factor 0.0 (PAUSE)" in result.stdout, result.stdout[-5000:]
+    for text in said:
+        assert text in result.stdout, result.stdout[-5000:]
     assert incarnations(cluster) == before
 
 

@@ -1,4 +1,5 @@
-"""playbooks/site.yml against a 3-broker test cluster: configure the quota plugin, roll, apply quotas, twice; the usage pipeline."""
+"""playbooks/site.yml against a 3-broker test cluster: configure the quota plugin, roll, apply quotas, twice; the usage
+pipeline."""
 
 import json
 import os
@@ -42,7 +43,9 @@ def write_inventory(cluster, tmp_path, extra=None):
         "quota_plugin_group": "root",
         "kafka_client_quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4096}],
         "rolling_restart_method": "command",
-        "rolling_restart_command": f"{sys.executable} -m kafka_sim restart --dir {cluster.directory} --broker {{node_id}}",
+        "rolling_restart_command": (
+            f"{sys.executable} -m kafka_sim restart --dir {cluster.directory} --broker {{node_id}}"
+        ),
         "rolling_restart_poll_interval": 0.2,
         "rolling_restart_health_timeout": 60,
         "rolling_restart_port_timeout": 30,

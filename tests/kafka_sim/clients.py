@@ -123,7 +123,8 @@ class RawClient:
             return None
 
     def request(self, message, version):
-        """Send ``message`` (a kafka-python request built with ``version=``) and decode the response; None if the broker closed."""
+        """Send ``message`` (a kafka-python request built with ``version=``) and decode the response; None if the broker
+        closed."""
         self.correlation_id += 1
         message.with_header(correlation_id=self.correlation_id, client_id="conformance")
         self.send_frame(bytes(message.encode(version=version, header=True)))

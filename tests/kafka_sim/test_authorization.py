@@ -6,7 +6,8 @@ validation, as ControllerApis.handleAlterClientQuotas authorizes the whole reque
 (IncrementalAlterConfigs: CLUSTER_AUTHORIZATION_FAILED "Cluster authorization failed." for BROKER resources,
 TOPIC_AUTHORIZATION_FAILED 29 "Topic authorization failed." for TOPIC resources, after the receiving broker's own
 request checks, as Kafka's controller authorizes after ConfigAdminManager.preprocess). No ACLs are modelled: every
-other request but DescribeClientQuotas is open to every authenticated principal (real Kafka would deny them without ACLs).
+other request but DescribeClientQuotas is open to every authenticated principal (real Kafka would deny them without
+ACLs).
 
 The principal is Kafka's: ``User:`` + the client certificate's subject in RFC 2253 form on a TLS listener
 (``User:CN=admin``), ``User:<name>`` after SASL/SCRAM, whatever certificate the SASL_SSL client also presents.
@@ -380,7 +381,8 @@ def test_request_checks_come_before_authorization(identities, topic):
 
 
 def test_other_principal_cannot_read_quotas(identities):
-    """DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster (KafkaApis.handleDescribeClientQuotasRequest): top-level 31."""
+    """DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster (KafkaApis.handleDescribeClientQuotasRequest):
+    top-level 31."""
     _ignored, _admin, other = identities
     component = {"entity_type": "user", "match_type": 0, "match": "nobody"}
     with other.raw() as client:

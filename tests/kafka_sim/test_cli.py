@@ -296,7 +296,8 @@ def test_offline_log_dir_and_add_scram_user(cli_cluster):
 
 
 def scram_mechanisms(cluster, user):
-    """The SCRAM mechanisms a user has credentials for: the model's metadata file, or Kafka's DescribeUserScramCredentials."""
+    """The SCRAM mechanisms a user has credentials for: the model's metadata file, or Kafka's
+    DescribeUserScramCredentials."""
     if cluster.engine == "sim":
         return list(cluster.state.read()["scram"][user])
     admin = KafkaAdminClient(**kafka_python_config(cluster))

@@ -509,7 +509,8 @@ def test_alter_own_broker(client, cluster):
 
 
 def test_alter_broker_list_configs(cluster):
-    """APPEND/SUBTRACT on a broker LIST key start from Kafka's default (ConfigAdminManager.prepareIncrementalConfigs)."""
+    """APPEND/SUBTRACT on a broker LIST key start from Kafka's default
+    (ConfigAdminManager.prepareIncrementalConfigs)."""
     try:
         assert alter_raw(cluster, [(BROKER, "", [("log.cleanup.policy", APPEND, "compact")])]) == [(NONE, None)]
         assert describe_raw(cluster, [(BROKER, "", None)])[0][2]["log.cleanup.policy"]["value"] == "delete,compact"
@@ -582,7 +583,8 @@ def test_log_cleaner_threads_at_most_double_or_halve_per_change(cluster):
             "Config value append is not allowed for config key: log.cleaner.threads",
             id="append-non-list",
         ),
-        # In range for the ConfigDef, refused by the log cleaner (LogCleaner.validateReconfiguration) from the current 1.
+        # In range for the ConfigDef, refused by the log cleaner (LogCleaner.validateReconfiguration) from the
+        # current 1.
         pytest.param(
             [("log.cleaner.threads", SET, "3")],
             INVALID_REQUEST,
@@ -621,7 +623,8 @@ def test_alter_broker_request_shape_errors(cluster):
 
 
 def test_kafka_python_sends_duplicate_keys_raw(kafka_python_admin):
-    """Duplicate keys through KafkaAdminClient's own connection (its alter_configs takes a dict, so it cannot send them)."""
+    """Duplicate keys through KafkaAdminClient's own connection (its alter_configs takes a dict, so it cannot send
+    them)."""
     resource = IncrementalAlterConfigsRequest.AlterConfigsResource
     config = resource.AlterableConfig
     request = IncrementalAlterConfigsRequest(

@@ -51,7 +51,8 @@ def bootstrap_of(cluster, node_id):
 
 
 def view(cluster, client, topic, via=1):
-    """What a fresh client bootstrapped from broker ``via`` sees: {brokers, fenced, cluster_id, controller_id, partitions}.
+    """What a fresh client bootstrapped from broker ``via`` sees: {brokers, fenced, cluster_id, controller_id,
+    partitions}.
 
     ``partitions`` maps each partition to (leader, replicas, sorted ISR, offline replicas or None when the client
     does not expose them)."""
@@ -222,7 +223,8 @@ def _membership(cluster, clients, via=1):
 
 
 def _wait_membership(cluster, clients, expected, timeout):
-    """Poll until every client sees exactly ``expected`` live brokers; the last membership seen, and the time it took."""
+    """Poll until every client sees exactly ``expected`` live brokers; the last membership seen, and the time it
+    took."""
     started = time.monotonic()
     seen = {}
 

@@ -110,7 +110,8 @@ def produce(cluster, client, topic, records, partition=0, acks="all", linger_ms=
 
 
 def consume(cluster, client, topic, count, partition=0, offset=0, timeout=15):
-    """Read ``count`` records from ``offset`` with a manually assigned consumer: [(offset, key, value, headers, timestamp)]."""
+    """Read ``count`` records from ``offset`` with a manually assigned consumer: [(offset, key, value, headers,
+    timestamp)]."""
     got = []
     if client == "confluent":
         consumer = Consumer(confluent_config(cluster, **{"group.id": unique("g"), "enable.auto.commit": False}))

@@ -161,7 +161,8 @@ def test_cluster_json_and_kafka_configs_of_combined_and_controller_nodes(combine
     for node_props in props.values():
         assert node_props["controller.listener.names"] == "CONTROLLER"
         assert "CONTROLLER:PLAINTEXT" in node_props["listener.security.protocol.map"].split(",")
-        # The model runs a dynamic quorum (bootstrap servers); the real test cluster a static one (voters, node@host:port).
+        # The model runs a dynamic quorum (bootstrap servers); the real test cluster a static one (voters,
+        # node@host:port).
         voters = node_props.get("controller.quorum.voters")
         named = (
             ",".join(voter.split("@", 1)[1] for voter in voters.split(","))

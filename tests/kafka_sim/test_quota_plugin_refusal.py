@@ -1,4 +1,5 @@
-"""Conformance: a broker configured with the Strimzi quota plugin refuses to start on a configuration the plugin rejects.
+"""Conformance: a broker configured with the Strimzi quota plugin refuses to start on a configuration the plugin
+rejects.
 
 Kafka instantiates ``client.quota.callback.class`` at startup and calls its ``configure()``; an exception there (or a
 class that cannot be loaded) stops the broker with exit status 1, logging the reason. A valid configuration starts.
@@ -44,7 +45,8 @@ REFUSED = {
     ),
     "both-limits-with-checks": (
         {**VALID, RATIO_LIMIT: "0.2"},
-        f"java.lang.IllegalStateException: Both limit types configured, only configure one of [{BYTES_LIMIT},{RATIO_LIMIT}]",
+        "java.lang.IllegalStateException: Both limit types configured, only configure one of "
+        f"[{BYTES_LIMIT},{RATIO_LIMIT}]",
     ),
     "ratio-above-one": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", RATIO_LIMIT: "1.5"},
@@ -58,7 +60,10 @@ REFUSED = {
     "bad-validity-duration": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", PREFIX + "throttle.factor.validity.duration": "5m"},
         CONFIG_EXCEPTION
-        + f"Invalid value 5m for configuration {PREFIX}throttle.factor.validity.duration: Failed to parse iso8601 duration",
+        + (
+            f"Invalid value 5m for configuration {PREFIX}throttle.factor.validity.duration: "
+            "Failed to parse iso8601 duration"
+        ),
     ),
     "non-numeric-produce": (
         {CALLBACK: STRIMZI, BOOTSTRAP: "127.0.0.1:9092", PREFIX + "produce": "fast"},
@@ -66,7 +71,8 @@ REFUSED = {
     ),
     "unknown-callback-class": (
         {CALLBACK: "com.example.NoSuchCallback"},
-        f"Invalid value com.example.NoSuchCallback for configuration {CALLBACK}: Class com.example.NoSuchCallback could not be found.",
+        f"Invalid value com.example.NoSuchCallback for configuration {CALLBACK}: Class com.example.NoSuchCallback "
+        "could not be found.",
     ),
 }
 

@@ -448,7 +448,8 @@ def test_default_entities_have_a_null_name(cluster, filter_quotas):
         pytest.param(
             [("ip", SPECIFIED, None), ("user", EXACT, "a")],
             INVALID_REQUEST,
-            "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.",
+            "Invalid entity filter component combination. IP filter component should not be used with user or "
+            "clientId filter component.",
             id="ip-with-user",
         ),
     ],

@@ -121,7 +121,8 @@ def test_tls_client_without_certificate_is_refused(tls_cluster):
 
 
 def _refused(context, entry):
-    """True when the broker ends a TLS connection before answering ApiVersions (TLS 1.3 reports it after the handshake)."""
+    """True when the broker ends a TLS connection before answering ApiVersions (TLS 1.3 reports it after the
+    handshake)."""
     try:
         client = RawClient.__new__(RawClient)
         client.sock = context.wrap_socket(
@@ -256,7 +257,8 @@ def test_authenticate_without_handshake_closes_the_connection(scram_cluster):
 
 
 def test_sasl_requests_after_authentication(scram_cluster):
-    """Once authenticated (re-authentication off), SaslHandshake and SaslAuthenticate get ILLEGAL_SASL_STATE and the channel stays."""
+    """Once authenticated (re-authentication off), SaslHandshake and SaslAuthenticate get ILLEGAL_SASL_STATE and the
+    channel stays."""
     sasl = scram_cluster.info["sasl"]
     with RawClient.to_broker(scram_cluster, 1) as client:
         assert scram_login(client, "SCRAM-SHA-512", sasl["username"], sasl["password"]).error_code == NONE

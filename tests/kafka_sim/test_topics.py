@@ -129,7 +129,8 @@ def client(request, confluent_admin, kafka_python_admin):
     "name", ["", ".", "..", "x" * 250, "bad name", "bad/name", "caf\u00e9", "star*", "trailing-newline\n"]
 )
 def test_invalid_names(cluster, client, name):
-    """INVALID_TOPIC_EXCEPTION; the message names the topic (its wording changed within Kafka 4.x, so only that is pinned)."""
+    """INVALID_TOPIC_EXCEPTION; the message names the topic (its wording changed within Kafka 4.x, so only that is
+    pinned)."""
     code, message = client.create(name, 1, 1)
     assert code == INVALID_TOPIC
     assert message and (name in message or name == "")
@@ -164,16 +165,16 @@ REPLICATION_MESSAGE = "Replication factor must be larger than 0, or -1 to use th
             1,
             4,
             INVALID_REPLICATION_FACTOR,
-            "Unable to replicate the partition 4 time(s): The target replication factor of 4 "
-            "cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
+            "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
+            "because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
             id="more-than-brokers",
         ),
         pytest.param(
             -1,
             4,
             INVALID_REPLICATION_FACTOR,
-            "Unable to replicate the partition 4 time(s): The target replication factor of 4 "
-            "cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
+            "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
+            "because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
             id="default-partitions-more-than-brokers",
         ),
     ],
@@ -414,7 +415,8 @@ def test_metadata_does_not_auto_create_when_not_allowed(cluster):
 
 
 def test_clients_auto_create(cluster):
-    """A confluent producer and a kafka-python producer auto-create; a confluent consumer (allow.auto.create.topics=false) does not."""
+    """A confluent producer and a kafka-python producer auto-create; a confluent consumer
+    (allow.auto.create.topics=false) does not."""
     consumer_topic, confluent_topic, kafka_python_topic = unique("auto"), unique("auto"), unique("auto")
     consumer = Consumer(confluent_config(cluster, **{"group.id": "topics-test", "allow.auto.create.topics": False}))
     try:
@@ -464,9 +466,8 @@ def test_manual_assignment_with_fenced_brokers(kafka_cluster_factory):
     assert (mixed.error_code, mixed.error_message) == (NONE, None)
     only_fenced = create_raw(cluster, [topic_spec(unique("fenced"), assignments={0: [3]})]).topics[0]
     assert only_fenced.error_code == INVALID_REPLICA_ASSIGNMENT
-    assert (
-        only_fenced.error_message
-        == "All brokers specified in the manual partition assignment for partition 0 are fenced or in controlled shutdown."
+    assert only_fenced.error_message == (
+        "All brokers specified in the manual partition assignment for partition 0 are fenced or in controlled shutdown."
     )
     unknown = create_raw(cluster, [topic_spec(unique("fenced"), assignments={0: [1, 9]})]).topics[0]
     assert unknown.error_code == INVALID_REPLICA_ASSIGNMENT

@@ -1,6 +1,7 @@
 """Conformance: API version handling of the test broker against Kafka 4.x.
 
-- ApiVersions advertises exactly Kafka 4.x's ranges for the APIs the broker implements (Produce from v0, see KAFKA-18659).
+- ApiVersions advertises exactly Kafka 4.x's ranges for the APIs the broker implements (Produce from v0, see
+  KAFKA-18659).
 - An ApiVersions request above its range gets a v0 reply with UNSUPPORTED_VERSION (35) and ApiVersions' own range.
 - Any other API above its range, below its minimum (Produce v0-2 included), an unknown API key or a body that does not
   parse: the broker closes the connection without a reply.

@@ -1,4 +1,5 @@
-"""A Spark standalone cluster on loopback, from the Spark that pyspark ships: one master and N workers, each its own JVM.
+"""A Spark standalone cluster on loopback, from the Spark that pyspark ships: one master and N workers, each its
+own JVM.
 
     with standalone_cluster(workdir, workers=2) as cluster:
         subprocess.run([cluster.spark_submit, "--master", cluster.master_url, ...], env=cluster.env)
@@ -216,7 +217,8 @@ def _alive_workers(status):
 
 
 def _start(command, env, log):
-    """One daemon in its own process group (so that it and its children can be signalled together), logging to ``log``."""
+    """One daemon in its own process group (so that it and its children can be signalled together), logging to
+    ``log``."""
     with open(log, "ab") as handle:
         return subprocess.Popen(
             command, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
@@ -224,7 +226,8 @@ def _start(command, env, log):
 
 
 def _wait_for(cluster, processes, deadline, ready, what):
-    """Poll the master's JSON status until ``ready(status)``; fail with the logs' ends when a daemon exits or time runs out."""
+    """Poll the master's JSON status until ``ready(status)``; fail with the logs' ends when a daemon exits or time
+    runs out."""
     last_error = None
     while True:
         for process in processes:
@@ -237,7 +240,8 @@ def _wait_for(cluster, processes, deadline, ready, what):
             status = master_status(cluster.web_url, timeout=5.0)
             if ready(status):
                 return status
-            last_error = f"status so far: {json.dumps({key: status.get(key) for key in ('status', 'aliveworkers', 'workers')})[:2000]}"
+            figures = {key: status.get(key) for key in ("status", "aliveworkers", "workers")}
+            last_error = f"status so far: {json.dumps(figures)[:2000]}"
         except (OSError, ValueError) as exc:  # not listening yet, or a partial answer
             last_error = f"{type(exc).__name__}: {exc}"
         if time.monotonic() > deadline:

@@ -138,7 +138,7 @@ def test_decision_vector(baselines, case):
         )
         for row in case["expected"]
     ]
-    for engine, result in zip(("pandas", "duckdb"), run_decisions(baselines, rows, config)):
+    for engine, result in zip(("pandas", "duckdb"), run_decisions(baselines, rows, config), strict=True):
         got = [
             (at, factor, state, fallback, violations)
             for policy, cluster, at, factor, state, fallback, observed, violations, volumes, brokers in result
@@ -153,7 +153,8 @@ def _forecast_cases():
 
 
 def _forecast_engines(baselines, rows, config):
-    """{engine: {(cluster, broker_id, log_dir): output row}} of both baselines for VOLUMES rows (dicts, at in microseconds)."""
+    """{engine: {(cluster, broker_id, log_dir): output row}} of both baselines for VOLUMES rows (dicts, at in
+    microseconds)."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa

@@ -7,7 +7,7 @@ import pytest
 import vector_cases
 from pyspark.sql import functions as F
 
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
+from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math
 from headroom_pipeline import clients, schemas
 from headroom_pipeline.config import PipelineConfig
 
@@ -95,7 +95,7 @@ def generated_traffic(seed=7, instants=90):
         (None, None),
     ]
     rows, moment = [], start
-    for unused_step in range(instants):
+    for _step in range(instants):
         moment += datetime.timedelta(seconds=rng.choice([15, 20, 30, 45.5]))
         for broker in (1, 2, 3):
             for user, client_id in people:
@@ -142,7 +142,7 @@ def test_generated_traffic_matches_the_pure_rules(spark):
     }
     windows, recommendations = run(spark, rows, GENERATED_QUOTAS, GENERATED_PROPOSED, **settings)
     pure_rows = [dict(row, ts_us=(row["ts"] - EPOCH) // datetime.timedelta(microseconds=1)) for row in rows]
-    expected_windows = cqm.client_windows(
+    expected_windows = client_quota_math.client_windows(
         pure_rows,
         GENERATED_QUOTAS,
         GENERATED_PROPOSED,
@@ -150,7 +150,7 @@ def test_generated_traffic_matches_the_pure_rules(spark):
         settings["quota_window_num"],
         settings["quota_window_size"],
     )
-    expected_recommendations = cqm.client_recommendations(
+    expected_recommendations = client_quota_math.client_recommendations(
         expected_windows, settings["recommend_percentile"], settings["recommend_headroom"]
     )
     assert len(rows) > 2000

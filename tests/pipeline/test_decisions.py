@@ -185,7 +185,7 @@ def timeline_results(spark):
 def test_timeline_vector(timeline_results, case):
     rows, expected = timeline_results[case["id"]], case["expected"]
     assert [row["at"] for row in rows] == [reference.to_micros(parse_timestamp(row["at"])) for row in expected]
-    for row, wanted in zip(rows, expected):
+    for row, wanted in zip(rows, expected, strict=True):
         assert row["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=TOLERANCE), row["at"]
         assert (row["state"], row["fallback_applied"], _pairs(row["violations"])) == (
             wanted["state"],
@@ -234,7 +234,8 @@ LIMITS = [
 
 
 def _history(seed=5, clusters=3, brokers=4, minutes=240):
-    """Messages that visit every rule: jitter, late and missing reports, silences, an outage, duplicates, odd sizes and limits."""
+    """Messages that visit every rule: jitter, late and missing reports, silences, an outage, duplicates, odd sizes
+    and limits."""
     rng = random.Random(seed)
     messages = []
     for cluster_index in range(clusters):
@@ -337,7 +338,7 @@ def test_generated_history_matches_the_pure_implementation(spark, params):
         key=lambda row: (row["policy"], row["cluster"], row["at"]),
     )
     assert len(spark_rows) == len(expected)
-    for got, wanted in zip(spark_rows, expected):
+    for got, wanted in zip(spark_rows, expected, strict=True):
         assert got["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=TOLERANCE), wanted
         assert dict(got, violations=_pairs(got["violations"]), throttle_factor=None) == dict(
             wanted, throttle_factor=None

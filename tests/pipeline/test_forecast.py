@@ -292,7 +292,8 @@ def case_results(case_id, rows):
 
 @pytest.fixture(scope="module")
 def vector_results(spark):
-    """Every case's forecast, {case id: {(cluster, broker_id, log_dir): row}}, from one Spark run per distinct config."""
+    """Every case's forecast, {case id: {(cluster, broker_id, log_dir): row}}, from one Spark run per distinct
+    config."""
     runs = {}
     for case in CASES:
         runs.setdefault(json.dumps(case["config"], sort_keys=True), []).append(case)

@@ -116,10 +116,10 @@ def test_stamps_outside_the_instant_range_or_far_from_the_median_are_rejected_wi
     assert reasons_of(result) == sorted(
         [out_of_range] * 4
         + [
-            "SnapshotAt is more than 366 days before the median SnapshotAt of its input (2026-11-22T04:04:00Z): a clock that was reset? "
-            "(--since or --plausible-window accept older records)",
-            "SnapshotAt is more than 366 days after the median SnapshotAt of its input (2026-11-22T04:04:00Z): a clock that ran ahead? "
-            "(--until or --plausible-window accept later records)",
+            "SnapshotAt is more than 366 days before the median SnapshotAt of its input (2026-11-22T04:04:00Z): "
+            "a clock that was reset? (--since or --plausible-window accept older records)",
+            "SnapshotAt is more than 366 days after the median SnapshotAt of its input (2026-11-22T04:04:00Z): "
+            "a clock that ran ahead? (--until or --plausible-window accept later records)",
         ]
     )
     assert result.time_bounds.describe() == {
@@ -223,7 +223,8 @@ def test_a_clock_reset_to_1970_accepted_by_since_fails_the_job_before_the_timeli
     config = PipelineConfig(snapshots=path, out=str(out), since="1970-01-01T00:00:00Z", report=False, progress=False)
     with pytest.raises(
         job.JobError,
-        match=r"^decision timeline: cluster 'c1' would judge 29,\d{3},\d{3} rows .* spans 1970-01-01T00:00:00Z to 2026-11-22",
+        match=r"^decision timeline: cluster 'c1' would judge 29,\d{3},\d{3} rows "
+        r".* spans 1970-01-01T00:00:00Z to 2026-11-22",
     ):
         job.run(config)
     assert not (out / "summary.json").exists()
@@ -321,8 +322,10 @@ def test_the_column_checks_reject_what_kafka_and_module_utils_reject(spark, tmp_
         snapshot(volumes=[dict(volume, Consumed=1001)]),
         snapshot(volumes=[volume, dict(volume, Capacity=2000)]),
         # JSON has no NaN or Infinity (Python writes them anyway)
-        '{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": 1, "Volumes": [], "HardLimit": {"type": "MinFreeBytes", "level": Infinity}}',
-        '{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": 1, "Volumes": [{"VolumeName": "/d", "Capacity": NaN, "Consumed": 1}]}',
+        '{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": 1, "Volumes": [], '
+        '"HardLimit": {"type": "MinFreeBytes", "level": Infinity}}',
+        '{"SnapshotAt": "2026-11-22T04:00:00Z", "BrokerId": 1, '
+        '"Volumes": [{"VolumeName": "/d", "Capacity": NaN, "Consumed": 1}]}',
     ]
     result = ingest.load_snapshots(spark, write_lines(tmp_path / "s.jsonl", lines))
     assert [row.broker_id for row in result.rows.collect()] == [2**31 - 1]
@@ -352,7 +355,7 @@ def test_non_finite_limit_levels_in_parquet_are_rejected(spark, tmp_path):
     assert reasons_of(result) == ["HardLimit.level must be a finite number >= 0"] * 3
 
 
-# -- 4. secrets ---------------------------------------------------------------------------------------------------------
+# -- 4. secrets --------------------------------------------------------------------------------------------------------
 MALFORMED_URLS = [
     f"kafka://broker-1:9092?sasl_password={PASSWORD}",
     f"kafka://broker-1:9092/?security_protocol=SASL_SSL&sasl_password={PASSWORD}",
@@ -458,7 +461,8 @@ def test_an_input_of_garbage_is_a_result_not_a_failure(tmp_path):
 
 
 def test_an_error_inside_spark_ends_in_one_failure_line_and_no_summary(tmp_path):
-    """Two Parquet files whose BrokerId columns have different types pass every check before Spark, then fail its scan."""
+    """Two Parquet files whose BrokerId columns have different types pass every check before Spark, then fail its
+    scan."""
     directory = tmp_path / "snapshots"
     directory.mkdir()
     for name, broker_id in (("a.parquet", 1), ("b.parquet", "one")):
@@ -481,7 +485,10 @@ def test_errors_of_spark_become_one_line_naming_the_stage(spark, tmp_path):
         )
     with pytest.raises(job.JobError, match=r"^read snapshots: .*PARQUET_COLUMN_DATA_TYPE_MISMATCH.*\[BrokerId\]"):
         job.run(PipelineConfig(snapshots=str(directory), out=str(tmp_path / "out"), progress=False))
-    py4j_text = "An error occurred while calling o81.parquet.\n: org.apache.spark.SparkException: Job aborted.\n\tat org.apache.spark.Foo"
+    py4j_text = (
+        "An error occurred while calling o81.parquet.\n: org.apache.spark.SparkException: Job aborted.\n"
+        "\tat org.apache.spark.Foo"
+    )
     assert job.failure_reason(RuntimeError(py4j_text)) == "org.apache.spark.SparkException: Job aborted."
     assert job.failure_reason(
         RuntimeError(py4j_text + "\nCaused by: java.lang.OutOfMemoryError: Java heap space")

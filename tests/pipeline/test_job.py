@@ -77,7 +77,8 @@ def test_the_job_writes_every_output_and_accounts_for_every_record(spark, fleet,
     assert written["stages"]["decisions"]["rows"] == decisions.count()
     assert written["stages"]["clients"]["windows_throttled"] > 0, "the generated 'ingest' client surges above its quota"
 
-    # A later run without traffic and report into the same DIR leaves none of the earlier analyses to be taken for its own.
+    # A later run without traffic and report into the same DIR leaves none of the earlier analyses to be taken for its
+    # own.
     with open(os.path.join(out, "notes.txt"), "w", encoding="utf-8") as handle:
         handle.write("not the job's")
     job.run(PipelineConfig(snapshots=fleet["snapshots.jsonl"], out=out, report=False, progress=False))
@@ -101,7 +102,10 @@ def test_bad_settings_fail_before_spark_starts(tmp_path, fleet):
 
 def test_bad_input_fails_before_the_jvm_starts(tmp_path, fleet):
     """In an interpreter of its own (no test's session running): bad input is refused and no JVM was started."""
-    config = f"PipelineConfig(snapshots={fleet['snapshots.jsonl']!r}, out={str(tmp_path)!r}, quotas={fleet['quotas.json']!r})"
+    config = (
+        f"PipelineConfig(snapshots={fleet['snapshots.jsonl']!r}, out={str(tmp_path)!r}, "
+        f"quotas={fleet['quotas.json']!r})"
+    )
     code = "\n".join(
         [
             "import sys",

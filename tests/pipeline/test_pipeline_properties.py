@@ -255,7 +255,9 @@ def test_generated_snapshot_and_traffic_lines_are_each_used_or_rejected_with_a_r
                 handle.write(content)
             result = load(spark, path)
             accepted = _assert_accounted(result, records)
-            tally[name] = [total + figure for total, figure in zip(tally[name], (result.read, len(accepted)))]
+            tally[name] = [
+                total + figure for total, figure in zip(tally[name], (result.read, len(accepted)), strict=True)
+            ]
             for row in accepted:
                 _assert_in_bounds(row.at if name == "snapshots.jsonl" else row.ts, result.time_bounds)
                 assert 0 <= row.broker_id <= checks.BROKER_ID_MAX
@@ -272,7 +274,7 @@ def test_generated_snapshot_and_traffic_lines_are_each_used_or_rejected_with_a_r
     )
 
 
-# -- file names ---------------------------------------------------------------------------------------------------------
+# -- file names --------------------------------------------------------------------------------------------------------
 NAME_CHARACTERS = st.one_of(
     st.sampled_from(list(":[]{}*?\\ %+#,;=@!$&'()~^`_.-")),
     st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
@@ -365,7 +367,7 @@ def _assert_command_result(result, out):
 
 def _assert_no_secret_in(directory, *texts):
     assert all(PASSWORD not in text for text in texts)
-    for root, unused_dirs, names in os.walk(directory):
+    for root, _dirs, names in os.walk(directory):
         for file_name in names:
             with open(os.path.join(root, file_name), "rb") as handle:
                 assert PASSWORD.encode() not in handle.read(), file_name

@@ -1,4 +1,5 @@
-"""The HTML report from output directories built in the contract's shape: files, PNGs, escaping, missing optional outputs."""
+"""The HTML report from output directories built in the contract's shape: files, PNGs, escaping, missing optional
+outputs."""
 
 import datetime
 import json
@@ -18,22 +19,24 @@ CALM = "calm-cluster"
 FILLING = "cluster-a"
 
 VOLUMES = (
-    "cluster string, broker_id long, at timestamp, soft_type string, soft_level double, hard_type string, hard_level double, "
-    "log_dir string, total_bytes long, usable_bytes long"
+    "cluster string, broker_id long, at timestamp, soft_type string, soft_level double, hard_type string, "
+    "hard_level double, log_dir string, total_bytes long, usable_bytes long"
 )
 DECISIONS = (
     "cluster string, at timestamp, throttle_factor double, state string, fallback_applied boolean, observed boolean, "
-    "violations array<struct<broker_id:long,log_dir:string>>, volumes_considered int, brokers_considered int, policy string"
+    "violations array<struct<broker_id:long,log_dir:string>>, volumes_considered int, brokers_considered int, "
+    "policy string"
 )
 FORECAST = (
-    "cluster string, broker_id long, log_dir string, last_at timestamp, total_bytes long, usable_bytes long, used_bytes long, "
-    "hard_limit_type string, hard_limit_level double, hard_limit_usable_bytes long, bytes_per_hour double, "
-    "crosses_hard_limit_at timestamp, hours_to_hard_limit double, plugin_limit_usable_bytes long, crosses_plugin_limit_at timestamp, "
-    "samples long, rank int"
+    "cluster string, broker_id long, log_dir string, last_at timestamp, total_bytes long, usable_bytes long, "
+    "used_bytes long, hard_limit_type string, hard_limit_level double, hard_limit_usable_bytes long, "
+    "bytes_per_hour double, crosses_hard_limit_at timestamp, hours_to_hard_limit double, "
+    "plugin_limit_usable_bytes long, crosses_plugin_limit_at timestamp, samples long, rank int"
 )
 CLIENTS = (
-    "user string, client_id string, broker_id long, window_start timestamp, window_end timestamp, produce_bytes_per_sec double, "
-    "producer_byte_rate double, quota_used_fraction double, throttle_time_ms double, fetch_bytes_per_sec double, "
+    "user string, client_id string, broker_id long, window_start timestamp, window_end timestamp, "
+    "produce_bytes_per_sec double, producer_byte_rate double, quota_used_fraction double, throttle_time_ms double, "
+    "fetch_bytes_per_sec double, "
     "consumer_byte_rate double, fetch_quota_used_fraction double, fetch_throttle_time_ms double"
 )
 RECOMMENDATIONS = (
@@ -264,8 +267,8 @@ def test_the_headline_says_what_to_look_at_first(rendered):
     assert "2026-11-20 09:45 UTC" in headline, "the crossing time: last snapshot 03:15 plus 6.5 hours"
     assert "6.5 hours" in headline
     assert (
-        "The quota plugin's limit (15.0 GiB free) pauses produce on the cluster earlier, at <strong>2026-11-20 08:15 UTC"
-        in headline
+        "The quota plugin's limit (15.0 GiB free) pauses produce on the cluster earlier, "
+        "at <strong>2026-11-20 08:15 UTC" in headline
     )
     assert 'class="PAUSE">PAUSE' in headline and 'class="THROTTLE">THROTTLE' in headline
     assert headline.index("PAUSE") < headline.index("THROTTLE"), "paused clusters first"

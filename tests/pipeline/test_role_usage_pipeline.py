@@ -1,4 +1,5 @@
-"""The usage_pipeline role with a stand-in for the job: the command line it builds, its environment, the summary it reads back.
+"""The usage_pipeline role with a stand-in for the job: the command line it builds, its environment, the summary it
+reads back.
 
 The stand-in records its argv, working directory and environment, writes DIR/summary.json like the job and can fail
 or hang on request (through --cluster), so these tests need neither Spark nor a cluster.
@@ -31,7 +32,8 @@ STAND_IN = """\
 import json, os, sys, time
 
 record = {{"argv": sys.argv[1:], "cwd": os.getcwd(), "pythonpath": os.environ.get("PYTHONPATH"),
-           "sasl_password": os.environ.get("HEADROOM_KAFKA_SASL_PASSWORD"), "ssl_password": os.environ.get("HEADROOM_KAFKA_SSL_PASSWORD"),
+           "sasl_password": os.environ.get("HEADROOM_KAFKA_SASL_PASSWORD"),
+           "ssl_password": os.environ.get("HEADROOM_KAFKA_SSL_PASSWORD"),
            "pid": os.getpid()}}
 with open({record!r}, "w") as handle:
     json.dump(record, handle)
@@ -162,7 +164,8 @@ def test_the_python_launcher_runs_the_job_with_every_option(tmp_path, stand_in):
     assert "Rows read 10, used 9, rejected 1" in result.stdout
     assert "forecast: volumes: 2, crossing_hard_limit: 1" in result.stdout
     assert re.search(
-        r"TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(ASYNC[^\n]*\n)?changed: \[localhost\]",
+        r"TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n"
+        r"(ASYNC[^\n]*\n)?changed: \[localhost\]",
         result.stdout,
     ), "the job rewrites its outputs: changed, by design"
 

@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 ROOT = os.path.dirname(os.path.dirname(HERE))
 JOB_SCRIPT = os.path.join(ROOT, "headroom_pipeline", "__main__.py")
 APP_NAME = "headroom-pipeline"
-# 10 clusters of 4 brokers over 10 hours (each limit kind once), with outages, stopping brokers and republished messages.
+# 10 clusters of 4 brokers over 10 hours (each limit kind once), with outages, stopping brokers and republished
+# messages.
 FLEET = {
     "brokers_per_cluster": 4,
     "minutes": 600,
@@ -233,7 +234,7 @@ def _assert_ran_on_the_workers(cluster, before):
     tasks = {}
     for work_dir in cluster.worker_dirs:
         logs = []
-        for root, unused_dirs, names in os.walk(os.path.join(work_dir, application["id"])):
+        for root, _dirs, names in os.walk(os.path.join(work_dir, application["id"])):
             logs.extend(os.path.join(root, name) for name in names if name == "stderr")
         tasks[os.path.basename(work_dir)] = sum(_finished_tasks(path) for path in logs)
     assert all(count > 0 for count in tasks.values()), f"tasks finished per worker: {tasks}"
@@ -261,7 +262,7 @@ def _assert_same_outputs(expected_out, actual_out):
         actual_columns, actual_rows = _parquet_rows(os.path.join(actual_out, name))
         assert actual_columns == columns, name
         assert len(rows) > 0 and len(actual_rows) == len(rows), name
-        for index, (want, got) in enumerate(zip(rows, actual_rows)):
+        for index, (want, got) in enumerate(zip(rows, actual_rows, strict=True)):
             assert _same_row(want, got), f"{name}: sorted row {index} differs:\n local:   {want}\n cluster: {got}"
     assert _partitions(actual_out, "rejected") == _partitions(expected_out, "rejected") == ["input=snapshots"]
     assert _rejected(actual_out) == _rejected(expected_out)
@@ -301,7 +302,7 @@ def _sortable(value):
 
 
 def _same_row(want, got):
-    return len(want) == len(got) and all(_same_value(left, right) for left, right in zip(want, got))
+    return len(want) == len(got) and all(_same_value(left, right) for left, right in zip(want, got, strict=True))
 
 
 def _same_value(want, got):
@@ -310,7 +311,7 @@ def _same_value(want, got):
             return math.isnan(want) and math.isnan(got)
         return want == got or math.isclose(want, got, rel_tol=RELATIVE_TOLERANCE, abs_tol=0.0)
     if isinstance(want, list) and isinstance(got, list):
-        return len(want) == len(got) and all(_same_value(left, right) for left, right in zip(want, got))
+        return len(want) == len(got) and all(_same_value(left, right) for left, right in zip(want, got, strict=True))
     if isinstance(want, dict) and isinstance(got, dict):
         return want.keys() == got.keys() and all(_same_value(want[key], got[key]) for key in want)
     return want == got

@@ -8,7 +8,7 @@ import pytest
 import vector_cases
 from pyspark.sql import functions as F
 
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
+from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds
 from headroom_pipeline import schemas, topics
 from headroom_pipeline.config import ConfigError
 
@@ -60,7 +60,8 @@ def analyse(spark, rows, plan, chunk=topics.EWMA_CHUNK):
 
 
 def test_meter_vectors(spark):
-    """Each vector as one point of a meter: its previous rate as the state, the interval (0, seconds] with rate x seconds bytes."""
+    """Each vector as one point of a meter: its previous rate as the state, the interval (0, seconds] with rate x
+    seconds bytes."""
     cases = DOCUMENT["meters"]
     rows = [
         (case["id"], case["previous"], int(case["seconds"] * 1_000_000), int(case["rate"] * case["seconds"]))
@@ -79,7 +80,7 @@ def test_plan_vectors_through_the_loader(tmp_path, case):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(case["plan"]))
     if case.get("valid"):
-        assert topics.load_plan(str(path)) == tt.validate_plan(case["plan"])
+        assert topics.load_plan(str(path)) == topic_thresholds.validate_plan(case["plan"])
     else:
         with pytest.raises(ConfigError) as caught:
             topics.load_plan(str(path))
@@ -129,7 +130,7 @@ def generated_traffic(seed=3):
     rows = []
     for broker in (1, 2, 3, 4):
         moment = start + datetime.timedelta(seconds=rng.randrange(0, 30))
-        for unused_step in range(220):
+        for _step in range(220):
             moment += datetime.timedelta(seconds=rng.choice([5, 10, 10, 30, 60, 240]))
             seconds = 10
             for name in names:
@@ -161,7 +162,7 @@ GENERATED_PLAN = {
 def test_generated_traffic_matches_the_pure_rules(spark):
     rows = generated_traffic()
     thresholds, windows = analyse(spark, rows, GENERATED_PLAN, chunk=16)  # series of ~120 points: several chunks each
-    expected_thresholds, expected_windows = tt.topic_analysis(
+    expected_thresholds, expected_windows = topic_thresholds.topic_analysis(
         [dict(row, ts_us=micros(row["ts"])) for row in rows], GENERATED_PLAN
     )
     assert len(rows) > 2500

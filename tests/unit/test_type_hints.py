@@ -18,9 +18,9 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Packages whose public API must be fully annotated. headroom_pipeline and headroom_guard (which run on the control node)
-# are not annotated yet: add each here once it is.
-ANNOTATED_PACKAGES = ["plugins/module_utils"]
+# Packages whose public API must be fully annotated: the collection's module_utils, and the pipeline and the guard
+# (which run on the control node or on the guard's host, on Python 3.11).
+ANNOTATED_PACKAGES = ["plugins/module_utils", "headroom_pipeline", "headroom_guard"]
 # Packages whose annotations must evaluate on Python 3.7.
 PYTHON_37_PACKAGES = ["plugins/module_utils"]
 # Subscripting these at runtime needs Python 3.9; the typing names that work on 3.7.
@@ -148,7 +148,8 @@ def _is_type_checking(test):
 def _evaluated(body, in_function=False):
     """The annotations Python evaluates and the ``from typing`` imports it runs, outside ``if TYPE_CHECKING:`` blocks.
 
-    A signature's annotations are evaluated when the function is defined, a variable annotation only outside functions."""
+    A signature's annotations are evaluated when the function is defined,
+    a variable annotation only outside functions."""
     for node in body:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             yield from _evaluated(node.orelse, in_function)
@@ -180,9 +181,10 @@ def _python_37_problems(node):
     if isinstance(node, ast.ImportFrom):
         for alias in node.names:
             if alias.name in NEWER_TYPING_NAMES:
-                yield "typing.{0} is not in Python 3.7: import it under if TYPE_CHECKING: and quote the annotations using it".format(
-                    alias.name
-                )
+                yield (
+                    "typing.{0} is not in Python 3.7: import it under if TYPE_CHECKING: "
+                    "and quote the annotations using it"
+                ).format(alias.name)
         return
     for part in ast.walk(node):
         if isinstance(part, ast.BinOp) and isinstance(part.op, ast.BitOr):

@@ -50,7 +50,9 @@ def main(cluster_dir, out, extra_json="{}"):
         "quota_plugin_group": "root",
         "kafka_client_quotas": CLIENT_QUOTAS,
         "rolling_restart_method": "command",
-        "rolling_restart_command": f"{sys.executable} -m kafka_sim restart --dir {info['directory']} --broker {{node_id}}",
+        "rolling_restart_command": (
+            f"{sys.executable} -m kafka_sim restart --dir {info['directory']} --broker {{node_id}}"
+        ),
         "rolling_restart_poll_interval": 0.2,
         "rolling_restart_health_timeout": 60,
         "rolling_restart_port_timeout": 30,

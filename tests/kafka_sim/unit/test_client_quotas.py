@@ -6,10 +6,14 @@ import math
 
 import pytest
 
-from kafka_sim import client_quotas as cq
+from kafka_sim import client_quotas
 
-INVALID = cq.INVALID_REQUEST
-EXACT, DEFAULT, SPECIFIED = cq.MATCH_TYPE_EXACT, cq.MATCH_TYPE_DEFAULT, cq.MATCH_TYPE_SPECIFIED
+INVALID = client_quotas.INVALID_REQUEST
+EXACT, DEFAULT, SPECIFIED = (
+    client_quotas.MATCH_TYPE_EXACT,
+    client_quotas.MATCH_TYPE_DEFAULT,
+    client_quotas.MATCH_TYPE_SPECIFIED,
+)
 IP_COMBINATION = "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
 
 
@@ -30,7 +34,7 @@ def remove(key, value=0.0):
 
 def alter_one(quotas, entity, *ops, validate_only=False, **kwargs):
     """Alter a single entity; return its (error_code, error_message)."""
-    return cq.alter(quotas, [entry(entity, *ops)], validate_only, **kwargs)[0]
+    return client_quotas.alter(quotas, [entry(entity, *ops)], validate_only, **kwargs)[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -39,15 +43,23 @@ def alter_one(quotas, entity, *ops, validate_only=False, **kwargs):
 
 def test_constants():
     """Match types, error codes and QuotaConfig's keys with their ConfigDef types."""
-    assert (cq.MATCH_TYPE_EXACT, cq.MATCH_TYPE_DEFAULT, cq.MATCH_TYPE_SPECIFIED) == (0, 1, 2)
-    assert (cq.NONE, cq.UNSUPPORTED_VERSION, cq.INVALID_REQUEST) == (0, 35, 42)
+    assert (client_quotas.MATCH_TYPE_EXACT, client_quotas.MATCH_TYPE_DEFAULT, client_quotas.MATCH_TYPE_SPECIFIED) == (
+        0,
+        1,
+        2,
+    )
+    assert (client_quotas.NONE, client_quotas.UNSUPPORTED_VERSION, client_quotas.INVALID_REQUEST) == (0, 35, 42)
     user_keys = {
         "producer_byte_rate": "long",
         "consumer_byte_rate": "long",
         "request_percentage": "double",
         "controller_mutation_rate": "double",
     }
-    assert cq.QUOTA_KEYS == {"user": user_keys, "client-id": user_keys, "ip": {"connection_creation_rate": "int"}}
+    assert client_quotas.QUOTA_KEYS == {
+        "user": user_keys,
+        "client-id": user_keys,
+        "ip": {"connection_creation_rate": "int"},
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -73,21 +85,21 @@ def test_constants():
 )
 def test_entity_key_round_trip(entity, key):
     """Store keys are canonical, JSON-safe and parse back to the entity."""
-    assert cq.entity_key(entity) == key
-    assert cq.parse_entity_key(key) == entity
+    assert client_quotas.entity_key(entity) == key
+    assert client_quotas.parse_entity_key(key) == entity
     assert json.loads(json.dumps({key: {}})) == {key: {}}
 
 
 def test_entity_key_distinguishes_default_from_literal_name():
     """The default entity and a user literally named <default> get different keys."""
-    assert cq.entity_key({"user": None}) != cq.entity_key({"user": "<default>"})
+    assert client_quotas.entity_key({"user": None}) != client_quotas.entity_key({"user": "<default>"})
 
 
 @pytest.mark.parametrize("key", ["user", "=alice", "user=a|user=b", "user=a|", 7])
 def test_parse_entity_key_rejects_malformed(key):
     """Malformed keys raise ValueError."""
     with pytest.raises(ValueError):
-        cq.parse_entity_key(key)
+        client_quotas.parse_entity_key(key)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -483,9 +495,9 @@ ALTER_ACCEPTS = [
 def test_alter_accepts(entity, ops, key, values):
     """Valid entries are stored under the canonical key."""
     quotas = {}
-    assert alter_one(quotas, entity, *ops) == (cq.NONE, None)
+    assert alter_one(quotas, entity, *ops) == (client_quotas.NONE, None)
     assert quotas == {key: values}
-    assert cq.parse_entity_key(key) == dict(entity)
+    assert client_quotas.parse_entity_key(key) == dict(entity)
     json.dumps(quotas)
 
 
@@ -493,7 +505,7 @@ def test_alter_accepts(entity, ops, key, values):
 def test_alter_validate_only_writes_nothing(entity, ops):
     """validate_only runs every check and writes nothing."""
     quotas = {"user=z": {"request_percentage": 1.0}}
-    assert alter_one(quotas, entity, *ops, validate_only=True) == (cq.NONE, None)
+    assert alter_one(quotas, entity, *ops, validate_only=True) == (client_quotas.NONE, None)
     assert quotas == {"user=z": {"request_percentage": 1.0}}
 
 
@@ -502,16 +514,16 @@ def test_nan_passes_validation_as_in_kafka():
     quotas = {}
     assert alter_one(
         quotas, [("user", "a")], put("producer_byte_rate", math.nan), put("request_percentage", math.nan)
-    ) == (cq.NONE, None)
+    ) == (client_quotas.NONE, None)
     assert all(math.isnan(value) for value in quotas["user=a"].values())
 
 
 @pytest.mark.parametrize(
     "name, resolvable, expected",
     [
-        ("broker.example.com", True, (cq.NONE, None)),
+        ("broker.example.com", True, (client_quotas.NONE, None)),
         ("broker.example.com", False, (INVALID, "broker.example.com is not a valid IP or resolvable host.")),
-        ("fe80::1%eth0", True, (cq.NONE, None)),
+        ("fe80::1%eth0", True, (client_quotas.NONE, None)),
         ("fe80::1%nope0", False, (INVALID, "fe80::1%nope0 is not a valid IP or resolvable host.")),
     ],
 )
@@ -535,7 +547,7 @@ def test_ip_literals_need_no_resolver(name):
         raise AssertionError(host)
 
     assert alter_one({}, [("ip", name)], put("connection_creation_rate", 1), resolve_host=resolve_host) == (
-        cq.NONE,
+        client_quotas.NONE,
         None,
     )
 
@@ -545,7 +557,7 @@ def test_ip_literals_need_no_resolver(name):
 
 STORE = {"user=alice": {"producer_byte_rate": 100.0, "consumer_byte_rate": 200.0}}
 
-OK = (cq.NONE, None)
+OK = (client_quotas.NONE, None)
 ALTER_EFFECTS = [
     (
         "replace and add",
@@ -592,14 +604,17 @@ def test_alter_effects(ops, result, after):
 def test_removing_from_absent_entity_succeeds_and_stores_nothing():
     """Removing a key of an unknown entity succeeds and stores nothing."""
     quotas = {}
-    assert alter_one(quotas, [("user", None), ("client-id", None)], remove("producer_byte_rate")) == (cq.NONE, None)
+    assert alter_one(quotas, [("user", None), ("client-id", None)], remove("producer_byte_rate")) == (
+        client_quotas.NONE,
+        None,
+    )
     assert not quotas
 
 
 def test_entries_are_independent():
     """One bad entry does not stop the others."""
     quotas = {}
-    results = cq.alter(
+    results = client_quotas.alter(
         quotas,
         [
             entry([("user", "a")], put("producer_byte_rate", 1)),
@@ -608,14 +623,18 @@ def test_entries_are_independent():
         ],
         False,
     )
-    assert results == [(cq.NONE, None), (INVALID, "Quota producer_byte_rate must be greater than 0"), (cq.NONE, None)]
+    assert results == [
+        (client_quotas.NONE, None),
+        (INVALID, "Quota producer_byte_rate must be greater than 0"),
+        (client_quotas.NONE, None),
+    ]
     assert quotas == {"user=a": {"producer_byte_rate": 1.0}, "client-id=c": {"request_percentage": 1.0}}
 
 
 def test_no_entries():
     """An empty request answers nothing."""
     quotas = {"user=a": {"producer_byte_rate": 1.0}}
-    assert not cq.alter(quotas, [], False)
+    assert not client_quotas.alter(quotas, [], False)
     assert quotas == {"user=a": {"producer_byte_rate": 1.0}}
 
 
@@ -632,8 +651,13 @@ def test_duplicate_entity_across_entries(validate_only):
         entry([("client-id", "c"), ("user", "a")], put("consumer_byte_rate", 3)),
         entry([("user", "a"), ("client-id", "c")], put("consumer_byte_rate", -3)),
     ]
-    results = cq.alter(quotas, entries, validate_only)
-    assert results == [(cq.NONE, None), (cq.NONE, None), (INVALID, DUPLICATE_A), (INVALID, DUPLICATE_A)]
+    results = client_quotas.alter(quotas, entries, validate_only)
+    assert results == [
+        (client_quotas.NONE, None),
+        (client_quotas.NONE, None),
+        (INVALID, DUPLICATE_A),
+        (INVALID, DUPLICATE_A),
+    ]
     # the first entry of the entity is still written (ControllerResult.atomicOf keeps its records)
     assert quotas == (
         {}
@@ -641,8 +665,8 @@ def test_duplicate_entity_across_entries(validate_only):
         else {"client-id=c|user=a": {"producer_byte_rate": 1.0}, "user=x": {"producer_byte_rate": 2.0}}
     )
     # Kafka answers once per entity, with the last result (a HashMap<ClientQuotaEntity, ApiError>)
-    assert cq.alter_response(entries, results) == [
-        ([("user", "x")], cq.NONE, None),
+    assert client_quotas.alter_response(entries, results) == [
+        ([("user", "x")], client_quotas.NONE, None),
         ([("client-id", "c"), ("user", "a")], INVALID, DUPLICATE_A),
     ]
 
@@ -650,7 +674,7 @@ def test_duplicate_entity_across_entries(validate_only):
 def test_duplicate_of_an_invalid_entity():
     """The duplicate check also applies to an entity that failed validation."""
     entries = [entry([("foo", "x")]), entry([("foo", "x")])]
-    results = cq.alter({}, entries, False)
+    results = client_quotas.alter({}, entries, False)
     assert results == [
         (INVALID, "Unhandled client quota entity type: foo"),
         (INVALID, "Ignoring duplicate entity ClientQuotaEntity(entries={foo=x})"),
@@ -663,7 +687,10 @@ def test_duplicate_type_collapses_before_the_duplicate_entity_check():
         entry([("user", "b")], put("producer_byte_rate", 1)),
         entry([("user", "a"), ("user", "b")], put("consumer_byte_rate", 1)),
     ]
-    assert cq.alter({}, entries, False)[1] == (INVALID, "Ignoring duplicate entity ClientQuotaEntity(entries={user=b})")
+    assert client_quotas.alter({}, entries, False)[1] == (
+        INVALID,
+        "Ignoring duplicate entity ClientQuotaEntity(entries={user=b})",
+    )
 
 
 def test_alter_response_order_is_kafkas_hashmap_order():
@@ -681,7 +708,7 @@ def test_alter_response_order_is_kafkas_hashmap_order():
         [("user", "carol")],
     ]
     entries = [entry(spec) for spec in specs]
-    response = cq.alter_response(entries, cq.alter({}, entries, True))
+    response = client_quotas.alter_response(entries, client_quotas.alter({}, entries, True))
     # as printed by java.util.HashMap<ClientQuotaEntity, ApiError> on OpenJDK 17
     assert [parts for parts, _ignored, _ignored in response] == [
         [("ip", "1.2.3.4")],
@@ -695,14 +722,14 @@ def test_alter_response_order_is_kafkas_hashmap_order():
         [("client-id", None), ("user", None)],
         [("user", "carol")],
     ]
-    assert {code for _ignored, code, _ignored in response} == {cq.NONE}
+    assert {code for _ignored, code, _ignored in response} == {client_quotas.NONE}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # DescribeClientQuotas (ClientQuotasImage.describe)
 
 DESCRIBE_STORE = {
-    cq.entity_key(entity): {"producer_byte_rate": float(i + 1)}
+    client_quotas.entity_key(entity): {"producer_byte_rate": float(i + 1)}
     for i, entity in enumerate(
         [
             {"user": "alice"},
@@ -802,15 +829,18 @@ DESCRIBE_MATCHES = [
 def test_describe_matches(components, strict, keys):
     """EXACT, DEFAULT and SPECIFIED components, strict and not."""
     before = copy.deepcopy(DESCRIBE_STORE)
-    code, message, entries = cq.describe(DESCRIBE_STORE, components, strict)
-    assert (code, message) == (cq.NONE, "")
-    assert [cq.entity_key(dict(parts)) for parts, _ignored in entries] == keys
+    code, message, entries = client_quotas.describe(DESCRIBE_STORE, components, strict)
+    assert (code, message) == (client_quotas.NONE, "")
+    assert [client_quotas.entity_key(dict(parts)) for parts, _ignored in entries] == keys
     for parts, values in entries:
-        assert values == DESCRIBE_STORE[cq.entity_key(dict(parts))]
+        assert values == DESCRIBE_STORE[client_quotas.entity_key(dict(parts))]
     assert DESCRIBE_STORE == before
 
 
-IP_FILTER = "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
+IP_FILTER = (
+    "Invalid entity filter component combination. IP filter component should not be used with user or clientId "
+    "filter component."
+)
 DESCRIBE_ERRORS = [
     ("empty type", [("", EXACT, "x")], INVALID, "Invalid empty entity type."),
     (
@@ -831,11 +861,11 @@ DESCRIBE_ERRORS = [
         INVALID,
         "Entity type user cannot appear more than once in the filter.",
     ),
-    ("unknown type", [("group", SPECIFIED, None)], cq.UNSUPPORTED_VERSION, "Unsupported entity type group"),
+    ("unknown type", [("group", SPECIFIED, None)], client_quotas.UNSUPPORTED_VERSION, "Unsupported entity type group"),
     (
         "unknown type before its match type",
         [("group", 9, None)],
-        cq.UNSUPPORTED_VERSION,
+        client_quotas.UNSUPPORTED_VERSION,
         "Unsupported entity type group",
     ),
     (
@@ -875,7 +905,7 @@ DESCRIBE_ERRORS = [
 @pytest.mark.parametrize("strict", [False, True])
 def test_describe_errors_are_top_level(components, code, message, strict):
     """Filter errors are top-level with entries None."""
-    assert cq.describe(DESCRIBE_STORE, components, strict) == (code, message, None)
+    assert client_quotas.describe(DESCRIBE_STORE, components, strict) == (code, message, None)
 
 
 def test_describe_entity_parts_and_values_in_java_order():
@@ -888,7 +918,7 @@ def test_describe_entity_parts_and_values_in_java_order():
             "controller_mutation_rate": 4.0,
         }
     }
-    _ignored, _ignored, entries = cq.describe(quotas, [], False)
+    _ignored, _ignored, entries = client_quotas.describe(quotas, [], False)
     assert entries == [([("client-id", "app"), ("user", "alice")], quotas["client-id=app|user=alice"])]
     assert list(entries[0][1]) == [
         "request_percentage",
@@ -900,13 +930,13 @@ def test_describe_entity_parts_and_values_in_java_order():
 
 def test_describe_empty_store():
     """Nothing stored, nothing described."""
-    assert cq.describe({}, [("user", DEFAULT, None)], False) == (cq.NONE, "", [])
+    assert client_quotas.describe({}, [("user", DEFAULT, None)], False) == (client_quotas.NONE, "", [])
 
 
 def test_describe_after_alter_round_trip():
     """What alter stores (through JSON) is what describe reports."""
     quotas = {}
-    cq.alter(
+    client_quotas.alter(
         quotas,
         [
             entry([("user", None)], put("producer_byte_rate", 1024), put("consumer_byte_rate", 2048)),
@@ -916,11 +946,11 @@ def test_describe_after_alter_round_trip():
         False,
     )
     quotas = json.loads(json.dumps(quotas))
-    assert cq.describe(quotas, [("user", DEFAULT, None)], True) == (
-        cq.NONE,
+    assert client_quotas.describe(quotas, [("user", DEFAULT, None)], True) == (
+        client_quotas.NONE,
         "",
         [([("user", None)], {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0})],
     )
-    assert cq.describe(quotas, [("ip", EXACT, "10.1.2.3")], False)[2] == [
+    assert client_quotas.describe(quotas, [("ip", EXACT, "10.1.2.3")], False)[2] == [
         ([("ip", "10.1.2.3")], {"connection_creation_rate": 10.0})
     ]

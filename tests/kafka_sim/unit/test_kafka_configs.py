@@ -2,68 +2,71 @@
 
 import pytest
 
-from kafka_sim import kafka_configs as kc
+from kafka_sim import kafka_configs
 
 TOPIC_SEGMENT_MIN = "Invalid value 1000 for configuration segment.bytes: Value must be at least 1048576"
-THROTTLED_FORMAT = "must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+THROTTLED_FORMAT = (
+    "must be the literal '*' or a list of replicas in the following format: "
+    "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+)
 
 
 def test_table_sizes():
     """Every documented Kafka 4.3 broker config, all 33 topic configs, 28 of them with a broker synonym."""
-    assert len(kc.BROKER_CONFIGS) == 343
-    assert len(kc.TOPIC_CONFIGS) == 33
-    assert len(kc.TOPIC_BROKER_SYNONYMS) == 28
+    assert len(kafka_configs.BROKER_CONFIGS) == 343
+    assert len(kafka_configs.TOPIC_CONFIGS) == 33
+    assert len(kafka_configs.TOPIC_BROKER_SYNONYMS) == 28
 
 
 @pytest.mark.parametrize(
     "name, config_type, default, mode",
     [
-        ("node.id", "INT", None, kc.READ_ONLY),
-        ("process.roles", "LIST", None, kc.READ_ONLY),
-        ("controller.listener.names", "LIST", None, kc.READ_ONLY),
-        ("controller.quorum.bootstrap.servers", "LIST", "", kc.READ_ONLY),
-        ("metadata.log.dir", "STRING", None, kc.READ_ONLY),
-        ("log.dirs", "LIST", None, kc.READ_ONLY),
-        ("listeners", "LIST", "PLAINTEXT://:9092", kc.PER_BROKER),
-        ("advertised.listeners", "LIST", None, kc.READ_ONLY),
+        ("node.id", "INT", None, kafka_configs.READ_ONLY),
+        ("process.roles", "LIST", None, kafka_configs.READ_ONLY),
+        ("controller.listener.names", "LIST", None, kafka_configs.READ_ONLY),
+        ("controller.quorum.bootstrap.servers", "LIST", "", kafka_configs.READ_ONLY),
+        ("metadata.log.dir", "STRING", None, kafka_configs.READ_ONLY),
+        ("log.dirs", "LIST", None, kafka_configs.READ_ONLY),
+        ("listeners", "LIST", "PLAINTEXT://:9092", kafka_configs.PER_BROKER),
+        ("advertised.listeners", "LIST", None, kafka_configs.READ_ONLY),
         (
             "listener.security.protocol.map",
             "STRING",
             "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
-            kc.PER_BROKER,
+            kafka_configs.PER_BROKER,
         ),
-        ("auto.create.topics.enable", "BOOLEAN", "true", kc.READ_ONLY),
-        ("default.replication.factor", "INT", "1", kc.READ_ONLY),
-        ("num.partitions", "INT", "1", kc.READ_ONLY),
-        ("min.insync.replicas", "INT", "1", kc.CLUSTER_WIDE),
-        ("message.max.bytes", "INT", "1048588", kc.CLUSTER_WIDE),
-        ("log.retention.ms", "LONG", None, kc.CLUSTER_WIDE),
-        ("log.retention.hours", "INT", "168", kc.READ_ONLY),
-        ("log.retention.bytes", "LONG", "-1", kc.CLUSTER_WIDE),
-        ("log.segment.bytes", "INT", "1073741824", kc.CLUSTER_WIDE),
-        ("log.cleanup.policy", "LIST", "delete", kc.CLUSTER_WIDE),
-        ("num.io.threads", "INT", "8", kc.CLUSTER_WIDE),
-        ("num.network.threads", "INT", "3", kc.CLUSTER_WIDE),
-        ("num.recovery.threads.per.data.dir", "INT", "2", kc.CLUSTER_WIDE),
-        ("num.replica.fetchers", "INT", "1", kc.CLUSTER_WIDE),
-        ("quota.window.num", "INT", "11", kc.READ_ONLY),
-        ("quota.window.size.seconds", "INT", "1", kc.READ_ONLY),
-        ("client.quota.callback.class", "CLASS", None, kc.READ_ONLY),
-        ("authorizer.class.name", "STRING", "", kc.READ_ONLY),
-        ("offsets.topic.replication.factor", "SHORT", "3", kc.READ_ONLY),
-        ("ssl.keystore.password", "PASSWORD", None, kc.PER_BROKER),
-        ("ssl.enabled.protocols", "LIST", "TLSv1.2,TLSv1.3", kc.PER_BROKER),
-        ("sasl.enabled.mechanisms", "LIST", "GSSAPI", kc.PER_BROKER),
-        ("sasl.mechanism.inter.broker.protocol", "STRING", "GSSAPI", kc.PER_BROKER),
-        ("log.cleaner.io.max.bytes.per.second", "DOUBLE", "1.7976931348623157E308", kc.CLUSTER_WIDE),
-        ("group.consumer.assignors", "LIST", "uniform,range", kc.READ_ONLY),
-        ("leader.replication.throttled.rate", "LONG", "9223372036854775807", kc.CLUSTER_WIDE),
-        ("metric.reporters", "LIST", "org.apache.kafka.common.metrics.JmxReporter", kc.CLUSTER_WIDE),
+        ("auto.create.topics.enable", "BOOLEAN", "true", kafka_configs.READ_ONLY),
+        ("default.replication.factor", "INT", "1", kafka_configs.READ_ONLY),
+        ("num.partitions", "INT", "1", kafka_configs.READ_ONLY),
+        ("min.insync.replicas", "INT", "1", kafka_configs.CLUSTER_WIDE),
+        ("message.max.bytes", "INT", "1048588", kafka_configs.CLUSTER_WIDE),
+        ("log.retention.ms", "LONG", None, kafka_configs.CLUSTER_WIDE),
+        ("log.retention.hours", "INT", "168", kafka_configs.READ_ONLY),
+        ("log.retention.bytes", "LONG", "-1", kafka_configs.CLUSTER_WIDE),
+        ("log.segment.bytes", "INT", "1073741824", kafka_configs.CLUSTER_WIDE),
+        ("log.cleanup.policy", "LIST", "delete", kafka_configs.CLUSTER_WIDE),
+        ("num.io.threads", "INT", "8", kafka_configs.CLUSTER_WIDE),
+        ("num.network.threads", "INT", "3", kafka_configs.CLUSTER_WIDE),
+        ("num.recovery.threads.per.data.dir", "INT", "2", kafka_configs.CLUSTER_WIDE),
+        ("num.replica.fetchers", "INT", "1", kafka_configs.CLUSTER_WIDE),
+        ("quota.window.num", "INT", "11", kafka_configs.READ_ONLY),
+        ("quota.window.size.seconds", "INT", "1", kafka_configs.READ_ONLY),
+        ("client.quota.callback.class", "CLASS", None, kafka_configs.READ_ONLY),
+        ("authorizer.class.name", "STRING", "", kafka_configs.READ_ONLY),
+        ("offsets.topic.replication.factor", "SHORT", "3", kafka_configs.READ_ONLY),
+        ("ssl.keystore.password", "PASSWORD", None, kafka_configs.PER_BROKER),
+        ("ssl.enabled.protocols", "LIST", "TLSv1.2,TLSv1.3", kafka_configs.PER_BROKER),
+        ("sasl.enabled.mechanisms", "LIST", "GSSAPI", kafka_configs.PER_BROKER),
+        ("sasl.mechanism.inter.broker.protocol", "STRING", "GSSAPI", kafka_configs.PER_BROKER),
+        ("log.cleaner.io.max.bytes.per.second", "DOUBLE", "1.7976931348623157E308", kafka_configs.CLUSTER_WIDE),
+        ("group.consumer.assignors", "LIST", "uniform,range", kafka_configs.READ_ONLY),
+        ("leader.replication.throttled.rate", "LONG", "9223372036854775807", kafka_configs.CLUSTER_WIDE),
+        ("metric.reporters", "LIST", "org.apache.kafka.common.metrics.JmxReporter", kafka_configs.CLUSTER_WIDE),
     ],
 )
 def test_broker_definitions(name, config_type, default, mode):
     """Type, default (as DescribeConfigs renders it) and update mode of the keys a server.properties sets."""
-    definition = kc.BROKER_CONFIGS[name]
+    definition = kafka_configs.BROKER_CONFIGS[name]
     assert (definition.type, definition.default, definition.update_mode) == (config_type, default, mode)
 
 
@@ -79,8 +82,8 @@ def test_broker_definitions(name, config_type, default, mode):
 )
 def test_keys_kafka_4_does_not_define(name):
     """Keys removed in Kafka 4 or defined outside KafkaConfig are unknown."""
-    assert name not in kc.BROKER_CONFIGS
-    assert name not in kc.TOPIC_CONFIGS
+    assert name not in kafka_configs.BROKER_CONFIGS
+    assert name not in kafka_configs.TOPIC_CONFIGS
 
 
 @pytest.mark.parametrize(
@@ -107,8 +110,8 @@ def test_keys_kafka_4_does_not_define(name):
 )
 def test_topic_broker_synonyms(topic_key, broker_key):
     """ServerTopicConfigSynonyms: the broker key that gives a topic config its default."""
-    assert kc.TOPIC_BROKER_SYNONYMS[topic_key] == broker_key
-    assert kc.TOPIC_CONFIGS[topic_key].synonym == broker_key
+    assert kafka_configs.TOPIC_BROKER_SYNONYMS[topic_key] == broker_key
+    assert kafka_configs.TOPIC_CONFIGS[topic_key].synonym == broker_key
 
 
 @pytest.mark.parametrize(
@@ -123,21 +126,21 @@ def test_topic_broker_synonyms(topic_key, broker_key):
 )
 def test_topic_configs_without_broker_synonym(topic_key):
     """Topic-only keys have no server default property."""
-    assert topic_key not in kc.TOPIC_BROKER_SYNONYMS
+    assert topic_key not in kafka_configs.TOPIC_BROKER_SYNONYMS
 
 
-@pytest.mark.parametrize("topic_key, broker_key", sorted(kc.TOPIC_BROKER_SYNONYMS.items()))
+@pytest.mark.parametrize("topic_key, broker_key", sorted(kafka_configs.TOPIC_BROKER_SYNONYMS.items()))
 def test_every_synonym_is_a_cluster_wide_broker_config_of_the_same_type(topic_key, broker_key):
     """DynamicLogConfig makes exactly the synonyms' broker keys reconfigurable."""
-    assert kc.BROKER_CONFIGS[broker_key].update_mode == kc.CLUSTER_WIDE
-    assert kc.BROKER_CONFIGS[broker_key].type == kc.TOPIC_CONFIGS[topic_key].type
+    assert kafka_configs.BROKER_CONFIGS[broker_key].update_mode == kafka_configs.CLUSTER_WIDE
+    assert kafka_configs.BROKER_CONFIGS[broker_key].type == kafka_configs.TOPIC_CONFIGS[topic_key].type
 
 
-@pytest.mark.parametrize("topic_key", sorted(kc.TOPIC_CONFIGS))
+@pytest.mark.parametrize("topic_key", sorted(kafka_configs.TOPIC_CONFIGS))
 def test_topic_default_is_what_an_unconfigured_broker_gives(topic_key):
     """LogConfig's defaults equal what KafkaConfig's defaults give a topic through the synonyms."""
-    assert kc.TOPIC_CONFIGS[topic_key].update_mode == kc.TOPIC
-    assert kc.topic_default_from_broker(topic_key) == kc.TOPIC_CONFIGS[topic_key].default
+    assert kafka_configs.TOPIC_CONFIGS[topic_key].update_mode == kafka_configs.TOPIC
+    assert kafka_configs.topic_default_from_broker(topic_key) == kafka_configs.TOPIC_CONFIGS[topic_key].default
 
 
 @pytest.mark.parametrize(
@@ -158,7 +161,7 @@ def test_topic_default_is_what_an_unconfigured_broker_gives(topic_key):
 )
 def test_topic_default_from_broker_values(topic_key, broker_values, expected):
     """Broker values reach topics through synonyms, hours and minutes converted to milliseconds."""
-    assert kc.topic_default_from_broker(topic_key, broker_values) == expected
+    assert kafka_configs.topic_default_from_broker(topic_key, broker_values) == expected
 
 
 @pytest.mark.parametrize(
@@ -184,7 +187,7 @@ def test_topic_default_from_broker_values(topic_key, broker_values, expected):
 )
 def test_is_sensitive(name, topic, sensitive):
     """Unknown keys and PASSWORD keys are sensitive; listener overrides take their base key's type."""
-    assert kc.is_sensitive(name, topic=topic) is sensitive
+    assert kafka_configs.is_sensitive(name, topic=topic) is sensitive
 
 
 @pytest.mark.parametrize(
@@ -213,7 +216,7 @@ def test_is_sensitive(name, topic, sensitive):
 )
 def test_type_code(name, topic, code):
     """DescribeConfigs v3+ ConfigType codes, UNKNOWN for keys Kafka does not define."""
-    assert kc.type_code(name, topic=topic) == code
+    assert kafka_configs.type_code(name, topic=topic) == code
 
 
 @pytest.mark.parametrize(
@@ -234,7 +237,7 @@ def test_type_code(name, topic, code):
 )
 def test_is_read_only(name, read_only):
     """read_only is false only for the exact keys that are dynamically updatable."""
-    assert kc.is_read_only(name) is read_only
+    assert kafka_configs.is_read_only(name) is read_only
 
 
 @pytest.mark.parametrize(
@@ -282,7 +285,8 @@ def test_is_read_only(name, read_only):
         (
             "compression.type",
             "none",
-            "Invalid value none for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
+            "Invalid value none for configuration compression.type: String must be one of: uncompressed, zstd, lz4, "
+            "snappy, gzip, producer",
         ),
         ("compression.gzip.level", "-1", None),
         ("compression.gzip.level", "9", None),
@@ -305,7 +309,8 @@ def test_is_read_only(name, read_only):
         (
             "message.timestamp.type",
             "logappendtime",
-            "Invalid value logappendtime for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime",
+            "Invalid value logappendtime for configuration message.timestamp.type: String must be one of: CreateTime, "
+            "LogAppendTime",
         ),
         ("min.cleanable.dirty.ratio", "0.1", None),
         ("min.cleanable.dirty.ratio", "1", None),
@@ -341,8 +346,8 @@ def test_is_read_only(name, read_only):
         (
             "follower.replication.throttled.replicas",
             "0-1",
-            "Invalid value [0-1] for configuration follower.replication.throttled.replicas: follower.replication.throttled.replicas "
-            + THROTTLED_FORMAT,
+            "Invalid value [0-1] for configuration follower.replication.throttled.replicas: "
+            "follower.replication.throttled.replicas " + THROTTLED_FORMAT,
         ),
         ("local.retention.ms", "-2", None),
         (
@@ -358,7 +363,8 @@ def test_is_read_only(name, read_only):
         (
             "remote.storage.enable",
             "true",
-            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.",
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log "
+            "storage.",
         ),
         ("retention.hours", "1", "Unknown topic config name: retention.hours"),
         ("log.retention.ms", "1", "Unknown topic config name: log.retention.ms"),
@@ -368,7 +374,7 @@ def test_is_read_only(name, read_only):
 )
 def test_validate_topic_config(name, value, error):
     """One topic key: Kafka's INVALID_CONFIG message, or None."""
-    assert kc.validate_topic_config(name, value) == error
+    assert kafka_configs.validate_topic_config(name, value) == error
 
 
 @pytest.mark.parametrize(
@@ -395,19 +401,22 @@ def test_validate_topic_config(name, value, error):
         (
             {"remote.storage.enable": "true", "retention.bytes": "100", "local.retention.bytes": "200"},
             {"remote_storage_system_enabled": True},
-            "Invalid value 200 for configuration local.retention.bytes: Value must not be more than retention.bytes property value: 100",
+            "Invalid value 200 for configuration local.retention.bytes: Value must not be more than retention.bytes "
+            "property value: 100",
         ),
         (
             {"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "-1"},
             {"remote_storage_system_enabled": True},
-            "Invalid value -1 for configuration local.retention.ms: Value must not be -1 as retention.ms value is set as 1000.",
+            "Invalid value -1 for configuration local.retention.ms: Value must not be -1 as retention.ms value is set "
+            "as 1000.",
         ),
         (
             {"remote.storage.enable": "false"},
             {"existing": {"remote.storage.enable": "true"}},
-            "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote data and turn to read only, "
-            "please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to disable remote storage and delete all "
-            "remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.",
+            "It is invalid to disable remote storage without deleting remote data. If you want to keep the remote "
+            "data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. If you "
+            "want to disable remote storage and delete all remote data, please set "
+            "`remote.storage.enable=false,remote.log.delete.on.disable=true`.",
         ),
         (
             {"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"},
@@ -424,7 +433,7 @@ def test_validate_topic_config(name, value, error):
 )
 def test_validate_topic_configs(configs, kwargs, error):
     """Whole topic config sets: order of checks, cross-key rules, remote storage rules."""
-    assert kc.validate_topic_configs(configs, **kwargs) == error
+    assert kafka_configs.validate_topic_configs(configs, **kwargs) == error
 
 
 @pytest.mark.parametrize(
@@ -455,14 +464,16 @@ def test_validate_topic_configs(configs, kwargs, error):
             "ssl.keystore.location",
             "ks.p12",
             True,
-            "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]",
+            "These security configs can be dynamically updated only per-listener using the listener prefix: "
+            "[ssl.keystore.location]",
         ),
         ("listener.name.external.ssl.keystore.location", "ks.p12", True, None),
         (
             "listener.name.external.ssl.keystore.location",
             "ks.p12",
             False,
-            "Cannot update these configs at default cluster level, broker id must be specified: [listener.name.external.ssl.keystore.location]",
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "[listener.name.external.ssl.keystore.location]",
         ),
         ("listener.name.external.max.connections", "100", False, None),
         (
@@ -501,7 +512,8 @@ def test_validate_topic_configs(configs, kwargs, error):
             "unclean.leader.election.enable",
             "maybe",
             False,
-            "Invalid value maybe for configuration unclean.leader.election.enable: Expected value to be either true or false",
+            "Invalid value maybe for configuration unclean.leader.election.enable: Expected value to be either true "
+            "or false",
         ),
         (
             "log.cleaner.min.cleanable.ratio",
@@ -517,17 +529,19 @@ def test_validate_topic_configs(configs, kwargs, error):
 )
 def test_validate_dynamic_broker_update(name, value, per_broker, error):
     """One broker key set through IncrementalAlterConfigs on a node id (per_broker) or on the cluster default."""
-    assert kc.validate_dynamic_broker_update(name, value, per_broker=per_broker) == error
+    assert kafka_configs.validate_dynamic_broker_update(name, value, per_broker=per_broker) == error
 
 
 def test_dynamic_broker_update_order_of_checks():
     """Non-dynamic keys are reported before bad values, bad values before per-broker keys at cluster level."""
     assert (
-        kc.validate_dynamic_broker_updates({"num.io.threads": "x", "log.dirs": "d"}, per_broker=True)
+        kafka_configs.validate_dynamic_broker_updates({"num.io.threads": "x", "log.dirs": "d"}, per_broker=True)
         == "Cannot update these configs dynamically: [log.dirs]"
     )
     assert (
-        kc.validate_dynamic_broker_updates({"listeners": "PLAINTEXT://:1", "num.io.threads": "x"}, per_broker=False)
+        kafka_configs.validate_dynamic_broker_updates(
+            {"listeners": "PLAINTEXT://:1", "num.io.threads": "x"}, per_broker=False
+        )
         == "Invalid value x for configuration num.io.threads: Not a number of type INT"
     )
 
@@ -535,12 +549,12 @@ def test_dynamic_broker_update_order_of_checks():
 def test_dynamic_broker_update_lists_every_offending_key_in_java_set_order():
     """java.util.HashSet iteration order (by bucket of String.hashCode), as a JVM prints these sets."""
     assert (
-        kc.validate_dynamic_broker_updates({"log.dirs": "d", "node.id": "1"}, per_broker=True)
+        kafka_configs.validate_dynamic_broker_updates({"log.dirs": "d", "node.id": "1"}, per_broker=True)
         == "Cannot update these configs dynamically: [node.id, log.dirs]"
     )
     four = {"log.dirs": "d", "node.id": "1", "auto.create.topics.enable": "false", "quota.window.num": "3"}
     assert (
-        kc.validate_dynamic_broker_updates(four, per_broker=True)
+        kafka_configs.validate_dynamic_broker_updates(four, per_broker=True)
         == "Cannot update these configs dynamically: [node.id, quota.window.num, auto.create.topics.enable, log.dirs]"
     )
 
@@ -559,7 +573,7 @@ def test_dynamic_broker_update_lists_every_offending_key_in_java_set_order():
 )
 def test_validate_list_op(name, op, topic, error):
     """APPEND and SUBTRACT only on LIST keys."""
-    assert kc.validate_list_op(name, op, topic=topic) == error
+    assert kafka_configs.validate_list_op(name, op, topic=topic) == error
 
 
 @pytest.mark.parametrize(
@@ -579,7 +593,7 @@ def test_validate_list_op(name, op, topic, error):
 )
 def test_broker_config_synonyms(name, expected):
     """DynamicBrokerConfig.brokerConfigSynonyms."""
-    assert kc.broker_config_synonyms(name) == expected
+    assert kafka_configs.broker_config_synonyms(name) == expected
 
 
 @pytest.mark.parametrize(
@@ -600,7 +614,7 @@ def test_broker_config_synonyms(name, expected):
 )
 def test_java_double_str(value, expected):
     """Double.toString as a JVM prints it."""
-    assert kc.java_double_str(value) == expected
+    assert kafka_configs.java_double_str(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -617,19 +631,19 @@ def test_java_double_str(value, expected):
 )
 def test_normalize_value(name, value, topic, expected):
     """Configured values come back as Kafka describes them; unknown and password values unchanged."""
-    assert kc.normalize_value(name, value, topic=topic) == expected
+    assert kafka_configs.normalize_value(name, value, topic=topic) == expected
 
 
 @pytest.mark.parametrize("value, expected", [("true", True), (" FALSE ", False), ("True", True)])
 def test_parse_bool(value, expected):
     """BOOLEAN values ignore case and surrounding blanks."""
-    assert kc.parse_bool(value) is expected
+    assert kafka_configs.parse_bool(value) is expected
 
 
 def test_parse_bool_refuses_other_words():
     """Only true and false are booleans."""
     with pytest.raises(ValueError):
-        kc.parse_bool("yes")
+        kafka_configs.parse_bool("yes")
 
 
 @pytest.mark.parametrize(
@@ -637,35 +651,35 @@ def test_parse_bool_refuses_other_words():
 )
 def test_parse_list(value, expected):
     """LIST values split on commas with their blanks; an empty string is an empty list."""
-    assert kc.parse_list(value) == expected
+    assert kafka_configs.parse_list(value) == expected
 
 
 def test_config_sources_and_types():
     """ConfigSource codes 0-8 and ConfigType codes 0-9; every table type has a code."""
     assert (
-        kc.SOURCE_UNKNOWN,
-        kc.SOURCE_DYNAMIC_TOPIC_CONFIG,
-        kc.SOURCE_DYNAMIC_BROKER_CONFIG,
-        kc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
-        kc.SOURCE_STATIC_BROKER_CONFIG,
-        kc.SOURCE_DEFAULT_CONFIG,
-        kc.SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
-        kc.SOURCE_CLIENT_METRICS_CONFIG,
-        kc.SOURCE_GROUP_CONFIG,
+        kafka_configs.SOURCE_UNKNOWN,
+        kafka_configs.SOURCE_DYNAMIC_TOPIC_CONFIG,
+        kafka_configs.SOURCE_DYNAMIC_BROKER_CONFIG,
+        kafka_configs.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+        kafka_configs.SOURCE_STATIC_BROKER_CONFIG,
+        kafka_configs.SOURCE_DEFAULT_CONFIG,
+        kafka_configs.SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+        kafka_configs.SOURCE_CLIENT_METRICS_CONFIG,
+        kafka_configs.SOURCE_GROUP_CONFIG,
     ) == tuple(range(9))
-    assert sorted(kc.CONFIG_TYPES.values()) == list(range(10))
-    assert {d.type for d in kc.BROKER_CONFIGS.values()} | {d.type for d in kc.TOPIC_CONFIGS.values()} <= set(
-        kc.CONFIG_TYPES
-    ) - {"UNKNOWN"}
+    assert sorted(kafka_configs.CONFIG_TYPES.values()) == list(range(10))
+    assert {d.type for d in kafka_configs.BROKER_CONFIGS.values()} | {
+        d.type for d in kafka_configs.TOPIC_CONFIGS.values()
+    } <= set(kafka_configs.CONFIG_TYPES) - {"UNKNOWN"}
 
 
-@pytest.mark.parametrize("name", sorted(kc.BROKER_CONFIGS))
+@pytest.mark.parametrize("name", sorted(kafka_configs.BROKER_CONFIGS))
 def test_every_broker_default_passes_its_own_validation(name):
     """Kafka validates each default when it defines the key; so must the table."""
-    definition = kc.BROKER_CONFIGS[name]
+    definition = kafka_configs.BROKER_CONFIGS[name]
     if (
         definition.default is not None
-        and definition.update_mode != kc.READ_ONLY
-        and name not in kc.DYNAMIC_SECURITY_CONFIGS
+        and definition.update_mode != kafka_configs.READ_ONLY
+        and name not in kafka_configs.DYNAMIC_SECURITY_CONFIGS
     ):
-        assert kc.validate_dynamic_broker_update(name, definition.default, per_broker=True) is None
+        assert kafka_configs.validate_dynamic_broker_update(name, definition.default, per_broker=True) is None

@@ -118,21 +118,24 @@ NODES = [
         (
             1,
             "@@formatted 0 /c/broker-1/server.properties\n"
-            "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised listener.\n"
+            "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised "
+            "listener.\n"
             "@@formatted 1 /c/controller-4/server.properties\n",
             [
                 (1, 0, ""),
                 (
                     4,
                     1,
-                    "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker advertised listener.",
+                    "java.lang.IllegalArgumentException: requirement failed: There must be at least one broker "
+                    "advertised listener.",
                 ),
             ],
         ),
         # The JVM died before the second node: that node gets the formatter's exit code and its last words.
         (
             134,
-            "@@formatted 0 /c/broker-1/server.properties\n# A fatal error has been detected by the Java Runtime Environment\n",
+            "@@formatted 0 /c/broker-1/server.properties\n"
+            "# A fatal error has been detected by the Java Runtime Environment\n",
             [(1, 0, ""), (4, 134, "# A fatal error has been detected by the Java Runtime Environment")],
         ),
         # No output at all, exit 0 (it cannot happen, but a node without its marker never counts as formatted).

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from kafka_sim import quota_plugin_config as qpc
+from kafka_sim import quota_plugin_config
 from kafka_sim.quota_plugin_config import PREFIX, PluginConfigError, load, parse_java_duration, validate
 
 BOOTSTRAP = PREFIX + "kafka.admin.bootstrap.servers"
@@ -19,7 +19,7 @@ PRODUCE = PREFIX + "produce"
 FETCH = PREFIX + "fetch"
 REQUEST = PREFIX + "request"
 
-MINIMAL = {"client.quota.callback.class": qpc.STATIC_QUOTA_CALLBACK, BOOTSTRAP: "localhost:9092"}
+MINIMAL = {"client.quota.callback.class": quota_plugin_config.STATIC_QUOTA_CALLBACK, BOOTSTRAP: "localhost:9092"}
 BOTH_LIMITS = f"Both limit types configured, only configure one of [{BYTES},{RATIO}]"
 NO_LIMIT_031 = "storageCheckInterval > 0 but no limit type configured"
 MISSING_BOOTSTRAP = f'Missing required configuration "{BOOTSTRAP}" which has no default value.'
@@ -209,7 +209,7 @@ def test_load_refuses_exactly_what_the_plugin_refuses(properties, version, expec
     reasons = validate(properties, version)
     if expected is None:
         assert not reasons
-        assert isinstance(load(properties, version), qpc.PluginConfig)
+        assert isinstance(load(properties, version), quota_plugin_config.PluginConfig)
     else:
         assert reasons[0] == expected
         with pytest.raises(PluginConfigError) as caught:
@@ -221,9 +221,9 @@ def test_load_refuses_exactly_what_the_plugin_refuses(properties, version, expec
 @pytest.mark.parametrize(
     "properties, exception_class",
     [
-        (props(bytes="1", ratio="0.5"), qpc.ILLEGAL_STATE_EXCEPTION),
-        (props(bootstrap=None), qpc.CONFIG_EXCEPTION),
-        (props(ratio="2"), qpc.CONFIG_EXCEPTION),
+        (props(bytes="1", ratio="0.5"), quota_plugin_config.ILLEGAL_STATE_EXCEPTION),
+        (props(bootstrap=None), quota_plugin_config.CONFIG_EXCEPTION),
+        (props(ratio="2"), quota_plugin_config.CONFIG_EXCEPTION),
     ],
 )
 def test_error_names_the_java_exception(properties, exception_class):
@@ -360,7 +360,7 @@ def test_admin_passthrough_without_bootstrap():
 )
 def test_plugin_enabled(properties, enabled):
     """The callback class value is trimmed like a Kafka CLASS config."""
-    assert qpc.plugin_enabled(properties) is enabled
+    assert quota_plugin_config.plugin_enabled(properties) is enabled
 
 
 @pytest.mark.parametrize(

@@ -696,7 +696,8 @@ public class KafkaCheck {
                 String pem = new String(Files.readAllBytes(Paths.get(parts[0])));
                 byte[] der = Base64.getDecoder().decode(pem.replaceAll("-----[^-]+-----", "").replaceAll("\\s", ""));
                 EncryptedPrivateKeyInfo info = new EncryptedPrivateKeyInfo(der);
-                SecretKey pbeKey = SecretKeyFactory.getInstance(info.getAlgName()).generateSecret(new PBEKeySpec(parts[1].toCharArray()));
+                SecretKey pbeKey = SecretKeyFactory.getInstance(info.getAlgName())
+                    .generateSecret(new PBEKeySpec(parts[1].toCharArray()));
                 Cipher cipher = Cipher.getInstance(info.getAlgName());
                 cipher.init(Cipher.DECRYPT_MODE, pbeKey, info.getAlgParameters());
                 out.println(KeyFactory.getInstance("RSA").generatePrivate(info.getKeySpec(cipher)).getAlgorithm());
@@ -709,7 +710,8 @@ public class KafkaCheck {
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a Java runtime")
 def test_names_and_encrypted_keys_as_java_reads_them(pki, tmp_path):
-    """Cross-check against the JDK: X500Principal.getName() and the PEM key decryption of Kafka's DefaultSslEngineFactory."""
+    """Cross-check against the JDK: X500Principal.getName() and the PEM key decryption of Kafka's
+    DefaultSslEngineFactory."""
     source = tmp_path / "KafkaCheck.java"
     source.write_text(_JAVA_CHECK)
     args = []

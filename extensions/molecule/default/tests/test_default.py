@@ -99,7 +99,7 @@ def test_no_two_brokers_were_down_at_once():
         assert len(broker_windows) == 1, f"broker {entry['id']} restarted once: {broker_windows}"
         windows.extend((start, end, entry["id"]) for start, end in broker_windows)
     windows.sort()
-    for (start, end, node), (next_start, next_end, next_node) in zip(windows, windows[1:]):
+    for (start, end, node), (next_start, next_end, next_node) in zip(windows, windows[1:], strict=False):
         assert end <= next_start, (
             f"brokers {node} ({start}-{end}) and {next_node} ({next_start}-{next_end}) were down at once"
         )

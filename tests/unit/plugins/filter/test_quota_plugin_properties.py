@@ -1,4 +1,5 @@
-"""The quota_plugin_properties and quota_plugin_warnings filters: thin wrappers, their documentation, and a real playbook."""
+"""The quota_plugin_properties and quota_plugin_warnings filters: thin wrappers, their documentation, and a real
+playbook."""
 
 import inspect
 import json
@@ -10,9 +11,8 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.headroom.kafka.plugins.filter import quota_plugin_properties as properties_filter
-from ansible_collections.headroom.kafka.plugins.filter import quota_plugin_warnings as warnings_filter
-from kafka_sim import quota_plugin_config as plugin
+from ansible_collections.headroom.kafka.plugins.filter import quota_plugin_properties, quota_plugin_warnings
+from kafka_sim import quota_plugin_config
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -35,29 +35,29 @@ def _filters(module):
 
 
 def test_filter_names():
-    assert list(_filters(properties_filter)) == ["quota_plugin_properties"]
-    assert list(_filters(warnings_filter)) == ["quota_plugin_warnings"]
+    assert list(_filters(quota_plugin_properties)) == ["quota_plugin_properties"]
+    assert list(_filters(quota_plugin_warnings)) == ["quota_plugin_warnings"]
 
 
 def test_properties_filter():
-    props = _filters(properties_filter)["quota_plugin_properties"](
+    props = _filters(quota_plugin_properties)["quota_plugin_properties"](
         SPEC, admin=ADMIN, internal_principals=["User:CN=broker"]
     )
     assert list(props)[0] == "client.quota.callback.class"
     assert props[P + "produce"] == "1048576"
     assert props[P + "excluded.principal.name.list"] == "User:CN=broker;User:alice"
     assert props[P + "storage.check-interval"] == "60"
-    assert plugin.validate(props) == []
+    assert quota_plugin_config.validate(props) == []
 
 
 def test_kafka_type_is_empty_and_free_form_merges():
-    fn = _filters(properties_filter)["quota_plugin_properties"]
+    fn = _filters(quota_plugin_properties)["quota_plugin_properties"]
     assert fn({"type": "kafka", "producer_byte_rate": 1024}) == {}
     assert fn({"type": "kafka"}, free_form={"client.quota.callback.class": "x", "log.dirs": "/d"}) == {"log.dirs": "/d"}
 
 
 def test_warnings_filter():
-    fn = _filters(warnings_filter)["quota_plugin_warnings"]
+    fn = _filters(quota_plugin_warnings)["quota_plugin_warnings"]
     assert fn(SPEC, ADMIN) == []
     warnings = fn(SPEC, ADMIN, None, {P + "storage.soft": "1", P + "produce": "2", "log.dirs": "/d"})
     assert len(warnings) == 2
@@ -65,7 +65,8 @@ def test_warnings_filter():
 
 
 @pytest.mark.parametrize(
-    "module, name", [(properties_filter, "quota_plugin_properties"), (warnings_filter, "quota_plugin_warnings")]
+    "module, name",
+    [(quota_plugin_properties, "quota_plugin_properties"), (quota_plugin_warnings, "quota_plugin_warnings")],
 )
 def test_errors_become_filter_errors(module, name):
     with pytest.raises(
@@ -80,8 +81,8 @@ def test_errors_become_filter_errors(module, name):
 @pytest.mark.parametrize(
     "module, fn",
     [
-        (properties_filter, properties_filter.quota_plugin_properties),
-        (warnings_filter, warnings_filter.quota_plugin_warnings),
+        (quota_plugin_properties, quota_plugin_properties.quota_plugin_properties),
+        (quota_plugin_warnings, quota_plugin_warnings.quota_plugin_warnings),
     ],
 )
 def test_documentation_matches_the_function(module, fn):
@@ -95,14 +96,14 @@ def test_documentation_matches_the_function(module, fn):
 
 
 def test_documented_spec_fields_are_the_accepted_fields():
-    from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec as qps
+    from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 
-    options = yaml.safe_load(properties_filter.DOCUMENTATION)["options"]
-    assert set(options["_input"]["suboptions"]) == set(qps.ALL_FIELDS)
+    options = yaml.safe_load(quota_plugin_properties.DOCUMENTATION)["options"]
+    assert set(options["_input"]["suboptions"]) == set(quota_plugin_spec.ALL_FIELDS)
     admin = options["admin"]["suboptions"]
-    assert set(admin) == set(qps.ADMIN_FIELDS)
-    assert set(admin["ssl"]["suboptions"]) == set(qps.SSL_FIELDS)
-    assert set(admin["sasl"]["suboptions"]) == set(qps.SASL_FIELDS)
+    assert set(admin) == set(quota_plugin_spec.ADMIN_FIELDS)
+    assert set(admin["ssl"]["suboptions"]) == set(quota_plugin_spec.SSL_FIELDS)
+    assert set(admin["sasl"]["suboptions"]) == set(quota_plugin_spec.SASL_FIELDS)
 
 
 PLAYBOOK = """
@@ -114,14 +115,19 @@ PLAYBOOK = """
   tasks:
     - ansible.builtin.copy:
         dest: "{{ playbook_dir }}/properties.json"
-        content: "{{ spec | headroom.kafka.quota_plugin_properties(admin={'bootstrap_servers': 'k1:9093'}) | dict2items | to_json }}"
+        content: >-
+          {{ spec | headroom.kafka.quota_plugin_properties(admin={'bootstrap_servers': 'k1:9093'})
+             | dict2items | to_json }}
         mode: "0600"
     - ansible.builtin.copy:
         dest: "{{ playbook_dir }}/warnings.json"
-        content: "{{ spec | headroom.kafka.quota_plugin_warnings(admin={'bootstrap_servers': 'k1:9093'}, free_form={'x': 1}) | to_json }}"
+        content: >-
+          {{ spec | headroom.kafka.quota_plugin_warnings(admin={'bootstrap_servers': 'k1:9093'}, free_form={'x': 1})
+             | to_json }}
         mode: "0600"
     - ansible.builtin.debug:
-        msg: "{{ {'type': 'strimzi'} | headroom.kafka.quota_plugin_properties(admin={'bootstrap_servers': 'k1:9093'}) }}"
+        msg: >-
+          {{ {'type': 'strimzi'} | headroom.kafka.quota_plugin_properties(admin={'bootstrap_servers': 'k1:9093'}) }}
 """
 
 

@@ -5,7 +5,7 @@ import datetime
 import pytest
 import vector_cases
 
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math as cqm
+from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math
 
 CASES = vector_cases.load("client_quotas.json")["cases"]
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -30,7 +30,7 @@ def iso(value):
 def run_case(case):
     settings = dict(DEFAULTS, **case.get("config", {}))
     rows = [dict(row, ts_us=micros(row["ts"])) for row in case["traffic"]]
-    windows = cqm.client_windows(
+    windows = client_quota_math.client_windows(
         rows,
         case["quotas"],
         case.get("proposed"),
@@ -38,7 +38,7 @@ def run_case(case):
         settings["quota_window_num"],
         settings["quota_window_size"],
     )
-    recommendations = cqm.client_recommendations(
+    recommendations = client_quota_math.client_recommendations(
         windows, settings["recommend_percentile"], settings["recommend_headroom"]
     )
     for window in windows:
@@ -72,7 +72,7 @@ def test_vector(case):
     ],
 )
 def test_entity_level(entity, level):
-    assert cqm.entity_level(entity) == level
+    assert client_quota_math.entity_level(entity) == level
 
 
 def test_resolution_counts_only_entities_that_set_the_key():
@@ -80,28 +80,28 @@ def test_resolution_counts_only_entities_that_set_the_key():
         {"entity": {"user": "a", "client_id": "c"}, "values": {"consumer_byte_rate": 5.0}},
         {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 9.0}},
     ]
-    produce = cqm.resolve_quota(entries, "a", "c", "producer_byte_rate")
+    produce = client_quota_math.resolve_quota(entries, "a", "c", "producer_byte_rate")
     assert (produce["value"], produce["quota_entity"], produce["level"], produce["quota_group"]) == (
         9.0,
         "user=<default>",
         6,
         "user=a",
     )
-    fetch = cqm.resolve_quota(entries, "a", "c", "consumer_byte_rate")
+    fetch = client_quota_math.resolve_quota(entries, "a", "c", "consumer_byte_rate")
     assert (fetch["value"], fetch["quota_entity"], fetch["quota_group"]) == (
         5.0,
         "user=a,client_id=c",
         "user=a,client_id=c",
     )
-    assert cqm.resolve_quota(entries, None, "c", "producer_byte_rate") is None
-    assert cqm.resolve_quota([], "a", "c", "producer_byte_rate") is None
+    assert client_quota_math.resolve_quota(entries, None, "c", "producer_byte_rate") is None
+    assert client_quota_math.resolve_quota([], "a", "c", "producer_byte_rate") is None
 
 
 def test_empty_names_count_as_absent():
     entries = [{"entity": {"user": "<default>", "client_id": "<default>"}, "values": {"producer_byte_rate": 1.0}}]
-    assert cqm.resolve_quota(entries, "", "c", "producer_byte_rate") is None
-    assert cqm.resolve_quota(entries, "a", "", "producer_byte_rate") is None
-    assert cqm.resolve_quota(entries, "a", "c", "producer_byte_rate")["value"] == 1.0
+    assert client_quota_math.resolve_quota(entries, "", "c", "producer_byte_rate") is None
+    assert client_quota_math.resolve_quota(entries, "a", "", "producer_byte_rate") is None
+    assert client_quota_math.resolve_quota(entries, "a", "c", "producer_byte_rate")["value"] == 1.0
 
 
 @pytest.mark.parametrize(
@@ -117,8 +117,9 @@ def test_empty_names_count_as_absent():
     ],
 )
 def test_kafka_throttle_time(rate, quota, window_ms, expected):
-    """No upper bound for byte-rate quotas: Kafka caps only request-percentage and controller-mutation throttle times."""
-    assert cqm.kafka_throttle_time_ms(rate, quota, window_ms) == expected
+    """No upper bound for byte-rate quotas: Kafka caps only request-percentage and controller-mutation throttle
+    times."""
+    assert client_quota_math.kafka_throttle_time_ms(rate, quota, window_ms) == expected
 
 
 @pytest.mark.parametrize(
@@ -132,12 +133,12 @@ def test_kafka_throttle_time(rate, quota, window_ms, expected):
 )
 def test_kip13_throttle_time(window_bytes, quota, window_seconds, expected):
     """KIP-13's own example: 60 bytes against a 5 bytes/s quota over 10 s -> (60 - 50) / 5 = 2 s."""
-    assert cqm.kip13_throttle_time_ms(window_bytes, quota, window_seconds) == expected
+    assert client_quota_math.kip13_throttle_time_ms(window_bytes, quota, window_seconds) == expected
 
 
 @pytest.mark.parametrize("num, size, expected", [(11, 1.0, 11000), (2, 1.024, 2048), (30, 0.5, 15000)])
 def test_kafka_window(num, size, expected):
-    assert cqm.kafka_window_ms(num, size) == expected
+    assert client_quota_math.kafka_window_ms(num, size) == expected
 
 
 @pytest.mark.parametrize(
@@ -151,7 +152,7 @@ def test_kafka_window(num, size, expected):
     ],
 )
 def test_window_end(ts_us, window_us, expected):
-    assert cqm.window_end_us(ts_us, window_us) == expected
+    assert client_quota_math.window_end_us(ts_us, window_us) == expected
 
 
 @pytest.mark.parametrize(
@@ -166,7 +167,7 @@ def test_window_end(ts_us, window_us, expected):
     ],
 )
 def test_percentile(values, fraction, expected):
-    result = cqm.percentile(values, fraction)
+    result = client_quota_math.percentile(values, fraction)
     assert result == (None if expected is None else pytest.approx(expected))
 
 
@@ -174,4 +175,4 @@ def test_percentile(values, fraction, expected):
     "rates, expected", [([0.0, 0.0], None), ([], None), ([0.1], 1024), ([1024.0], 2048), ([853.3], 1024)]
 )
 def test_recommended_quota(rates, expected):
-    assert cqm.recommended_quota(rates, 0.99, 1.2) == expected
+    assert client_quota_math.recommended_quota(rates, 0.99, 1.2) == expected

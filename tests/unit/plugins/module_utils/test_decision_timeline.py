@@ -6,7 +6,7 @@ import decision_timeline_reference as dt
 import pytest
 import vector_cases
 
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp
 
 CASES = vector_cases.load("decision_timeline.json")["cases"]
@@ -45,7 +45,7 @@ def test_vector(case):
     rows = dt.decision_timeline(vector_messages(case), **case["params"])
     expected = case["expected"]
     assert [row["at"] for row in rows] == [parse_timestamp(row["at"]) for row in expected]
-    for row, wanted in zip(rows, expected):
+    for row, wanted in zip(rows, expected, strict=True):
         assert row["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=1e-9), row["at"]
         assert (row["state"], row["fallback_applied"], row["violations"]) == (
             wanted["state"],
@@ -69,7 +69,7 @@ def test_rows_carry_every_column_and_clusters_are_separate():
         "at": START + datetime.timedelta(seconds=60),
         "policy": "strimzi",
         "throttle_factor": 0.0,
-        "state": vl.PAUSE,
+        "state": volume_limits.PAUSE,
         "fallback_applied": False,
         "observed": True,
         "violations": [[1, "/data/a"]],
@@ -77,7 +77,7 @@ def test_rows_carry_every_column_and_clusters_are_separate():
         "brokers_considered": 1,
     }
     assert rows[1]["observed"] is False and rows[1]["brokers_considered"] == 0 and rows[1]["throttle_factor"] == 0.0
-    assert rows[3]["state"] == vl.OPEN, "c1's full volume does not throttle c2"
+    assert rows[3]["state"] == volume_limits.OPEN, "c1's full volume does not throttle c2"
     assert first["at"].tzinfo is not None
 
 
@@ -111,8 +111,12 @@ def test_freshness_defaults_to_three_intervals():
         ({"validity": -1}, dt.TimelineError, "validity must be a positive number of seconds"),
         ({"freshness": True}, dt.TimelineError, "freshness must be a positive number of seconds"),
         ({"fallback": 1.5}, dt.TimelineError, "fallback must be between 0.0 and 1.0 inclusive (got 1.5)"),
-        ({"min_available_bytes": None}, vl.LimitError, "one of min_available_bytes or min_available_ratio is required"),
-        ({"min_available_ratio": 0.1}, vl.LimitError, "mutually exclusive"),
+        (
+            {"min_available_bytes": None},
+            volume_limits.LimitError,
+            "one of min_available_bytes or min_available_ratio is required",
+        ),
+        ({"min_available_ratio": 0.1}, volume_limits.LimitError, "mutually exclusive"),
         (
             {"policy": "graded", "missing_data_action": "wait"},
             dt.TimelineError,

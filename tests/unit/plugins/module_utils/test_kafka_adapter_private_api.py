@@ -18,7 +18,8 @@ REQUIREMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.par
 def test_the_installed_kafka_python_is_in_the_range_the_adapter_was_written_for():
     installed = importlib.metadata.version("kafka-python")
     assert installed in SpecifierSet(kafka_adapter.KAFKA_PYTHON_RANGE), (
-        f"kafka-python {installed} is outside {kafka_adapter.KAFKA_PYTHON_RANGE}: check connection_manager() against it, then widen the range"
+        f"kafka-python {installed} is outside {kafka_adapter.KAFKA_PYTHON_RANGE}: "
+        "check connection_manager() against it, then widen the range"
     )
 
 

@@ -4,8 +4,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.headroom.kafka.plugins.module_utils import option_checks as oc
-from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import option_checks, snapshots
 
 UTC = datetime.timezone.utc
 
@@ -13,25 +12,25 @@ UTC = datetime.timezone.utc
 @pytest.mark.parametrize(
     "rule, value, problem",
     [
-        (oc.REQUEST_TIMEOUT, 30, None),
-        (oc.REQUEST_TIMEOUT, 0.1, None),
-        (oc.REQUEST_TIMEOUT, 3600, None),
-        (oc.REQUEST_TIMEOUT, 0, "out of range"),
-        (oc.REQUEST_TIMEOUT, 3600.5, "out of range"),
-        (oc.REQUEST_TIMEOUT, float("nan"), "not a finite number"),
-        (oc.REQUEST_TIMEOUT, float("-inf"), "not a finite number"),
-        (oc.REQUEST_TIMEOUT, True, "not a number"),
-        (oc.REQUEST_TIMEOUT, "30", "not a number"),
-        (oc.BROKER_ID, 0, None),
-        (oc.BROKER_ID, 2**31 - 1, None),
-        (oc.BROKER_ID, 2**31, "out of range"),
-        (oc.BROKER_ID, -1, "out of range"),
-        (oc.BROKER_ID, 1.5, "not a whole number"),
-        (oc.BROKER_ID, 2.0, None),
-        (oc.BYTES, 2**63 - 1, None),
-        (oc.BYTES, 2**63, "out of range"),
-        (oc.Number(0, 10, above=True), 0, "out of range"),
-        (oc.Number(0, 10, above=True), 1e-9, None),
+        (option_checks.REQUEST_TIMEOUT, 30, None),
+        (option_checks.REQUEST_TIMEOUT, 0.1, None),
+        (option_checks.REQUEST_TIMEOUT, 3600, None),
+        (option_checks.REQUEST_TIMEOUT, 0, "out of range"),
+        (option_checks.REQUEST_TIMEOUT, 3600.5, "out of range"),
+        (option_checks.REQUEST_TIMEOUT, float("nan"), "not a finite number"),
+        (option_checks.REQUEST_TIMEOUT, float("-inf"), "not a finite number"),
+        (option_checks.REQUEST_TIMEOUT, True, "not a number"),
+        (option_checks.REQUEST_TIMEOUT, "30", "not a number"),
+        (option_checks.BROKER_ID, 0, None),
+        (option_checks.BROKER_ID, 2**31 - 1, None),
+        (option_checks.BROKER_ID, 2**31, "out of range"),
+        (option_checks.BROKER_ID, -1, "out of range"),
+        (option_checks.BROKER_ID, 1.5, "not a whole number"),
+        (option_checks.BROKER_ID, 2.0, None),
+        (option_checks.BYTES, 2**63 - 1, None),
+        (option_checks.BYTES, 2**63, "out of range"),
+        (option_checks.Number(0, 10, above=True), 0, "out of range"),
+        (option_checks.Number(0, 10, above=True), 1e-9, None),
     ],
 )
 def test_number_ranges(rule, value, problem):
@@ -40,21 +39,21 @@ def test_number_ranges(rule, value, problem):
 
 def test_refusals_name_option_value_and_range():
     with pytest.raises(
-        oc.OptionError, match=r"^request_timeout must be a number of seconds from 0.1 to 3600 \(got nan\)$"
+        option_checks.OptionError, match=r"^request_timeout must be a number of seconds from 0.1 to 3600 \(got nan\)$"
     ):
-        oc.REQUEST_TIMEOUT.check("request_timeout", float("nan"))
+        option_checks.REQUEST_TIMEOUT.check("request_timeout", float("nan"))
     with pytest.raises(
-        oc.OptionError, match=r"^rate must be a number of bytes per second greater than 0 up to 5 \(got 0\)$"
+        option_checks.OptionError, match=r"^rate must be a number of bytes per second greater than 0 up to 5 \(got 0\)$"
     ):
-        oc.Number(0, 5, unit="bytes per second", above=True).check("rate", 0)
+        option_checks.Number(0, 5, unit="bytes per second", above=True).check("rate", 0)
 
 
 def test_nested_paths_name_the_item():
     params = {"quotas": [{"rate": 1}, {"rate": -1}], "limit": {"level": 5}}
-    ranges = {"quotas[].rate": oc.Number(0, 10), "limit.level": oc.Number(0, 10)}
-    with pytest.raises(oc.OptionError, match=r"^quotas\[1\]\.rate must be"):
-        oc.check_params(params, ranges)
-    oc.check_params({"quotas": None, "limit": None}, ranges)  # options not given are not checked
+    ranges = {"quotas[].rate": option_checks.Number(0, 10), "limit.level": option_checks.Number(0, 10)}
+    with pytest.raises(option_checks.OptionError, match=r"^quotas\[1\]\.rate must be"):
+        option_checks.check_params(params, ranges)
+    option_checks.check_params({"quotas": None, "limit": None}, ranges)  # options not given are not checked
 
 
 @pytest.mark.parametrize(
@@ -69,7 +68,7 @@ def test_nested_paths_name_the_item():
     ],
 )
 def test_date_times_in_range(text, expected):
-    assert oc.parse_datetime(text, "at") == expected
+    assert option_checks.parse_datetime(text, "at") == expected
 
 
 @pytest.mark.parametrize(
@@ -88,8 +87,8 @@ def test_date_times_in_range(text, expected):
     ],
 )
 def test_date_times_refused_with_the_field(text, message):
-    with pytest.raises(oc.OptionError, match="^at ") as caught:
-        oc.parse_datetime(text, "at")
+    with pytest.raises(option_checks.OptionError, match="^at ") as caught:
+        option_checks.parse_datetime(text, "at")
     assert message in str(caught.value)
 
 
@@ -122,8 +121,8 @@ def test_one_out_of_range_line_lands_among_the_invalid_messages():
     ],
 )
 def test_topic_names_as_kafka_validates_them(name, ok):
-    assert (oc.topic_name_problem(name) is None) is ok
+    assert (option_checks.topic_name_problem(name) is None) is ok
 
 
 def test_reserved_result_keys():
-    assert oc.data_keys_clash({"skipped": [], "skipped_volumes": [], "state": "OPEN"}) == ["skipped"]
+    assert option_checks.data_keys_clash({"skipped": [], "skipped_volumes": [], "state": "OPEN"}) == ["skipped"]

@@ -2,9 +2,9 @@
 
 import pytest
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec as qps
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_sim import properties as java_properties
-from kafka_sim import quota_plugin_config as plugin
+from kafka_sim import quota_plugin_config
 
 P = "client.quota.callback.static."
 A = P + "kafka.admin."
@@ -19,12 +19,12 @@ def strimzi(**fields):
 
 
 def render(spec, admin=None, internal=None, free_form=None):
-    return qps.quota_plugin_properties(spec, ADMIN if admin is None else admin, internal, free_form)
+    return quota_plugin_spec.quota_plugin_properties(spec, ADMIN if admin is None else admin, internal, free_form)
 
 
 def error(spec, admin=None, internal=None, free_form=None):
-    with pytest.raises(qps.QuotaPluginSpecError) as info:
-        qps.render(spec, ADMIN if admin is None else admin, internal, free_form)
+    with pytest.raises(quota_plugin_spec.QuotaPluginSpecError) as info:
+        quota_plugin_spec.render(spec, ADMIN if admin is None else admin, internal, free_form)
     return str(info.value)
 
 
@@ -58,7 +58,7 @@ FULL_ADMIN = {
 
 def test_strimzi_order_follows_the_operator():
     """kafka-facts section 2: class, admin bootstrap, admin TLS lines, produce, fetch, limit, excluded; then tuning."""
-    props = qps.quota_plugin_properties(
+    props = quota_plugin_spec.quota_plugin_properties(
         FULL_SPEC, FULL_ADMIN, ["User:CN=broker,O=example", "User:CN=cruise-control,O=example"]
     )
     assert list(props.items()) == [
@@ -86,8 +86,8 @@ def test_strimzi_order_follows_the_operator():
         (P + "throttle.factor.fallback", "0.5"),
         (P + "throttle.factor.validity.duration", "PT5M"),
     ]
-    assert plugin.validate(props) == []
-    loaded = plugin.load(props)
+    assert quota_plugin_config.validate(props) == []
+    loaded = quota_plugin_config.load(props)
     assert loaded.excluded_principals == ("CN=broker,O=example", "CN=cruise-control,O=example", "my-special-user")
     assert loaded.check_interval_s == 60 and loaded.min_available_ratio == 0.1 and loaded.validity_s == 300
 
@@ -113,7 +113,7 @@ def test_pem_stores_as_strimzi_writes_them():
     ]
     assert props[A + "security.protocol"] == "SSL"
     assert props[A + "ssl.keystore.type"] == props[A + "ssl.truststore.type"] == "PEM"
-    assert plugin.validate(props) == []
+    assert quota_plugin_config.validate(props) == []
 
 
 def test_minimal_strimzi_spec():
@@ -123,7 +123,7 @@ def test_minimal_strimzi_spec():
         A + "bootstrap.servers": "kafka-1:9093,kafka-2:9093",
         P + "storage.per.volume.limit.min.available.bytes": "5368709120",
     }
-    assert plugin.validate(props) == []
+    assert quota_plugin_config.validate(props) == []
 
 
 @pytest.mark.parametrize(
@@ -140,12 +140,19 @@ def test_minimal_strimzi_spec():
     ],
 )
 def test_edge_values_the_plugin_accepts(spec):
-    assert plugin.validate(render(spec)) == []
+    assert quota_plugin_config.validate(render(spec)) == []
 
 
 def test_kafka_type_writes_nothing():
-    assert qps.quota_plugin_properties({"type": "kafka", "producer_byte_rate": 1024, "request_percentage": 55}) == {}
-    assert qps.quota_plugin_properties({"type": "kafka"}, {"bootstrap_servers": []}, ["not checked"]) == {}
+    assert (
+        quota_plugin_spec.quota_plugin_properties(
+            {"type": "kafka", "producer_byte_rate": 1024, "request_percentage": 55}
+        )
+        == {}
+    )
+    assert (
+        quota_plugin_spec.quota_plugin_properties({"type": "kafka"}, {"bootstrap_servers": []}, ["not checked"]) == {}
+    )
 
 
 @pytest.mark.parametrize(
@@ -167,7 +174,7 @@ def test_kafka_type_writes_nothing():
     ],
 )
 def test_number_formatting(value, text):
-    assert qps.format_number(value) == text
+    assert quota_plugin_spec.format_number(value) == text
     if not isinstance(value, bool):
         assert float(text) == value
 
@@ -196,7 +203,7 @@ def test_number_formatting(value, text):
 def test_values_written_as_kafka_parses_them(field, value, key, text):
     props = render(strimzi(**{field: value}))
     assert props[key] == text
-    assert plugin.validate(props) == []
+    assert quota_plugin_config.validate(props) == []
 
 
 def test_ratio_written_minimal():
@@ -231,8 +238,8 @@ def test_unset_fields_are_not_written():
 def test_excluded_principals_internal_first_no_duplicates(internal, user, expected):
     props = render(strimzi(excluded_principals=user), internal=internal)
     assert props[P + "excluded.principal.name.list"] == expected
-    assert plugin.validate(props) == []
-    assert ";".join("User:" + name for name in plugin.load(props).excluded_principals) == expected
+    assert quota_plugin_config.validate(props) == []
+    assert ";".join("User:" + name for name in quota_plugin_config.load(props).excluded_principals) == expected
 
 
 @pytest.mark.parametrize("internal, user", [(None, None), ([], []), (None, [])])
@@ -253,23 +260,24 @@ def test_excluded_principals_never_written_empty(internal, user):
             {"type": "kafka", "producerByteRate": 1},
             None,
             None,
-            "kafka_quotas has unknown key(s) producerByteRate; allowed with type kafka: type, producer_byte_rate, consumer_byte_rate, "
-            "request_percentage, controller_mutation_rate",
+            "kafka_quotas has unknown key(s) producerByteRate; allowed with type kafka: type, producer_byte_rate, "
+            "consumer_byte_rate, request_percentage, controller_mutation_rate",
         ),
         (
             strimzi(min_available_bytes=1),
             None,
             None,
             "kafka_quotas has unknown key(s) min_available_bytes; allowed with type strimzi: type, "
-            "producer_byte_rate, consumer_byte_rate, min_available_bytes_per_volume, min_available_ratio_per_volume, excluded_principals, "
-            "check_interval, throttle_factor_fallback, throttle_factor_validity",
+            "producer_byte_rate, consumer_byte_rate, min_available_bytes_per_volume, min_available_ratio_per_volume, "
+            "excluded_principals, check_interval, throttle_factor_fallback, throttle_factor_validity",
         ),
         # type and fields that do not go together
         (
             {"type": "kafka", "min_available_bytes_per_volume": 10},
             None,
             None,
-            "kafka_quotas.min_available_bytes_per_volume (got 10) is a Strimzi quota plugin setting and applies to type strimzi only",
+            "kafka_quotas.min_available_bytes_per_volume (got 10) is a Strimzi quota plugin setting "
+            "and applies to type strimzi only",
         ),
         (
             {"type": "kafka", "min_available_ratio_per_volume": 0.1},
@@ -320,7 +328,8 @@ def test_excluded_principals_never_written_empty(internal, user):
             strimzi(min_available_ratio_per_volume=0.1),
             None,
             None,
-            "kafka_quotas sets both min_available_bytes_per_volume (5368709120) and min_available_ratio_per_volume (0.1); give exactly one",
+            "kafka_quotas sets both min_available_bytes_per_volume (5368709120) "
+            "and min_available_ratio_per_volume (0.1); give exactly one",
         ),
         (
             {"type": "strimzi", "min_available_ratio_per_volume": 1.5},
@@ -430,14 +439,15 @@ def test_excluded_principals_never_written_empty(internal, user):
             strimzi(excluded_principals=["alice"]),
             None,
             None,
-            "kafka_quotas.excluded_principals[0] 'alice' is not a principal the quota plugin reads: write it as User:CN=... "
-            "(a TLS client's distinguished name) or User:alice (a SASL user name)",
+            "kafka_quotas.excluded_principals[0] 'alice' is not a principal the quota plugin reads: "
+            "write it as User:CN=... (a TLS client's distinguished name) or User:alice (a SASL user name)",
         ),
         (
             strimzi(excluded_principals=["User:a", "CN=broker,O=example"]),
             None,
             None,
-            "kafka_quotas.excluded_principals[1] 'CN=broker,O=example' is not a principal the quota plugin reads: write it as User:CN=...",
+            "kafka_quotas.excluded_principals[1] 'CN=broker,O=example' is not a principal the quota plugin reads: "
+            "write it as User:CN=...",
         ),
         (
             strimzi(excluded_principals=["user:alice"]),
@@ -520,8 +530,8 @@ def test_excluded_principals_never_written_empty(internal, user):
             strimzi(throttle_factor_validity="5 minutes"),
             None,
             None,
-            "kafka_quotas.throttle_factor_validity must be an ISO 8601 duration such as PT5M, PT30S, PT0.5S, PT1H30M or P1D, or a number of "
-            "seconds (got '5 minutes')",
+            "kafka_quotas.throttle_factor_validity must be an ISO 8601 duration such as PT5M, PT30S, PT0.5S, PT1H30M "
+            "or P1D, or a number of seconds (got '5 minutes')",
         ),
         (
             strimzi(throttle_factor_validity="P1H"),
@@ -601,7 +611,8 @@ def test_excluded_principals_never_written_empty(internal, user):
             STRIMZI,
             {"bootstrap_servers": ["k:1"], "ssl": {"truststore_location": "/x"}, "security_protocol": "SASL_PLAINTEXT"},
             None,
-            "admin.ssl is set but admin.security_protocol is SASL_PLAINTEXT, which does not use TLS: use SSL or SASL_SSL",
+            "admin.ssl is set but admin.security_protocol is SASL_PLAINTEXT, which does not use TLS: "
+            "use SSL or SASL_SSL",
         ),
         (
             STRIMZI,
@@ -659,7 +670,8 @@ def test_excluded_principals_never_written_empty(internal, user):
                 "sasl": {"mechanism": "PLAIN", "jaas_config": "x"},
             },
             None,
-            "admin.sasl is set but admin.security_protocol is SSL, which does not use SASL: use SASL_SSL or SASL_PLAINTEXT",
+            "admin.sasl is set but admin.security_protocol is SSL, which does not use SASL: "
+            "use SASL_SSL or SASL_PLAINTEXT",
         ),
         (
             STRIMZI,
@@ -709,14 +721,16 @@ def test_excluded_principals_never_written_empty(internal, user):
     ],
 )
 def test_validation_names_field_value_and_rule(spec, admin, internal, expected):
-    with pytest.raises(qps.QuotaPluginSpecError) as info:
-        qps.render(spec, ADMIN if admin is None else admin, internal)
+    with pytest.raises(quota_plugin_spec.QuotaPluginSpecError) as info:
+        quota_plugin_spec.render(spec, ADMIN if admin is None else admin, internal)
     assert expected in str(info.value)
 
 
 def test_admin_required_with_strimzi():
-    with pytest.raises(qps.QuotaPluginSpecError, match="admin.bootstrap_servers is required with type strimzi"):
-        qps.quota_plugin_properties(STRIMZI)
+    with pytest.raises(
+        quota_plugin_spec.QuotaPluginSpecError, match="admin.bootstrap_servers is required with type strimzi"
+    ):
+        quota_plugin_spec.quota_plugin_properties(STRIMZI)
 
 
 def test_validation_runs_before_free_form_is_touched():
@@ -798,7 +812,7 @@ def test_ipv6_bootstrap_server():
 
 
 def test_admin_ignored_for_kafka_type():
-    assert qps.quota_plugin_properties({"type": "kafka"}, {"unknown": 1}) == {}
+    assert quota_plugin_spec.quota_plugin_properties({"type": "kafka"}, {"unknown": 1}) == {}
 
 
 # -- default user quotas --------------------------------------------------------------------------------------------
@@ -833,7 +847,7 @@ def test_admin_ignored_for_kafka_type():
     ],
 )
 def test_default_user_quotas(spec, expected):
-    entry = qps.default_user_quotas(spec)
+    entry = quota_plugin_spec.default_user_quotas(spec)
     assert entry == expected
     assert isinstance(entry.get("consumer_byte_rate", 0), int)
 
@@ -841,15 +855,21 @@ def test_default_user_quotas(spec, expected):
 def test_default_user_quotas_are_client_quota_entries():
     from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
 
-    entry = qps.default_user_quotas({"type": "kafka", "producer_byte_rate": 1024, "request_percentage": 12.5})
+    entry = quota_plugin_spec.default_user_quotas(
+        {"type": "kafka", "producer_byte_rate": 1024, "request_percentage": 12.5}
+    )
     desired = quota_spec.desired_state([entry])
     assert list(desired.values()) == [({"user": None}, {"producer_byte_rate": 1024.0, "request_percentage": 12.5})]
-    assert quota_spec.desired_state([qps.default_user_quotas(STRIMZI)]) == {(("user", None),): ({"user": None}, {})}
+    assert quota_spec.desired_state([quota_plugin_spec.default_user_quotas(STRIMZI)]) == {
+        (("user", None),): ({"user": None}, {})
+    }
 
 
 def test_default_user_quotas_validates():
-    with pytest.raises(qps.QuotaPluginSpecError, match="kafka_quotas.request_percentage .* applies to type kafka only"):
-        qps.default_user_quotas(strimzi(request_percentage=5))
+    with pytest.raises(
+        quota_plugin_spec.QuotaPluginSpecError, match="kafka_quotas.request_percentage .* applies to type kafka only"
+    ):
+        quota_plugin_spec.default_user_quotas(strimzi(request_percentage=5))
 
 
 # -- merging with free-form properties ------------------------------------------------------------------------------
@@ -865,7 +885,7 @@ def test_merge_overrides_plugin_keys_with_a_warning_each():
         "num.io.threads": 8,
     }
     rendered = render(strimzi(producer_byte_rate=1000))
-    merged, warnings = qps.merge_properties(free_form, rendered)
+    merged, warnings = quota_plugin_spec.merge_properties(free_form, rendered)
     assert list(merged) == ["log.dirs", P + "request", P + "kafka.clientIdPrefix", "num.io.threads"] + list(rendered)
     assert merged["num.io.threads"] == 8 and merged[P + "produce"] == "1000"
     assert [w.split()[3] for w in warnings] == [
@@ -875,13 +895,13 @@ def test_merge_overrides_plugin_keys_with_a_warning_each():
         A + "bootstrap.servers",
     ]
     assert all("is overridden by kafka_quotas (type strimzi)" in w for w in warnings)
-    assert plugin.validate(merged) == []
+    assert quota_plugin_config.validate(merged) == []
     assert not any("old:9092" in w or "0.2" in w for w in warnings)
 
 
 def test_merge_removes_legacy_keys_with_a_warning():
     free_form = {P + "storage.soft": "1000", P + "storage.hard": "500", P + "storage.check-interval": "30"}
-    merged, warnings = qps.merge_properties(free_form, render(STRIMZI))
+    merged, warnings = quota_plugin_spec.merge_properties(free_form, render(STRIMZI))
     assert P + "storage.soft" not in merged and P + "storage.hard" not in merged
     assert len(warnings) == 3
     assert warnings[0].startswith("free-form broker property " + P + "storage.soft is a legacy quota plugin key")
@@ -896,7 +916,7 @@ def test_merge_for_kafka_type_removes_every_plugin_key():
         P + "storage.hard": "1",
         "quota.window.num": "11",
     }
-    merged, warnings = qps.merge_properties(free_form, {})
+    merged, warnings = quota_plugin_spec.merge_properties(free_form, {})
     assert merged == {"quota.window.num": "11"}
     assert warnings[0] == (
         "free-form broker property client.quota.callback.class is removed: kafka_quotas has type kafka, "
@@ -906,20 +926,22 @@ def test_merge_for_kafka_type_removes_every_plugin_key():
 
 
 def test_merge_without_conflicts_is_silent():
-    merged, warnings = qps.merge_properties({"a": "1"}, {"b": "2"})
+    merged, warnings = quota_plugin_spec.merge_properties({"a": "1"}, {"b": "2"})
     assert merged == {"a": "1", "b": "2"} and warnings == []
-    assert qps.merge_properties(None, {}) == ({}, [])
+    assert quota_plugin_spec.merge_properties(None, {}) == ({}, [])
 
 
 def test_merge_refuses_a_non_dict():
-    with pytest.raises(qps.QuotaPluginSpecError, match="free-form broker properties must be a dict"):
-        qps.merge_properties(["a=1"], {})
+    with pytest.raises(quota_plugin_spec.QuotaPluginSpecError, match="free-form broker properties must be a dict"):
+        quota_plugin_spec.merge_properties(["a=1"], {})
 
 
 def test_render_with_free_form_merges():
-    props, warnings = qps.render({"type": "kafka"}, None, None, {"client.quota.callback.class": "x", "a": "1"})
+    props, warnings = quota_plugin_spec.render(
+        {"type": "kafka"}, None, None, {"client.quota.callback.class": "x", "a": "1"}
+    )
     assert props == {"a": "1"} and len(warnings) == 1
-    props, warnings = qps.render(strimzi(check_interval=0), ADMIN, None, {P + "fetch": "1"})
+    props, warnings = quota_plugin_spec.render(strimzi(check_interval=0), ADMIN, None, {P + "fetch": "1"})
     assert list(props)[0] == "client.quota.callback.class" and P + "fetch" not in props
     assert warnings[0].startswith("kafka_quotas.check_interval is 0") and "fetch is overridden" in warnings[1]
 
@@ -939,7 +961,7 @@ def test_masked_hides_secrets_only():
         A + "ssl.keystore.location": "/x.p12",
         P + "produce": "1000",
     }
-    result = qps.masked(props)
+    result = quota_plugin_spec.masked(props)
     assert list(result) == list(props)
     assert [k for k, v in result.items() if v == "********"] == list(props)[:7]
     assert result[A + "ssl.keystore.location"] == "/x.p12" and result[P + "produce"] == "1000"
@@ -948,7 +970,7 @@ def test_masked_hides_secrets_only():
 
 def test_render_block_lines_in_order():
     props = render(strimzi(producer_byte_rate=1000.0), internal=["User:CN=b"])
-    assert qps.render_block(props) == "\n".join(
+    assert quota_plugin_spec.render_block(props) == "\n".join(
         [
             "client.quota.callback.class=io.strimzi.kafka.quotas.StaticQuotaCallback",
             A + "bootstrap.servers=kafka-1:9093,kafka-2:9093",
@@ -957,7 +979,7 @@ def test_render_block_lines_in_order():
             P + "excluded.principal.name.list=User:CN=b",
         ]
     )
-    assert qps.render_block({}) == ""
+    assert quota_plugin_spec.render_block({}) == ""
 
 
 @pytest.mark.parametrize(
@@ -976,7 +998,7 @@ def test_render_block_lines_in_order():
     ],
 )
 def test_render_block_escapes_values(value, line):
-    assert qps.render_block({"k": value}) == line
+    assert quota_plugin_spec.render_block({"k": value}) == line
 
 
 def test_render_block_round_trips_through_a_properties_reader():
@@ -989,7 +1011,7 @@ def test_render_block_round_trips_through_a_properties_reader():
         "jaas": 'M required username="u" password="p\\"w";',
         "uni": "\u00e9\u20ac",
     }
-    assert java_properties.parse(qps.render_block(props) + "\n") == props
+    assert java_properties.parse(quota_plugin_spec.render_block(props) + "\n") == props
 
 
 @pytest.mark.parametrize(
@@ -1009,6 +1031,12 @@ def test_render_block_round_trips_through_a_properties_reader():
 def test_managed_key_pattern_matches_whole_names_the_spec_decides(key, with_plugin, without_plugin):
     import re
 
-    plugin = re.compile("^" + qps.managed_key_pattern({"client.quota.callback.class": qps.STATIC_QUOTA_CALLBACK}) + "$")
-    kafka = re.compile("^" + qps.managed_key_pattern({}) + "$")
+    plugin = re.compile(
+        "^"
+        + quota_plugin_spec.managed_key_pattern(
+            {"client.quota.callback.class": quota_plugin_spec.STATIC_QUOTA_CALLBACK}
+        )
+        + "$"
+    )
+    kafka = re.compile("^" + quota_plugin_spec.managed_key_pattern({}) + "$")
     assert (bool(plugin.match(key)), bool(kafka.match(key))) == (with_plugin, without_plugin)

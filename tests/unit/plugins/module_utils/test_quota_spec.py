@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec as qs
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
 
 ALICE = {"user": "alice"}
 DEFAULT_USER = {"user": None}
@@ -17,16 +17,16 @@ DEFAULT_IP = {"ip": None}
 
 def state(*pairs):
     """{entity_key: (entity, values)} as the module builds it from DescribeClientQuotas."""
-    return dict((qs.entity_key(entity), (entity, dict(values))) for entity, values in pairs)
+    return dict((quota_spec.entity_key(entity), (entity, dict(values))) for entity, values in pairs)
 
 
 def plan(current, quotas, exclusive=False):
-    return qs.plan_changes(state(*current), qs.desired_state(quotas), exclusive)
+    return quota_spec.plan_changes(state(*current), quota_spec.desired_state(quotas), exclusive)
 
 
 def summary(changes):
     """(entity description, ops) per change, easy to compare."""
-    return [(qs.describe_entity(c["entity"]), c["ops"]) for c in changes]
+    return [(quota_spec.describe_entity(c["entity"]), c["ops"]) for c in changes]
 
 
 # -- entities -------------------------------------------------------------------------------------------------------
@@ -43,14 +43,16 @@ def summary(changes):
     ],
 )
 def test_entity_round_trip(spec, entity, description):
-    assert qs.entity_from_spec(spec) == entity
-    assert qs.entity_to_spec(entity) == spec
-    assert qs.describe_entity(entity) == description
+    assert quota_spec.entity_from_spec(spec) == entity
+    assert quota_spec.entity_to_spec(entity) == spec
+    assert quota_spec.describe_entity(entity) == description
 
 
 def test_entity_key_is_order_independent_and_tells_default_from_names():
-    assert qs.entity_key({"user": "a", "client-id": "b"}) == qs.entity_key({"client-id": "b", "user": "a"})
-    assert qs.entity_key(DEFAULT_USER) != qs.entity_key({"user": "<default>"})
+    assert quota_spec.entity_key({"user": "a", "client-id": "b"}) == quota_spec.entity_key(
+        {"client-id": "b", "user": "a"}
+    )
+    assert quota_spec.entity_key(DEFAULT_USER) != quota_spec.entity_key({"user": "<default>"})
 
 
 # -- validation -----------------------------------------------------------------------------------------------------
@@ -86,12 +88,14 @@ SPEC_ERRORS = [
     (
         "fractional byte rate",
         [{"entity": {"user": "alice"}, "producer_byte_rate": 1024.5}],
-        "quotas[0].producer_byte_rate must be a whole number from 1 to 9223372036854775807: Kafka stores it as a long (got 1024.5)",
+        "quotas[0].producer_byte_rate must be a whole number from 1 to 9223372036854775807: "
+        "Kafka stores it as a long (got 1024.5)",
     ),
     (
         "fractional connection rate",
         [{"entity": {"ip": "<default>"}, "connection_creation_rate": 2.5}],
-        "quotas[0].connection_creation_rate must be a whole number from 1 to 2147483647: Kafka stores it as an int (got 2.5)",
+        "quotas[0].connection_creation_rate must be a whole number from 1 to 2147483647: "
+        "Kafka stores it as an int (got 2.5)",
     ),
     (
         "int overflow",
@@ -136,8 +140,8 @@ SPEC_ERRORS = [
     (
         "ip key on user",
         [{"entity": {"user": "a"}, "connection_creation_rate": 10}],
-        "quotas[0].connection_creation_rate is not valid for user/client_id entities; allowed: producer_byte_rate, consumer_byte_rate, "
-        "request_percentage, controller_mutation_rate",
+        "quotas[0].connection_creation_rate is not valid for user/client_id entities; "
+        "allowed: producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate",
     ),
     (
         "user key on ip",
@@ -174,8 +178,8 @@ SPEC_ERRORS = [
 
 @pytest.mark.parametrize("quotas, message", [case[1:] for case in SPEC_ERRORS], ids=[case[0] for case in SPEC_ERRORS])
 def test_spec_errors(quotas, message):
-    with pytest.raises(qs.QuotaSpecError, match=re.escape(message)):
-        qs.desired_state(quotas)
+    with pytest.raises(quota_spec.QuotaSpecError, match=re.escape(message)):
+        quota_spec.desired_state(quotas)
 
 
 @pytest.mark.parametrize(
@@ -185,25 +189,28 @@ def test_spec_errors(quotas, message):
         (None, {}),
         (
             [{"entity": {"user": "alice"}, "producer_byte_rate": 1024, "request_percentage": 12.5}],
-            {qs.entity_key(ALICE): (ALICE, {"producer_byte_rate": 1024.0, "request_percentage": 12.5})},
+            {quota_spec.entity_key(ALICE): (ALICE, {"producer_byte_rate": 1024.0, "request_percentage": 12.5})},
         ),
         (
             [{"entity": {"user": "alice"}, "producer_byte_rate": 1024.0, "consumer_byte_rate": None}],
-            {qs.entity_key(ALICE): (ALICE, {"producer_byte_rate": 1024.0})},
+            {quota_spec.entity_key(ALICE): (ALICE, {"producer_byte_rate": 1024.0})},
         ),
-        ([{"entity": {"user": "<default>"}, "state": "absent"}], {qs.entity_key(DEFAULT_USER): (DEFAULT_USER, {})}),
+        (
+            [{"entity": {"user": "<default>"}, "state": "absent"}],
+            {quota_spec.entity_key(DEFAULT_USER): (DEFAULT_USER, {})},
+        ),
         (
             [{"entity": {"ip": "<default>"}, "connection_creation_rate": 2147483647}],
-            {qs.entity_key(DEFAULT_IP): (DEFAULT_IP, {"connection_creation_rate": 2147483647.0})},
+            {quota_spec.entity_key(DEFAULT_IP): (DEFAULT_IP, {"connection_creation_rate": 2147483647.0})},
         ),
         (
             [{"entity": {"user": "a"}, "producer_byte_rate": 9223372036854775807}],
-            {qs.entity_key({"user": "a"}): ({"user": "a"}, {"producer_byte_rate": 9.223372036854775807e18})},
+            {quota_spec.entity_key({"user": "a"}): ({"user": "a"}, {"producer_byte_rate": 9.223372036854775807e18})},
         ),
         (
             [{"entity": {"user": "a"}, "request_percentage": 0.001, "controller_mutation_rate": 1e300}],
             {
-                qs.entity_key({"user": "a"}): (
+                quota_spec.entity_key({"user": "a"}): (
                     {"user": "a"},
                     {"request_percentage": 0.001, "controller_mutation_rate": 1e300},
                 )
@@ -211,7 +218,7 @@ def test_spec_errors(quotas, message):
         ),
         (
             [{"entity": {"user": "a"}, "consumer_byte_rate": 2**53 + 1}],
-            {qs.entity_key({"user": "a"}): ({"user": "a"}, {"consumer_byte_rate": float(2**53)})},
+            {quota_spec.entity_key({"user": "a"}): ({"user": "a"}, {"consumer_byte_rate": float(2**53)})},
         ),
     ],
     ids=[
@@ -227,7 +234,7 @@ def test_spec_errors(quotas, message):
     ],
 )
 def test_desired_state(quotas, expected):
-    desired = qs.desired_state(quotas)
+    desired = quota_spec.desired_state(quotas)
     assert desired == expected
     for _entity, values in desired.values():
         assert all(isinstance(v, float) for v in values.values())
@@ -426,9 +433,9 @@ def test_plan_reports_before_and_after():
 
 def test_plan_does_not_mutate_its_inputs():
     current = state((ALICE, {"producer_byte_rate": 1.0}))
-    desired = qs.desired_state([{"entity": {"user": "alice"}, "consumer_byte_rate": 2}])
+    desired = quota_spec.desired_state([{"entity": {"user": "alice"}, "consumer_byte_rate": 2}])
     snapshot = (repr(current), repr(desired))
-    qs.plan_changes(current, desired, exclusive=True)
+    quota_spec.plan_changes(current, desired, exclusive=True)
     assert (repr(current), repr(desired)) == snapshot
 
 
@@ -456,6 +463,6 @@ def test_plan_is_idempotent_once_applied():
     ],
 )
 def test_for_output(values, expected):
-    output = qs.for_output(values)
+    output = quota_spec.for_output(values)
     assert output == expected
     assert [type(v) for v in output.values()] == [type(v) for v in expected.values()]

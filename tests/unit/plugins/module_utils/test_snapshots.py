@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.headroom.kafka.plugins.module_utils import snapshots as sn
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
+from ansible_collections.headroom.kafka.plugins.module_utils import snapshots, volume_limits
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 11, 22, 4, 7, 9, 123000, tzinfo=UTC)
@@ -41,7 +40,7 @@ def message(broker_id, at, volumes=None, cluster_id="c1"):
 
 
 def record(broker_id, at, **kwargs):
-    value = sn.encode_message(message(broker_id, at, **kwargs)).encode()
+    value = snapshots.encode_message(message(broker_id, at, **kwargs)).encode()
     return ("r", str(broker_id).encode(), value)
 
 
@@ -60,7 +59,7 @@ def record(broker_id, at, **kwargs):
     ],
 )
 def test_parse_timestamp(text, expected):
-    assert sn.parse_timestamp(text) == expected
+    assert snapshots.parse_timestamp(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -76,22 +75,22 @@ def test_parse_timestamp(text, expected):
     ],
 )
 def test_parse_timestamp_invalid(text):
-    with pytest.raises(sn.SnapshotError, match="snapshot_at"):
-        sn.parse_timestamp(text, "snapshot_at")
+    with pytest.raises(snapshots.SnapshotError, match="snapshot_at"):
+        snapshots.parse_timestamp(text, "snapshot_at")
 
 
 def test_format_timestamp():
-    assert sn.format_timestamp(NOW) == "2026-11-22T04:07:09.123Z"
+    assert snapshots.format_timestamp(NOW) == "2026-11-22T04:07:09.123Z"
     assert (
-        sn.format_timestamp(NOW.astimezone(datetime.timezone(datetime.timedelta(hours=2))))
+        snapshots.format_timestamp(NOW.astimezone(datetime.timezone(datetime.timedelta(hours=2))))
         == "2026-11-22T04:07:09.123Z"
     )
-    assert sn.format_timestamp(NOW.replace(tzinfo=None)) == "2026-11-22T04:07:09.123Z"
+    assert snapshots.format_timestamp(NOW.replace(tzinfo=None)) == "2026-11-22T04:07:09.123Z"
 
 
 # -- log dir rows ----------------------------------------------------------------------------------------------------
 def test_normalize_log_dirs():
-    rows = sn.normalize_log_dirs(
+    rows = snapshots.normalize_log_dirs(
         [{"broker_id": "1", "log_dir": "/a", "total_bytes": 100.0, "usable_bytes": -1, "extra": True}]
     )
     assert rows == [{"broker_id": 1, "log_dir": "/a", "total_bytes": 100, "usable_bytes": None, "error": None}]
@@ -126,13 +125,13 @@ def test_normalize_log_dirs():
     ],
 )
 def test_normalize_log_dirs_errors(rows, message):
-    with pytest.raises(sn.SnapshotError, match=message):
-        sn.normalize_log_dirs(rows)
+    with pytest.raises(snapshots.SnapshotError, match=message):
+        snapshots.normalize_log_dirs(rows)
 
 
 # -- building --------------------------------------------------------------------------------------------------------
 def test_build_messages_schema():
-    messages, skipped = sn.build_messages(ROWS, SOFT, HARD, "2026-11-22T05:07:09.123+01:00", "c1")
+    messages, skipped = snapshots.build_messages(ROWS, SOFT, HARD, "2026-11-22T05:07:09.123+01:00", "c1")
     assert [m["BrokerId"] for m in messages] == [1, 2, 3]
     first = messages[0]
     assert list(first) == ["SnapshotAt", "HardLimit", "SoftLimit", "Volumes", "BrokerId", "ClusterId"]
@@ -160,41 +159,41 @@ def test_build_messages_schema():
     ]
 
 
-@pytest.mark.parametrize("limit_type, name", sorted(vl.SNAPSHOT_LIMIT_NAMES.items()))
+@pytest.mark.parametrize("limit_type, name", sorted(volume_limits.SNAPSHOT_LIMIT_NAMES.items()))
 def test_limit_names(limit_type, name):
     soft, hard = {"type": limit_type, "level": 20}, {"type": limit_type, "level": 5}
     if limit_type == "consumed_space":
         soft, hard = hard, soft
-    messages = sn.build_messages(ROWS[:1], soft, hard, NOW)[0]
+    messages = snapshots.build_messages(ROWS[:1], soft, hard, NOW)[0]
     assert messages[0]["SoftLimit"] == {"type": name, "level": soft["level"]}
-    assert sn.graded_limit(messages[0]["HardLimit"], "HardLimit") == hard
+    assert snapshots.graded_limit(messages[0]["HardLimit"], "HardLimit") == hard
 
 
 def test_build_messages_usable_above_total_is_skipped():
-    messages, skipped = sn.build_messages(
+    messages, skipped = snapshots.build_messages(
         [{"broker_id": 1, "log_dir": "/a", "total_bytes": 10, "usable_bytes": 11}], SOFT, HARD, NOW
     )
     assert messages[0]["Volumes"] == [] and skipped[0]["reason"] == "usable bytes exceed total bytes"
 
 
 def test_build_messages_checks_limits_and_time():
-    with pytest.raises(vl.LimitError, match="soft_limit.level must be greater than hard_limit.level"):
-        sn.build_messages(ROWS, HARD, SOFT, NOW)
-    with pytest.raises(sn.SnapshotError, match="snapshot_at must be an ISO 8601 date-time with a time zone"):
-        sn.build_messages(ROWS, SOFT, HARD, "2026-11-22T04:07:09")
+    with pytest.raises(volume_limits.LimitError, match="soft_limit.level must be greater than hard_limit.level"):
+        snapshots.build_messages(ROWS, HARD, SOFT, NOW)
+    with pytest.raises(snapshots.SnapshotError, match="snapshot_at must be an ISO 8601 date-time with a time zone"):
+        snapshots.build_messages(ROWS, SOFT, HARD, "2026-11-22T04:07:09")
 
 
 def test_no_rows_no_messages():
-    assert sn.build_messages([], SOFT, HARD, NOW) == ([], [])
+    assert snapshots.build_messages([], SOFT, HARD, NOW) == ([], [])
 
 
 def test_encoding_round_trip():
-    messages = sn.build_messages(ROWS, SOFT, HARD, NOW, "c1")[0]
+    messages = snapshots.build_messages(ROWS, SOFT, HARD, NOW, "c1")[0]
     for original in messages:
-        key, value = sn.message_key(original), sn.encode_message(original)
+        key, value = snapshots.message_key(original), snapshots.encode_message(original)
         assert key == str(original["BrokerId"]).encode()
         assert "\n" not in value and " " not in value
-        assert sn.parse_message(value.encode(), key) == original
+        assert snapshots.parse_message(value.encode(), key) == original
         assert json.loads(value) == original
 
 
@@ -202,11 +201,11 @@ def test_encoding_round_trip():
 def test_broker_id_from_key():
     value = message(7, "2026-11-22T04:07:09.123Z")
     del value["BrokerId"]
-    assert sn.parse_message(json.dumps(value), b"7")["BrokerId"] == 7
+    assert snapshots.parse_message(json.dumps(value), b"7")["BrokerId"] == 7
 
 
 def test_limits_optional_and_unknown_sizes():
-    parsed = sn.parse_message(
+    parsed = snapshots.parse_message(
         {
             "SnapshotAt": "2026-11-22T04:07:09Z",
             "BrokerId": 1,
@@ -256,22 +255,23 @@ def test_limits_optional_and_unknown_sizes():
             "SoftLimit.level must be >= 0",
         ),
         (
-            '{"SnapshotAt": "2026-11-22T04:07:09Z", "BrokerId": 1, "Volumes": [], "HardLimit": {"type": "MinFreeBytes", "level": Infinity}}',
+            '{"SnapshotAt": "2026-11-22T04:07:09Z", "BrokerId": 1, "Volumes": [], '
+            '"HardLimit": {"type": "MinFreeBytes", "level": Infinity}}',
             None,
             "HardLimit.level must be a finite number",
         ),
     ],
 )
 def test_parse_errors(value, key, error):
-    with pytest.raises(sn.SnapshotError, match=error):
-        sn.parse_message(value, key)
+    with pytest.raises(snapshots.SnapshotError, match=error):
+        snapshots.parse_message(value, key)
 
 
 def test_parse_snapshots_names_the_item():
-    with pytest.raises(sn.SnapshotError, match=r"snapshots\[1\]: SnapshotAt is missing"):
-        sn.parse_snapshots([message(1, "2026-11-22T04:07:09Z"), {"BrokerId": 2, "Volumes": []}])
-    with pytest.raises(sn.SnapshotError, match="snapshots must be a list"):
-        sn.parse_snapshots({"snapshots": []})
+    with pytest.raises(snapshots.SnapshotError, match=r"snapshots\[1\]: SnapshotAt is missing"):
+        snapshots.parse_snapshots([message(1, "2026-11-22T04:07:09Z"), {"BrokerId": 2, "Volumes": []}])
+    with pytest.raises(snapshots.SnapshotError, match="snapshots must be a list"):
+        snapshots.parse_snapshots({"snapshots": []})
 
 
 # -- freshness and latest per broker -----------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_parse_snapshots_names_the_item():
     ],
 )
 def test_is_fresh(at, fresh):
-    assert sn.is_fresh(message(1, at), NOW, datetime.timedelta(minutes=5)) is fresh
+    assert snapshots.is_fresh(message(1, at), NOW, datetime.timedelta(minutes=5)) is fresh
 
 
 def test_latest_by_snapshot_at_not_log_order():
@@ -295,7 +295,7 @@ def test_latest_by_snapshot_at_not_log_order():
         record(2, "2026-11-22T04:05:00Z", volumes=[{"VolumeName": "/first", "Capacity": 1, "Consumed": 0}]),
         record(2, "2026-11-22T04:05:00Z", volumes=[{"VolumeName": "/second", "Capacity": 1, "Consumed": 0}]),
     ]
-    result = sn.select_latest(records, NOW, datetime.timedelta(minutes=5))
+    result = snapshots.select_latest(records, NOW, datetime.timedelta(minutes=5))
     assert [(m["BrokerId"], m["Volumes"][0]["VolumeName"]) for m in result["snapshots"]] == [
         (1, "/new"),
         (2, "/second"),
@@ -314,7 +314,7 @@ def test_stale_invalid_tombstones_and_other_clusters():
         record(4, "2026-11-22T04:06:00Z", cluster_id="other"),
         record(5, "2026-11-22T04:06:00Z", cluster_id=None),
     ]
-    result = sn.select_latest(records, NOW, datetime.timedelta(minutes=5), cluster_id="c1")
+    result = snapshots.select_latest(records, NOW, datetime.timedelta(minutes=5), cluster_id="c1")
     assert [m["BrokerId"] for m in result["snapshots"]] == [2, 5]
     assert result["stale_brokers"] == [1]
     assert result["other_cluster_messages"] == 1
@@ -324,25 +324,27 @@ def test_stale_invalid_tombstones_and_other_clusters():
 
 
 def test_without_max_age_everything_is_fresh():
-    result = sn.select_latest([record(1, "2000-01-01T00:00:00Z")], NOW, None)
+    result = snapshots.select_latest([record(1, "2000-01-01T00:00:00Z")], NOW, None)
     assert [m["BrokerId"] for m in result["snapshots"]] == [1]
 
 
 def test_read_result():
     records = [record(1, "2026-11-22T04:06:00Z"), record(2, "2026-11-22T03:00:00Z"), record(9, "2026-11-22T04:06:00Z")]
-    result = sn.read_result(records, NOW, datetime.timedelta(minutes=5), active_brokers=[3, 1, 2], expected_brokers=[4])
+    result = snapshots.read_result(
+        records, NOW, datetime.timedelta(minutes=5), active_brokers=[3, 1, 2], expected_brokers=[4]
+    )
     assert [m["BrokerId"] for m in result["snapshots"]] == [1, 9]  # broker 9 is not active but its snapshot is fresh
     assert result["stale_brokers"] == [2]
     assert result["brokers_without_snapshot"] == [2, 3, 4]
     assert result["active_brokers"] == [1, 2, 3]
     assert result["complete"] is False
-    complete = sn.read_result(records[:1], NOW, datetime.timedelta(minutes=5), active_brokers=[1])
+    complete = snapshots.read_result(records[:1], NOW, datetime.timedelta(minutes=5), active_brokers=[1])
     assert complete["complete"] is True and complete["brokers_without_snapshot"] == []
 
 
 def test_missing_brokers():
-    assert sn.missing_brokers([1, 2], [1, 2, 3], [4, 1]) == [3, 4]
-    assert sn.missing_brokers([1], (), None) == []
+    assert snapshots.missing_brokers([1, 2], [1, 2, 3], [4, 1]) == [3, 4]
+    assert snapshots.missing_brokers([1], (), None) == []
 
 
 # -- to volumes ------------------------------------------------------------------------------------------------------
@@ -353,7 +355,7 @@ def test_snapshot_volumes():
         {"VolumeName": "/c", "Capacity": None, "Consumed": 1},
     ]
     messages = [message(1, "2026-11-22T04:06:00Z", volumes=volumes)]
-    assert sn.snapshot_volumes(messages) == [
+    assert snapshots.snapshot_volumes(messages) == [
         {"broker_id": 1, "log_dir": "/a", "total_bytes": 100, "usable_bytes": 70},
         {"broker_id": 1, "log_dir": "/b", "total_bytes": None, "usable_bytes": None},
         {"broker_id": 1, "log_dir": "/c", "total_bytes": None, "usable_bytes": None},
@@ -370,10 +372,10 @@ def test_snapshot_volumes():
 )
 def test_snapshots_decide_like_the_log_dirs(soft, hard):
     """Publishing then reading loses nothing the rules look at: the graded decision is the same."""
-    messages = sn.build_messages(ROWS, soft, hard, NOW, "c1")[0]
-    through = sn.parse_snapshots([json.loads(sn.encode_message(m)) for m in messages])
-    direct = vl.graded_decision(sn.normalize_log_dirs(ROWS), soft, hard)
-    via = vl.graded_decision(sn.snapshot_volumes(through), soft, hard)
+    messages = snapshots.build_messages(ROWS, soft, hard, NOW, "c1")[0]
+    through = snapshots.parse_snapshots([json.loads(snapshots.encode_message(m)) for m in messages])
+    direct = volume_limits.graded_decision(snapshots.normalize_log_dirs(ROWS), soft, hard)
+    via = volume_limits.graded_decision(snapshots.snapshot_volumes(through), soft, hard)
     assert via["throttle_factor"] == pytest.approx(direct["throttle_factor"])
     assert via["state"] == direct["state"]
     assert via["violations"] == direct["violations"]
@@ -383,8 +385,8 @@ def test_snapshots_decide_like_the_log_dirs(soft, hard):
 # -- limits the parser relies on -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("level", [float("inf"), float("nan")])
 def test_graded_levels_must_be_finite(level):
-    with pytest.raises(vl.LimitError, match="soft_limit.level must be a finite number"):
-        vl.validate_graded_limits({"type": "min_free_bytes", "level": level}, HARD)
+    with pytest.raises(volume_limits.LimitError, match="soft_limit.level must be a finite number"):
+        volume_limits.validate_graded_limits({"type": "min_free_bytes", "level": level}, HARD)
 
 
 @pytest.mark.parametrize(
@@ -392,5 +394,5 @@ def test_graded_levels_must_be_finite(level):
     [{"min_available_bytes": float("inf")}, {"min_available_ratio": float("nan")}, {"min_available_ratio": True}],
 )
 def test_strimzi_levels_must_be_finite(kwargs):
-    with pytest.raises(vl.LimitError, match="must be"):
-        vl.validate_strimzi_limits(**kwargs)
+    with pytest.raises(volume_limits.LimitError, match="must be"):
+        volume_limits.validate_strimzi_limits(**kwargs)

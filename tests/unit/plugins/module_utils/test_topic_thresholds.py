@@ -1,4 +1,5 @@
-"""Topic threshold rules against the shared vectors (tests/vectors/topic_thresholds.json), plus the rules on their own."""
+"""Topic threshold rules against the shared vectors (tests/vectors/topic_thresholds.json), plus the rules on their
+own."""
 
 import datetime
 import math
@@ -6,7 +7,7 @@ import math
 import pytest
 import vector_cases
 
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds as tt
+from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds
 
 DOCUMENT = vector_cases.load("topic_thresholds.json")
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -22,7 +23,7 @@ def iso(value):
 
 @pytest.mark.parametrize("case", DOCUMENT["meters"], ids=[case["id"] for case in DOCUMENT["meters"]])
 def test_meter_vector(case):
-    assert tt.meter_update(case["previous"], case["rate"], case["seconds"]) == pytest.approx(
+    assert topic_thresholds.meter_update(case["previous"], case["rate"], case["seconds"]) == pytest.approx(
         case["expected"], rel=1e-12
     )
 
@@ -30,18 +31,18 @@ def test_meter_vector(case):
 @pytest.mark.parametrize("case", DOCUMENT["plans"], ids=[case["id"] for case in DOCUMENT["plans"]])
 def test_plan_vector(case):
     if case.get("valid"):
-        plan = tt.validate_plan(case["plan"])
-        assert tt.validate_plan(plan) == plan  # a validated plan validates to itself
+        plan = topic_thresholds.validate_plan(case["plan"])
+        assert topic_thresholds.validate_plan(plan) == plan  # a validated plan validates to itself
     else:
-        with pytest.raises(tt.TopicThresholdError) as caught:
-            tt.validate_plan(case["plan"])
+        with pytest.raises(topic_thresholds.TopicThresholdError) as caught:
+            topic_thresholds.validate_plan(case["plan"])
         assert case["error"] in str(caught.value)
 
 
 @pytest.mark.parametrize("case", DOCUMENT["analyses"], ids=[case["id"] for case in DOCUMENT["analyses"]])
 def test_analysis_vector(case):
     rows = [dict(row, ts_us=micros(row["ts"])) for row in case["traffic"]]
-    thresholds, windows = tt.topic_analysis(rows, case["plan"])
+    thresholds, windows = topic_thresholds.topic_analysis(rows, case["plan"])
     for window in windows:
         window["ts"] = iso(window.pop("ts_us"))
     expected = case["expected"]
@@ -53,19 +54,19 @@ def test_analysis_vector(case):
         instants = {}
         for row in rows:
             instants[row["ts_us"]] = instants.get(row["ts_us"], 0) + row["bytes_in"]
-        rates = tt.meter_series(instants, tt.interval_starts(instants))
+        rates = topic_thresholds.meter_series(instants, topic_thresholds.interval_starts(instants))
         assert [rates[instant] for instant in sorted(rates)] == pytest.approx(expected["ewma_at"]["total"], rel=1e-9), (
             broker
         )
 
 
 def test_alpha_is_the_meters():
-    assert tt.ALPHA == pytest.approx(1 - math.exp(-5 / 60))
-    assert tt.meter_update(100.0, 0.0, 5) == pytest.approx(100.0 * (1 - tt.ALPHA))
+    assert topic_thresholds.ALPHA == pytest.approx(1 - math.exp(-5 / 60))
+    assert topic_thresholds.meter_update(100.0, 0.0, 5) == pytest.approx(100.0 * (1 - topic_thresholds.ALPHA))
 
 
 def test_broker_plan_merges_overrides():
-    plan = tt.validate_plan(
+    plan = topic_thresholds.validate_plan(
         {
             "total_bytes_in_per_sec_threshold": 1000,
             "topics": {"a": 600, "b": 100},
@@ -73,14 +74,14 @@ def test_broker_plan_merges_overrides():
         }
     )
     assert sorted(plan["brokers"]) == ["2", "3"]
-    assert tt.broker_plan(plan, 2) == (1000.0, {"a": 300.0, "b": 100.0})
-    assert tt.broker_plan(plan, 3) == (800.0, {"a": 600.0, "b": 100.0})
-    assert tt.broker_plan(plan, 9) == (1000.0, {"a": 600.0, "b": 100.0})
+    assert topic_thresholds.broker_plan(plan, 2) == (1000.0, {"a": 300.0, "b": 100.0})
+    assert topic_thresholds.broker_plan(plan, 3) == (800.0, {"a": 600.0, "b": 100.0})
+    assert topic_thresholds.broker_plan(plan, 9) == (1000.0, {"a": 600.0, "b": 100.0})
 
 
 def test_duplicate_broker_ids():
-    with pytest.raises(tt.TopicThresholdError, match="brokers.01: broker 1 is listed twice"):
-        tt.validate_plan({"total_bytes_in_per_sec_threshold": 1, "brokers": {"1": {}, "01": {}}})
+    with pytest.raises(topic_thresholds.TopicThresholdError, match="brokers.01: broker 1 is listed twice"):
+        topic_thresholds.validate_plan({"total_bytes_in_per_sec_threshold": 1, "brokers": {"1": {}, "01": {}}})
 
 
 @pytest.mark.parametrize(
@@ -94,16 +95,16 @@ def test_duplicate_broker_ids():
 )
 def test_implicit_threshold(total, explicit, topics, expected):
     """Explicit thresholds reserve their share on every broker, whether or not their topic has traffic there."""
-    assert tt.implicit_threshold(total, explicit, topics) == expected
+    assert topic_thresholds.implicit_threshold(total, explicit, topics) == expected
 
 
 @pytest.mark.parametrize(
     "total, topic, expected", [(1001.0, 601.0, True), (1000.0, 601.0, False), (1001.0, 600.0, False)]
 )
 def test_rejects_needs_both_over(total, topic, expected):
-    assert tt.rejects(total, 1000.0, topic, 600.0) is expected
+    assert topic_thresholds.rejects(total, 1000.0, topic, 600.0) is expected
 
 
 def test_interval_starts():
-    assert tt.interval_starts([100, 130, 190]) == {100: 70, 130: 100, 190: 130}
-    assert tt.interval_starts([5]) == {}
+    assert topic_thresholds.interval_starts([100, 130, 190]) == {100: 70, 130: 100, 190: 130}
+    assert topic_thresholds.interval_starts([5]) == {}

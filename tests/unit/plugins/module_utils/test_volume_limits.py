@@ -3,7 +3,7 @@
 import pytest
 import vector_cases
 
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits as vl
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
 
 CASES = vector_cases.load("volume_limits.json")["cases"]
 
@@ -11,8 +11,8 @@ CASES = vector_cases.load("volume_limits.json")["cases"]
 def _decide(case):
     params = dict(case["params"])
     if case["policy"] == "strimzi":
-        return vl.strimzi_decision(case["volumes"], **params)
-    return vl.graded_decision(case["volumes"], params.pop("soft_limit"), params.pop("hard_limit"), **params)
+        return volume_limits.strimzi_decision(case["volumes"], **params)
+    return volume_limits.graded_decision(case["volumes"], params.pop("soft_limit"), params.pop("hard_limit"), **params)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
@@ -37,8 +37,8 @@ def test_vector(case):
     ],
 )
 def test_strimzi_limit_errors(kwargs, message):
-    with pytest.raises(vl.LimitError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        vl.strimzi_decision([], **kwargs)
+    with pytest.raises(volume_limits.LimitError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        volume_limits.strimzi_decision([], **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -75,13 +75,13 @@ def test_strimzi_limit_errors(kwargs, message):
     ],
 )
 def test_graded_limit_errors(soft, hard, message):
-    with pytest.raises(vl.LimitError, match=message):
-        vl.graded_decision([], soft, hard)
+    with pytest.raises(volume_limits.LimitError, match=message):
+        volume_limits.graded_decision([], soft, hard)
 
 
 def test_missing_data_action_error():
-    with pytest.raises(vl.LimitError, match="missing_data_action must be one of pause, open"):
-        vl.graded_decision(
+    with pytest.raises(volume_limits.LimitError, match="missing_data_action must be one of pause, open"):
+        volume_limits.graded_decision(
             [],
             {"type": "min_free_bytes", "level": 2},
             {"type": "min_free_bytes", "level": 1},
@@ -93,4 +93,4 @@ def test_missing_data_action_error():
     "rate, factor, expected", [(1000.0, 1.0, 1000.0), (1000.0, 0.0, 1.0), (0.5, 1.0, 1.0), (1e9, 0.5, 5e8)]
 )
 def test_effective_produce_quota(rate, factor, expected):
-    assert vl.effective_produce_quota(rate, factor) == expected
+    assert volume_limits.effective_produce_quota(rate, factor) == expected

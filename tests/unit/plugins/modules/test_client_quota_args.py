@@ -7,8 +7,7 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from fake_kafka import FakeAdapter
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec as qs
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (
     MATCH_DEFAULT,
     MATCH_EXACT,
@@ -18,7 +17,7 @@ from ansible_collections.headroom.kafka.plugins.modules import client_quota, cli
 
 
 def run(adapter, quotas, exclusive=False, check_mode=False):
-    return quota_apply.reconcile(adapter, qs.desired_state(quotas), exclusive=exclusive, check_mode=check_mode)
+    return quota_apply.reconcile(adapter, quota_spec.desired_state(quotas), exclusive=exclusive, check_mode=check_mode)
 
 
 def kinds(adapter):
@@ -42,7 +41,7 @@ def test_argument_spec_fills_defaults_and_converts_numbers():
     assert params["exclusive"] is False
     cleaned = client_quota.spec_from_params(params["quotas"])
     assert cleaned == [{"entity": {"user": "alice"}, "producer_byte_rate": 1024.0, "state": "present"}]
-    assert qs.desired_state(cleaned)
+    assert quota_spec.desired_state(cleaned)
 
 
 @pytest.mark.parametrize(
@@ -65,8 +64,8 @@ def test_argument_spec_fills_defaults_and_converts_numbers():
 def test_semantic_errors_pass_the_argument_spec_and_reach_quota_spec(quota, message):
     params, errors = validate({"quotas": [quota]})
     assert errors == []
-    with pytest.raises(qs.QuotaSpecError, match=re.escape(message)):
-        qs.desired_state(client_quota.spec_from_params(params["quotas"]))
+    with pytest.raises(quota_spec.QuotaSpecError, match=re.escape(message)):
+        quota_spec.desired_state(client_quota.spec_from_params(params["quotas"]))
 
 
 @pytest.mark.parametrize(
@@ -91,7 +90,7 @@ def test_argument_spec_errors(params, message):
     assert errors and message in " ".join(errors)
 
 
-# -- reconcile ----------------------------------------------------------------------------------------------------------
+# -- reconcile ---------------------------------------------------------------------------------------------------------
 def test_first_apply_then_idempotent_rerun():
     adapter = FakeAdapter()
     quotas = [
@@ -141,13 +140,13 @@ def test_check_mode_validates_but_writes_nothing():
     assert kinds(adapter) == ["describe", "validate"]
     assert result["changed"] is True
     assert result["quotas"] == [{"entity": {"user": "alice"}, "values": {"producer_byte_rate": 2}}]
-    assert adapter.store[qs.entity_key({"user": "alice"})][1] == {"producer_byte_rate": 1.0}
+    assert adapter.store[quota_spec.entity_key({"user": "alice"})][1] == {"producer_byte_rate": 1.0}
 
 
 def test_refused_entity_fails_with_nothing_applied():
     bad = {"ip": "2001:db8::g1"}
     adapter = FakeAdapter(
-        refuse={qs.entity_key(bad): ("INVALID_REQUEST", "2001:db8::g1 is not a valid IP or resolvable host.")}
+        refuse={quota_spec.entity_key(bad): ("INVALID_REQUEST", "2001:db8::g1 is not a valid IP or resolvable host.")}
     )
     quotas = [
         {"entity": {"user": "alice", "client_id": "app"}, "producer_byte_rate": 5},
@@ -158,7 +157,8 @@ def test_refused_entity_fails_with_nothing_applied():
     assert kinds(adapter) == ["describe", "validate"]
     assert adapter.store == {}
     assert str(caught.value) == (
-        "Kafka refused 1 of 2 client quota change(s); nothing was applied: ip=2001:db8::g1 (set connection_creation_rate=3): "
+        "Kafka refused 1 of 2 client quota change(s); nothing was applied: "
+        "ip=2001:db8::g1 (set connection_creation_rate=3): "
         "INVALID_REQUEST: 2001:db8::g1 is not a valid IP or resolvable host."
     )
     assert caught.value.result["errors"] == [
@@ -178,7 +178,7 @@ def test_refused_entity_fails_with_nothing_applied():
 
 
 def test_refused_in_check_mode_too():
-    adapter = FakeAdapter(refuse={qs.entity_key({"user": "a"}): ("INVALID_REQUEST", "nope")})
+    adapter = FakeAdapter(refuse={quota_spec.entity_key({"user": "a"}): ("INVALID_REQUEST", "nope")})
     with pytest.raises(quota_apply.QuotaApplyError, match="nothing was applied: user=a"):
         run(adapter, [{"entity": {"user": "a"}, "producer_byte_rate": 1}], check_mode=True)
 
@@ -186,22 +186,26 @@ def test_refused_in_check_mode_too():
 def test_authorization_failure_names_every_entity_and_the_permission():
     quotas = [{"entity": {"user": "u{0:02d}".format(i)}, "producer_byte_rate": 1} for i in range(12)]
     refuse = dict(
-        (qs.entity_key({"user": "u{0:02d}".format(i)}), ("CLUSTER_AUTHORIZATION_FAILED", None)) for i in range(12)
+        (quota_spec.entity_key({"user": "u{0:02d}".format(i)}), ("CLUSTER_AUTHORIZATION_FAILED", None))
+        for i in range(12)
     )
     adapter = FakeAdapter([({"user": "u00"}, {"consumer_byte_rate": 9.0})], refuse=refuse)
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(adapter, quotas)
     message = str(caught.value)
     assert message == (
-        "Kafka refused 12 of 12 client quota change(s); nothing was applied: CLUSTER_AUTHORIZATION_FAILED (the principal "
-        "needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas) for user=u00, user=u01, user=u02, "
-        "user=u03, user=u04, user=u05, user=u06, user=u07, user=u08, user=u09; and 2 more (see errors)"
+        "Kafka refused 12 of 12 client quota change(s); nothing was applied: CLUSTER_AUTHORIZATION_FAILED "
+        "(the principal needs the ALTER_CONFIGS operation on the cluster resource to alter client quotas) "
+        "for user=u00, user=u01, user=u02, user=u03, user=u04, user=u05, user=u06, user=u07, user=u08, user=u09; "
+        "and 2 more (see errors)"
     )
     assert len(caught.value.result["errors"]) == 12
 
 
 def test_refused_on_apply_reports_what_was_applied():
-    adapter = FakeAdapter(refuse_on_apply={qs.entity_key({"user": "b"}): ("INVALID_REQUEST", "changed meanwhile")})
+    adapter = FakeAdapter(
+        refuse_on_apply={quota_spec.entity_key({"user": "b"}): ("INVALID_REQUEST", "changed meanwhile")}
+    )
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
         run(
             adapter,
@@ -215,8 +219,8 @@ def test_refused_on_apply_reports_what_was_applied():
 
 def test_mixed_refusals_list_each_entity_with_its_keys():
     refuse = {
-        qs.entity_key({"user": "a"}): ("INVALID_REQUEST", "Quota producer_byte_rate must be greater than 0"),
-        qs.entity_key({"client-id": "c"}): ("CLUSTER_AUTHORIZATION_FAILED", None),
+        quota_spec.entity_key({"user": "a"}): ("INVALID_REQUEST", "Quota producer_byte_rate must be greater than 0"),
+        quota_spec.entity_key({"client-id": "c"}): ("CLUSTER_AUTHORIZATION_FAILED", None),
     }
     adapter = FakeAdapter([({"client-id": "c"}, {"request_percentage": 1.0})], refuse=refuse)
     with pytest.raises(quota_apply.QuotaApplyError) as caught:
@@ -258,10 +262,10 @@ def test_exclusive_and_absent_and_diff():
         "after": {"user=alice": {"producer_byte_rate": 1}},
     }
     assert result["quotas"] == [{"entity": {"user": "alice"}, "values": {"producer_byte_rate": 1}}]
-    assert list(adapter.store) == [qs.entity_key({"user": "alice"})]
+    assert list(adapter.store) == [quota_spec.entity_key({"user": "alice"})]
 
 
-# -- client_quota_info --------------------------------------------------------------------------------------------------
+# -- client_quota_info -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "filters, components",
     [
@@ -280,7 +284,7 @@ def test_filter_components(filters, components):
 
 
 def test_filter_rejects_empty_name():
-    with pytest.raises(qs.QuotaSpecError, match="user must be a name, <default> or"):
+    with pytest.raises(quota_spec.QuotaSpecError, match="user must be a name, <default> or"):
         client_quota_info.filter_components(user="")
 
 

@@ -87,7 +87,8 @@ def test_options_of_another_security_protocol_are_refused():
     refused(
         "log_dirs_info",
         {"sasl_mechanism": "PLAIN", "sasl_username": "u", "sasl_password": "secret-password"},
-        "sasl_mechanism and sasl_username and sasl_password applies to security_protocol SASL_PLAINTEXT or SASL_SSL only",
+        "sasl_mechanism and sasl_username and sasl_password applies to security_protocol "
+        "SASL_PLAINTEXT or SASL_SSL only",
     )
     refused(
         "log_dirs_info", {"ssl_cafile": "/etc/hostname"}, "ssl_cafile applies to security_protocol SSL or SASL_SSL only"
@@ -133,7 +134,8 @@ def test_options_of_another_security_protocol_are_refused():
                 "min_available_bytes": 1,
                 "snapshots": [{"SnapshotAt": "9999-12-31T23:59:59-23:59", "Volumes": [], "BrokerId": 1}],
             },
-            "snapshots[0]: SnapshotAt must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z (got '9999-12-31T23:59:59-23:59')",
+            "snapshots[0]: SnapshotAt must be between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z "
+            "(got '9999-12-31T23:59:59-23:59')",
         ),
         (
             {

@@ -14,7 +14,7 @@ from headroom_pipeline.collection import ensure_importable
 ensure_importable()
 
 # pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import guard_run  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_memory, guard_run  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError  # noqa: E402
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError  # noqa: E402
@@ -55,7 +55,7 @@ class Guard:
         self.state_file, self.metrics_file, self.dry_run = state_file, metrics_file, dry_run
         self.stream = stream or sys.stderr
         self.metrics, self.lock = GuardMetrics(), threading.Lock()
-        self.memory = guard_run.load_memory(state_file)
+        self.memory = guard_memory.load_memory(state_file)
         self.adapter: KafkaAdapter | None = None
 
     def say(self, text: str) -> None:
@@ -80,7 +80,7 @@ class Guard:
             return None
         self.memory = memory
         if self.state_file and result["observed"] and not self.dry_run:
-            guard_run.save_memory(self.state_file, memory)
+            guard_memory.save_memory(self.state_file, memory)
         seconds = time.monotonic() - started
         with self.lock:
             self.metrics.decided(result, seconds)

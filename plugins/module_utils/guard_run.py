@@ -8,10 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-import os
-import tempfile
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, quota_apply, volume_sources
 
@@ -75,28 +72,3 @@ def declaration_warnings(declaration: disk_guard.Declaration) -> List[str]:
         "every user entity first), and the guard always sets the <default> user's; declare "
         "user=<default>,client_id=... instead".format(names)
     ]
-
-
-def load_memory(path: Optional[str]) -> disk_guard.GuardMemory:
-    """The memory kept at ``path``: none when there is no file or it is not a memory (the next complete observation
-    writes a good one)."""
-    if not path or not os.path.exists(path):
-        return disk_guard.GuardMemory()
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return disk_guard.GuardMemory.from_json(json.load(handle))
-    except (OSError, ValueError):
-        return disk_guard.GuardMemory()
-
-
-def save_memory(path: str, memory: disk_guard.GuardMemory) -> None:
-    """Write the memory atomically (a reader, or a guard started after a crash, never sees half a file)."""
-    handle, temporary = tempfile.mkstemp(prefix=".headroom-guard-", dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(memory.to_json(), stream, sort_keys=True)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise

@@ -40,6 +40,7 @@ author:
   - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - headroom.kafka.connection
+  - headroom.kafka.graded_limits
 attributes:
   check_mode:
     support: full
@@ -80,35 +81,6 @@ options:
         such as V(PT5M), or a number of seconds; the plugin's C(throttle.factor.validity.duration)).
     type: str
     default: PT5M
-  soft_limit:
-    description:
-      - With O(policy=graded) (required) - the limit where throttling starts; the same type as O(hard_limit), and it
-        must trip first.
-    type: dict
-    suboptions:
-      type:
-        description: V(min_free_bytes), V(min_free_percentage) or V(consumed_space).
-        type: str
-        required: true
-        choices: [min_free_bytes, min_free_percentage, consumed_space]
-      level:
-        description: Bytes, or a percentage from 0 to 100 for V(min_free_percentage).
-        type: float
-        required: true
-  hard_limit:
-    description:
-      - With O(policy=graded) (required) - the limit where producers are held at 1 byte per second.
-    type: dict
-    suboptions:
-      type:
-        description: V(min_free_bytes), V(min_free_percentage) or V(consumed_space).
-        type: str
-        required: true
-        choices: [min_free_bytes, min_free_percentage, consumed_space]
-      level:
-        description: Bytes, or a percentage from 0 to 100 for V(min_free_percentage).
-        type: float
-        required: true
   missing_data_action:
     description:
       - With O(policy=graded) - what incomplete data does; V(pause) holds producers at the floor (factor 0.0), V(open)
@@ -337,7 +309,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, disk_guard, guard_options, guard_run
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    connection,
+    disk_guard,
+    guard_memory,
+    guard_options,
+    guard_run,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError
 
@@ -385,7 +363,7 @@ def main():
         result, memory = guard_run.guard_once(
             adapter,
             settings,
-            guard_run.load_memory(state_file),
+            guard_memory.load_memory(state_file),
             datetime.datetime.now(datetime.timezone.utc),
             check_mode=module.check_mode,
         )
@@ -398,7 +376,7 @@ def main():
     for warning in result["declaration_warnings"]:
         module.warn(warning)
     if state_file and not module.check_mode and result["observed"]:
-        guard_run.save_memory(state_file, memory)
+        guard_memory.save_memory(state_file, memory)
     module.exit_json(changed=result["changed"], **dict((key, result[key]) for key in PUBLIC_KEYS if key in result))
 
 

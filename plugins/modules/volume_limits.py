@@ -36,6 +36,7 @@ author:
   - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - headroom.kafka.connection
+  - headroom.kafka.graded_limits
 attributes:
   check_mode:
     support: full
@@ -111,39 +112,6 @@ options:
         RV(effective_produce_byte_rate) is C(max(produce_byte_rate * throttle_factor, 1)), the quota producers get.
       - Greater than V(0), up to V(9223372036854775807) (a Java long, as the plugin reads it).
     type: float
-  soft_limit:
-    description:
-      - With O(policy=graded) (required) - the limit where throttling starts.
-      - A volume breaches a free-space limit when its free bytes (or free percent of its capacity) are at or below
-        the level, and a consumed-space limit when its consumed bytes are at or above the level.
-      - The soft limit must trip first - a higher level than O(hard_limit) for V(min_free_bytes) and
-        V(min_free_percentage), a lower level for V(consumed_space); both limits must be of the same type.
-    type: dict
-    suboptions:
-      type:
-        description: What the level measures.
-        type: str
-        required: true
-        choices: [min_free_bytes, min_free_percentage, consumed_space]
-      level:
-        description: Bytes, or percent (0 to 100) for V(min_free_percentage). Must be >= 0.
-        type: float
-        required: true
-  hard_limit:
-    description:
-      - With O(policy=graded) (required) - the limit where producers are paused (factor 0.0).
-        Same form as O(soft_limit).
-    type: dict
-    suboptions:
-      type:
-        description: What the level measures; the same type as O(soft_limit).
-        type: str
-        required: true
-        choices: [min_free_bytes, min_free_percentage, consumed_space]
-      level:
-        description: Bytes, or percent (0 to 100) for V(min_free_percentage). Must be >= 0.
-        type: float
-        required: true
   missing_data_action:
     description:
       - With O(policy=graded), what incomplete data means.

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
@@ -103,14 +104,31 @@ def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path
     assert pids(cluster) == after_first, "the second run restarts nothing"
 
 
-def test_a_bad_spec_changes_nothing(kafka_cluster_factory, tmp_path):
+GUARD = {"policy": "strimzi", "min_available_ratio": 0.1, "default_producer_byte_rate": 1048576}
+KAFKA_SPEC = {"type": "kafka", "producer_byte_rate": 1048576}
+
+
+@pytest.mark.parametrize(
+    ("variables", "said"),
+    [
+        # Both volume limits: refused before any file changes.
+        ({"kafka_quotas": dict(SPEC, min_available_bytes_per_volume=1000)}, "min_available"),
+        # The plugin would make the brokers ignore the client quotas the guard scales.
+        ({"kafka_quotas": SPEC, "kafka_disk_guard": GUARD}, "kafka_quotas.type must not be strimzi (got strimzi"),
+        (
+            {"kafka_quotas": KAFKA_SPEC, "kafka_disk_guard": GUARD, "kafka_disk_guard_host": "elsewhere"},
+            "kafka_disk_guard_host must be a host of group kafka (got elsewhere",
+        ),
+    ],
+    ids=["both-volume-limits", "guard-with-the-plugin", "guard-host-outside-the-group"],
+)
+def test_a_bad_setting_changes_nothing(kafka_cluster_factory, tmp_path, variables, said):
     cluster = kafka_cluster_factory(3)
-    spec = dict(SPEC, min_available_bytes_per_volume=1000)  # both limits: refused before any file changes
-    inventory = write_inventory(cluster, tmp_path, {"kafka_quotas": spec})
+    inventory = write_inventory(cluster, tmp_path, variables)
     files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
     result = run_site(inventory)
     assert result.returncode != 0
-    assert "min_available" in result.stdout
+    assert said in " ".join(result.stdout.split()), result.stdout[-5000:]
     assert {p: open(p, encoding="utf-8").read() for p in files} == files
 
 

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from typing import Any, List, Mapping
+from typing import Any, Dict, List, Mapping
 from urllib.parse import urlencode
 
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
@@ -122,3 +122,18 @@ def kafka_topic_url(connection: Mapping[str, Any], topic: str) -> str:
     parameters = [(key, _text(connection[key])) for key in URL_OPTIONS if connection.get(key) is not None]
     query = "?" + urlencode(parameters) if parameters else ""
     return "kafka://{0}/{1}{2}".format(",".join(servers), topic, query)
+
+
+def secret_environment(passwords: Mapping[str, Any]) -> Dict[str, str]:
+    """The job's environment for ``passwords`` ({sasl_password, ssl_password}): each given password under the variable
+    the job reads it from; empty or null ones left out, any other key refused."""
+    unknown = sorted(set(passwords) - set(SECRET_ENVIRONMENT))
+    if unknown:
+        raise PipelineCommandError(
+            "unknown password(s) {0}; allowed: {1}".format(", ".join(unknown), ", ".join(SECRET_OPTIONS))
+        )
+    return dict(
+        (SECRET_ENVIRONMENT[option], str(value))
+        for option, value in sorted(passwords.items())
+        if value not in (None, "")
+    )

@@ -1,10 +1,13 @@
-"""The snapshot topic as the usage pipeline's kafka:// URL: what the job's own parser reads back, and no password."""
+"""The snapshot topic as the usage pipeline's kafka:// URL (what the job's own parser reads back, no password) and
+its passwords as the environment variables the job reads."""
 
 import pytest
 
 from ansible_collections.headroom.kafka.plugins.module_utils.pipeline_command import (
+    SECRET_ENVIRONMENT,
     PipelineCommandError,
     kafka_topic_url,
+    secret_environment,
 )
 from headroom_pipeline.sources import parse_kafka_url
 
@@ -68,3 +71,25 @@ def test_what_makes_no_url_is_named(connection, topic, message):
     with pytest.raises(PipelineCommandError) as error:
         kafka_topic_url(connection, topic)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("passwords", "environment"),
+    [
+        (
+            {"sasl_password": "s", "ssl_password": "t"},
+            {"HEADROOM_KAFKA_SASL_PASSWORD": "s", "HEADROOM_KAFKA_SSL_PASSWORD": "t"},
+        ),
+        ({"sasl_password": "", "ssl_password": None}, {}),
+        ({}, {}),
+    ],
+)
+def test_passwords_reach_the_job_as_the_variables_it_reads(passwords, environment):
+    assert secret_environment(passwords) == environment
+    assert set(environment) <= set(SECRET_ENVIRONMENT.values())
+
+
+def test_an_unknown_password_is_named():
+    with pytest.raises(PipelineCommandError) as error:
+        secret_environment({"sasl_pasword": "x"})
+    assert str(error.value) == "unknown password(s) sasl_pasword; allowed: sasl_password, ssl_password"

@@ -22,7 +22,19 @@ def judge(
     offline = [p for p in partitions if p["leader"] < 0]
     problems = []
     if missing:
-        problems.append("brokers not active: {0}".format(", ".join(str(b) for b in missing)))
+        # An expected broker the cluster has never registered is more likely a wrong id than a broker down.
+        fenced = set(cluster.get("fenced_brokers", []))
+        unregistered = [b for b in missing if b not in fenced]
+        problems.append(
+            "brokers not active: {0}{1}".format(
+                ", ".join(str(b) for b in missing),
+                " (expected_brokers {0} not registered with the cluster)".format(
+                    ", ".join(str(b) for b in unregistered)
+                )
+                if unregistered
+                else "",
+            )
+        )
     if under_replicated:
         problems.append(
             "{0} under-replicated partitions (first: {1}-{2}, isr {3} of replicas {4})".format(

@@ -46,11 +46,22 @@ def partition(isr, replicas, leader=1, topic="t", index=0):
     return {"topic": topic, "partition": index, "leader": leader, "isr": isr, "replicas": replicas}
 
 
+def test_a_fenced_broker_is_down_and_an_unknown_one_a_wrong_id():
+    result = health.judge({"brokers": [{"id": 1}], "fenced_brokers": [2]}, [], [0, 1, 2])
+    assert result["problems"] == ["brokers not active: 0, 2 (expected_brokers 0 not registered with the cluster)"]
+
+
 @pytest.mark.parametrize(
     "cluster, partitions, expected_brokers, healthy, problem",
     [
         ({"brokers": [{"id": 1}, {"id": 2}]}, [partition([1, 2], [1, 2])], [1, 2], True, None),
-        ({"brokers": [{"id": 1}]}, [], [1, 2], False, "brokers not active: 2"),
+        (
+            {"brokers": [{"id": 1}]},
+            [],
+            [1, 2],
+            False,
+            "brokers not active: 2 (expected_brokers 2 not registered with the cluster)",
+        ),
         ({"brokers": [{"id": 1}], "fenced_brokers": [2]}, [], None, False, "brokers not active: 2"),
         ({"brokers": [{"id": 1}, {"id": 2}]}, [partition([1], [1, 2])], None, False, "1 under-replicated partitions"),
         (

@@ -5,6 +5,8 @@ Exit status: 0 stopped by SIGTERM or SIGINT (after the decision under way finish
 or an unexpected error; 2 the configuration or an option was refused, before anything talked to Kafka.
 """
 
+from __future__ import annotations
+
 import argparse
 import math
 import signal

@@ -1,6 +1,8 @@
 """The guard's configuration file: a YAML (or JSON) mapping with the options of the ``headroom.kafka.disk_guard``
 module, checked by the module's own argument spec and rules before anything talks to Kafka."""
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 from typing import Any
 

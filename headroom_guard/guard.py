@@ -1,6 +1,8 @@
 """The guard loop: one decision every interval through one Kafka connection, kept between decisions and opened again
 after a failure; a decision that fails leaves the quotas as they are and is retried at the next interval."""
 
+from __future__ import annotations
+
 import datetime
 import sys
 import threading

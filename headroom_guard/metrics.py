@@ -7,6 +7,8 @@ when asked. Names start with ``headroom_guard_``; units are in the names (``_byt
 ``_total``.
 """
 
+from __future__ import annotations
+
 import http.server
 import os
 import tempfile

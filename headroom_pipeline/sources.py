@@ -215,8 +215,6 @@ def shown_path(absolute: str) -> str:
 
 def parse_kafka_url(url: str, option: str = "--snapshots") -> tuple[dict[str, Any], str]:
     """(connection options, topic) from kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...]."""
-    # Imported here: a module-level import would be sorted above the import of config, which makes the collection
-
     try:
         parsed = urllib.parse.urlsplit(url)
     except ValueError as exc:  # an unbalanced [ of an IPv6 address, say

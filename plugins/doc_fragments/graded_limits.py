@@ -32,8 +32,8 @@ options:
         required: true
   hard_limit:
     description:
-      - With O(policy=graded) (required) - the limit where producers are paused (throttle factor 0.0). Same form as
-        O(soft_limit).
+      - With O(policy=graded) (required) - the limit where producers are paused (throttle factor 0.0, which the disk
+        guard applies as 1 byte per second, Kafka's smallest produce quota). Same form as O(soft_limit).
     type: dict
     suboptions:
       type:

@@ -18,11 +18,11 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Packages whose public API must be fully annotated: the collection's module_utils, and the pipeline and the guard
-# (which run on the control node or on the guard's host, on Python 3.11).
+# Packages whose public API must be fully annotated: the collection's module_utils, the pipeline (the control node's
+# Python 3.11) and the guard (its host's Python, beside the module_utils).
 ANNOTATED_PACKAGES = ["plugins/module_utils", "headroom_pipeline", "headroom_guard"]
-# Packages whose annotations must evaluate on Python 3.7.
-PYTHON_37_PACKAGES = ["plugins/module_utils"]
+# Packages whose annotations must evaluate on Python 3.7 (or be postponed, from __future__ import annotations).
+PYTHON_37_PACKAGES = ["plugins/module_utils", "headroom_guard"]
 # Subscripting these at runtime needs Python 3.9; the typing names that work on 3.7.
 BUILTIN_GENERICS = {
     "list": "List",
@@ -193,10 +193,21 @@ def _python_37_problems(node):
             yield "{0}[...] (use typing.{1})".format(part.value.id, BUILTIN_GENERICS[part.value.id])
 
 
+def _annotations_postponed(module):
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(a.name == "annotations" for a in node.names)
+        for node in module.body
+    )
+
+
 @pytest.mark.parametrize("package", PYTHON_37_PACKAGES)
 def test_annotations_evaluate_on_python_3_7(package):
     problems = []
     for path, module in _modules(package):
         for node in _evaluated(module.body):
+            if _annotations_postponed(module) and not isinstance(node, ast.ImportFrom):
+                continue  # from __future__ import annotations: Python keeps annotations as text
             problems.extend("{0}:{1}: {2}".format(path, node.lineno, problem) for problem in _python_37_problems(node))
     assert not problems, "\n".join(problems)

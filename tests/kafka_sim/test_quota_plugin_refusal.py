@@ -7,6 +7,7 @@ class that cannot be loaded) stops the broker with exit status 1, logging the re
 # pylint: disable=missing-function-docstring
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -117,7 +118,9 @@ def test_cluster_up_reports_the_plugin_reason(kafka_cluster_factory):
     extra, reason = REFUSED["both-limits-with-checks"]
     with pytest.raises(ClusterError) as caught:
         kafka_cluster_factory(1, extra_properties=extra, timeout=20)
-    assert "broker 1 exited during startup" in str(caught.value)
+    # On real Kafka the controller-only node reads the plugin's settings too and refuses them the same way; whichever
+    # process exits first is the one reported.
+    assert re.match(r"(broker 1|controller 2) exited during startup:", str(caught.value)), str(caught.value)[:200]
     assert reason in str(caught.value)
 
 

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from collection_link import ensure_collection_link
+from local_ansible import ensure_collection_link, localhost_play, playbook_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -184,26 +184,10 @@ def _playbook_once(bootstrap, spec, workdir):
             ],
             handle,
         )
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-        ANSIBLE_NOCOLOR="1",
-    )
-    env.pop("ANSIBLE_CONFIG", None)
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-        "-e",
-        "ansible_python_interpreter=" + sys.executable,
-        playbook,
-    ]
     started = time.perf_counter()
-    run = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        localhost_play(playbook), env=playbook_environment(COLLECTIONS), capture_output=True, text=True, check=False
+    )
     elapsed = time.perf_counter() - started
     if run.returncode:
         raise SystemExit("ansible-playbook failed:\n" + run.stdout[-3000:] + run.stderr[-3000:])

@@ -35,7 +35,7 @@ import tempfile
 import time
 
 import yaml
-from collection_link import ensure_collection_link
+from local_ansible import ensure_collection_link, localhost_play, playbook_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -87,18 +87,6 @@ def client_quota_set(quotas):
     )
 
 
-def _environment():
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-        ANSIBLE_NOCOLOR="1",
-    )
-    env.pop("ANSIBLE_CONFIG", None)
-    return env
-
-
 def _timed(command, **kwargs):
     started = time.perf_counter()
     run = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT, **kwargs)
@@ -142,19 +130,10 @@ def playbook(workdir, name, tasks, variables, connection):
             ],
             handle,
         )
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-        "-e",
-        "ansible_python_interpreter=" + sys.executable,
-        path,
-    ]
+    command = localhost_play(path)
 
     def run():
-        elapsed, _run = _timed(command, env=_environment())
+        elapsed, _run = _timed(command, env=playbook_environment(COLLECTIONS))
         with open(os.path.join(workdir, f"{name}-outcome.json"), encoding="utf-8") as handle:
             outcome = json.load(handle)
         if outcome.get("changed") or outcome.get("factor") != 1.0:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from collection_link import ensure_collection_link
+from local_ansible import ensure_collection_link, localhost_play, playbook_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -74,24 +74,8 @@ def _task_once(bootstrap, workdir):
             ],
             handle,
         )
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-    )
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-        "-e",
-        "ansible_python_interpreter=" + sys.executable,
-        playbook,
-    ]
     started = time.perf_counter()
-    subprocess.run(command, env=env, check=True, capture_output=True)
+    subprocess.run(localhost_play(playbook), env=playbook_environment(COLLECTIONS), check=True, capture_output=True)
     return time.perf_counter() - started
 
 

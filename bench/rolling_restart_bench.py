@@ -24,7 +24,7 @@ import time
 from xml.etree import ElementTree
 
 import yaml
-from collection_link import ensure_collection_link
+from local_ansible import PLAYBOOK, ensure_collection_link, playbook_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -60,19 +60,13 @@ def _driver(cluster):
 
 
 def _env(workdir):
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+    return playbook_environment(
+        COLLECTIONS,
         ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
         PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
         ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.junit",
         JUNIT_OUTPUT_DIR=os.path.join(workdir, "junit"),
     )
-    env.pop("ANSIBLE_CONFIG", None)
-    return env
 
 
 def _connection(cluster):
@@ -158,7 +152,7 @@ def _playbook(workdir, name, inventory, playbook):
     junit = os.path.join(workdir, "junit")
     shutil.rmtree(junit, ignore_errors=True)
     command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+        PLAYBOOK,
         "-i",
         _write(os.path.join(workdir, f"{name}-inventory.yml"), inventory),
         _write(os.path.join(workdir, f"{name}-play.yml"), playbook),

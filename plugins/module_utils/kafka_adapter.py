@@ -18,6 +18,8 @@ import time
 import traceback
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
+
 try:
     import kafka.errors as kafka_errors
     from kafka.admin import KafkaAdminClient
@@ -337,9 +339,7 @@ class KafkaAdapter:
         request_timeout: float = 30,
         client_id: str = "headroom-kafka",
     ) -> None:
-        if isinstance(bootstrap_servers, str):
-            bootstrap_servers = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
-        self.bootstrap_servers = list(bootstrap_servers)
+        self.bootstrap_servers = option_checks.server_list(bootstrap_servers)
         self.security_protocol = security_protocol
         self.sasl_mechanism = sasl_mechanism
         self.sasl_username = sasl_username

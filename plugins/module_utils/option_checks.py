@@ -241,6 +241,17 @@ def data_keys_clash(result: Iterable[str]) -> List[str]:
 
 
 # -- Kafka names ---------------------------------------------------------------------------------------------------
+def server_list(servers: Any) -> List[str]:
+    """host:port items from a list or a comma-separated string (or a list of such strings), blanks dropped."""
+    items = servers if isinstance(servers, (list, tuple)) else [servers]
+    result = []  # type: List[str]
+    for item in items:
+        if item is None:
+            continue
+        result += [server.strip() for server in str(item).split(",") if server.strip()]
+    return result
+
+
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 from typing import Any, Dict, List, Mapping
 from urllib.parse import urlencode
 
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
+from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
 
 LAUNCHERS = ("python", "spark-submit")
 SPARK_SUBMIT_OWNS = ("--master", "--driver-memory")  # given to spark-submit itself, before the driver's JVM starts
@@ -83,17 +83,6 @@ def pipeline_argv(settings: Mapping[str, Any]) -> List[str]:
     return argv
 
 
-def bootstrap_list(servers: Any) -> List[str]:
-    """host:port items from a list or a comma-separated string (or a list of such strings), blanks dropped."""
-    items = servers if isinstance(servers, (list, tuple)) else [servers]
-    result = []  # type: List[str]
-    for item in items:
-        if item is None:
-            continue
-        result += [server.strip() for server in str(item).split(",") if server.strip()]
-    return result
-
-
 def kafka_topic_url(connection: Mapping[str, Any], topic: str) -> str:
     """kafka://host:port[,host:port]/topic[?option=value...] for the job's --snapshots, from the modules' connection
     options: every option other than the passwords is a URL parameter of the same name (the job takes those from
@@ -103,13 +92,13 @@ def kafka_topic_url(connection: Mapping[str, Any], topic: str) -> str:
         raise PipelineCommandError(
             "the connection options must be a dict (got a {0})".format(type(connection).__name__)
         )
-    servers = bootstrap_list(connection.get("bootstrap_servers"))
+    servers = option_checks.server_list(connection.get("bootstrap_servers"))
     if not servers:
         raise PipelineCommandError(
             "bootstrap_servers is required to read the snapshot topic (got {0!r}): host:port items, a list or a "
             "comma-separated string".format(connection.get("bootstrap_servers"))
         )
-    problem = topic_name_problem(topic) if isinstance(topic, str) else "not a string"
+    problem = option_checks.topic_name_problem(topic) if isinstance(topic, str) else "not a string"
     if problem:
         raise PipelineCommandError("the snapshot topic {0!r} is not a Kafka topic name: {1}".format(topic, problem))
     unknown = sorted(set(connection) - set(URL_OPTIONS) - set(SECRET_OPTIONS) - {"bootstrap_servers"})

@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 import yaml
+from held_quotas import held_quotas
 
 from kafka_sim.testing import ClusterFactory
 from kafka_sim.traffic import wait_until
@@ -58,21 +59,6 @@ def guard(*args, **popen):
         text=True,
         **popen,
     )
-
-
-def held_quotas(cluster):
-    """{entity description: values} as Kafka holds them, read with the collection's adapter."""
-    from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
-    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
-
-    adapter = KafkaAdapter(cluster.info["bootstrap_servers"].split(","))
-    try:
-        return {
-            quota_spec.describe_entity(entity): quota_spec.for_output(values)
-            for entity, values in quota_apply.read_state(adapter).values()
-        }
-    finally:
-        adapter.close()
 
 
 def test_a_configuration_it_cannot_run_with_is_refused_naming_the_field_before_any_request(tmp_path):
@@ -131,7 +117,7 @@ def test_once_applies_the_declared_set_and_says_so_in_one_line(cluster, tmp_path
     (line,) = [line for line in err.splitlines() if DECISION.match(line)]
     factor, state, policy, reason, changed = DECISION.match(line).groups()
     assert (factor, state, policy, reason) == ("1", "OPEN", "strimzi", "observed")
-    assert held_quotas(cluster) == {
+    assert held_quotas(cluster.info["bootstrap_servers"]) == {
         "user=alice": {"producer_byte_rate": 4000, "consumer_byte_rate": 9000},
         "user=<default>": {"producer_byte_rate": DEFAULT_RATE},
         "user=ops": {"producer_byte_rate": 9223372036854775807},
@@ -170,7 +156,7 @@ def test_the_loop_decides_every_interval_serves_metrics_and_stops_gracefully_on_
         page = wait_until(after_two_decisions, 60, what="two decisions on the metrics page")
         assert "headroom_guard_throttle_factor 0\n" in page and "headroom_guard_limit_violated 1\n" in page
         assert 'headroom_guard_decisions_total{outcome="applied"} 1' in page
-        assert held_quotas(cluster)["user=<default>"] == {"producer_byte_rate": 1}
+        assert held_quotas(cluster.info["bootstrap_servers"])["user=<default>"] == {"producer_byte_rate": 1}
         assert json.loads(state.read_text(encoding="utf-8"))["observed_at"] > 0
     finally:
         process.send_signal(signal.SIGTERM)

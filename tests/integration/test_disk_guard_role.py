@@ -16,6 +16,7 @@ import sys
 
 import pytest
 import yaml
+from held_quotas import held_quotas
 
 from kafka_sim import fake_systemctl
 from kafka_sim.traffic import wait_until
@@ -125,20 +126,6 @@ def service_pid(base):
     return json.loads((base / "systemd.json").read_text())[SERVICE]["pid"]
 
 
-def held_quotas(cluster):
-    from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
-    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
-
-    adapter = KafkaAdapter(cluster.info["bootstrap_servers"].split(","))
-    try:
-        return {
-            quota_spec.describe_entity(entity): quota_spec.for_output(values)
-            for entity, values in quota_apply.read_state(adapter).values()
-        }
-    finally:
-        adapter.close()
-
-
 def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second_run_changes_nothing(machine):
     cluster, base = machine
     # A checkout whose code something imported holds bytecode (its own, which differs from what the guard writes).
@@ -155,7 +142,7 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     assert ["enable", SERVICE] in calls(base) and any(call[:1] in (["start"], ["restart"]) for call in calls(base))
     assert wait_until(
         lambda: (
-            held_quotas(cluster)
+            held_quotas(cluster.info["bootstrap_servers"])
             == {
                 "user=app": {"producer_byte_rate": 6000},
                 "user=<default>": {"producer_byte_rate": 3000},

@@ -206,8 +206,9 @@ def _annotations_postponed(module):
 def test_annotations_evaluate_on_python_3_7(package):
     problems = []
     for path, module in _modules(package):
+        postponed = _annotations_postponed(module)  # from __future__ import annotations: kept as text, not evaluated
         for node in _evaluated(module.body):
-            if _annotations_postponed(module) and not isinstance(node, ast.ImportFrom):
-                continue  # from __future__ import annotations: Python keeps annotations as text
+            if postponed and not isinstance(node, ast.ImportFrom):
+                continue
             problems.extend("{0}:{1}: {2}".format(path, node.lineno, problem) for problem in _python_37_problems(node))
     assert not problems, "\n".join(problems)

@@ -4,8 +4,7 @@ import json
 import os
 import time
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
-from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
+from tests.held_quotas import held_quotas
 
 testinfra_hosts = ["local://"]
 
@@ -19,17 +18,9 @@ EXPECTED = {
 }
 
 
-def held_quotas():
+def cluster_servers():
     with open(os.path.join(EPHEMERAL, "cluster", "cluster.json"), encoding="utf-8") as handle:
-        servers = json.load(handle)["bootstrap_servers"].split(",")
-    adapter = KafkaAdapter(servers)
-    try:
-        return {
-            quota_spec.describe_entity(entity): quota_spec.for_output(values)
-            for entity, values in quota_apply.read_state(adapter).values()
-        }
-    finally:
-        adapter.close()
+        return json.load(handle)["bootstrap_servers"]
 
 
 def test_the_unit_runs_the_guard_with_its_configuration(host):
@@ -44,8 +35,8 @@ def test_the_unit_runs_the_guard_with_its_configuration(host):
 
 def test_the_guard_holds_the_declared_quota_set_and_writes_its_metrics():
     deadline = time.monotonic() + 60
-    while held_quotas() != EXPECTED and time.monotonic() < deadline:
+    while held_quotas(cluster_servers()) != EXPECTED and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert held_quotas() == EXPECTED
+    assert held_quotas(cluster_servers()) == EXPECTED
     with open(os.path.join(HOST, "guard.prom"), encoding="utf-8") as handle:
         assert "headroom_guard_throttle_factor 1\n" in handle.read()

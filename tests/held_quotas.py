@@ -1,0 +1,17 @@
+"""The client quotas a cluster holds, read with the collection's adapter, for tests that check what the guard applied
+(the guard's process tests, the disk_guard role's test and its molecule scenario)."""
+
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply, quota_spec
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
+
+
+def held_quotas(bootstrap_servers):
+    """{entity description such as "user=alice": values} of every client quota the cluster holds."""
+    adapter = KafkaAdapter(bootstrap_servers)
+    try:
+        return {
+            quota_spec.describe_entity(entity): quota_spec.for_output(values)
+            for entity, values in quota_apply.read_state(adapter).values()
+        }
+    finally:
+        adapter.close()

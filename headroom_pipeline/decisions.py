@@ -578,31 +578,36 @@ def _per_instant(judged: DataFrame, policies: Sequence[str]) -> DataFrame:
     """Per (cluster, t) with a row: arrivals, new brokers and, per policy, factor, violations, volumes and brokers
     considered.
 
-    One aggregation where the rows already are (partitioned by cluster): the violation lists make it Spark's
-    object-based aggregation, which costs less than computing the lists in a second aggregation, since that one
-    would read, check, shuffle and sort the messages a second time (Spark does not share that work between two
-    branches of a plan).
+    One aggregation where the rows already are (partitioned by cluster): the violation lists make it an aggregation
+    of objects, which costs less than computing the lists in a second aggregation, since that one would read, check,
+    shuffle and sort the messages a second time (Spark does not share that work between two branches of a plan).
+    Each row is first narrowed to the figures the aggregation takes, a violation's sort key only where the volume
+    violates (null elsewhere), so that the rows Spark sorts by instant are small.
     """
     arrived = F.col("arrival") & F.col("broker_marker")
-    aggregates = [
-        F.count(F.when(arrived, True)).alias("arrived"),
-        F.coalesce(F.sum(F.when(arrived, F.col("broker_is_new"))), F.lit(0)).alias("new_brokers"),
-    ]
+    figures = [arrived.alias("arrived"), F.when(arrived, F.col("broker_is_new")).alias("new_broker")]
     for policy in policies:
         served = F.col(f"{policy}_served")
         considered = served & F.col(f"{policy}_considered")
-        violates = served & F.col(f"{policy}_violates")
-        aggregates += [
-            F.coalesce(F.min(F.when(considered, F.col(f"{policy}_volume_factor"))), F.lit(1.0)).alias(
-                f"{policy}_factor"
-            ),
-            F.count(F.when(considered, True)).cast("int").alias(f"{policy}_volumes"),
-            F.count(F.when(served & F.col("broker_marker"), True)).cast("int").alias(f"{policy}_brokers"),
-            _pairs(F.array_sort(F.collect_list(F.when(violates, F.col(f"{policy}_sort_key"))))).alias(
-                f"{policy}_violations"
-            ),
+        figures += [
+            considered.alias(f"{policy}_judged"),
+            F.when(considered, F.col(f"{policy}_volume_factor")).alias(f"{policy}_factor"),
+            (served & F.col("broker_marker")).alias(f"{policy}_broker"),
+            F.when(served & F.col(f"{policy}_violates"), F.col(f"{policy}_sort_key")).alias(f"{policy}_violation"),
         ]
-    return judged.groupBy("cluster", "t").agg(*aggregates)
+    narrow = judged.select("cluster", "t", *figures)
+    aggregates = [
+        F.count(F.when(F.col("arrived"), True)).alias("arrived"),
+        F.coalesce(F.sum("new_broker"), F.lit(0)).alias("new_brokers"),
+    ]
+    for policy in policies:
+        aggregates += [
+            F.coalesce(F.min(f"{policy}_factor"), F.lit(1.0)).alias(f"{policy}_factor"),
+            F.count(F.when(F.col(f"{policy}_judged"), True)).cast("int").alias(f"{policy}_volumes"),
+            F.count(F.when(F.col(f"{policy}_broker"), True)).cast("int").alias(f"{policy}_brokers"),
+            _pairs(F.array_sort(F.collect_list(f"{policy}_violation"))).alias(f"{policy}_violations"),
+        ]
+    return narrow.groupBy("cluster", "t").agg(*aggregates)
 
 
 def _quiet_instants(clocked: DataFrame, interval: int, policies: Sequence[str]) -> DataFrame:

@@ -34,7 +34,9 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
 Rows are assumed valid (ingest rejects the others): sizes known, 0 <= usable <= total.
 """
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
@@ -49,6 +51,9 @@ MICROS_PER_SECOND = 1_000_000
 SECONDS_PER_HOUR = 3600.0
 MAX_TIMESTAMP_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant a timestamp holds
 MAX_WINDOW_MICROS = 2**62  # any longer window keeps all history; keeps the subtraction in range
+# A bucket's peak and its time as one number (see _bucket_peaks): the parts, and the factor of the first.
+PAIR_PART = "decimal(20,0)"
+PAIR_SHIFT = str(2**63)  # a text: Py4J passes a Python int only up to 2^63 - 1
 
 OUTPUT_COLUMNS = [
     "cluster",
@@ -75,21 +80,86 @@ OUTPUT_COLUMNS = [
 ]
 
 
-# What volume_forecast's observation collects: the summary's counts, and each volume's whole span of samples (not
-# only the forecast window's), from which the job bounds the decision timeline's size without a query of its own.
+# What volume_forecast's observation collects for the summary.
 FORECAST_COUNTS = ("volumes", "crossing_hard_limit")
-VOLUME_SPANS = "volume_spans"
 
 
-def volume_forecast(volumes: DataFrame, config: "PipelineConfig", observation: Observation | None = None) -> DataFrame:
+class VolumeSpan(NamedTuple):
+    """A volume's instants in microseconds: its earliest and last samples, and the first sample within the forecast
+    window of its last (step 1)."""
+
+    cluster: Any
+    broker_id: Any
+    log_dir: Any
+    earliest_us: int
+    last_us: int
+    first_us: int
+
+
+@dataclasses.dataclass(frozen=True)
+class VolumeSpans:
+    """Every volume's span: ``frame`` (volume, cluster, broker_id, log_dir, earliest_us, last_us, first_us; one row
+    per volume, computed once and kept by Spark; ``volume`` is a number that names the volume in the forecast's
+    groupings) and the same rows on the driver (``spans``)."""
+
+    frame: DataFrame
+    spans: list[VolumeSpan]
+
+
+def volume_spans(volumes: DataFrame, config: "PipelineConfig") -> VolumeSpans:
+    """Every volume's span: the forecast's step 1, which the job also sizes the decision timeline from.
+
+    One aggregation over the rows (partial on each task, one row per volume shuffled), kept by Spark and collected;
+    a second one, over the rows of the volumes whose history is longer than the window, only when there are such
+    volumes.
+    """
+    window_micros = _window_micros(config.forecast_window)
+    rows = _rows(volumes)
+    spans = (
+        rows.groupBy(*VOLUME_KEY)
+        .agg(F.min("at_us").alias("earliest_us"), F.max("at_us").alias("last_us"))
+        .withColumn("volume", F.monotonically_increasing_id())
+        .localCheckpoint()
+    )
+    columns = ["volume", *VOLUME_KEY, "earliest_us", "last_us"]
+    collected = [
+        VolumeSpan(
+            row["cluster"], row["broker_id"], row["log_dir"], row["earliest_us"], row["last_us"], row["earliest_us"]
+        )
+        for row in spans.collect()
+    ]
+    if all(span.earliest_us >= span.last_us - window_micros for span in collected):
+        return VolumeSpans(spans.select(*columns, F.col("earliest_us").alias("first_us")), collected)
+    starts = F.col("last_us") - F.lit(window_micros)
+    longer = spans.where(F.col("earliest_us") < starts).select("volume", *VOLUME_KEY, starts.alias("start_us"))
+    firsts = (
+        _joined(rows, longer)
+        .where(F.col("at_us") >= F.col("start_us"))
+        .groupBy("volume")
+        .agg(F.min("at_us").alias("first_us"))
+    )
+    frame = (
+        spans.join(firsts, "volume", "left")
+        .select(*columns, F.coalesce("first_us", "earliest_us").alias("first_us"))
+        .localCheckpoint()
+    )
+    return VolumeSpans(frame, [VolumeSpan(*(row[name] for name in VolumeSpan._fields)) for row in frame.collect()])
+
+
+def volume_forecast(
+    volumes: DataFrame,
+    config: "PipelineConfig",
+    spans: VolumeSpans | None = None,
+    observation: Observation | None = None,
+) -> DataFrame:
     """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring).
 
-    ``observation``: a pyspark Observation that the first action on the result fills with FORECAST_COUNTS and
-    VOLUME_SPANS (a list of (cluster, earliest_us, last_us), one per volume: all its samples, in microseconds).
+    ``spans``: volume_spans of the same volumes when the caller has them (computed here otherwise: that runs a
+    query). ``observation``: a pyspark Observation that the first action on the result fills with FORECAST_COUNTS.
     """
-    windowed = _in_window(volumes, config.forecast_window)
-    peaks = _bucket_peaks(windowed)
-    trends = _trends(peaks)
+    if spans is None:
+        spans = volume_spans(volumes, config)
+    trends = _trends(_bucket_peaks(_in_window(volumes, spans.frame)), _latest(volumes, spans), spans.frame)
     with_limits = trends.select(
         "*",
         _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias(
@@ -118,22 +188,16 @@ def volume_forecast(volumes: DataFrame, config: "PipelineConfig", observation: O
             observation,
             F.count(F.lit(1)).alias("volumes"),
             F.count("crosses_hard_limit_at").alias("crossing_hard_limit"),
-            F.collect_list(F.struct("cluster", "earliest_us", "last_us")).alias(VOLUME_SPANS),
         )
     return ranked.select(*OUTPUT_COLUMNS)
 
 
-def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
-    """Rows within the forecast window of their volume's last row, with at_us, last_us, first_us, earliest_us (of all
-    the volume's rows), used_bytes and bucket.
+def _window_micros(window_seconds: float) -> int:
+    return min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
 
-    Aggregations and joins instead of a window per volume: a window would shuffle and sort every row by volume,
-    while each volume's last and first instants are two small aggregations (partial on each task, one row per volume
-    shuffled), joined back by broadcast (one row per volume). The volumes are matched null-safely, as a window's
-    partition would group them.
-    """
-    window_micros = min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
-    rows = volumes.select(
+
+def _rows(volumes: DataFrame) -> DataFrame:
+    return volumes.select(
         *VOLUME_KEY,
         "total_bytes",
         "usable_bytes",
@@ -141,24 +205,36 @@ def _in_window(volumes: DataFrame, window_seconds: float) -> DataFrame:
         "hard_level",
         (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"),
         F.unix_micros("at").alias("at_us"),
-    )
-    lasts = rows.groupBy(*VOLUME_KEY).agg(F.max("at_us").alias("last_us"), F.min("at_us").alias("earliest_us"))
-    recent = _joined(rows, lasts).where(F.col("at_us") >= F.col("last_us") - F.lit(window_micros))
-    firsts = recent.groupBy(*VOLUME_KEY).agg(F.min("at_us").alias("first_us"))
-    windowed = _joined(recent, firsts)
-    return windowed.withColumn(
-        "bucket", _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us"))
+        "at",
     )
 
 
-def _joined(rows: DataFrame, per_volume: DataFrame) -> DataFrame:
-    """``rows`` with the columns of ``per_volume`` (one row per volume), matched null-safely on the volume."""
+def _in_window(volumes: DataFrame, spans: DataFrame) -> DataFrame:
+    """(volume, used_bytes, at_us, first_us, bucket) of the rows within the forecast window of their volume's last
+    row.
+
+    Each volume's span is known on the driver (volume_spans): it joins the rows by broadcast, so that no row is
+    shuffled or sorted by volume. The volumes are matched null-safely, as a grouping groups them.
+    """
+    joined = _joined(_rows(volumes), spans.select("volume", *VOLUME_KEY, "first_us", "last_us"))
+    windowed = joined.where(F.col("at_us") >= F.col("first_us"))
+    return windowed.select(
+        "volume",
+        "used_bytes",
+        "at_us",
+        "first_us",
+        _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")).alias("bucket"),
+    )
+
+
+def _joined(rows: DataFrame, per_volume: DataFrame, keys: Sequence[str] = tuple(VOLUME_KEY)) -> DataFrame:
+    """``rows`` with the columns of ``per_volume`` (one row per key), matched null-safely on the ``keys``."""
     keyed = per_volume.select(
-        *[F.col(name).alias(f"_{name}") for name in VOLUME_KEY],
-        *[name for name in per_volume.columns if name not in VOLUME_KEY],
+        *[F.col(name).alias(f"_{name}") for name in keys],
+        *[name for name in per_volume.columns if name not in keys],
     )
-    matched = [rows[name].eqNullSafe(keyed[f"_{name}"]) for name in VOLUME_KEY]
-    return rows.join(F.broadcast(keyed), matched).drop(*[f"_{name}" for name in VOLUME_KEY])
+    matched = [rows[name].eqNullSafe(keyed[f"_{name}"]) for name in keys]
+    return rows.join(F.broadcast(keyed), matched).drop(*[f"_{name}" for name in keys])
 
 
 def _bucket(offset_micros: Column, span_micros: Column) -> Column:
@@ -167,30 +243,54 @@ def _bucket(offset_micros: Column, span_micros: Column) -> Column:
     return F.when(span_micros > 0, F.least(index, F.lit(BUCKETS - 1))).otherwise(F.lit(0).cast("long"))
 
 
-def _latest_row() -> Column:
-    """The row at the latest at (ties: more used bytes), as a struct whose max is that row."""
-    return F.struct("at_us", "used_bytes", "total_bytes", "usable_bytes", "hard_type", "hard_level")
-
-
 def _bucket_peaks(windowed: DataFrame) -> DataFrame:
-    """Per volume and bucket: the peak used bytes and its time (ties: the later), the rows and
-    the bucket's latest row."""
-    return windowed.groupBy(*VOLUME_KEY, "earliest_us", "first_us", "last_us", "bucket").agg(
-        F.max(F.struct("used_bytes", "at_us")).alias("peak"),
+    """Per volume and bucket: the peak used bytes, its time (among equal peaks the latest) and the rows.
+
+    One aggregation of numbers, which Spark hashes where the rows are: the (used bytes, time) pair whose maximum is
+    the peak and its time is one whole number, used * 2^63 + (at - first_us), both parts below 2^63, so that the
+    pair's order is the number's (a maximum of a struct would sort every row instead). The number takes 126 bits:
+    a decimal of 38 digits holds it exactly.
+    """
+    pair = F.col("used_bytes").cast(PAIR_PART) * F.lit(PAIR_SHIFT).cast(PAIR_PART) + (
+        F.col("at_us") - F.col("first_us")
+    ).cast(PAIR_PART)
+    peaks = windowed.groupBy("volume", "bucket").agg(
+        F.max("used_bytes").alias("peak_used"),
+        F.max(pair).alias("peak_pair"),
         F.count(F.lit(1)).alias("rows"),
-        F.max(_latest_row()).alias("latest"),
+        F.min("first_us").alias("first_us"),  # the volume's, the same on each row
+    )
+    offset = F.col("peak_pair") - F.col("peak_used").cast(PAIR_PART) * F.lit(PAIR_SHIFT).cast(PAIR_PART)
+    return peaks.select(
+        "volume", "bucket", "first_us", "peak_used", "rows", (F.col("first_us") + offset.cast("long")).alias("peak_at")
     )
 
 
-def _trends(peaks: DataFrame) -> DataFrame:
+def _latest(volumes: DataFrame, spans: VolumeSpans) -> DataFrame:
+    """Per volume, the row at its last instant (ties: more used bytes, then the rest in order) as ``latest``: a
+    struct whose maximum is taken over the few rows at that instant only. The rows before the earliest of those
+    instants are skipped where they are read (Parquet's statistics skip whole row groups of them)."""
+    earliest_last = min((span.last_us for span in spans.spans), default=0)
+    rows = _rows(volumes).where(F.col("at") >= F.timestamp_micros(F.lit(earliest_last)))
+    at_last = _joined(rows, spans.frame.select("volume", *VOLUME_KEY, "last_us")).where(
+        F.col("at_us") == F.col("last_us")
+    )
+    return at_last.groupBy("volume").agg(
+        F.max(F.struct("used_bytes", "total_bytes", "usable_bytes", "hard_type", "hard_level")).alias("latest")
+    )
+
+
+def _trends(peaks: DataFrame, latest: DataFrame, span_frame: DataFrame) -> DataFrame:
     """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets) and the latest figures."""
-    peak_seconds = (F.col("peak.at_us") - F.col("first_us")) / MICROS_PER_SECOND
-    per_volume = peaks.groupBy(*VOLUME_KEY, "earliest_us", "first_us", "last_us").agg(
-        F.regr_slope(F.col("peak.used_bytes").cast("double"), peak_seconds).alias("fitted_slope"),
+    peak_seconds = (F.col("peak_at") - F.col("first_us")) / MICROS_PER_SECOND
+    fitted = peaks.groupBy("volume").agg(
+        _slope_in_bucket_order(
+            F.collect_list(F.struct("bucket", peak_seconds.alias("x"), F.col("peak_used").cast("double").alias("y")))
+        ).alias("fitted_slope"),
         F.count(F.lit(1)).alias("buckets"),
         F.sum("rows").alias("samples"),
-        F.max("latest").alias("latest"),
     )
+    per_volume = fitted.join(latest, "volume").join(F.broadcast(span_frame), "volume")
     slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
     return per_volume.select(
         *VOLUME_KEY,
@@ -212,6 +312,31 @@ def _trends(peaks: DataFrame) -> DataFrame:
         F.col("latest.hard_level").alias("hard_limit_level"),
         (slope * SECONDS_PER_HOUR).alias("bytes_per_hour"),
     )
+
+
+def _slope_in_bucket_order(points: Column) -> Column:
+    """Spark's regr_slope(y, x) over an array of (bucket, x, y), taken in bucket order: the same updates of the
+    means and co-moments as the aggregate, folded over the sorted array, so that the result does not depend on the
+    order in which the buckets reach the aggregation (which follows the partitioning: local mode and a cluster would
+    differ in the last bits). Null when x does not vary."""
+    start = F.struct(*[F.lit(0.0).alias(name) for name in ("n", "x_mean", "y_mean", "co_moment", "x_moment")])
+
+    def update(moments, point):
+        n = moments["n"] + 1.0
+        dx, dy = point["x"] - moments["x_mean"], point["y"] - moments["y_mean"]
+        x_mean, y_mean = moments["x_mean"] + dx / n, moments["y_mean"] + dy / n
+        return F.struct(
+            n.alias("n"),
+            x_mean.alias("x_mean"),
+            y_mean.alias("y_mean"),
+            (moments["co_moment"] + dx * (point["y"] - y_mean)).alias("co_moment"),
+            (moments["x_moment"] + dx * (point["x"] - x_mean)).alias("x_moment"),
+        )
+
+    def finish(moments):
+        return F.when(moments["x_moment"] != 0.0, moments["co_moment"] / moments["x_moment"])
+
+    return F.aggregate(F.array_sort(points), start, update, finish)
 
 
 def _hard_limit_usable_bytes(limit_type: Column, level: Column, total: Column) -> Column:

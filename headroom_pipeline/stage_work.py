@@ -3,8 +3,8 @@ figures in the summary. job.PIPELINE pairs each function with its stage (stages.
 takes the run's shared state (Run) and returns the detail of its progress line.
 
 Each stage reads its input where it is cheapest: the snapshots are checked as they are read, never held in memory
-or on local disk; volumes/, written first, feeds the forecast, whose observation also gives every volume's span, from
-which the decision timeline's size is bounded before it is built; the decision timeline reads and checks the
+or on local disk; volumes/, written first, feeds the forecast, which first collects every volume's span, from which
+the decision timeline's size is also bounded before it is built; the decision timeline reads and checks the
 snapshots once more (a columnar scan costs less than keeping them); rejected records are read only when the first
 pass counted some.
 """
@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from headroom_pipeline import clients, decisions, forecast, ingest, report, schemas, sources, stages, topics
 from headroom_pipeline.checks import TimeWindow
 from headroom_pipeline.config import PipelineConfig
-from headroom_pipeline.session import global_window_warnings_quiet, spark_session
+from headroom_pipeline.session import global_window_warnings_quiet, sorted_object_aggregation, spark_session
 
 # Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
 # 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
@@ -50,8 +50,8 @@ class Run:  # pylint: disable=too-many-instance-attributes
     # per input ("snapshots", "traffic"): as ingest read it
     ingested: dict[str, ingest.Ingested] = dataclasses.field(default_factory=dict)
     traffic: Optional[DataFrame] = None  # the traffic rows, cached for the analyses until release()
-    # the forecast's observation: its counts and every volume's span
-    forecast_observed: Optional[dict[str, Any]] = None
+    # every volume's span, as the forecast found it (it bounds the decision timeline's size)
+    volume_spans: Optional[forecast.VolumeSpans] = None
 
     @property
     def started_spark(self) -> SparkSession:
@@ -125,20 +125,24 @@ def forecast_volumes(run: Run) -> str:
     spark = run.started_spark
     with global_window_warnings_quiet(spark):  # the ranking of all volumes is one window on purpose
         volumes = spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
-        _write(forecast.volume_forecast(volumes, run.config, observation=observation), run.path("forecast"))
-    run.forecast_observed = observation.get
-    counts = stages.FORECAST.record(
-        run.summary, {key: int(run.forecast_observed[key]) for key in forecast.FORECAST_COUNTS}
-    )
+        run.volume_spans = forecast.volume_spans(volumes, run.config)
+        _write(
+            forecast.volume_forecast(volumes, run.config, spans=run.volume_spans, observation=observation),
+            run.path("forecast"),
+        )
+    observed = observation.get
+    counts = stages.FORECAST.record(run.summary, {key: int(observed[key]) for key in forecast.FORECAST_COUNTS})
     return f"({counts['volumes']:,} volumes)"
 
 
 def build_decision_timeline(run: Run) -> str:
     config = run.config
     interval = decisions.check_interval_micros(config)
-    assert run.forecast_observed is not None, "the forecast runs before the decision timeline"
+    assert run.volume_spans is not None, "the forecast runs before the decision timeline"
     size = (
-        decisions.timeline_size_of_volume_spans(run.forecast_observed[forecast.VOLUME_SPANS], interval)
+        decisions.timeline_size_of_volume_spans(
+            [(span.cluster, span.earliest_us, span.last_us) for span in run.volume_spans.spans], interval
+        )
         if config.max_timeline_rows is not None
         else None
     )
@@ -146,7 +150,8 @@ def build_decision_timeline(run: Run) -> str:
     timeline = decisions.decision_timeline(
         run.ingested["snapshots"].as_read, config, size=size, observation=observation
     )
-    _write(timeline, run.path("decisions"), "policy")
+    with sorted_object_aggregation(run.started_spark):  # the query is planned and run by the write
+        _write(timeline, run.path("decisions"), "policy")
     observed = observation.get
     counts = stages.DECISIONS.record(run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS})
     return f"({counts['rows']:,} rows)"

@@ -188,8 +188,6 @@ def test_a_timeline_too_large_is_refused_before_it_is_built(spark, tmp_path):
 
 
 def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spark, tmp_path):
-    from pyspark.sql import Observation
-
     from headroom_pipeline import forecast
 
     lines = [
@@ -207,11 +205,13 @@ def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spar
     ]
     path = write_lines(tmp_path / "s.jsonl", lines)
     volumes = ingest.explode_volumes(ingest.load_snapshots(spark, path).rows)
-    observed = Observation("spans")
-    forecast.volume_forecast(volumes, PipelineConfig(snapshots=path, out=""), observation=observed).collect()
+    spans = [
+        (span.cluster, span.earliest_us, span.last_us)
+        for span in forecast.volume_spans(volumes, PipelineConfig(snapshots=path, out="")).spans
+    ]
     for interval in (1, 60 * decisions.MICROS, 7 * 60 * decisions.MICROS):
         by_rows = decisions.timeline_size(volumes, interval)
-        assert decisions.timeline_size_of_volume_spans(observed.get[forecast.VOLUME_SPANS], interval) == by_rows
+        assert decisions.timeline_size_of_volume_spans(spans, interval) == by_rows
         assert by_rows["clusters"] == 2 and by_rows["largest"]["cluster"] == "c1" and by_rows["largest"]["volumes"] == 3
 
 

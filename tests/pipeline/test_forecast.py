@@ -213,6 +213,30 @@ def test_the_window_ignores_older_history(spark):
     assert everything.samples == len(old) + len(recent)
 
 
+def test_the_forecast_does_not_depend_on_how_the_rows_are_partitioned(spark):
+    """Local mode and a cluster split the rows differently; the trend and the crossing times must still agree to the
+    bit (a sum of floating-point numbers taken in another order would not)."""
+    chooser = random.Random(11)
+    rows = []
+    for volume in range(6):
+        growth = chooser.uniform(0.5, 9.0) * GIB / DAY
+        used = {
+            seconds: 200 * GIB + growth * seconds + chooser.uniform(0, 30 * GIB)
+            for seconds in range(0, 3 * DAY, FIVE_MINUTES)
+        }
+        rows += volume_rows(used, broker_id=volume, hard=("min_free_percentage", 5.0))
+    frame = spark.createDataFrame(rows, schemas.VOLUMES)
+    results = [
+        sorted(
+            tuple(row)
+            for row in volume_forecast(frame.repartition(partitions), config(min_available_ratio=0.2)).collect()
+        )
+        for partitions in (1, 3, 8)
+    ]
+    assert results[0] == results[1] == results[2]
+    assert all(row.bytes_per_hour for row in keyed(volume_forecast(frame, config()).collect()).values())
+
+
 def test_output_columns(spark):
     frame = spark.createDataFrame(volume_rows({0: GIB}), schemas.VOLUMES)
     columns = set(volume_forecast(frame, config()).columns)

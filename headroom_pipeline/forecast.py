@@ -16,7 +16,8 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
    down) and gaps simply leave buckets empty.
 4. Trend. ``slope = regr_slope(peak, t)`` over the buckets with ``t`` in seconds (``(t - first_at) / 1e6``; the
    shift does not change the slope), bytes per second; null when fewer than 3 buckets.
-   ``bytes_per_hour = slope * 3600``.
+   ``bytes_per_hour = slope * 3600``. The buckets are taken in bucket order, so that the floating-point result does
+   not depend on how the rows were partitioned.
 5. Latest figures. total_bytes, usable_bytes, used_bytes, hard_limit_type and hard_limit_level come from the row at
    ``last_at`` (two rows at the same instant: the one with more used bytes).
 6. Limits, as usable bytes at which they trip (every limit trips at ``usable <= limit``, inclusive, as in

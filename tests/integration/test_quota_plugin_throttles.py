@@ -141,16 +141,24 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
         offset = handle.tell()
     cluster.stop(2)
     try:
-        # A check that runs while broker 2 shuts down may compute factor 0 (seen once under load: 0 for one
-        # interval, 1.0 from the next check on), so the survivor is measured once a check saw one broker and no
+        # A check that runs while broker 2 shuts down may compute factor 0 (seen under load: 0 for one interval, 1.0
+        # from the next check on), and the gauges can read one active broker and the factor of the check before that
+        # one. The survivor is measured once a check completed after one active broker was seen, and left no
         # violation.
         wait_until(
+            lambda: plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1,
+            6 * REACTION,
+            what="the plugin seeing one active broker",
+        )
+        checks_before = _completed_checks(survivor["log_file"], offset)
+        wait_until(
             lambda: (
-                plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1
+                _completed_checks(survivor["log_file"], offset) > checks_before
+                and plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1
                 and plugin_gauge(survivor, "ThrottleFactor", "ThrottleFactor") == 1.0
             ),
             6 * REACTION,
-            what="the plugin seeing one active broker and no violation",
+            what="a check of the plugin after that one, with no violation",
         )
         # Bootstrapped from the survivor: a client that first tries the stopped broker may spend the whole
         # measurement in reconnect backoff before it learns the metadata.
@@ -174,3 +182,10 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
     finally:
         cluster.start(2)
     assert 2 in cluster.unfenced_brokers()
+
+
+def _completed_checks(log_file, offset):
+    """The volume checks the plugin completed (its log line for each) since ``offset`` of the broker's log."""
+    with open(log_file, "rb") as handle:
+        handle.seek(offset)
+        return handle.read().count(b"Updated cluster volume usage")

@@ -41,7 +41,7 @@ violations (array<struct<broker_id, log_dir>>, in decision order), volumes_consi
 
 import datetime
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
@@ -50,6 +50,9 @@ from pyspark.sql import types as T
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.schemas import volume_element, volume_fields
+
+if TYPE_CHECKING:  # the forecast's spans size the timeline; the module itself is not needed at run time
+    from headroom_pipeline.forecast import VolumeSpan
 
 ensure_importable()
 
@@ -515,13 +518,14 @@ def timeline_size(volume_rows: DataFrame, interval: int) -> dict[str, Any]:
     )
 
 
-def timeline_size_of_volume_spans(volume_spans: Iterable[tuple[str, int, int]], interval: int) -> dict[str, Any]:
-    """timeline_size from the (cluster, earliest_us, last_us) of every volume, as the forecast's observation
-    collects them (the job sizes the timeline from those instead of a query of its own)."""
+def timeline_size_of_volume_spans(volume_spans: Iterable["VolumeSpan"], interval: int) -> dict[str, Any]:
+    """timeline_size from every volume's span (forecast.volume_spans, which the forecast collects anyway: the job
+    sizes the timeline from those instead of a query of its own)."""
     clusters: dict[str, tuple[int, int, int]] = {}
-    for cluster, earliest, last in volume_spans:
-        first_at, last_at, volumes = clusters.get(cluster, (earliest, last, 0))
-        clusters[cluster] = (min(first_at, earliest), max(last_at, last), volumes + 1)
+    for span in volume_spans:
+        earliest, last = span.earliest_us, span.last_us
+        first_at, last_at, volumes = clusters.get(span.cluster, (earliest, last, 0))
+        clusters[span.cluster] = (min(first_at, earliest), max(last_at, last), volumes + 1)
     return _sized([(cluster, *figures) for cluster, figures in clusters.items()], interval)
 
 

@@ -123,12 +123,7 @@ def volume_spans(volumes: DataFrame, config: "PipelineConfig") -> VolumeSpans:
         .localCheckpoint()
     )
     columns = ["volume", *VOLUME_KEY, "earliest_us", "last_us"]
-    collected = [
-        VolumeSpan(
-            row["cluster"], row["broker_id"], row["log_dir"], row["earliest_us"], row["last_us"], row["earliest_us"]
-        )
-        for row in spans.collect()
-    ]
+    collected = [_span(row, first_us=row["earliest_us"]) for row in spans.collect()]
     if all(span.earliest_us >= span.last_us - window_micros for span in collected):
         return VolumeSpans(spans.select(*columns, F.col("earliest_us").alias("first_us")), collected)
     starts = F.col("last_us") - F.lit(window_micros)
@@ -144,7 +139,11 @@ def volume_spans(volumes: DataFrame, config: "PipelineConfig") -> VolumeSpans:
         .select(*columns, F.coalesce("first_us", "earliest_us").alias("first_us"))
         .localCheckpoint()
     )
-    return VolumeSpans(frame, [VolumeSpan(*(row[name] for name in VolumeSpan._fields)) for row in frame.collect()])
+    return VolumeSpans(frame, [_span(row, first_us=row["first_us"]) for row in frame.collect()])
+
+
+def _span(row: Any, first_us: int) -> VolumeSpan:
+    return VolumeSpan(row["cluster"], row["broker_id"], row["log_dir"], row["earliest_us"], row["last_us"], first_us)
 
 
 def volume_forecast(
@@ -214,8 +213,8 @@ def _in_window(volumes: DataFrame, spans: DataFrame) -> DataFrame:
     """(volume, used_bytes, at_us, first_us, bucket) of the rows within the forecast window of their volume's last
     row.
 
-    Each volume's span is known on the driver (volume_spans): it joins the rows by broadcast, so that no row is
-    shuffled or sorted by volume. The volumes are matched null-safely, as a grouping groups them.
+    Each volume's span (volume_spans, one row per volume, kept by Spark) joins the rows by broadcast, so that no
+    row is shuffled or sorted by volume. The volumes are matched null-safely, as a grouping groups them.
     """
     joined = _joined(_rows(volumes), spans.select("volume", *VOLUME_KEY, "first_us", "last_us"))
     windowed = joined.where(F.col("at_us") >= F.col("first_us"))
@@ -270,7 +269,8 @@ def _bucket_peaks(windowed: DataFrame) -> DataFrame:
 def _latest(volumes: DataFrame, spans: VolumeSpans) -> DataFrame:
     """Per volume, the row at its last instant (ties: more used bytes, then the rest in order) as ``latest``: a
     struct whose maximum is taken over the few rows at that instant only. The rows before the earliest of those
-    instants are skipped where they are read (Parquet's statistics skip whole row groups of them)."""
+    instants are filtered where they are read (Parquet skips the row groups that hold only such rows, when the files
+    are in time order)."""
     earliest_last = min((span.last_us for span in spans.spans), default=0)
     rows = _rows(volumes).where(F.col("at") >= F.timestamp_micros(F.lit(earliest_last)))
     at_last = _joined(rows, spans.frame.select("volume", *VOLUME_KEY, "last_us")).where(

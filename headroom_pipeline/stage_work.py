@@ -140,9 +140,7 @@ def build_decision_timeline(run: Run) -> str:
     interval = decisions.check_interval_micros(config)
     assert run.volume_spans is not None, "the forecast runs before the decision timeline"
     size = (
-        decisions.timeline_size_of_volume_spans(
-            [(span.cluster, span.earliest_us, span.last_us) for span in run.volume_spans.spans], interval
-        )
+        decisions.timeline_size_of_volume_spans(run.volume_spans.spans, interval)
         if config.max_timeline_rows is not None
         else None
     )

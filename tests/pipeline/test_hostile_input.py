@@ -205,10 +205,7 @@ def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spar
     ]
     path = write_lines(tmp_path / "s.jsonl", lines)
     volumes = ingest.explode_volumes(ingest.load_snapshots(spark, path).rows)
-    spans = [
-        (span.cluster, span.earliest_us, span.last_us)
-        for span in forecast.volume_spans(volumes, PipelineConfig(snapshots=path, out="")).spans
-    ]
+    spans = forecast.volume_spans(volumes, PipelineConfig(snapshots=path, out="")).spans
     for interval in (1, 60 * decisions.MICROS, 7 * 60 * decisions.MICROS):
         by_rows = decisions.timeline_size(volumes, interval)
         assert decisions.timeline_size_of_volume_spans(spans, interval) == by_rows

@@ -19,15 +19,16 @@ Plan, linear in the data: the messages are shuffled once, by cluster, and everyt
 (a window over a broker's messages, an aggregation per (cluster, instant) and a window over a cluster's instants all
 accept rows partitioned by cluster), so the plan has one shuffle and no second pass over the messages:
 
-1. deduplicate and time the messages with windows over each broker's messages (first instant, next message);
+1. deduplicate and time the messages with one window over each broker's messages, sorted by time and, among the
+   messages of one time, by preference (first instant, next message);
 2. each message is exploded over the instants from its first through the last at which it still counts for some
    policy (its broker's next message, capped by V for strimzi and F for graded), then over its volumes; each row
    carries whether it is the message's arrival and, per policy, whether it counts, and is judged by every policy's
    per-volume rule (column expressions);
 3. those rows are grouped by (cluster, instant): numeric figures and the violation lists in one aggregation;
-4. instants past the cluster's last message's are dropped (a broker's last message counted up to V or F past it);
-   window functions over the instants of a cluster count the known brokers and run the plugin's clock (last observed
-   instant, last factor); each row is followed by the instants no message counts at up to the next row (a silent
+4. one window over the instants of a cluster finds its last message's instant, counts the known brokers and runs the
+   plugin's clock (last observed instant, last factor); the instants past the last message's are dropped (a broker's
+   last message counted up to V or F past it); each row is followed by the instants no message counts at up to the next row (a silent
    cluster), which carry the clock and nothing else; each instant becomes one row per policy.
 
 Its size is bounded before any of that is built: the rows judged grow with check instants x volumes, and each
@@ -376,42 +377,27 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     """One message per (cluster, broker_id, at) (the least total usable bytes wins), with at_micros, its first
     instant, its broker's next message (next_micros) and whether it is the broker's first message (broker_is_new).
 
-    Two windows, both satisfied by one sort of each broker's messages by time: ``keyed`` is hash-partitioned by
-    cluster, so the messages are sorted once and not shuffled again. The first gives each message its neighbours'
-    times; a message whose neighbours have other times is alone at its time, and those neighbours are its broker's
-    previous and next message. The second, over the messages of one time, settles the rare duplicates: the one with
-    the least preference is kept (computed only for them: it walks the volume lists; among equal preferences, which
-    are the same for every rule, the first in the order), and it takes the group's neighbours (the first member's
-    predecessor, the last one's successor).
+    One sort and one window: ``keyed`` is hash-partitioned by cluster, so each broker's messages are sorted in place
+    by time and, among messages of one time (the rare duplicates), by preference, least last. The last message of
+    each time is the one kept: its successor is its broker's next message, and its broker is new when no earlier time
+    precedes it. The preference is a sort key after the time, so the sort computes it only to order messages of one
+    time (it walks the volume lists); among equal preferences, which are the same for every rule, any one is kept.
     """
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
-    by_time = by_broker.rangeBetween(0, 0)  # the messages of one time: one pass over each broker's messages
-    at, previous, following = F.col("at_micros"), F.col("previous_micros"), F.col("following_micros")
-    duplicate = F.col("duplicated")
-    neighbours = keyed.select(
+    at, following = F.col("at_micros"), F.col("following_micros")
+    preference = _duplicate_preference(volume_element(keyed))
+    ordered = keyed.sortWithinPartitions("cluster", "broker_id", "at_micros", preference.desc())
+    neighbours = ordered.select(
         "*",
-        F.lag("at_micros").over(by_broker).alias("previous_micros"),
         F.lead("at_micros").over(by_broker).alias("following_micros"),
-        F.monotonically_increasing_id().alias("position"),
+        F.first("at_micros").over(by_broker).alias("broker_first_micros"),
     )
-    marked = neighbours.withColumn(
-        "duplicated", F.coalesce(previous == at, F.lit(False)) | F.coalesce(following == at, F.lit(False))
-    )
-    choice = F.when(
-        duplicate, F.struct(_duplicate_preference(volume_element(keyed)).alias("preference"), F.col("position"))
-    )
-    grouped = marked.withColumn("choice", choice).select(
-        "*",
-        F.min("choice").over(by_time).alias("chosen"),
-        F.max(F.when(following != at, following)).over(by_time).alias("group_following"),
-        F.max(previous.isNull()).over(by_time).alias("group_is_new"),
-    )
-    kept = grouped.where(~duplicate | (F.col("choice") == F.col("chosen")))
+    kept = neighbours.where(following.isNull() | (following != at))
     return kept.select(
         *keyed.columns,
         _on_or_after(at, interval).alias("first_instant"),
-        F.when(duplicate, F.col("group_following")).otherwise(following).alias("next_micros"),
-        F.when(duplicate, F.col("group_is_new")).otherwise(previous.isNull()).cast("int").alias("broker_is_new"),
+        following.alias("next_micros"),
+        (at == F.col("broker_first_micros")).cast("int").alias("broker_is_new"),
     )
 
 
@@ -721,7 +707,7 @@ def decision_timeline(
     ``observation``: a pyspark Observation that the first action on the result fills with its rows, clusters,
     rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.
 
-    The plan shuffles the messages once, by cluster: the windows over each broker's messages, the aggregation per
+    The plan shuffles the messages once, by cluster: the window over each broker's messages, the aggregation per
     (cluster, instant) and the clock over each cluster's instants all find their rows in place.
     """
     interval = check_interval_micros(config)
@@ -734,18 +720,17 @@ def decision_timeline(
         "cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes"
     ).repartition("cluster")
     per_instant = _per_instant(_judged_rows(_timed(keyed, interval), config, interval, policies), policies)
-    # The cluster's instants run from its first message's instant through its last one's; a broker's last message
-    # counted past that.
-    whole_cluster = Window.partitionBy("cluster")
-    last_instant = F.max(F.when(F.col("arrived") > 0, F.col("t"))).over(whole_cluster)
-    in_range = (
-        per_instant.withColumn("last_instant", last_instant)
-        .where(F.col("t") <= F.col("last_instant"))
-        .drop("last_instant")
-    )
+    # One window over each cluster's instants runs the clock and finds the cluster's last message's instant: the
+    # instants past it are dropped (a broker's last message counted past that), and the clock is unchanged by that,
+    # as it looks back only, save the next row, which must be in range too.
     in_order = Window.partitionBy("cluster").orderBy("t")
     so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    clock = {"next_t": F.lead("t").over(in_order), "first_row": F.row_number().over(in_order) == 1}
+    whole_cluster = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    clock = {
+        "next_t": F.lead("t").over(in_order),
+        "first_row": F.row_number().over(in_order) == 1,
+        "last_instant": F.max(F.when(F.col("arrived") > 0, F.col("t"))).over(whole_cluster),
+    }
     rows = []
     if "graded" in policies:
         clock["known_brokers"] = F.sum("new_brokers").over(so_far)
@@ -755,7 +740,14 @@ def decision_timeline(
         clock["valid_from"] = F.max(F.when(observed, F.col("t"))).over(so_far)
         clock["last_factor"] = F.last(F.when(observed, F.col("strimzi_factor")), ignorenulls=True).over(so_far)
         rows.append(_strimzi_row(config))
-    filled = _quiet_instants(in_range.withColumns(clock), interval, policies)
+    last_instant = F.col("last_instant")
+    in_range = (
+        per_instant.withColumns(clock)
+        .where(F.col("t") <= last_instant)
+        .withColumn("next_t", F.when(F.col("next_t") <= last_instant, F.col("next_t")))
+        .drop("last_instant")
+    )
+    filled = _quiet_instants(in_range, interval, policies)
     first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
     exploded = filled.select(
         "cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row")

@@ -299,6 +299,67 @@ def _history(seed=5, clusters=3, brokers=4, minutes=240):
     return messages
 
 
+def _assert_matches_the_pure_implementation(frame, messages, params):
+    """The timeline of ``frame`` (the MESSAGES rows of ``messages``) equals the pure implementation's, row for row;
+    returns the expected rows."""
+    spark_rows = _collect_timeline(decisions.decision_timeline(frame, _config(params)))
+    arguments = {
+        key: value for key, value in params.items() if key not in ("min_available_bytes", "min_available_ratio")
+    }
+    limits = {key: params[key] for key in ("min_available_bytes", "min_available_ratio") if key in params}
+    expected = reference.decision_timeline(messages, "graded", **arguments) + reference.decision_timeline(
+        messages, "strimzi", **arguments, **limits
+    )
+    expected = sorted(
+        (dict(row, at=reference.to_micros(row["at"])) for row in expected),
+        key=lambda row: (row["policy"], row["cluster"], row["at"]),
+    )
+    assert len(spark_rows) == len(expected)
+    for got, wanted in zip(spark_rows, expected, strict=True):
+        assert got["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=TOLERANCE), wanted
+        assert dict(got, violations=_pairs(got["violations"]), throttle_factor=None) == dict(
+            wanted, throttle_factor=None
+        )
+    return expected
+
+
+def _duplicated_history():
+    """One broker whose first, middle and last times each carry three messages, the one the rules keep (least total
+    usable bytes) first, in the middle and last of them, beside a broker with one message a minute."""
+    limits = {"soft_limit": LIMITS[0][0], "hard_limit": LIMITS[0][1]}
+
+    def message(broker, minute, usable, second=30):
+        at = START + datetime.timedelta(minutes=minute, seconds=second)
+        volumes = [{"log_dir": "/data/0", "total_bytes": 1000, "usable_bytes": usable}]
+        return {"cluster": "c", "broker_id": broker, "at": at, "volumes": volumes, **limits}
+
+    steady = [message(2, minute, 500) for minute in range(6)]
+    duplicated = (
+        [message(1, 0, usable) for usable in (400, 60, 90)]  # kept: the middle one
+        + [message(1, 1, 300)]
+        + [message(1, 3, usable) for usable in (100, 700, 800)]  # kept: the first
+        + [message(1, 5, usable) for usable in (900, 950, 70)]  # kept: the last, the broker's last message
+    )
+    return steady + duplicated
+
+
+@pytest.mark.parametrize("order", ["as-listed", "reversed", "shuffled"])
+def test_duplicates_anywhere_in_a_brokers_history_keep_the_message_the_rules_prefer(spark, order):
+    messages = _duplicated_history()
+    rows = [_message_row(message, message["cluster"]) for message in messages]
+    if order == "reversed":
+        rows.reverse()
+    elif order == "shuffled":
+        random.Random(7).shuffle(rows)
+    frame = spark.createDataFrame(rows, schemas.MESSAGES).repartition(3)
+    params = {"check_interval": 60, "validity": 150, "min_available_ratio": 0.1, "freshness": 150}
+    expected = _assert_matches_the_pure_implementation(frame, messages, params)
+    # Only the kept messages trip the ratio limit, so the instants after each duplicated time show which was kept.
+    violated = {row["at"] for row in expected if row["policy"] == "strimzi" and row["violations"]}
+    kept_at = {reference.to_micros(START + datetime.timedelta(minutes=minute)) for minute in (1, 4, 6)}
+    assert kept_at <= violated
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -325,24 +386,7 @@ def test_generated_history_matches_the_pure_implementation(spark, params):
     messages = _history()
     assert len(messages) > 2000
     frame = spark.createDataFrame([_message_row(message, message["cluster"]) for message in messages], schemas.MESSAGES)
-    spark_rows = _collect_timeline(decisions.decision_timeline(frame, _config(params)))
-    arguments = {
-        key: value for key, value in params.items() if key not in ("min_available_bytes", "min_available_ratio")
-    }
-    limits = {key: params[key] for key in ("min_available_bytes", "min_available_ratio") if key in params}
-    expected = reference.decision_timeline(messages, "graded", **arguments) + reference.decision_timeline(
-        messages, "strimzi", **arguments, **limits
-    )
-    expected = sorted(
-        (dict(row, at=reference.to_micros(row["at"])) for row in expected),
-        key=lambda row: (row["policy"], row["cluster"], row["at"]),
-    )
-    assert len(spark_rows) == len(expected)
-    for got, wanted in zip(spark_rows, expected, strict=True):
-        assert got["throttle_factor"] == pytest.approx(wanted["throttle_factor"], abs=TOLERANCE), wanted
-        assert dict(got, violations=_pairs(got["violations"]), throttle_factor=None) == dict(
-            wanted, throttle_factor=None
-        )
+    expected = _assert_matches_the_pure_implementation(frame, messages, params)
     # The history must reach every branch of the rules, or the equality above proves little.
     strimzi = {
         (row["state"], row["fallback_applied"], row["observed"]) for row in expected if row["policy"] == "strimzi"

@@ -28,8 +28,8 @@ accept rows partitioned by cluster), so the plan has one shuffle and no second p
 3. those rows are grouped by (cluster, instant): numeric figures and the violation lists in one aggregation;
 4. one window over the instants of a cluster finds its last message's instant, counts the known brokers and runs the
    plugin's clock (last observed instant, last factor); the instants past the last message's are dropped (a broker's
-   last message counted up to V or F past it); each row is followed by the instants no message counts at up to the next row (a silent
-   cluster), which carry the clock and nothing else; each instant becomes one row per policy.
+   last message counted up to V or F past it); each row is followed by the instants no message counts at up to the
+   next row (a silent cluster), which carry the clock and nothing else; each instant becomes one row per policy.
 
 Its size is bounded before any of that is built: the rows judged grow with check instants x volumes, and each
 cluster's are judged in one task, so a span of decades (one stamp from a reset clock) or a tiny interval would keep a

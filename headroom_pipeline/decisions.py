@@ -350,7 +350,8 @@ def _duplicate_preference(element: T.StructType) -> Column:
 
     def known_usable(total, volume):
         unused_log_dir, size, usable = sizes(volume)
-        return total + F.when((size >= 0) & (usable >= 0), usable).otherwise(F.lit(0).cast("long"))
+        known = (size >= 0) & (usable >= 0) & (usable <= size)  # as volume_limits.volume_problem judges them
+        return total + F.when(known, usable).otherwise(F.lit(0).cast("long"))
 
     def listed(volume):
         log_dir, size, usable = sizes(volume)
@@ -380,8 +381,10 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     One sort and one window: ``keyed`` is hash-partitioned by cluster, so each broker's messages are sorted in place
     by time and, among messages of one time (the rare duplicates), by preference, least last. The last message of
     each time is the one kept: its successor is its broker's next message, and its broker is new when no earlier time
-    precedes it. The preference is a sort key after the time, so the sort computes it only to order messages of one
-    time (it walks the volume lists); among equal preferences, which are the same for every rule, any one is kept.
+    precedes it. The preference is a sort key after the time, so the sort computes it only when it compares messages
+    of one time (it walks the volume lists; as an order of the window, it would be computed for every message);
+    among equal preferences, which are the same for every rule, any one is kept. The window takes the messages in
+    the sort's order only when the query runs under session.TIMELINE_SETTINGS (Spark's defaults).
     """
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
     at, following = F.col("at_micros"), F.col("following_micros")
@@ -708,7 +711,9 @@ def decision_timeline(
     rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.
 
     The plan shuffles the messages once, by cluster: the window over each broker's messages, the aggregation per
-    (cluster, instant) and the clock over each cluster's instants all find their rows in place.
+    (cluster, instant) and the clock over each cluster's instants all find their rows in place. Run the query that
+    computes it (a write, a collect) under session.timeline_settings: the plan is made for those settings, and
+    duplicates are settled by them.
     """
     interval = check_interval_micros(config)
     policies = _policies(config, policies)

@@ -130,20 +130,43 @@ def global_window_warnings_quiet(session: "SparkSession") -> Iterator[None]:
         configurator.setLevel(logger, level.WARN)
 
 
+# The settings the decision timeline's plan is made for (decisions.decision_timeline), which timeline_settings applies
+# around the query that runs it.
+TIMELINE_SETTINGS = {
+    # Spark's hash aggregation of objects (the violation lists per instant) gives up after 128 groups in a task and
+    # falls back to sorting what it has hashed so far, spilling as it goes (a third of the timeline's time at 10 million
+    # rows); sorting the rows by group once and aggregating them in order costs a fraction of that. Elsewhere the hash
+    # aggregation stays, as it wins for few groups.
+    "spark.sql.execution.useObjectHashAggregateExec": "false",
+    # The messages, hash-partitioned by cluster, are sorted once by broker, time and, among messages of one time, by
+    # which of them the rules keep; the window over each broker's messages takes them in that order. With true, Spark
+    # would shuffle them again by broker for that window and sort them by time alone, and keep an arbitrary duplicate.
+    "spark.sql.requireAllClusterKeysForDistribution": "false",
+}
+
+
 @contextlib.contextmanager
-def sorted_object_aggregation(session: "SparkSession") -> Iterator[None]:
-    """Around a query that aggregates objects (lists) over many groups, such as the decision timeline's violations
-    per instant: Spark's hash aggregation of objects gives up after 128 groups in a task and falls back to sorting
-    what it has hashed so far, spilling as it goes (a third of the timeline's time at 10 million rows); sorting the
-    rows by group once and aggregating them in order costs a fraction of that. Elsewhere the hash aggregation stays,
-    as it wins for few groups."""
-    key = "spark.sql.execution.useObjectHashAggregateExec"
-    previous = session.conf.get(key, "true") or "true"
-    session.conf.set(key, "false")
+def timeline_settings(session: "SparkSession") -> Iterator[None]:
+    """Around the query that runs a decision timeline (its write or collect): TIMELINE_SETTINGS, whatever the session
+    has."""
+    with settings_applied(session, TIMELINE_SETTINGS):
+        yield
+
+
+@contextlib.contextmanager
+def settings_applied(session: "SparkSession", settings: Mapping[str, str]) -> Iterator[None]:
+    """Spark SQL ``settings`` in ``session`` within the block, and the session's own back afterwards."""
+    previous: dict[str, str | None] = {key: session.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        session.conf.set(key, value)
     try:
         yield
     finally:
-        session.conf.set(key, previous)
+        for key, earlier in previous.items():
+            if earlier is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, earlier)
 
 
 def _python():

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from headroom_pipeline import clients, decisions, forecast, ingest, report, schemas, sources, stages, topics
 from headroom_pipeline.checks import TimeWindow
 from headroom_pipeline.config import PipelineConfig
-from headroom_pipeline.session import global_window_warnings_quiet, sorted_object_aggregation, spark_session
+from headroom_pipeline.session import global_window_warnings_quiet, spark_session, timeline_settings
 
 # Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
 # 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
@@ -148,7 +148,7 @@ def build_decision_timeline(run: Run) -> str:
     timeline = decisions.decision_timeline(
         run.ingested["snapshots"].as_read, config, size=size, observation=observation
     )
-    with sorted_object_aggregation(run.started_spark):  # the query is planned and run by the write
+    with timeline_settings(run.started_spark):  # the query is planned and run by the write
         _write(timeline, run.path("decisions"), "policy")
     observed = observation.get
     counts = stages.DECISIONS.record(run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS})

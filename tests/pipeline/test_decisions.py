@@ -9,7 +9,7 @@ import vector_cases
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from headroom_pipeline import decisions, schemas
+from headroom_pipeline import decisions, schemas, session
 from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
 
@@ -103,7 +103,8 @@ def _config(params):
 
 def _collect_timeline(frame):
     """Timeline rows as dicts, ``at`` as microseconds since the epoch, ordered by policy, cluster and at."""
-    rows = frame.withColumn("at", F.unix_micros("at")).collect()
+    with session.timeline_settings(frame.sparkSession):  # as the job runs it
+        rows = frame.withColumn("at", F.unix_micros("at")).collect()
     return sorted(
         (row.asDict(recursive=True) for row in rows), key=lambda row: (row["policy"], row["cluster"], row["at"])
     )
@@ -325,39 +326,59 @@ def _assert_matches_the_pure_implementation(frame, messages, params):
 
 def _duplicated_history():
     """One broker whose first, middle and last times each carry three messages, the one the rules keep (least total
-    usable bytes) first, in the middle and last of them, beside a broker with one message a minute."""
+    usable bytes) first, in the middle and last of them, beside a broker with one message a minute and one whose
+    duplicates differ in sizes that contradict each other."""
     limits = {"soft_limit": LIMITS[0][0], "hard_limit": LIMITS[0][1]}
 
-    def message(broker, minute, usable, second=30):
+    def message(broker, minute, usable, second=30, total=1000):
         at = START + datetime.timedelta(minutes=minute, seconds=second)
-        volumes = [{"log_dir": "/data/0", "total_bytes": 1000, "usable_bytes": usable}]
+        volumes = [{"log_dir": "/data/0", "total_bytes": total, "usable_bytes": usable}]
         return {"cluster": "c", "broker_id": broker, "at": at, "volumes": volumes, **limits}
 
     steady = [message(2, minute, 500) for minute in range(6)]
     duplicated = (
-        [message(1, 0, usable) for usable in (400, 60, 90)]  # kept: the middle one
+        [message(1, 0, usable) for usable in (400, 60, 150)]  # kept: the middle one
         + [message(1, 1, 300)]
         + [message(1, 3, usable) for usable in (100, 700, 800)]  # kept: the first
         + [message(1, 5, usable) for usable in (900, 950, 70)]  # kept: the last, the broker's last message
     )
-    return steady + duplicated
+    # Sizes that contradict each other (usable above total) count as unknown: no usable bytes, so that one is kept.
+    contradictory = [message(3, 2, 200, total=100), message(3, 2, 50), message(3, 4, 500)]
+    return steady + duplicated + contradictory
 
 
-@pytest.mark.parametrize("order", ["as-listed", "reversed", "shuffled"])
-def test_duplicates_anywhere_in_a_brokers_history_keep_the_message_the_rules_prefer(spark, order):
-    messages = _duplicated_history()
+DUPLICATED_PARAMS = {"check_interval": 60, "validity": 150, "min_available_ratio": 0.1, "freshness": 150}
+
+
+def _duplicated_frame(spark, messages, order):
+    """The MESSAGES rows of ``messages`` in one partition, in the given order (the order they reach the shuffle)."""
     rows = [_message_row(message, message["cluster"]) for message in messages]
     if order == "reversed":
         rows.reverse()
     elif order == "shuffled":
         random.Random(7).shuffle(rows)
-    frame = spark.createDataFrame(rows, schemas.MESSAGES).repartition(3)
-    params = {"check_interval": 60, "validity": 150, "min_available_ratio": 0.1, "freshness": 150}
-    expected = _assert_matches_the_pure_implementation(frame, messages, params)
+    return spark.createDataFrame(rows, schemas.MESSAGES).coalesce(1)
+
+
+@pytest.mark.parametrize("order", ["as-listed", "reversed", "shuffled"])
+def test_duplicates_anywhere_in_a_brokers_history_keep_the_message_the_rules_prefer(spark, order):
+    messages = _duplicated_history()
+    frame = _duplicated_frame(spark, messages, order)
+    expected = _assert_matches_the_pure_implementation(frame, messages, DUPLICATED_PARAMS)
     # Only the kept messages trip the ratio limit, so the instants after each duplicated time show which was kept.
     violated = {row["at"] for row in expected if row["policy"] == "strimzi" and row["violations"]}
     kept_at = {reference.to_micros(START + datetime.timedelta(minutes=minute)) for minute in (1, 4, 6)}
     assert kept_at <= violated
+
+
+def test_duplicates_are_settled_by_the_rules_whatever_the_sessions_planning_settings(spark):
+    """A session that plans without AQE and requires all of a window's keys in its partitioning would shuffle the
+    messages again by broker for the window and sort them by time alone; the timeline's settings keep its plan."""
+    settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.requireAllClusterKeysForDistribution": "true"}
+    with session.settings_applied(spark, settings):
+        messages = _duplicated_history()
+        frame = _duplicated_frame(spark, messages, "as-listed")
+        _assert_matches_the_pure_implementation(frame, messages, DUPLICATED_PARAMS)
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def job_exchanges(data, out, config):
     """Run the job on ``data`` into ``out`` (its volumes/ feeds the plans), then count its stages' exchanges."""
     from headroom_pipeline import decisions, forecast, ingest, job, schemas
     from headroom_pipeline.config import PipelineConfig
-    from headroom_pipeline.session import spark_session
+    from headroom_pipeline.session import spark_session, timeline_settings
 
     spark = spark_session("local[*]", app_name="pipeline-plans")
     try:
@@ -45,8 +45,10 @@ def job_exchanges(data, out, config):
         timeline = decisions.decision_timeline(
             messages, dataclasses.replace(config, max_timeline_rows=None)
         )  # sized by the forecast's observation
+        with timeline_settings(spark):  # the settings the job plans it with
+            timeline_exchanges = _summed([exchanges(timeline)])
         return {
-            "decision timeline": _summed([exchanges(timeline)]),
+            "decision timeline": timeline_exchanges,
             "forecast": _summed([exchanges(forecast.volume_forecast(volumes, config))]),
         }
     finally:

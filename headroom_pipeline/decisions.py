@@ -726,8 +726,9 @@ def decision_timeline(
     ).repartition("cluster")
     per_instant = _per_instant(_judged_rows(_timed(keyed, interval), config, interval, policies), policies)
     # One window over each cluster's instants runs the clock and finds the cluster's last message's instant: the
-    # instants past it are dropped (a broker's last message counted past that), and the clock is unchanged by that,
-    # as it looks back only, save the next row, which must be in range too.
+    # instants past it are dropped (a broker's last message counted past that). The clock is unchanged by that, as it
+    # looks back only; the next row of the last instant kept is the instant right after it (the message that counted
+    # past it was counted at every instant from its arrival on), which leaves no quiet instants between them.
     in_order = Window.partitionBy("cluster").orderBy("t")
     so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     whole_cluster = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
@@ -745,13 +746,7 @@ def decision_timeline(
         clock["valid_from"] = F.max(F.when(observed, F.col("t"))).over(so_far)
         clock["last_factor"] = F.last(F.when(observed, F.col("strimzi_factor")), ignorenulls=True).over(so_far)
         rows.append(_strimzi_row(config))
-    last_instant = F.col("last_instant")
-    in_range = (
-        per_instant.withColumns(clock)
-        .where(F.col("t") <= last_instant)
-        .withColumn("next_t", F.when(F.col("next_t") <= last_instant, F.col("next_t")))
-        .drop("last_instant")
-    )
+    in_range = per_instant.withColumns(clock).where(F.col("t") <= F.col("last_instant")).drop("last_instant")
     filled = _quiet_instants(in_range, interval, policies)
     first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
     exploded = filled.select(

@@ -136,9 +136,7 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
     fenced. The surviving broker must keep serving producers and keep observing volumes."""
     cluster = plugin_cluster
     survivor = cluster.broker(1)
-    with open(survivor["log_file"], "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        offset = handle.tell()
+    offset = os.path.getsize(survivor["log_file"])
     cluster.stop(2)
     try:
         # A check that runs while broker 2 shuts down may compute factor 0 (seen under load: 0 for one interval, 1.0
@@ -174,10 +172,7 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
             f"factor {plugin_gauge(survivor, 'ThrottleFactor', 'ThrottleFactor')}, active log dirs "
             f"{plugin_gauge(survivor, 'VolumeSource', 'ActiveLogDirs')}):\n{tail(survivor['log_file'], 40)}"
         )
-        with open(survivor["log_file"], "rb") as handle:
-            handle.seek(offset)
-            log = handle.read().decode("utf-8", "replace")
-        assert "NullPointerException" not in log
+        assert "NullPointerException" not in _log_since(survivor["log_file"], offset)
         assert plugin_gauge(survivor, "ThrottleFactor", "ThrottleFactor") == 1.0
     finally:
         cluster.start(2)
@@ -186,6 +181,11 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
 
 def _completed_checks(log_file, offset):
     """The volume checks the plugin completed (its log line for each) since ``offset`` of the broker's log."""
+    return _log_since(log_file, offset).count("Updated cluster volume usage")
+
+
+def _log_since(log_file, offset):
+    """What the broker logged from ``offset`` (bytes) on."""
     with open(log_file, "rb") as handle:
         handle.seek(offset)
-        return handle.read().count(b"Updated cluster volume usage")
+        return handle.read().decode("utf-8", "replace")

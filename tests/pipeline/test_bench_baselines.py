@@ -308,14 +308,16 @@ def test_baselines_match_spark_on_the_same_parquet_files(spark, baselines, gener
     import pyarrow.parquet as pq
 
     from headroom_pipeline import decisions, forecast, ingest
+    from headroom_pipeline.session import timeline_settings
 
     config = settings(**CONFIGS["bench settings"])
     loaded = ingest.load_snapshots(spark, generated)
     assert loaded.read == SMALL_ROWS and loaded.rejected.count() == 0
     messages = loaded.rows.cache()
-    spark_decisions = decision_rows(
-        [row.asDict(recursive=True) for row in decisions.decision_timeline(messages, config).collect()]
-    )
+    with timeline_settings(spark):  # as the job runs it
+        spark_decisions = decision_rows(
+            [row.asDict(recursive=True) for row in decisions.decision_timeline(messages, config).collect()]
+        )
     spark_forecast = {
         (row.cluster, row.broker_id, row.log_dir): row.asDict()
         for row in forecast.volume_forecast(ingest.explode_volumes(messages), config).collect()

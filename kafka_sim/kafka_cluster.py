@@ -460,7 +460,10 @@ class KafkaCluster(ClusterBase):
                     return leader
         return None
 
-    def add_scram_user(self, username, password, mechanism):
+    def add_scram_user(self, username, password, mechanism, timeout=30.0):
+        """Store the user's credential for one mechanism; returns once every running broker authenticates the user.
+        The controller commits the credential and each broker applies it from the metadata log a little later, so
+        a login straight after the alteration can fail on a broker that has not caught up yet."""
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
         from kafka.admin import ScramMechanism, UserScramCredentialUpsertion  # pylint: disable=import-outside-toplevel
 
@@ -470,6 +473,27 @@ class KafkaCluster(ClusterBase):
             admin.alter_user_scram_credentials([upsertion])
         finally:
             admin.close()
+        login = {"sasl_mechanism": mechanism, "sasl_plain_username": username, "sasl_plain_password": password}
+        deadline = time.monotonic() + timeout
+        for entry in self.broker_nodes:
+            if not (entry.get("pid") and process_alive(entry["pid"])):
+                continue
+            while not self._authenticates(entry, login):
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"broker {entry['id']} did not authenticate {username} within {timeout} s")
+                time.sleep(0.1)
+
+    def _authenticates(self, entry, login):
+        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
+        from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
+
+        config = kafka_python_config(self, bootstrap_servers=f"{entry['host']}:{entry['port']}", **login)
+        try:
+            # A refused login is retried until the bootstrap timeout, 30 s by default.
+            KafkaAdminClient(request_timeout_ms=5000, bootstrap_timeout_ms=3000, **config).close()
+        except (KafkaError, OSError, ValueError):
+            return False
+        return True
 
     def status(self):
         self._reload()

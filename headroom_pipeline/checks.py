@@ -183,19 +183,61 @@ def count_and_bounds(
     whose stamp is ``usable`` (well-formed, in the instant range) and within an explicit --since or --until."""
     if not window.needs_median:
         return raw.count(), TimeBounds(field, window, None)
+    candidate_stamp = F.when(_median_candidate(at, usable, window), F.unix_micros(at))
+    row = raw.agg(F.count(F.lit(1)).alias("records"), _median(candidate_stamp)).first()
+    assert row is not None, "an aggregation without grouping has one row, even over no records"
+    return row["records"], _bounds_of_median(field, window, row["median"])
+
+
+def observed_bounds(
+    at: Column, usable: Column, reaching: Column, window: TimeWindow
+) -> tuple[dict[str, Column], list[Column]]:
+    """What the first use of records checked against the explicit bounds alone observes, so that no pass of its own
+    finds the median first: (columns to compute on each record, aggregates over them). ``reaching``: the record's
+    stamp is the first thing the bound checks judge (no earlier check rejects it). settle_bounds reads the result."""
     stamp = F.unix_micros(at)
-    candidate = usable
+    after_since = reaching if window.since is None else reaching & (stamp >= F.lit(micros(window.since)))
+    inputs = {
+        "bounds_candidate": F.when(_median_candidate(at, usable, window), stamp),
+        "bounds_earliest": F.when(reaching, stamp),
+        "bounds_latest": F.when(after_since, stamp),
+    }
+    aggregates = [F.min("bounds_earliest").alias("earliest"), F.max("bounds_latest").alias("latest")]
+    if window.needs_median:
+        aggregates.append(_median(F.col("bounds_candidate")))
+    return inputs, aggregates
+
+
+def settle_bounds(field: str, window: TimeWindow, observed: dict) -> tuple[TimeBounds, bool]:
+    """(the TimeBounds of the observed median, whether they reject no record that the explicit bounds alone accept):
+    true unless the earliest stamp the bound checks judge lies below a lower bound from the median, or the latest
+    (past --since) above an upper one. When true, the records checked against the explicit bounds alone are the
+    records checked against all of them."""
+    bounds = _bounds_of_median(field, window, observed.get("median"))
+    earliest, latest = observed["earliest"], observed["latest"]
+    lower, upper = bounds.lower, bounds.upper
+    lower_holds = window.since is not None or lower is None or earliest is None or earliest >= micros(lower)
+    upper_holds = window.until is not None or upper is None or latest is None or latest <= micros(upper)
+    return bounds, lower_holds and upper_holds
+
+
+def _median_candidate(at: Column, usable: Column, window: TimeWindow) -> Column:
+    """The stamps the median is taken of: usable ones within an explicit --since or --until."""
+    stamp, candidate = F.unix_micros(at), usable
     if window.since is not None:
         candidate = candidate & (stamp >= F.lit(micros(window.since)))
     if window.until is not None:
         candidate = candidate & (stamp <= F.lit(micros(window.until)))
-    row = raw.agg(
-        F.count(F.lit(1)).alias("records"),
-        F.percentile_approx(F.when(candidate, stamp), F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median"),
-    ).first()
-    assert row is not None, "an aggregation without grouping has one row, even over no records"
-    median = from_micros(row["median"]) if row["median"] is not None else None
-    return row["records"], TimeBounds(field, window, median)
+    return candidate
+
+
+def _median(candidate_stamp: Column) -> Column:
+    return F.percentile_approx(candidate_stamp, F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median")
+
+
+def _bounds_of_median(field: str, window: TimeWindow, median_micros: Optional[int]) -> TimeBounds:
+    median = from_micros(median_micros) if window.needs_median and median_micros is not None else None
+    return TimeBounds(field, window, median)
 
 
 # -- broker ids, sizes and limits --------------------------------------------------------------------------------

@@ -6,8 +6,10 @@ plausible window included, are checks.py's; where files come from and how Spark 
 """
 
 import dataclasses
+import functools
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -52,6 +54,11 @@ class Ingested:
         until one ran)."""
         figures = self.checked.get
         return {"checked": int(figures["checked"]), "rejected": int(figures["rejected"])}
+
+
+# The caller's first action on an input's frames (the job's write of volumes/), which load_snapshots and load_traffic
+# run themselves when given one (see _checked).
+FirstUse = Callable[[Ingested], None]
 
 
 def time_field(raw: DataFrame, field: str) -> tuple[Column, Column, Column]:
@@ -155,35 +162,67 @@ def _raw(spark, location, schema, option, kafka_records=None):
     return raw.withColumn("key", F.lit(None).cast("string"))
 
 
-def _split(raw, reason, as_read_columns, input_name):
+def _split(raw, reason, as_read_columns, input_name, observed=None):
     """(accepted as read, rejected, observation) from raw records and their first failing check.
 
     The observation counts the records checked and rejected during the first action on the accepted rows; it sits
     after the projection to the accepted columns, so that Spark still prunes what the accepted rows do not use
-    (the text form of a record, for one, is only rendered for the rejected).
+    (the text form of a record, for one, is only rendered for the rejected). ``observed``: (columns, aggregates) it
+    also computes (checks.observed_bounds).
     """
+    inputs, aggregates = observed or ({}, [])
     observation = Observation(f"{input_name} checked")
     checked = raw.withColumn("reason", reason)
-    observed = checked.select(*as_read_columns, "reason").observe(
-        observation, F.count(F.lit(1)).alias("checked"), F.count("reason").alias("rejected")
+    observed_rows = checked.select(*as_read_columns, "reason", *[column.alias(name) for name, column in inputs.items()])
+    observed_rows = observed_rows.observe(
+        observation, F.count(F.lit(1)).alias("checked"), F.count("reason").alias("rejected"), *aggregates
     )
-    as_read = observed.where(F.col("reason").isNull()).drop("reason")
+    as_read = observed_rows.where(F.col("reason").isNull()).drop("reason", *inputs)
     rejected = checked.where(F.col("reason").isNotNull()).select(
         F.lit(input_name).alias("input"), "source", "record", "reason"
     )
     return as_read, rejected, observation
 
 
-def _timed(raw, field, window):
-    """``raw`` with the time field's columns, the record count and the time bounds (one pass over the records)."""
+def _timed(raw, field):
+    """(``raw`` with the time field's columns, whether its stamp is usable: well-formed and in the instant range)."""
     at, missing, well_formed = time_field(raw, field)
     raw = raw.withColumns({"at": at, "at_missing": missing, "at_well_formed": well_formed})
-    usable = F.col("at_well_formed") & F.col("at").isNotNull() & checks.in_instant_range(F.col("at"))
-    read, bounds = checks.count_and_bounds(raw, field, F.col("at"), usable, window or TimeWindow())
-    times = checks.time_checks(field, F.col("at"), F.col("at_missing"), F.col("at_well_formed")) + bounds.checks(
-        F.col("at")
+    return raw, F.col("at_well_formed") & F.col("at").isNotNull() & checks.in_instant_range(F.col("at"))
+
+
+# Builds an input's frames from its timed raw records, the bounds its stamps are held to, the records read, and what
+# the observation also computes (checks.observed_bounds).
+Frames = Callable[[DataFrame, TimeBounds, int, Any], "Ingested"]
+
+
+def _checked(raw: DataFrame, field: str, window: TimeWindow, frames: Frames, first_use: FirstUse | None) -> "Ingested":
+    """An input's frames, its records checked against the time bounds of ``window``.
+
+    Without ``first_use``, one pass counts the records and finds the median first. With it, none: the frames are
+    checked against the explicit bounds alone, and ``first_use``, the caller's first action on them (it must run
+    one: the observation is read once it has), observes the count and the median on the way. The bounds from the
+    median hold the records of almost every input (they exist for a broker whose clock was reset); when they would
+    reject one, the frames are made again with them and ``first_use`` runs on those too, so that the result is the
+    same either way.
+    """
+    raw, usable = _timed(raw, field)
+    if first_use is None:
+        read, bounds = checks.count_and_bounds(raw, field, F.col("at"), usable, window)
+        return frames(raw, bounds, read, None)
+    reaching = ~F.col("not_object") & usable
+    provisional = frames(
+        raw, TimeBounds(field, window, None), 0, checks.observed_bounds(F.col("at"), usable, reaching, window)
     )
-    return raw, read, bounds, times
+    first_use(provisional)
+    observed = provisional.checked.get
+    bounds, held = checks.settle_bounds(field, window, observed)
+    read = int(observed["checked"])
+    if held:
+        return dataclasses.replace(provisional, read=read, time_bounds=bounds)
+    exact = frames(raw, bounds, read, None)
+    first_use(exact)
+    return exact
 
 
 # -- snapshots ---------------------------------------------------------------------------------------------------
@@ -194,16 +233,23 @@ def load_snapshots(
     option: str = "--snapshots",
     kafka_records: list[sources.KafkaRecord] | None = None,
     window: TimeWindow | None = None,
+    first_use: FirstUse | None = None,
 ) -> Ingested:
     """Usage snapshot messages as the MESSAGES frame (one row per accepted message).
 
     ``kafka_records``: the records of a kafka:// location when the caller has read them already. ``window``: the
-    TimeWindow of plausible SnapshotAt (default: 366 days either side of the median).
+    TimeWindow of plausible SnapshotAt (default: 366 days either side of the median). ``first_use``: the caller's
+    first action on the result, run here (see _checked): it saves the pass that otherwise finds the median.
     """
-    raw, read, bounds, times = _timed(
-        _raw(spark, location, schemas.SNAPSHOT, option, kafka_records), "SnapshotAt", window
-    )
+    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records)
+    frames = functools.partial(_snapshot_frames, cluster_default=cluster_default)
+    return _checked(raw, "SnapshotAt", window or TimeWindow(), frames, first_use)
+
+
+def _snapshot_frames(raw, bounds, read, observed, cluster_default):
     parsed = F.col("parsed")
+    times = checks.time_checks(bounds.field, F.col("at"), F.col("at_missing"), F.col("at_well_formed"))
+    times += bounds.checks(F.col("at"))
     reason = checks.first_reason(*checks.snapshot_checks(F.col("not_object"), parsed, F.col("key"), times))
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
     common = [
@@ -215,7 +261,9 @@ def load_snapshots(
         checks.limit_type(hard).alias("hard_type"),
         hard["level"].alias("hard_level"),
     ]
-    as_read, rejected, observation = _split(raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots")
+    as_read, rejected, observation = _split(
+        raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots", observed
+    )
     normalized = F.transform(
         "volumes",
         lambda v: F.struct(
@@ -256,16 +304,27 @@ def explode_volumes(messages: DataFrame) -> DataFrame:
 
 # -- traffic -----------------------------------------------------------------------------------------------------
 def load_traffic(
-    spark: SparkSession, location: str, option: str = "--traffic", window: TimeWindow | None = None
+    spark: SparkSession,
+    location: str,
+    option: str = "--traffic",
+    window: TimeWindow | None = None,
+    first_use: FirstUse | None = None,
 ) -> Ingested:
-    """Client traffic rows as the TRAFFIC_ROWS frame; ``window``: the TimeWindow of plausible ts."""
-    raw, read, bounds, times = _timed(_raw(spark, location, schemas.TRAFFIC, option), "ts", window)
+    """Client traffic rows as the TRAFFIC_ROWS frame; ``window``: the TimeWindow of plausible ts; ``first_use`` as
+    for load_snapshots."""
+    raw = _raw(spark, location, schemas.TRAFFIC, option)
+    return _checked(raw, "ts", window or TimeWindow(), _traffic_frames, first_use)
+
+
+def _traffic_frames(raw, bounds, read, observed):
     parsed = F.col("parsed")
+    times = checks.time_checks(bounds.field, F.col("at"), F.col("at_missing"), F.col("at_well_formed"))
+    times += bounds.checks(F.col("at"))
     reason = checks.first_reason(*checks.traffic_checks(F.col("not_object"), parsed, times))
     accepted_columns = [F.col("at").alias("ts")] + [
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
     ]
-    accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic")
+    accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic", observed)
     return Ingested(accepted, rejected, read, bounds, accepted, observation)
 
 

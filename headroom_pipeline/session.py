@@ -142,6 +142,10 @@ TIMELINE_SETTINGS = {
     # which of them the rules keep; the window over each broker's messages takes them in that order. With true, Spark
     # would shuffle them again by broker for that window and sort them by time alone, and keep an arbitrary duplicate.
     "spark.sql.requireAllClusterKeysForDistribution": "false",
+    # The timeline is written partitioned by policy: with a writer open per policy in each task, the rows are written
+    # as they come (Spark would otherwise sort every row by policy first). More values than writers fall back to
+    # that sort.
+    "spark.sql.maxConcurrentOutputFileWriters": "2",
 }
 
 

@@ -3,10 +3,10 @@ figures in the summary. job.PIPELINE pairs each function with its stage (stages.
 takes the run's shared state (Run) and returns the detail of its progress line.
 
 Each stage reads its input where it is cheapest: the snapshots are checked as they are read, never held in memory
-or on local disk; volumes/, written first, feeds the forecast, which first collects every volume's span, from which
-the decision timeline's size is also bounded before it is built; the decision timeline reads and checks the
-snapshots once more (a columnar scan costs less than keeping them); rejected records are read only when the first
-pass counted some.
+or on local disk, and the write of volumes/, first, also finds their median time stamp (ingest._checked); volumes/
+feeds the forecast, which first collects every volume's span, from which the decision timeline's size is also
+bounded before it is built; the decision timeline reads and checks the snapshots once more (a columnar scan costs
+less than keeping them); rejected records are read only when the first pass counted some.
 """
 
 import dataclasses
@@ -91,8 +91,8 @@ def read_snapshots(run: Run) -> str:
         config.cluster,
         kafka_records=run.inputs.kafka_records,
         window=run.time_window(),
+        first_use=lambda checked: _write(ingest.explode_volumes(checked.as_read), run.path("volumes")),
     )
-    _write(ingest.explode_volumes(snapshots.as_read), run.path("volumes"))
     run.ingested["snapshots"] = snapshots
     figures = run.summary["inputs"]["snapshots"] = _input_figures(snapshots)
     return f"({snapshots.read:,} records, {figures['used']:,} used)"
@@ -101,9 +101,13 @@ def read_snapshots(run: Run) -> str:
 def read_traffic(run: Run) -> str:
     location = run.config.traffic
     assert location is not None, "the stage runs only with --traffic"
-    loaded = ingest.load_traffic(run.started_spark, location, window=run.time_window())
-    run.traffic = loaded.rows.persist(CACHE_LEVEL)
-    run.traffic.count()
+
+    def keep(checked):
+        run.release()  # the rows of a first use whose time bounds rejected some records
+        run.traffic = checked.rows.persist(CACHE_LEVEL)
+        run.traffic.count()
+
+    loaded = ingest.load_traffic(run.started_spark, location, window=run.time_window(), first_use=keep)
     run.ingested["traffic"] = loaded
     run.summary["inputs"]["traffic"] = _input_figures(loaded)
     return f"({loaded.read:,} records)"

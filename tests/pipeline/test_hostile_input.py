@@ -144,6 +144,48 @@ def test_since_and_until_replace_the_bounds_from_the_median_on_their_side(spark,
     assert reasons_of(result) == ["SnapshotAt is after --until 1970-01-01T00:00:00.000001Z"] * 7
 
 
+FAR_STAMPS = {
+    "plausible": [],
+    "reset clock": [snapshot(at="1970-01-01T00:00:00Z")],
+    "clock ahead": [snapshot(at="2030-01-01T00:00:00Z")],
+    "both, and a record also bad otherwise": [
+        snapshot(at="1970-01-01T00:00:00Z", volumes=[{"VolumeName": "", "Capacity": 1, "Consumed": 0}]),
+        snapshot(at="9000-01-01T00:00:00Z", broker_id=-1),
+    ],
+    "not objects": ["[1, 2]", '"2030-01-01T00:00:00Z"'],
+}
+WINDOWS = {
+    "median": checks.TimeWindow(),
+    "since": checks.TimeWindow(since=checks.from_micros(0), spread=3600.0),
+    "until": checks.TimeWindow(until=checks.from_micros(checks.micros(checks.LATEST_INSTANT)), spread=3600.0),
+    "both": checks.TimeWindow(
+        since=checks.from_micros(0), until=checks.from_micros(checks.micros(checks.EARLIEST_INSTANT) + 1)
+    ),
+}
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("far", FAR_STAMPS, ids=str)
+def test_the_first_use_finds_the_bounds_on_the_way_with_the_same_result(spark, tmp_path, far, window):
+    """Given the caller's first use, the loader runs no pass of its own for the median: the first use observes it, and
+    runs again on frames made with its bounds only when they reject a record. Either way the result is the one of
+    the loader that finds the median first."""
+    path = write_lines(tmp_path / "s.jsonl", minutes(5) + [snapshot(at="2026-11-22T05:30:00Z")] + FAR_STAMPS[far])
+    uses = []
+    settled = ingest.load_snapshots(
+        spark, path, window=WINDOWS[window], first_use=lambda used: uses.append(used.rows.count())
+    )
+    first = ingest.load_snapshots(spark, path, window=WINDOWS[window])
+    assert (settled.read, settled.time_bounds.describe()) == (first.read, first.time_bounds.describe())
+    assert sorted(map(tuple, settled.rows.collect())) == sorted(map(tuple, first.rows.collect()))
+    assert reasons_of(settled) == reasons_of(first)
+    bounded_by_median = any(
+        reason.startswith("SnapshotAt is more than") and "median" in reason for reason in reasons_of(first)
+    )
+    assert len(uses) == (2 if bounded_by_median else 1)
+    assert settled.counts() == {"checked": first.read, "rejected": len(reasons_of(first))}
+
+
 def test_traffic_stamps_are_held_to_the_same_rules(spark, tmp_path):
     good = {
         "ts": "2026-11-22T04:00:00Z",

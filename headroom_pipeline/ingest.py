@@ -218,9 +218,11 @@ def _checked(raw: DataFrame, field: str, window: TimeWindow, frames: Frames, fir
     observed = provisional.checked.get
     bounds, held = checks.settle_bounds(field, window, observed)
     read = int(observed["checked"])
-    if held:
-        return dataclasses.replace(provisional, read=read, time_bounds=bounds)
     exact = frames(raw, bounds, read, None)
+    if held:
+        # The rows are the provisional ones, and so are the figures their first use observed; later queries read the
+        # exact frames, which observe no median again.
+        return dataclasses.replace(exact, checked=provisional.checked)
     first_use(exact)
     return exact
 

@@ -270,6 +270,16 @@ def test_a_clock_reset_to_1970_accepted_by_since_fails_the_job_before_the_timeli
     job.run(PipelineConfig(snapshots=path, out=str(out), report=False, progress=False))  # the default window rejects it
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["rows_read"], summary["rows_used"], summary["rows_rejected"]) == (4, 3, 1)
+    # The write of volumes/ found the median on the way with the 1970 record in; its bounds reject that record, so
+    # volumes/ was written again without it.
+    assert sorted(stamp.year for stamp in pq.read_table(out / "volumes").column("at").to_pylist()) == [2026] * 3
+    rejected = [
+        json.loads(line)["reason"]
+        for name in (out / "rejected" / "input=snapshots").iterdir()
+        if name.suffix == ".json"
+        for line in name.read_text().splitlines()
+    ]
+    assert len(rejected) == 1 and rejected[0].startswith("SnapshotAt is more than 366 days before the median")
 
 
 # -- 2. nothing usable, and file names -------------------------------------------------------------------------------

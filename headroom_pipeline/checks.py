@@ -183,8 +183,7 @@ def count_and_bounds(
     whose stamp is ``usable`` (well-formed, in the instant range) and within an explicit --since or --until."""
     if not window.needs_median:
         return raw.count(), TimeBounds(field, window, None)
-    candidate_stamp = F.when(_median_candidate(at, usable, window), F.unix_micros(at))
-    row = raw.agg(F.count(F.lit(1)).alias("records"), _median(candidate_stamp)).first()
+    row = raw.agg(F.count(F.lit(1)).alias("records"), _median(_median_candidate(at, usable, window))).first()
     assert row is not None, "an aggregation without grouping has one row, even over no records"
     return row["records"], _bounds_of_median(field, window, row["median"])
 
@@ -197,13 +196,10 @@ def observed_bounds(
     stamp is the first thing the bound checks judge (no earlier check rejects it). settle_bounds reads the result."""
     stamp = F.unix_micros(at)
     after_since = reaching if window.since is None else reaching & (stamp >= F.lit(micros(window.since)))
-    inputs = {
-        "bounds_candidate": F.when(_median_candidate(at, usable, window), stamp),
-        "bounds_earliest": F.when(reaching, stamp),
-        "bounds_latest": F.when(after_since, stamp),
-    }
+    inputs = {"bounds_earliest": F.when(reaching, stamp), "bounds_latest": F.when(after_since, stamp)}
     aggregates = [F.min("bounds_earliest").alias("earliest"), F.max("bounds_latest").alias("latest")]
     if window.needs_median:
+        inputs["bounds_candidate"] = _median_candidate(at, usable, window)
         aggregates.append(_median(F.col("bounds_candidate")))
     return inputs, aggregates
 
@@ -222,22 +218,22 @@ def settle_bounds(field: str, window: TimeWindow, observed: dict) -> tuple[TimeB
 
 
 def _median_candidate(at: Column, usable: Column, window: TimeWindow) -> Column:
-    """The stamps the median is taken of: usable ones within an explicit --since or --until."""
+    """A record's stamp in microseconds where the median is taken of it (usable, and within an explicit --since or
+    --until), else null."""
     stamp, candidate = F.unix_micros(at), usable
     if window.since is not None:
         candidate = candidate & (stamp >= F.lit(micros(window.since)))
     if window.until is not None:
         candidate = candidate & (stamp <= F.lit(micros(window.until)))
-    return candidate
+    return F.when(candidate, stamp)
 
 
-def _median(candidate_stamp: Column) -> Column:
-    return F.percentile_approx(candidate_stamp, F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median")
+def _median(candidate: Column) -> Column:
+    return F.percentile_approx(candidate, F.lit(0.5), F.lit(MEDIAN_ACCURACY)).alias("median")
 
 
 def _bounds_of_median(field: str, window: TimeWindow, median_micros: Optional[int]) -> TimeBounds:
-    median = from_micros(median_micros) if window.needs_median and median_micros is not None else None
-    return TimeBounds(field, window, median)
+    return TimeBounds(field, window, from_micros(median_micros) if median_micros is not None else None)
 
 
 # -- broker ids, sizes and limits --------------------------------------------------------------------------------

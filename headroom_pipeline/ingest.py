@@ -191,6 +191,12 @@ def _timed(raw, field):
     return raw, F.col("at_well_formed") & F.col("at").isNotNull() & checks.in_instant_range(F.col("at"))
 
 
+def _time_checks(bounds):
+    """The checks of a timed record's stamp (see _timed): well-formed, in the instant range, within ``bounds``."""
+    at = F.col("at")
+    return checks.time_checks(bounds.field, at, F.col("at_missing"), F.col("at_well_formed")) + bounds.checks(at)
+
+
 # Builds an input's frames from its timed raw records, the bounds its stamps are held to, the records read, and what
 # the observation also computes (checks.observed_bounds).
 Frames = Callable[[DataFrame, TimeBounds, int, Any], "Ingested"]
@@ -250,8 +256,7 @@ def load_snapshots(
 
 def _snapshot_frames(raw, bounds, read, observed, cluster_default):
     parsed = F.col("parsed")
-    times = checks.time_checks(bounds.field, F.col("at"), F.col("at_missing"), F.col("at_well_formed"))
-    times += bounds.checks(F.col("at"))
+    times = _time_checks(bounds)
     reason = checks.first_reason(*checks.snapshot_checks(F.col("not_object"), parsed, F.col("key"), times))
     soft, hard = parsed["SoftLimit"], parsed["HardLimit"]
     common = [
@@ -320,8 +325,7 @@ def load_traffic(
 
 def _traffic_frames(raw, bounds, read, observed):
     parsed = F.col("parsed")
-    times = checks.time_checks(bounds.field, F.col("at"), F.col("at_missing"), F.col("at_well_formed"))
-    times += bounds.checks(F.col("at"))
+    times = _time_checks(bounds)
     reason = checks.first_reason(*checks.traffic_checks(F.col("not_object"), parsed, times))
     accepted_columns = [F.col("at").alias("ts")] + [
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"

@@ -393,13 +393,9 @@ class KafkaCluster(ClusterBase):
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel  # only the real engine needs it
         from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
 
-        live = [e for e in self.broker_nodes if e.get("pid") and process_alive(e["pid"])]
-        for entry in live:
-            config = kafka_python_config(
-                self, bootstrap_servers=f"{entry['host']}:{entry['port']}", request_timeout_ms=5000
-            )
+        for entry in self.running_broker_nodes:
             try:
-                admin = KafkaAdminClient(**config)
+                admin = KafkaAdminClient(**self._one_broker_config(entry))
             except (KafkaError, OSError, ValueError):
                 continue
             try:
@@ -460,6 +456,12 @@ class KafkaCluster(ClusterBase):
                     return leader
         return None
 
+    def _one_broker_config(self, entry, **extra):
+        """kafka-python settings that reach the one broker of ``entry`` (no other from its metadata)."""
+        return kafka_python_config(
+            self, bootstrap_servers=f"{entry['host']}:{entry['port']}", request_timeout_ms=5000, **extra
+        )
+
     def add_scram_user(self, username, password, mechanism, timeout=30.0):
         """Store the user's credential for one mechanism; returns once every running broker authenticates the user.
         The controller commits the credential and each broker applies it from the metadata log a little later, so
@@ -475,9 +477,7 @@ class KafkaCluster(ClusterBase):
             admin.close()
         login = {"sasl_mechanism": mechanism, "sasl_plain_username": username, "sasl_plain_password": password}
         deadline = time.monotonic() + timeout
-        for entry in self.broker_nodes:
-            if not (entry.get("pid") and process_alive(entry["pid"])):
-                continue
+        for entry in self.running_broker_nodes:
             while not self._authenticates(entry, login):
                 if time.monotonic() > deadline:
                     raise ClusterError(f"broker {entry['id']} did not authenticate {username} within {timeout} s")
@@ -487,10 +487,9 @@ class KafkaCluster(ClusterBase):
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
         from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
 
-        config = kafka_python_config(self, bootstrap_servers=f"{entry['host']}:{entry['port']}", **login)
         try:
             # A refused login is retried until the bootstrap timeout, 30 s by default.
-            KafkaAdminClient(request_timeout_ms=5000, bootstrap_timeout_ms=3000, **config).close()
+            KafkaAdminClient(**self._one_broker_config(entry, bootstrap_timeout_ms=3000, **login)).close()
         except (KafkaError, OSError, ValueError):
             return False
         return True

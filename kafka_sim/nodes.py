@@ -192,6 +192,11 @@ class ClusterBase:
         """The entries of nodes with the broker role (``brokers`` also lists controller-only nodes)."""
         return [entry for entry in self.info["brokers"] if "broker" in entry["roles"]]
 
+    @property
+    def running_broker_nodes(self):
+        """broker_nodes whose process is alive."""
+        return [entry for entry in self.broker_nodes if entry.get("pid") and process_alive(entry["pid"])]
+
     def _bootstrap_servers(self):
         return ",".join(f"{HOST}:{entry['port']}" for entry in self.broker_nodes)
 

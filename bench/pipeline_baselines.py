@@ -921,11 +921,17 @@ WITH lasts AS (
            max(struct_pack(a := at_us, u := used_bytes, t := total_bytes, s := usable_bytes, ht := hard_type,
                hl := hard_level)) AS latest
     FROM bucketed GROUP BY ALL
+), centered AS (
+    -- least squares in two passes, on values centred on their means, as the pandas baseline: DuckDB's regr_slope
+    -- accumulates the raw peaks (tens of gigabytes), which costs a nearly flat trend parts in a billion
+    SELECT *, x - avg(x) OVER per_volume AS cx, y - avg(y) OVER per_volume AS cy
+    FROM (SELECT *, (peak.a - first_us) / 1000000.0::DOUBLE AS x, peak.u::DOUBLE AS y FROM peaks)
+    WINDOW per_volume AS (PARTITION BY cluster, broker_id, log_dir)
 ), trends AS (
     SELECT cluster, broker_id, log_dir, first_us, last_us, count(*) AS buckets,
         sum(rows_in_bucket)::BIGINT AS samples, max(latest) AS latest,
-           CASE WHEN count(*) >= 3 THEN regr_slope(peak.u::DOUBLE, (peak.a - first_us) / 1000000.0::DOUBLE) END AS slope
-    FROM peaks GROUP BY ALL
+           CASE WHEN count(*) >= 3 THEN sum(cx * cy) / nullif(sum(cx * cx), 0.0) END AS slope
+    FROM centered GROUP BY cluster, broker_id, log_dir, first_us, last_us
 ), limits AS (
     SELECT *, latest.t AS total_bytes, latest.s AS usable_bytes, latest.u AS used_bytes, latest.ht AS hard_limit_type,
         latest.hl AS hard_limit_level,

@@ -1,6 +1,7 @@
 """The volume forecast: trends over retention's saw-tooth, limit crossings, ranking, and the shared vectors."""
 
 import datetime
+import fractions
 import json
 import math
 import random
@@ -105,6 +106,21 @@ def test_steady_growth_gives_the_exact_slope_and_crossing_time(spark):
     assert abs(row.hours_to_hard_limit - hours) * 3600 < 1e-3
     assert abs((row.crosses_hard_limit_at - row.last_at).total_seconds() - hours * 3600) < 1e-3
     assert row.rank == 1
+
+
+def test_a_nearly_flat_trend_of_a_large_volume_keeps_its_precision(spark):
+    # Peaks of about 17 GB that wander by a few hundred bytes around a slow decline: the least-squares slope is a
+    # small difference of large sums. One sample an hour over 23 hours is one sample per bucket, so the exact slope
+    # of the peaks is that of the samples.
+    base = 17_280_947_564
+    used = {hour * 3600: base + (hour * 7919) % 613 - 9 * hour for hour in range(24)}
+    row = only(forecast(spark, volume_rows(used, total_bytes=20_000_000_000, hard=None)))
+    points = [(fractions.Fraction(seconds), fractions.Fraction(value)) for seconds, value in used.items()]
+    x_mean = sum(x for x, unused_y in points) / len(points)
+    y_mean = sum(y for unused_x, y in points) / len(points)
+    exact = sum((x - x_mean) * (y - y_mean) for x, y in points) / sum((x - x_mean) ** 2 for x, unused_y in points)
+    assert row.buckets == 24
+    assert row.bytes_per_hour == pytest.approx(float(exact * 3600), rel=1e-12)
 
 
 def test_flat_saw_tooth_never_crosses(spark):

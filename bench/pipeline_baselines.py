@@ -931,7 +931,7 @@ WITH lasts AS (
     SELECT cluster, broker_id, log_dir, first_us, last_us, count(*) AS buckets,
         sum(rows_in_bucket)::BIGINT AS samples, max(latest) AS latest,
            CASE WHEN count(*) >= 3 THEN sum(cx * cy) / nullif(sum(cx * cx), 0.0) END AS slope
-    FROM centered GROUP BY cluster, broker_id, log_dir, first_us, last_us
+    FROM centered GROUP BY ALL
 ), limits AS (
     SELECT *, latest.t AS total_bytes, latest.s AS usable_bytes, latest.u AS used_bytes, latest.ht AS hard_limit_type,
         latest.hl AS hard_limit_level,

@@ -15,8 +15,8 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
    latest ``at``). Peaks follow the top of retention's saw-tooth (segment deletions inside a bucket do not pull it
    down) and gaps simply leave buckets empty.
 4. Trend. ``slope = regr_slope(peak, t)`` over the buckets with ``t`` in seconds (``(t - first_at) / 1e6``) and
-   peaks in bytes above the first bucket's (neither shift changes the slope; the second keeps it exact to about 1e-15
-   of itself, see _slope_in_bucket_order), bytes per second; null when fewer than 3 buckets.
+   peaks in bytes above the first bucket's (neither shift changes the slope; the second keeps it within about 1e-12
+   of the exact one, see _slope_in_bucket_order), bytes per second; null when fewer than 3 buckets.
    ``bytes_per_hour = slope * 3600``. The buckets are taken in bucket order, so that the floating-point result does
    not depend on how the rows were partitioned.
 5. Latest figures. total_bytes, usable_bytes, used_bytes, hard_limit_type and hard_limit_level come from the row at
@@ -326,26 +326,30 @@ def _slope_in_bucket_order(points: Column) -> Column:
     difference is exact, and small. Taken as they are, the running mean of peaks of tens of gigabytes is rounded to
     a few millionths of a byte at every step, which, against a volume that changes by a few thousand bytes over the
     window, is an error of several parts in a billion in the slope (the same error Spark's aggregate makes)."""
-    start = F.struct(*[F.lit(0.0).alias(name) for name in ("n", "x_mean", "y_mean", "co_moment", "x_moment")])
-    sorted_points = F.array_sort(points)
-    first_y = sorted_points[0]["y"]
+    in_order = F.array_sort(points)
+    # The first bucket's y rides in the fold's state: it is read once per volume, not once per bucket.
+    start = F.struct(
+        in_order[0]["y"].alias("origin"),
+        *[F.lit(0.0).alias(name) for name in ("n", "x_mean", "y_mean", "co_moment", "x_moment")],
+    )
 
     def update(moments, point):
-        n = moments["n"] + 1.0
-        dx, dy = point["x"] - moments["x_mean"], (point["y"] - first_y) - moments["y_mean"]
+        n, y = moments["n"] + 1.0, point["y"] - moments["origin"]
+        dx, dy = point["x"] - moments["x_mean"], y - moments["y_mean"]
         x_mean, y_mean = moments["x_mean"] + dx / n, moments["y_mean"] + dy / n
         return F.struct(
+            moments["origin"].alias("origin"),
             n.alias("n"),
             x_mean.alias("x_mean"),
             y_mean.alias("y_mean"),
-            (moments["co_moment"] + dx * ((point["y"] - first_y) - y_mean)).alias("co_moment"),
+            (moments["co_moment"] + dx * (y - y_mean)).alias("co_moment"),
             (moments["x_moment"] + dx * (point["x"] - x_mean)).alias("x_moment"),
         )
 
     def finish(moments):
         return F.when(moments["x_moment"] != 0.0, moments["co_moment"] / moments["x_moment"])
 
-    return F.aggregate(sorted_points, start, update, finish)
+    return F.aggregate(in_order, start, update, finish)
 
 
 def _hard_limit_usable_bytes(limit_type: Column, level: Column, total: Column) -> Column:

@@ -14,7 +14,8 @@ and reused while its parameters are unchanged. Every run reads the same files.
 Runs, each a process of its own: the job's command line (``python -m headroom_pipeline run``; its summary.json's
 stage timings give the JVM start apart from the work), the Spark floor (pipeline_floor.py, same session settings),
 the pandas and DuckDB baselines (pipeline_baselines.py) and the floor in DuckDB; at 10M rows also the job with
-local[1] and local[2] and on a standalone Spark cluster through spark-submit. Reported: work time, JVM start, peak
+local[1] and local[2] and on a standalone Spark cluster through spark-submit; at 10k rows the job and the floor run
+five times each, in turn, and are judged by their median runs (REPEATS). Reported: work time, JVM start, peak
 resident memory, the job's work over the floor's, the exchanges of the job's plans before and after
 (pipeline_plans.py), the outputs compared row by row, and a verdict per target; the same as JSON in
 build/bench/pipeline_bench.json. A run that fails, runs out of memory or takes longer than its time limit is reported
@@ -54,6 +55,9 @@ RUN_TIME_LIMIT = 20 * 60  # seconds; a pandas or DuckDB run that takes longer is
 SPARK_TIME_LIMIT = 60 * 60  # seconds; the same for a Spark run
 MEMORY_HEADROOM = 0.9  # a run is stopped when the machine's available memory falls below 10 % of its total
 FLOOR_TARGETS = {10_000: 2.0, 1_000_000: 3.0, 10_000_000: 2.0}  # the job's work at most this many times the floor's
+# Where one run takes seconds, the machine's noise (runs vary by a tenth and more) is larger than a target's margin: the
+# job and the floor run this many times there, one after the other in turn, and each is judged by its median run.
+REPEATS = {10_000: 5}
 CORES_ROWS = 10_000_000  # the size of the local[1] / local[2] and standalone cluster runs
 SCALE_ROWS, SCALE_RATIO = 100_000_000, 12.0
 SPEED_UP = 1.6
@@ -529,14 +533,12 @@ def _result(run, stdout, out):
 def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
     """One run (engine, size, master) in a process of its own; its figures, or its status when it did not finish."""
     engine, rows = run["engine"], run["rows"]
-    out = os.path.join(
-        BUILD,
-        f"pipeline-out-{run['label'].replace('[', '-').replace(']', '').replace('*', 'all').replace(' ', '-')}-{rows}",
-    )
+    name = run["label"].replace("[", "-").replace("]", "").replace("*", "all").replace(" ", "-")
+    out = os.path.join(BUILD, f"pipeline-out-{name}-{rows}" + (f"-{run['repeat']}" if run.get("repeat", 1) > 1 else ""))
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     command, environment = _command(run, data, out, spark_conf or {}, cluster)
-    progress(f"{run['label']} on {rows:,} rows ...")
+    progress(f"{_shown(run)} on {rows:,} rows ...")
     load_before = [round(value, 2) for value in os.getloadavg()]
     began = time.monotonic()
     cpus = sorted(os.sched_getaffinity(0))[: run["cpus"]] if run.get("cpus") else None
@@ -585,7 +587,7 @@ def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
     else:
         run.setdefault("python_peak_rss_mib", round(watch.worker_peak_kib / 1024.0, 1))
     progress(
-        f"{run['label']} on {rows:,} rows: {run['status']}"
+        f"{_shown(run)} on {rows:,} rows: {run['status']}"
         + (f", work {run['seconds']:.1f}s" if run["status"] == "ok" else f" ({run['reason']})")
     )
     return run
@@ -639,7 +641,8 @@ def compare_outputs(runs, progress):
     comparisons = []
     for rows in sorted({run["rows"] for run in runs}):
         finished = [run for run in runs if run["rows"] == rows and run["status"] == "ok"]
-        finished = [run for run in finished if run["engine"] in OUTPUT_ENGINES]
+        # a repeated run's outputs are its first's (each repeat writes its own; the first is compared)
+        finished = [run for run in finished if run["engine"] in OUTPUT_ENGINES and run.get("repeat", 1) == 1]
         for other in finished[1:]:
             reference = finished[0]
             comparison = {"rows": rows, "reference": reference["label"], "engine": other["label"]}
@@ -676,7 +679,18 @@ def standalone_cluster(progress):
 
 # -- report ---------------------------------------------------------------------------------------------------------
 def _find(runs, label, rows):
-    return next((run for run in runs if run["label"] == label and run["rows"] == rows and run["status"] == "ok"), None)
+    """The run of ``label`` at ``rows`` that finished; of a repeated one (REPEATS), its median run, with the work of
+    every repeat that finished under "repeats" (of an even number, the slower of the two middle runs)."""
+    finished = [run for run in runs if run["label"] == label and run["rows"] == rows and run["status"] == "ok"]
+    if len(finished) < 2:
+        return finished[0] if finished else None
+    median = sorted(finished, key=lambda run: run["seconds"])[len(finished) // 2]
+    return dict(median, repeats=[run["seconds"] for run in finished])
+
+
+def _shown(run):
+    """A run's label, with its place among the repeats of a repeated one."""
+    return run["label"] + (f" {run['repeat']}/{REPEATS[run['rows']]}" if "repeat" in run else "")
 
 
 def _ratio(numerator, denominator):
@@ -766,7 +780,7 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
         lines.append(
             [
                 f"{run['rows']:,}",
-                run["label"],
+                _shown(run),
                 run["status"] if run["status"] == "ok" else f"{run['status']}: {run.get('reason')}",
                 number(run.get("seconds"), 2),
                 number(run.get("session_seconds"), 2),
@@ -786,12 +800,21 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
         print(
             "| " + " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)) + " |", file=out
         )
+    for rows in sorted({run["rows"] for run in runs if "repeat" in run}):
+        job, floor = _find(runs, JOB, rows), _find(runs, "floor", rows)
+        if job and floor and "repeats" in job and "repeats" in floor:
+            print(
+                f"{rows:,} rows, medians of {len(job['repeats'])} runs each: job {job['seconds']:.2f} s "
+                f"({', '.join(f'{value:.2f}' for value in job['repeats'])}), floor {floor['seconds']:.2f} s "
+                f"({', '.join(f'{value:.2f}' for value in floor['repeats'])}), job / floor {_ratio(job, floor)}",
+                file=out,
+            )
     for run in runs:
         if run["engine"] == "spark" and run["status"] == "ok":
             stages = ", ".join(
                 f"{stage} {seconds:.1f}" for stage, seconds in run["phases"].items() if stage != "start Spark"
             )
-            print(f"{run['label']} {run['rows']:,} rows: {stages}", file=out)
+            print(f"{_shown(run)} {run['rows']:,} rows: {stages}", file=out)
         if run["status"] != "ok":
             print(
                 f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s "
@@ -856,11 +879,17 @@ def _runs_of(sizes, engines, cores, standalone):
     and on the standalone cluster, at CORES_ROWS."""
     runs = []
     for rows in sizes:
-        for engine in [engine for engine in ENGINES if engine in engines]:
+        chosen = [engine for engine in ENGINES if engine in engines]
+        # the job and the floor in turn, as often as REPEATS asks; then the other engines once
+        repeated = [engine for engine in chosen if engine in ("spark", "floor")] * REPEATS.get(rows, 1)
+        counts = {}
+        for engine in repeated + [engine for engine in chosen if engine not in ("spark", "floor")]:
+            counts[engine] = counts.get(engine, 0) + 1
             master = "local[*]" if engine in ("spark", "floor") else None
-            runs.append(
-                {"engine": engine, "rows": rows, "master": master, "label": JOB if engine == "spark" else engine}
-            )
+            run = {"engine": engine, "rows": rows, "master": master, "label": JOB if engine == "spark" else engine}
+            if REPEATS.get(rows, 1) > 1 and engine in ("spark", "floor"):
+                run["repeat"] = counts[engine]
+            runs.append(run)
     if cores:
         # local[1] on one CPU: unpinned, its JIT compiler, garbage collector and Python driver take the second core.
         runs += [

@@ -45,6 +45,7 @@ RESULT_FILE = os.path.join(BUILD, "pipeline_bench.json")
 # spark: the job as a user runs it; floor: the least work Spark must do (pipeline_floor.py); pandas, duckdb: the
 # baselines of pipeline_baselines.py; duckdb-floor: the floor's SQL in DuckDB.
 ENGINES = ("spark", "floor", "pandas", "duckdb", "duckdb-floor")
+SPARK_ENGINES = ("spark", "floor")  # those that run in a JVM, timed against each other (and repeated, see REPEATS)
 OUTPUT_ENGINES = ("spark", "pandas", "duckdb")  # those that write the job's outputs, compared row by row
 JOB = "spark"  # the label of the job's run in local[*]
 DEFAULT_ROWS = (10_000, 1_000_000, 10_000_000, 100_000_000)
@@ -580,7 +581,7 @@ def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
         )
     else:
         run.update(status="ok", **result)
-    if engine in ("spark", "floor"):
+    if engine in SPARK_ENGINES:
         run["jvm_peak_rss_mib"] = round(watch.jvm_peak_kib / 1024.0, 1)
         if cluster:
             run["executor_peak_rss_mib"] = round(watch.executor_peak_kib / 1024.0, 1)
@@ -775,7 +776,7 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
     header = ["rows", "run", "status", "work s", "JVM start s", "total s", "work / floor", "peak RSS MiB"]
     lines = []
     for run in runs:
-        memory = run.get("jvm_peak_rss_mib") if run["engine"] in ("spark", "floor") else run.get("python_peak_rss_mib")
+        memory = run.get("jvm_peak_rss_mib") if run["engine"] in SPARK_ENGINES else run.get("python_peak_rss_mib")
         floor = _find(runs, "floor", run["rows"])
         lines.append(
             [
@@ -787,7 +788,7 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
                 number(run.get("total_seconds"), 2),
                 number(_ratio(run, floor), 2) if run["status"] == "ok" and run["engine"] != "floor" else "-",
                 number(memory, 0)
-                + (" (JVM)" if run["engine"] in ("spark", "floor") else " (Python)")
+                + (" (JVM)" if run["engine"] in SPARK_ENGINES else " (Python)")
                 + (
                     f", executors {number(run['executor_peak_rss_mib'], 0)}" if run.get("executor_peak_rss_mib") else ""
                 ),
@@ -817,7 +818,7 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
             print(f"{_shown(run)} {run['rows']:,} rows: {stages}", file=out)
         if run["status"] != "ok":
             print(
-                f"{run['label']} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s "
+                f"{_shown(run)} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s "
                 f"({run.get('reason')})" + (f"; log {run['log']}" if run.get("log") else ""),
                 file=out,
             )
@@ -880,16 +881,18 @@ def _runs_of(sizes, engines, cores, standalone):
     runs = []
     for rows in sizes:
         chosen = [engine for engine in ENGINES if engine in engines]
+        repeats = REPEATS.get(rows, 1)
         # the job and the floor in turn, as often as REPEATS asks; then the other engines once
-        repeated = [engine for engine in chosen if engine in ("spark", "floor")] * REPEATS.get(rows, 1)
-        counts = {}
-        for engine in repeated + [engine for engine in chosen if engine not in ("spark", "floor")]:
-            counts[engine] = counts.get(engine, 0) + 1
-            master = "local[*]" if engine in ("spark", "floor") else None
-            run = {"engine": engine, "rows": rows, "master": master, "label": JOB if engine == "spark" else engine}
-            if REPEATS.get(rows, 1) > 1 and engine in ("spark", "floor"):
-                run["repeat"] = counts[engine]
-            runs.append(run)
+        for repeat in range(1, repeats + 1):
+            for engine in [engine for engine in chosen if engine in SPARK_ENGINES]:
+                label = JOB if engine == "spark" else engine
+                run = {"engine": engine, "rows": rows, "master": "local[*]", "label": label}
+                runs.append(dict(run, repeat=repeat) if repeats > 1 else run)
+        runs += [
+            {"engine": engine, "rows": rows, "master": None, "label": engine}
+            for engine in chosen
+            if engine not in SPARK_ENGINES
+        ]
     if cores:
         # local[1] on one CPU: unpinned, its JIT compiler, garbage collector and Python driver take the second core.
         runs += [
@@ -993,7 +996,7 @@ def main():
     runs = []
     for run in _runs_of(sizes, args.engines, cores, standalone):
         data = snapshot_data(run["rows"], progress)
-        limit = args.spark_time_limit if run["engine"] in ("spark", "floor") else args.time_limit
+        limit = args.spark_time_limit if run["engine"] in SPARK_ENGINES else args.time_limit
         # the cluster runs only for its own run: idle daemons disturb no other
         with standalone_cluster(progress) if run["master"] == "standalone" else contextlib.nullcontext() as cluster:
             if cluster:

@@ -39,7 +39,8 @@ class Ingested:
     ``as_read``: the accepted rows with fields kept as the input has them where the normalized form would cost a
     per-record lambda (a snapshot's Volumes), for the stages that take either. ``checked``: an Observation that
     counts, during the first action on ``rows`` or ``as_read`` (no pass of its own), the records checked and
-    those rejected (``counts()``).
+    those rejected (``counts()``). ``unchecked``: as_read's columns of every record read, none of the checks
+    applied (see as_read_again).
     """
 
     rows: DataFrame
@@ -48,12 +49,19 @@ class Ingested:
     time_bounds: TimeBounds
     as_read: DataFrame
     checked: Observation
+    unchecked: DataFrame
 
     def counts(self) -> dict[str, int]:
         """{"checked", "rejected"} as counted during the first action on the accepted rows (it blocks
         until one ran)."""
         figures = self.checked.get
         return {"checked": int(figures["checked"]), "rejected": int(figures["rejected"])}
+
+    def as_read_again(self) -> DataFrame:
+        """as_read for a query after the first use: when that use counted no rejected record, every record passed
+        the checks, and the same rows are read without them (checking a volume list costs as much as reading it);
+        otherwise as_read, checked again."""
+        return self.unchecked if self.counts()["rejected"] == 0 else self.as_read
 
 
 # The caller's first action on an input's frames (the job's write of volumes/), which load_snapshots and load_traffic
@@ -268,9 +276,8 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
         checks.limit_type(hard).alias("hard_type"),
         hard["level"].alias("hard_level"),
     ]
-    as_read, rejected, observation = _split(
-        raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots", observed
-    )
+    as_read_columns = common + [parsed["Volumes"].alias("volumes")]
+    as_read, rejected, observation = _split(raw, reason, as_read_columns, "snapshots", observed)
     normalized = F.transform(
         "volumes",
         lambda v: F.struct(
@@ -279,7 +286,8 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
             (v["Capacity"] - v["Consumed"]).alias("usable_bytes"),
         ),
     )
-    return Ingested(as_read.withColumn("volumes", normalized), rejected, read, bounds, as_read, observation)
+    rows = as_read.withColumn("volumes", normalized)
+    return Ingested(rows, rejected, read, bounds, as_read, observation, raw.select(*as_read_columns))
 
 
 def explode_volumes(messages: DataFrame) -> DataFrame:
@@ -331,7 +339,7 @@ def _traffic_frames(raw, bounds, read, observed):
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
     ]
     accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic", observed)
-    return Ingested(accepted, rejected, read, bounds, accepted, observation)
+    return Ingested(accepted, rejected, read, bounds, accepted, observation, raw.select(*accepted_columns))
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------

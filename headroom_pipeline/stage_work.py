@@ -5,8 +5,9 @@ takes the run's shared state (Run) and returns the detail of its progress line.
 Each stage reads its input where it is cheapest: the snapshots are checked as they are read, never held in memory
 or on local disk, and the write of volumes/, first, also finds their median time stamp (ingest._checked); volumes/
 feeds the forecast, which first collects every volume's span, from which the decision timeline's size is also
-bounded before it is built; the decision timeline reads and checks the snapshots once more (a columnar scan costs
-less than keeping them); rejected records are read only when the first pass counted some.
+bounded before it is built; the decision timeline reads the snapshots once more (a columnar scan costs less than
+keeping them), checked again only when the first pass rejected some (ingest.Ingested.as_read_again); rejected records
+are read only when the first pass counted some.
 """
 
 import dataclasses
@@ -150,7 +151,7 @@ def build_decision_timeline(run: Run) -> str:
     )
     observation = Observation("decisions")
     timeline = decisions.decision_timeline(
-        run.ingested["snapshots"].as_read, config, size=size, observation=observation
+        run.ingested["snapshots"].as_read_again(), config, size=size, observation=observation
     )
     with timeline_settings(run.started_spark):  # the query is planned and run by the write
         _write(timeline, run.path("decisions"), "policy")

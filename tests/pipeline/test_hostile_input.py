@@ -186,6 +186,18 @@ def test_the_first_use_finds_the_bounds_on_the_way_with_the_same_result(spark, t
     assert settled.counts() == {"checked": first.read, "rejected": len(reasons_of(first))}
 
 
+@pytest.mark.parametrize("far", FAR_STAMPS, ids=str)
+def test_rows_read_again_are_the_accepted_rows_and_skip_the_checks_only_when_none_was_rejected(spark, tmp_path, far):
+    """A later query (the decision timeline) reads the snapshots again: without the checks when the first use counted
+    no rejected record, which yields the same rows, volume-less messages and duplicates included."""
+    lines = minutes(5) + [snapshot(at="2026-11-22T04:01:00Z", volumes=[]), snapshot(broker_id=2)] + FAR_STAMPS[far]
+    path = write_lines(tmp_path / "s.jsonl", lines)
+    loaded = ingest.load_snapshots(spark, path, first_use=lambda used: used.as_read.count())
+    again = loaded.as_read_again()
+    assert sorted(map(repr, again.collect())) == sorted(map(repr, loaded.as_read.collect()))
+    assert (again is loaded.unchecked) == (not reasons_of(loaded))
+
+
 def test_traffic_stamps_are_held_to_the_same_rules(spark, tmp_path):
     good = {
         "ts": "2026-11-22T04:00:00Z",

@@ -171,7 +171,8 @@ def _raw(spark, location, schema, option, kafka_records=None):
 
 
 def _split(raw, reason, as_read_columns, input_name, observed=None):
-    """(accepted as read, rejected, observation) from raw records and their first failing check.
+    """(accepted as read, rejected, observation, unchecked) from raw records and their first failing check;
+    unchecked: the same columns of every record, no check applied (Ingested.as_read_again).
 
     The observation counts the records checked and rejected during the first action on the accepted rows; it sits
     after the projection to the accepted columns, so that Spark still prunes what the accepted rows do not use
@@ -189,7 +190,7 @@ def _split(raw, reason, as_read_columns, input_name, observed=None):
     rejected = checked.where(F.col("reason").isNotNull()).select(
         F.lit(input_name).alias("input"), "source", "record", "reason"
     )
-    return as_read, rejected, observation
+    return as_read, rejected, observation, raw.select(*as_read_columns)
 
 
 def _timed(raw, field):
@@ -276,8 +277,9 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
         checks.limit_type(hard).alias("hard_type"),
         hard["level"].alias("hard_level"),
     ]
-    as_read_columns = common + [parsed["Volumes"].alias("volumes")]
-    as_read, rejected, observation = _split(raw, reason, as_read_columns, "snapshots", observed)
+    as_read, rejected, observation, unchecked = _split(
+        raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots", observed
+    )
     normalized = F.transform(
         "volumes",
         lambda v: F.struct(
@@ -287,7 +289,7 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
         ),
     )
     rows = as_read.withColumn("volumes", normalized)
-    return Ingested(rows, rejected, read, bounds, as_read, observation, raw.select(*as_read_columns))
+    return Ingested(rows, rejected, read, bounds, as_read, observation, unchecked)
 
 
 def explode_volumes(messages: DataFrame) -> DataFrame:
@@ -338,8 +340,8 @@ def _traffic_frames(raw, bounds, read, observed):
     accepted_columns = [F.col("at").alias("ts")] + [
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
     ]
-    accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic", observed)
-    return Ingested(accepted, rejected, read, bounds, accepted, observation, raw.select(*accepted_columns))
+    accepted, rejected, observation, unchecked = _split(raw, reason, accepted_columns, "traffic", observed)
+    return Ingested(accepted, rejected, read, bounds, accepted, observation, unchecked)
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------

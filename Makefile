@@ -6,6 +6,7 @@
 #   make sanity     ansible-test sanity for the collection
 #   make lint       ruff format --check and ruff check (ruff.toml, 120 columns) on every Python file, ansible-lint
 #                   with the production profile, and mypy on the typed public functions (mypy.ini)
+#   make hosts-prerequisites  Debian's docker.io and debootstrap, for the fleet of test hosts (tests/hosts)
 #   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE set to sim: the model)
 #   make test       sanity, lint (ruff, ansible-lint, mypy), pytest (molecule scenarios included), then the conformance
 #                   suite on real Kafka
@@ -26,7 +27,7 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv kafka-libs sanity lint pytest molecule conformance-kafka test demo bench clean collection-link
+.PHONY: hosts-prerequisites venv kafka-libs sanity lint pytest molecule conformance-kafka test demo bench clean collection-link
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -62,7 +63,14 @@ lint: venv collection-link
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 
-pytest: venv kafka-libs
+# The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is
+# started by the tests when none runs) and debootstrap. Installed with apt when missing (CI runs as root).
+hosts-prerequisites:
+	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			docker.io debootstrap >/dev/null; }
+
+pytest: venv kafka-libs hosts-prerequisites
 	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests
 
 molecule: venv kafka-libs

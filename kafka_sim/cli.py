@@ -84,9 +84,67 @@ def _parser():
         help="fetch the jars of real Kafka and archive the classes its nodes load "
         "(once; KAFKA_VERSION, KAFKA_HOME) and print where they are",
     )
+    _hosts_parser(commands)
     broker = commands.add_parser("broker", help="run one model broker in the foreground from its properties file")
     broker.add_argument("--config", required=True)
     return parser
+
+
+def _hosts_parser(commands):
+    hosts = commands.add_parser(
+        "hosts", help="a fleet of test hosts (containers with systemd and sshd) running Kafka under systemd"
+    )
+    actions = hosts.add_subparsers(dest="hosts_command", required=True)
+    up = actions.add_parser("up", help="start a fleet; writes DIR/inventory.yml and DIR/cluster.json")
+    down = actions.add_parser("down", help="remove the fleet's hosts (and a Docker daemon started for them)")
+    status = actions.add_parser("status", help="each host's address, unit and cluster membership")
+    for sub in (up, down, status):
+        sub.add_argument("--dir", required=True, help="the fleet's directory")
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--controllers", type=int, default=1, help="controller-only hosts (the KRaft quorum)")
+    up.add_argument("--volume-size", default="64M", help="size of each data log dir's own filesystem")
+    up.add_argument("--log-dirs-per-broker", type=int, default=1)
+    up.add_argument("--tls", action="store_true", help="SSL client listener with a generated CA (PEM)")
+    up.add_argument("--scram", action="store_true", help="SASL SCRAM listener, user 'admin' as super user")
+    up.add_argument(
+        "--inventory-layout",
+        choices=("headroom", "cp-ansible"),
+        default="headroom",
+        help="groups of inventory.yml: kafka, or cp-ansible's kafka_broker and kafka_controller mapped onto kafka",
+    )
+    up.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties line for every node"
+    )
+    up.add_argument("--timeout", type=float, default=180.0)
+
+
+def _run_hosts(args):
+    from kafka_sim.hosts.fleet import HostFleet  # pylint: disable=import-outside-toplevel  # needs Docker only here
+
+    fleet = HostFleet(args.dir)
+    if args.hosts_command == "up":
+        fleet.up_fleet(
+            args.brokers,
+            args.controllers,
+            args.volume_size,
+            args.log_dirs_per_broker,
+            args.tls,
+            args.scram,
+            _extra(args.set),
+            args.timeout,
+            inventory_layout=args.inventory_layout,
+        )
+        print(
+            f"fleet {fleet.info['cluster_id']} up: bootstrap_servers={fleet.info['bootstrap_servers']}, "
+            f"inventory {fleet.info['inventory']} ({json.dumps(fleet.info['timings'])})"
+        )
+    elif args.hosts_command == "down":
+        fleet.down()
+    else:
+        if fleet.info is None:
+            raise ClusterError(f"--dir {args.dir}: no cluster.json there; run 'hosts up' first")
+        print(json.dumps(fleet.status(), indent=2))
+    return 0
 
 
 def _extra(pairs):
@@ -104,6 +162,8 @@ def _run(args):
         from kafka_sim.broker import run  # pylint: disable=import-outside-toplevel
 
         return run(args.config)
+    if args.command == "hosts":
+        return _run_hosts(args)
     if args.command == "libs":
         libs = ensure_libs()
         print(

@@ -52,4 +52,8 @@ def Cluster(directory, engine=None):  # pylint: disable=invalid-name  # used lik
         if engine and engine != recorded:
             raise ClusterError(f"{path} holds a {recorded!r} cluster, not {engine!r}; run 'down' and use another --dir")
         engine = recorded
+        if recorded == "hosts":
+            from kafka_sim.hosts.fleet import HostFleet  # pylint: disable=import-outside-toplevel  # Docker's only
+
+            return HostFleet(directory)
     return engine_class(engine)(directory)

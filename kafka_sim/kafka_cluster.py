@@ -93,6 +93,30 @@ def new_cluster_id():
             return text
 
 
+def small_node_properties():
+    """Broker settings of a test node: single-replica internal topics, quick fencing, 1 MiB segments and a cleaner
+    buffer that fits the small heap."""
+    return {
+        "broker.session.timeout.ms": "4000",
+        "broker.heartbeat.interval.ms": "500",
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "min.insync.replicas": "1",
+        "offsets.topic.num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "0",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "log.segment.bytes": str(1 << 20),
+        "log.index.size.max.bytes": str(1 << 20),
+        # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice
+        # that does not fit the small heap and the JVM exits on OutOfMemoryError.
+        "log.cleaner.dedupe.buffer.size": str(16 << 20),
+    }
+
+
 def _jaas(username, password):
     return (
         f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{username}" password="{password}";'
@@ -238,23 +262,7 @@ class KafkaCluster(ClusterBase):
                 "controller.quorum.voters": self.info["controller_quorum_voters"],
                 "log.dirs": ",".join(log_dirs) if log_dirs else metadata_dir,
                 "metadata.log.dir": metadata_dir,
-                "broker.session.timeout.ms": "4000",
-                "broker.heartbeat.interval.ms": "500",
-                "num.partitions": "1",
-                "default.replication.factor": "1",
-                "min.insync.replicas": "1",
-                "offsets.topic.num.partitions": "3",
-                "group.initial.rebalance.delay.ms": "0",
-                "offsets.topic.replication.factor": "1",
-                "transaction.state.log.replication.factor": "1",
-                "transaction.state.log.min.isr": "1",
-                "share.coordinator.state.topic.replication.factor": "1",
-                "share.coordinator.state.topic.min.isr": "1",
-                "log.segment.bytes": str(1 << 20),
-                "log.index.size.max.bytes": str(1 << 20),
-                # The cleaner's 128 MiB default dedupe buffer is reallocated when log.cleaner.threads changes: twice
-                # that does not fit the small heap and the JVM exits on OutOfMemoryError.
-                "log.cleaner.dedupe.buffer.size": str(16 << 20),
+                **small_node_properties(),
             }
         )
         config_path = self._write_node_config(home, node_id, is_broker, props, options)

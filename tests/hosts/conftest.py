@@ -1,0 +1,75 @@
+"""Fleets of test hosts (containers with systemd and sshd, Kafka under systemd) for the tests in this directory.
+
+Every fleet a test starts is removed when the test (or module) ends, also when it fails; a Docker daemon started for
+them is stopped with the last one.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from kafka_sim.hosts.fleet import HostFleet
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
+SITE = os.path.join(ROOT, "playbooks", "site.yml")
+
+
+class FleetFactory:
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="fleet-")
+        self.fleets = []
+
+    def __call__(self, brokers=3, controllers=1, **options):
+        fleet = HostFleet(tempfile.mkdtemp(prefix="hosts-", dir=self.root))
+        self.fleets.append(fleet)
+        fleet.up_fleet(brokers, controllers, **options)
+        return fleet
+
+    def close(self):
+        for fleet in self.fleets:
+            fleet.down()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def fleet_factory():
+    factory = FleetFactory()
+    yield factory
+    factory.close()
+
+
+@pytest.fixture(scope="module")
+def fleet(fleet_factory):
+    """One 3-broker fleet with one controller host for the module."""
+    return fleet_factory(3, 1)
+
+
+def ansible_env(**extra):
+    return dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="True",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **extra,
+    )
+
+
+def run_playbook(inventory, playbook=SITE, *args, timeout=900):
+    """ansible-playbook as a user runs it from the control node."""
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook, *args]
+    return subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run_ansible(inventory, pattern, module, args="", *options):
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible"), "-i", inventory, pattern, "-m", module]
+    if args:
+        command += ["-a", args]
+    return subprocess.run(
+        [*command, *options], env=ansible_env(), capture_output=True, text=True, timeout=300, check=False
+    )

@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Volumes of a Kafka node that DescribeLogDirs does not report (``metadata.log.dir``, a controller-only node's
+disks), as rows of the same shape as log_dirs_info's, so that the same limits judge them."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from ansible_collections.headroom.kafka.plugins.module_utils.log_dirs import log_dir_row
+
+# What each kind of path is, in the order a node's paths are listed (a path listed twice is reported once).
+KINDS = ("metadata", "log_dir")
+
+
+def volume_row(
+    node_id: int, path: str, kind: str, statvfs: Optional[Any], error: Optional[str] = None
+) -> Dict[str, Any]:
+    """One row for ``path`` on node ``node_id``: the filesystem's total and usable bytes as statvfs gives them
+    (f_blocks and f_bavail in units of f_frsize, usable being what an unprivileged writer such as Kafka may use), or
+    null sizes and ``error`` when the path could not be read."""
+    if statvfs is None:
+        sizes: Dict[str, Any] = {"log_dir": path, "error": error or "NOT_FOUND"}
+    else:
+        sizes = {
+            "log_dir": path,
+            "total_bytes": statvfs.f_blocks * statvfs.f_frsize,
+            "usable_bytes": statvfs.f_bavail * statvfs.f_frsize,
+            "error": None,
+        }
+    row = log_dir_row(node_id, sizes)
+    row["kind"] = kind
+    return row
+
+
+def node_paths(metadata_log_dir: Optional[str], log_dirs: Sequence[str], roles: str) -> List[Dict[str, str]]:
+    """The paths of a node that Kafka does not describe: its metadata log dir (on every node) and, on a node that is
+    not a broker, its log dirs. A broker's data log dirs are left to DescribeLogDirs."""
+    paths: List[Dict[str, str]] = []
+    seen = set()
+    is_broker = "broker" in [role.strip() for role in roles.split(",")]
+    candidates = [(metadata_log_dir, "metadata")] + ([] if is_broker else [(path, "log_dir") for path in log_dirs])
+    for path, kind in candidates:
+        if path and path not in seen:
+            seen.add(path)
+            paths.append({"path": path, "kind": kind})
+    return paths

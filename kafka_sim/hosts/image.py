@@ -2,7 +2,7 @@
 
 Two layers, each tagged by a digest of what goes into it, so that an unchanged list reuses what was built:
 
-- the base: ``debootstrap`` of Debian bookworm with systemd, sshd, sudo, Python 3 and the Java 17 runtime, imported
+- the base: ``debootstrap`` of Debian bookworm with systemd, sshd, sudo, Python 3 (with venv) and the Java 17 runtime, imported
   with ``docker import`` (its root filesystem kept as a tarball under ``build/hosts/``, so a new Docker store only
   imports it again);
 - Kafka: Apache Kafka's jars in the Apache layout (``/opt/kafka/libs``) owned by a ``kafka`` user, a start script that
@@ -31,6 +31,8 @@ PACKAGES = (
     "dbus",
     "openssh-server",
     "python3",
+    # A Python 3 host as distributions ship it: Debian splits venv (and ensurepip) out of python3.
+    "python3-venv",
     "iproute2",
     "procps",
     "sudo",

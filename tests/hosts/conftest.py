@@ -60,9 +60,13 @@ def ansible_env(**extra):
     )
 
 
-def run_playbook(inventory, playbook=SITE, *args, timeout=900):
-    """ansible-playbook as a user runs it from the control node."""
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook, *args]
+def run_playbook(inventories, playbook=SITE, *args, timeout=900):
+    """ansible-playbook as a user runs it from the control node, with one inventory or several layered."""
+    inventories = [inventories] if isinstance(inventories, str) else inventories
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")]
+    for inventory in inventories:
+        command += ["-i", inventory]
+    command += [playbook, *args]
     return subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False)
 
 

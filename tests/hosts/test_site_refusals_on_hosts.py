@@ -1,0 +1,82 @@
+"""site.yml on a fleet with no quota plugin: a jar that cannot be had fails before any broker file changes, and a
+broker that cannot start stops the rolling restart at that host with its journal in the error."""
+
+import os
+
+import pytest
+import yaml
+from conftest import SITE, run_playbook
+
+SPEC = {
+    "type": "strimzi",
+    "producer_byte_rate": 1 << 20,
+    "min_available_ratio_per_volume": 0.1,
+    "check_interval": 5,
+}
+
+
+def broker_files(fleet):
+    """What site.yml may change on each host: the properties, the libs dir and the unit's drop-ins."""
+    script = (
+        "sha256sum /etc/kafka/server.properties; ls -la /opt/kafka/libs; "
+        "ls -la /etc/systemd/system/kafka.service.d 2>/dev/null; systemctl show -p InvocationID --value kafka"
+    )
+    return {entry["id"]: fleet.exec(entry["id"], "sh", "-c", script) for entry in fleet.info["brokers"]}
+
+
+def run_site(fleet, directory, **variables):
+    settings = {"kafka_quotas": SPEC, "quota_plugin_admin": {"bootstrap_servers": fleet.info["bootstrap_servers"]}}
+    settings.update(variables)
+    path = os.path.join(directory, "site-vars.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"kafka": {"vars": settings}}, handle)
+    return run_playbook([fleet.info["inventory"], path], SITE)
+
+
+@pytest.mark.parametrize(
+    ("variables", "said"),
+    [
+        (
+            {"quota_plugin_jar_checksum": "sha256:" + "0" * 64},
+            "checksum",
+        ),
+        (
+            {"quota_plugin_jar_source": "url", "quota_plugin_jar_url": "http://127.0.0.1:9/kafka-quotas-plugin.jar"},
+            "127.0.0.1:9",
+        ),
+        (
+            {"quota_plugin_jar_source": "none"},
+            "io.strimzi.kafka.quotas.StaticQuotaCallback",
+        ),
+    ],
+    ids=["wrong-checksum", "unreachable-url", "none-without-the-jar"],
+)
+def test_a_jar_that_cannot_be_had_fails_before_any_broker_file_changes(fleet, tmp_path, variables, said):
+    before = broker_files(fleet)
+    result = run_site(fleet, str(tmp_path), **variables)
+    assert result.returncode != 0, result.stdout[-10000:]
+    assert said in result.stdout, result.stdout[-10000:]
+    if variables.get("quota_plugin_jar_source") == "none":
+        # The refusal names the host and the libs dir where the class was looked for.
+        assert "/opt/kafka/libs" in result.stdout and "broker-1" in result.stdout, result.stdout[-10000:]
+    assert broker_files(fleet) == before
+
+
+def test_a_broker_that_cannot_start_stops_the_roll_at_that_host(fleet, tmp_path):
+    """A bad property on broker 1 (restarted first): its unit fails, the play names the host, the unit and the
+    journal's last lines, and no other broker is restarted."""
+    fleet.exec(1, "sh", "-c", "cp /etc/kafka/server.properties /etc/kafka/server.properties.good")
+    fleet.exec(1, "sh", "-c", "echo 'num.network.threads=none' >> /etc/kafka/server.properties")
+    before = broker_files(fleet)
+    try:
+        result = run_site(fleet, str(tmp_path), kafka_quotas={}, kafka_restart_needed=True)
+        assert result.returncode != 0, result.stdout[-10000:]
+        text = " ".join(result.stdout.split())
+        assert "broker-1" in text and "kafka" in text
+        assert "num.network.threads" in text, "the journal's lines say what Kafka refused"
+        after = broker_files(fleet)
+        assert after[2] == before[2] and after[3] == before[3], "no further broker was restarted"
+        assert fleet.systemctl(1, "is-active", "kafka", check=False).strip() in ("failed", "inactive")
+    finally:
+        fleet.exec(1, "sh", "-c", "cp /etc/kafka/server.properties.good /etc/kafka/server.properties")
+        fleet.start(1)

@@ -180,6 +180,10 @@ def _roll(cluster, workdir, needs_restart, role_vars):
         "rolling_restart_health_timeout": 120,
         "rolling_restart_port_timeout": 60,
         "kafka_connection": _connection(cluster),
+        # The test cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
+        "kafka_become": False,
+        "kafka_libs_dir": os.path.dirname(cluster.info["quota_plugin_jar"]),
+        "quota_plugin_jar_source": "none",
     }
     variables.update(role_vars)
     play = [

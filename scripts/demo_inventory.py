@@ -26,6 +26,10 @@ def main(cluster_file, out):
         "ansible_connection": "local",
         "ansible_python_interpreter": sys.executable,
         "kafka_connection": {"bootstrap_servers": info["bootstrap_servers"].split(",")},
+        # The demo cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
+        "kafka_become": False,
+        "kafka_libs_dir": os.path.dirname(info["quota_plugin_jar"]),
+        "quota_plugin_jar_source": "none",
         "kafka_quotas": {
             "type": "strimzi",
             "producer_byte_rate": 1048576,

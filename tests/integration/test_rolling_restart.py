@@ -36,6 +36,10 @@ def run_roll(cluster, tmp_path, needs_restart, extra_vars=None, host_vars=None, 
         "rolling_restart_port_timeout": 30,
         "rolling_restart_poll_interval": 0.2,
         "kafka_connection": connection_options(cluster.info),
+        # The test cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
+        "kafka_become": False,
+        "kafka_libs_dir": os.path.dirname(cluster.info["quota_plugin_jar"]),
+        "quota_plugin_jar_source": "none",
     }
     variables.update(extra_vars or {})
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))

@@ -38,6 +38,10 @@ def write_inventory(cluster, tmp_path, extra=None):
         "ansible_connection": "local",
         "ansible_python_interpreter": sys.executable,
         "kafka_connection": connection_options(cluster.info),
+        # The test cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
+        "kafka_become": False,
+        "kafka_libs_dir": os.path.dirname(cluster.info["quota_plugin_jar"]),
+        "quota_plugin_jar_source": "none",
         "kafka_quotas": SPEC,
         "quota_plugin_admin": {"bootstrap_servers": cluster.info["bootstrap_servers"]},
         "quota_plugin_owner": "root",
@@ -130,6 +134,34 @@ def test_a_bad_setting_changes_nothing(kafka_cluster_factory, tmp_path, variable
     assert result.returncode != 0
     assert said in " ".join(result.stdout.split()), result.stdout[-5000:]
     assert {p: open(p, encoding="utf-8").read() for p in files} == files
+
+
+def test_a_broker_that_could_not_load_the_plugin_is_neither_configured_nor_restarted(kafka_cluster_factory, tmp_path):
+    """Broker 2's libs directory has every jar of the cluster's but the plugin's (a distribution without it):
+    site.yml stops before any broker's properties change, naming the host, the directory and the class, and restarts
+    nothing."""
+    cluster = kafka_cluster_factory(3)
+    shipped = os.path.dirname(cluster.info["quota_plugin_jar"])
+    without_plugin = tmp_path / "libs-without-plugin"
+    without_plugin.mkdir()
+    for name in os.listdir(shipped):
+        if name.endswith(".jar") and name != os.path.basename(cluster.info["quota_plugin_jar"]):
+            os.symlink(os.path.join(shipped, name), without_plugin / name)
+    inventory = write_inventory(cluster, tmp_path)
+    with open(inventory, encoding="utf-8") as handle:
+        document = yaml.safe_load(handle)
+    document["all"]["children"]["kafka"]["hosts"]["broker-2"]["kafka_libs_dir"] = str(without_plugin)
+    with open(inventory, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(document, handle)
+    files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
+    before = pids(cluster)
+    result = run_site(inventory)
+    assert result.returncode != 0
+    assert f"broker-2: no jar in {without_plugin} provides io.strimzi.kafka.quotas.StaticQuotaCallback" in " ".join(
+        result.stdout.split()
+    ), result.stdout[-5000:]
+    assert {p: open(p, encoding="utf-8").read() for p in files} == files
+    assert pids(cluster) == before
 
 
 SECRET = "s3cret-admin-password"

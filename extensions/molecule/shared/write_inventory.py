@@ -44,6 +44,10 @@ def main(cluster_dir, out, extra_json="{}"):
         "ansible_python_interpreter": sys.executable,
         "kafka_cluster_dir": info["directory"],
         "kafka_connection": {"bootstrap_servers": info["bootstrap_servers"].split(",")},
+        # The test cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
+        "kafka_become": False,
+        "kafka_libs_dir": os.path.dirname(info["quota_plugin_jar"]),
+        "quota_plugin_jar_source": "none",
         "kafka_quotas": QUOTAS,
         "quota_plugin_admin": {"bootstrap_servers": info["bootstrap_servers"]},
         "quota_plugin_owner": "root",

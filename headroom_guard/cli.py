@@ -1,4 +1,5 @@
-"""The command line: ``python -m headroom_guard --config FILE [--interval SECONDS] [options]``.
+"""The command line: ``headroom-guard --config FILE [--interval SECONDS] [options]`` (the wheel's entry point), or
+``python -m headroom_guard ...``.
 
 Exit status: 0 stopped by SIGTERM or SIGINT (after the decision under way finished), or --once / --check-config done;
 1 --once whose decision failed (the cluster could not be asked, or Kafka refused the quotas: nothing was applied),
@@ -8,11 +9,15 @@ or an unexpected error; 2 the configuration or an option was refused, before any
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import math
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+
+from headroom_guard import __version__
 
 EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
@@ -35,9 +40,19 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def installed_version() -> str:
+    """The version of the installed wheel (its local label is the digest of what it holds), or the source's."""
+    try:
+        return importlib.metadata.version("headroom-guard")
+    except importlib.metadata.PackageNotFoundError:  # a source checkout
+        return __version__
+
+
 def parser() -> argparse.ArgumentParser:
+    # The wheel's entry point, or python -m (whose argv[0] is __main__.py).
+    prog = "python -m headroom_guard" if os.path.basename(sys.argv[0]) == "__main__.py" else "headroom-guard"
     command = argparse.ArgumentParser(
-        prog="python -m headroom_guard",
+        prog=prog,
         description="Observe every log dir of a Kafka cluster, decide a throttle factor and make the cluster's client "
         "quotas hold the declared produce rates scaled by it, every interval.",
         epilog="Exit status: 0 stopped by SIGTERM/SIGINT, or --once/--check-config done; 1 --once whose decision "
@@ -83,6 +98,7 @@ def parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="decide and have Kafka validate the quotas, never apply them"
     )
     command.add_argument("--check-config", action="store_true", help="check the configuration and exit")
+    command.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     return command
 
 

@@ -10,16 +10,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_memory, guard_run
+from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
+from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError
 from headroom_guard.metrics import GuardMetrics, write_textfile
-from headroom_pipeline.collection import ensure_importable
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import guard_memory, guard_run  # noqa: E402
-from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings  # noqa: E402
-from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError  # noqa: E402
-from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError  # noqa: E402
 
 
 def _stamp(seconds: float) -> str:

@@ -16,12 +16,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from headroom_pipeline.collection import ensure_importable
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import usable_volumes  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import usable_volumes
 
 STATES = ("OPEN", "THROTTLE", "PAUSE")
 OUTCOMES = ("applied", "unchanged", "failed")

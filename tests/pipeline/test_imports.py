@@ -1,6 +1,11 @@
 """Every module of the pipeline and of the guard imports on its own, and the project's modules import one another
 without a cycle: not at the top of a module, and not inside a function either (a late import that closes a cycle
-still makes one). Only the command line imports the job; the report reads the stage registry, never the job."""
+still makes one). Only the command line imports the job; the report reads the stage registry, never the job.
+
+The pipeline finds the collection's module_utils from the collection root through its shim
+(headroom_pipeline.collection); the guard imports them by their own name, as its wheel installs them, so its modules
+are imported with the collection on the path, as the tests put it (build/pytest-collections), and never through the
+shim."""
 
 import ast
 import os
@@ -10,6 +15,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 PACKAGES = ("headroom_pipeline", "headroom_guard")
 JOB = "headroom_pipeline.job"
 IMPORTS_JOB = {"headroom_pipeline.cli"}  # the entry point (__main__.py reaches the job through it)
@@ -67,11 +73,15 @@ def test_the_module_imports_on_its_own_and_starts_no_jvm(module):
     env = {
         key: value for key, value in os.environ.items() if key != "PYTHONPATH"
     }  # from the collection root, as it runs
+    if module.startswith("headroom_guard"):
+        env["PYTHONPATH"] = COLLECTIONS
     code = (
         f"import sys\nimport {module}\n"
         "spark = sys.modules.get('pyspark')\n"
         "assert spark is None or spark.SparkContext._gateway is None, 'importing started a JVM'\n"
     )
+    if module.startswith("headroom_guard"):
+        code += "assert 'headroom_pipeline.collection' not in sys.modules, 'the guard went through the shim'\n"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
     )

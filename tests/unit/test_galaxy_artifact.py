@@ -15,7 +15,8 @@ SHIPPED_TOP_LEVEL = {
     "README.md",
     "changelogs",
     "extensions",
-    "headroom_guard",  # the disk_guard role copies it to the guard's host
+    "headroom_guard",  # the disk_guard role builds the guard's wheel from it and pyproject.toml
+    "pyproject.toml",
     "headroom_pipeline",  # the usage_pipeline role runs it
     "meta",
     "playbooks",
@@ -38,7 +39,13 @@ def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
         names = [member.name for member in archive.getmembers()]
     assert {name.split("/")[0] for name in names} <= SHIPPED_TOP_LEVEL
     assert [name for name in names if name.startswith(KEPT_OUT) or name in ("mypy.ini", "ruff.toml")] == []
-    for shipped in ("playbooks/site.yml", "roles/volume_gate/meta/argument_specs.yml", "meta/runtime.yml"):
+    for shipped in (
+        "playbooks/site.yml",
+        "roles/volume_gate/meta/argument_specs.yml",
+        "meta/runtime.yml",
+        "pyproject.toml",
+        "headroom_guard/wheel.py",
+    ):
         assert shipped in names
     tracked_plugins = subprocess.run(
         ["git", "ls-files", "plugins"], cwd=ROOT, check=True, capture_output=True, text=True

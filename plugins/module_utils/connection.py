@@ -8,7 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import pwd
 import re
+import stat
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
@@ -80,11 +82,35 @@ def connection_problem(params: Mapping[str, Any]) -> Optional[str]:
             )
     for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
         path = params.get(name)
-        if path is not None and not os.path.isfile(path):
-            return "{0} must be a readable file (got {1!r}: {2})".format(
-                name, path, "a directory" if os.path.isdir(path) else "no such file"
-            )
+        problem = None if path is None else _file_problem(path)
+        if problem:
+            return "{0} must be a readable file (got {1!r}: {2})".format(name, path, problem)
     return None
+
+
+def _file_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be read as a file by this process, or None. The disk guard service reads its TLS files as
+    a user of its own: a file only root may read is refused when the guard checks its configuration as that user."""
+    try:
+        mode = os.stat(path).st_mode
+    except PermissionError:
+        return "not readable by {0}: a directory on the way to it is closed to it".format(_user())
+    except OSError:
+        return "no such file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "not readable by {0}".format(_user())
+    return None
+
+
+def _user() -> str:
+    try:
+        return "user " + pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:  # a uid without a name (a container's)
+        return "uid {0}".format(os.geteuid())
 
 
 def check(module: "AnsibleModule", ranges: Optional[Mapping[str, option_checks.Range]] = None) -> None:

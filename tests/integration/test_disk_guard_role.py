@@ -1,6 +1,8 @@
 """The disk_guard role on a machine without systemd: a systemctl stand-in first on PATH records every call and runs the
 rendered unit's ExecStart for start and restart (kafka_sim.fake_systemctl), so what the role installs is what runs.
-Proven: the guard it starts applies the declared quotas on the cluster and writes its metrics; a second run changes
+The guard runs as this machine's current user (switching users needs the real systemd: tests/hosts does that).
+Proven: the role builds the guard's wheel, installs it into a virtual environment of its own (without Ansible) and the
+guard it starts from there applies the declared quotas on the cluster and writes its metrics; a second run changes
 nothing and restarts nothing; a configuration the guard refuses fails the play with the guard's message and leaves the
 running service alone; no secret reaches Ansible's output, and a vault-encrypted one reaches the guard as its value;
 check mode writes and restarts nothing; stopped and absent do what they say. Python writes bytecode as it does on any
@@ -23,6 +25,8 @@ from kafka_sim.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
+# The control node's wheelhouse, kept across runs (kafka-python is fetched once).
+WHEELHOUSE = os.path.join(ROOT, "build", "disk-guard-wheels")
 SERVICE = "headroom-disk-guard"
 SECRET = "guard-secret-never-shown"
 
@@ -59,6 +63,7 @@ def role_vars(cluster, base, **extra):
         "disk_guard_state_dir": str(base / "var"),
         "disk_guard_unit_dir": str(base / "units"),
         "disk_guard_metrics_file": str(base / "guard.prom"),
+        "disk_guard_wheelhouse": WHEELHOUSE,
         "disk_guard_user": pwd.getpwuid(os.getuid()).pw_name,
         "disk_guard_group": grp.getgrgid(os.getgid()).gr_name,
     }
@@ -135,10 +140,19 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     assert first.returncode == 0, first.stdout[-8000:]
     unit = (base / "units" / f"{SERVICE}.service").read_text()
     assert (
-        f"--config {base}/etc/config.yml --interval 1 --state-file {base}/var/state.json "
-        f"--metrics-file {base}/guard.prom" in unit
+        f"ExecStart={base}/opt/venv/bin/headroom-guard --config {base}/etc/config.json --interval 1 "
+        f"--state-file {base}/var/state.json --metrics-file {base}/guard.prom\n" in unit
     )
-    assert oct((base / "etc" / "config.yml").stat().st_mode & 0o777) == "0o600"
+    assert f"ReadWritePaths={base}/var\nReadWritePaths={base}\n" in unit, "the state's and the metrics' directories"
+    assert oct((base / "etc" / "config.json").stat().st_mode & 0o777) == "0o600"
+    wheels = sorted(os.listdir(base / "opt" / "wheels"))
+    assert (
+        len(wheels) == 2 and wheels[0].startswith("headroom_guard-0.1.0+") and wheels[1].startswith("kafka_python-3.")
+    )
+    venv_python = str(base / "opt" / "venv" / "bin" / "python")
+    for module in ("ansible", "yaml", "headroom_pipeline"):
+        found = subprocess.run([venv_python, "-c", f"import {module}"], capture_output=True, check=False, cwd=base)
+        assert found.returncode != 0, f"{module} is not importable in the guard's virtual environment"
     assert ["enable", SERVICE] in calls(base) and any(call[:1] in (["start"], ["restart"]) for call in calls(base))
     assert wait_until(
         lambda: (
@@ -170,7 +184,7 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
 def test_check_mode_writes_and_restarts_nothing(machine):
     cluster, base = machine
     pid, before = service_pid(base), len(calls(base))
-    config = (base / "etc" / "config.yml").read_text()
+    config = (base / "etc" / "config.json").read_text()
     changed = role_vars(cluster, base, disk_guard_interval=2)
     changed["disk_guard_config"] = dict(
         changed["disk_guard_config"], default_producer_byte_rate=2000, sasl_password=SECRET
@@ -180,7 +194,7 @@ def test_check_mode_writes_and_restarts_nothing(machine):
     assert SECRET not in result.stdout + result.stderr
     assert "--interval 2" in result.stdout, "the diff shows the unit's change"
     assert "--interval 1 " in (base / "units" / f"{SERVICE}.service").read_text()
-    assert (base / "etc" / "config.yml").read_text() == config
+    assert (base / "etc" / "config.json").read_text() == config
     assert not [call for call in calls(base)[before:] if call[0] not in ("show", "is-enabled")]
     assert service_pid(base) == pid
 
@@ -188,7 +202,7 @@ def test_check_mode_writes_and_restarts_nothing(machine):
 def test_a_configuration_the_guard_refuses_fails_the_play_and_leaves_the_service_running(machine):
     cluster, base = machine
     pid, before = service_pid(base), len(calls(base))
-    config = (base / "etc" / "config.yml").read_text()
+    config = (base / "etc" / "config.json").read_text()
     bad = role_vars(cluster, base)
     bad["disk_guard_config"] = dict(
         bad["disk_guard_config"], min_available_ratio=1.5, sasl_username="guard", sasl_password=SECRET
@@ -200,7 +214,7 @@ def test_a_configuration_the_guard_refuses_fails_the_play_and_leaves_the_service
         or "applies to security_protocol SASL_PLAINTEXT or SASL_SSL only" in result.stdout
     ), result.stdout[-6000:]
     assert SECRET not in result.stdout + result.stderr
-    assert (base / "etc" / "config.yml").read_text() == config, "the file in use was not replaced"
+    assert (base / "etc" / "config.json").read_text() == config, "the file in use was not replaced"
     assert not [call for call in calls(base)[before:] if call[0] in ("start", "restart", "stop")]
     assert service_pid(base) == pid
 
@@ -224,7 +238,8 @@ def test_stopped_then_absent(machine):
 
 def test_a_vault_encrypted_secret_reaches_the_guard_as_its_value(machine):
     """ansible-core 2.19's to_nice_yaml writes a vaulted value as its !vault ciphertext, which the guard cannot read; a
-    character outside the BMP, escaped as JSON does by default, would reach it as two lone surrogates."""
+    character outside the BMP must reach it whole (the guard checks the file as it reads it, with the standard
+    library's JSON)."""
     cluster, base = machine
     secret = SECRET + "-\U0001f511"
     password_file = base / "vault-password"
@@ -263,6 +278,6 @@ def test_a_vault_encrypted_secret_reaches_the_guard_as_its_value(machine):
     )
     assert result.returncode == 0, result.stdout[-6000:]
     assert SECRET not in result.stdout + result.stderr
-    assert yaml.safe_load((base / "etc" / "config.yml").read_text(encoding="utf-8"))["sasl_password"] == secret
+    assert json.loads((base / "etc" / "config.json").read_text(encoding="utf-8"))["sasl_password"] == secret
     result = apply_role(base, role_vars(cluster, base, disk_guard_state="absent"), "vault-absent")
     assert result.returncode == 0, result.stdout[-6000:]

@@ -23,10 +23,12 @@ def cluster_servers():
         return json.load(handle)["bootstrap_servers"]
 
 
-def test_the_unit_runs_the_guard_with_its_configuration(host):
+def test_the_unit_runs_the_guard_from_its_virtual_environment_with_its_configuration(host):
     unit = host.file(os.path.join(HOST, "units", "headroom-disk-guard.service"))
-    assert unit.exists and "-m headroom_guard --config" in unit.content_string and "--interval 2" in unit.content_string
-    config = host.file(os.path.join(HOST, "etc", "config.yml"))
+    assert unit.exists
+    assert f"ExecStart={HOST}/opt/venv/bin/headroom-guard --config {HOST}/etc/config.json" in unit.content_string
+    assert "--interval 2" in unit.content_string
+    config = host.file(os.path.join(HOST, "etc", "config.json"))
     assert config.mode == 0o600
     with open(os.path.join(HOST, "systemd.json"), encoding="utf-8") as handle:
         service = json.load(handle)["headroom-disk-guard"]

@@ -45,7 +45,7 @@ def on_classpath(jar_name: str) -> bool:
 
 def version_key(version: str) -> Tuple[Tuple[int, ...], str]:
     """Sort key of a version: its numbers, then its qualifier (3.9.0 < 3.10.0; 4.0.0-rc1 sorts after 4.0.0)."""
-    numbers, _, qualifier = version.partition("-")
+    numbers, _dash, qualifier = version.partition("-")
     return tuple(int(part) for part in numbers.split(".") if part.isdigit()), qualifier
 
 

@@ -181,6 +181,8 @@ with open({log!r}, "a", encoding="utf-8") as log:
     log.write(" ".join(args) + "\\n")
 if args[:1] == ["show"]:
     print(f"Id={{args[1]}}.service\\nLoadState=loaded\\nActiveState=active\\nSubState=running")
+elif args[:1] == ["daemon-reload"]:
+    pass
 elif args[:1] == ["restart"]:
     node_id = args[1].rsplit("-", 1)[1]
     sys.exit(subprocess.call([{python!r}, "-m", "kafka_sim", "restart", "--dir", {directory!r}, "--broker", node_id]))
@@ -206,12 +208,64 @@ def test_the_systemd_method_restarts_each_nodes_own_unit(kafka_cluster_factory, 
         path_prefix=bin_dir,
     )
     assert result.returncode == 0, result.stdout[-10000:]
-    restarts = [line for line in log.read_text().splitlines() if line.startswith("restart")]
+    calls = log.read_text().splitlines()
+    restarts = [line for line in calls if line.startswith("restart")]
     assert restarts == ["restart kafka-node-2", "restart kafka-node-3"]
+    assert calls.index("daemon-reload") < calls.index("restart kafka-node-2"), "units are reloaded before a restart"
     after = incarnations(cluster)
     assert after[1] == before[1]
     assert after[2][0] != before[2][0] and after[3][0] != before[3][0]
     assert after[3][1] >= after[2][1] + 500, "one at a time: node 3 went down only after node 2 had caught up"
+
+
+FAKE_JOURNALCTL = """#!{python}
+# journalctl for machines without systemd: the journal of unit kafka-node-<id> is that broker's log.
+import json, sys
+args = sys.argv[1:]
+unit, lines = args[args.index("--unit") + 1], int(args[args.index("--lines") + 1])
+with open({cluster_file!r}, encoding="utf-8") as handle:
+    brokers = {{str(entry["id"]): entry for entry in json.load(handle)["brokers"]}}
+with open(brokers[unit.rsplit("-", 1)[1]]["log_file"], encoding="utf-8", errors="replace") as log:
+    sys.stdout.write("".join(log.readlines()[-lines:]))
+"""
+
+
+def test_a_unit_that_does_not_come_back_stops_the_roll_with_its_journal(kafka_cluster_factory, tmp_path):
+    cluster = kafka_cluster_factory(3)
+    before = incarnations(cluster)
+    with open(cluster.broker(2)["properties"], "a", encoding="utf-8") as handle:  # broker 2 will not start
+        handle.write("client.quota.callback.class=io.strimzi.kafka.quotas.StaticQuotaCallback\n")
+    bin_dir, log = tmp_path / "bin", tmp_path / "systemctl.log"
+    bin_dir.mkdir()
+    for name, text in (
+        ("systemctl", FAKE_SYSTEMCTL.format(python=sys.executable, log=str(log), directory=str(cluster.directory))),
+        (
+            "journalctl",
+            FAKE_JOURNALCTL.format(
+                python=sys.executable, cluster_file=os.path.join(str(cluster.directory), "cluster.json")
+            ),
+        ),
+    ):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    result = run_roll(
+        cluster,
+        tmp_path,
+        needs_restart={2, 3},
+        extra_vars={"rolling_restart_method": "systemd", "rolling_restart_journal_lines": 40},
+        host_vars={node_id: {"kafka_service_name": f"kafka-node-{node_id}"} for node_id in (1, 2, 3)},
+        path_prefix=bin_dir,
+    )
+    assert result.returncode != 0
+    text = result.stdout + result.stderr
+    assert "broker-2: kafka-node-2 did not come back after its restart (Restart with systemd broker-2:" in text, text[
+        -10000:
+    ]
+    assert "no further node was restarted." in text
+    assert "Last lines of journalctl -u kafka-node-2 on broker-2:" in text
+    assert "kafka.admin.bootstrap.servers" in text, "the broker's own reason, from its journal"
+    assert [line for line in log.read_text().splitlines() if line.startswith("restart")] == ["restart kafka-node-2"]
+    assert incarnations(cluster).get(3) == before[3], "broker 3 must not be restarted after broker 2 failed"
 
 
 def test_a_health_wait_typo_stops_the_roll_before_any_restart(kafka_cluster_factory, tmp_path):

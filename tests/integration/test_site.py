@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 import yaml
@@ -86,9 +87,20 @@ def pids(cluster):
     }
 
 
+def bare_python(tmp_path):
+    """A Python with nothing but its standard library, as a broker host has: no Kafka client library."""
+    target = tmp_path / "bare-python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True, timeout=120)
+    python = str(target / "bin" / "python")
+    assert subprocess.run([python, "-c", "import kafka"], capture_output=True, check=False).returncode != 0
+    return python
+
+
 def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3, catch_up_ms=1000)
-    inventory = write_inventory(cluster, tmp_path)
+    # The brokers' Python has no Kafka client: every task that talks to Kafka must run on the control node, whose
+    # implicit localhost runs the playbook's own Python.
+    inventory = write_inventory(cluster, tmp_path, {"ansible_python_interpreter": bare_python(tmp_path)})
     before = pids(cluster)
     first = run_site(inventory)
     assert first.returncode == 0, first.stdout[-15000:]
@@ -106,6 +118,87 @@ def test_site_configures_rolls_and_is_idempotent(kafka_cluster_factory, tmp_path
     assert second.returncode == 0, second.stdout[-15000:]
     assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
     assert pids(cluster) == after_first, "the second run restarts nothing"
+
+
+def scrape(url):
+    """{name: [(labels, value)]} from a node's /metrics."""
+    series = {}
+    with urllib.request.urlopen(url, timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line and not line.startswith("#"):
+                head, _space, value = line.rpartition(" ")
+                name, _brace, labels = head.partition("{")
+                series.setdefault(name, []).append((dict(re.findall(r'(\w+)="([^"]*)"', labels)), float(value)))
+    return series
+
+
+def serving(url, name):
+    """A node's metrics once they hold ``name``, else None."""
+    series = scrape(url)
+    return series if name in series else None
+
+
+def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_names(kafka_cluster_factory, tmp_path):
+    """kafka_jmx_exporter: true. The role writes its rules over the configuration file the test cluster's running
+    agents read (the drop-in and the jar go to a scratch directory: these nodes are not systemd units), and the roll
+    restarts every node with the plugin."""
+    from kafka_sim.kafka_libs import ensure_libs
+    from kafka_sim.traffic import wait_until
+
+    cluster = kafka_cluster_factory(2, catch_up_ms=500)
+    scratch = tmp_path / "host"
+    inventory = write_inventory(
+        cluster,
+        tmp_path,
+        {
+            "kafka_quotas": dict(SPEC, check_interval=2),
+            "kafka_jmx_exporter": True,
+            "jmx_exporter_jar_source": "file",
+            "jmx_exporter_jar_file": ensure_libs().agent,
+            "jmx_exporter_dir": str(scratch / "opt"),
+            "jmx_exporter_config_file": cluster.info["exporter_config"],
+            "jmx_exporter_unit_dir": str(scratch / "systemd"),
+            "jmx_exporter_owner": os.getuid(),
+            "jmx_exporter_group": os.getgid(),
+            "broker_jar_cache_dir": str(tmp_path / "cache"),
+        },
+    )
+    before = pids(cluster)
+    first = run_site(inventory)
+    assert first.returncode == 0, first.stdout[-15000:]
+    after = pids(cluster)
+    assert all(after[node_id] != pid for node_id, pid in before.items()), "every node restarts to load the agent"
+    dropin = (scratch / "systemd" / "kafka.service.d" / "headroom-jmx-exporter.conf").read_text()
+    assert f"-javaagent:{scratch / 'opt' / 'jmx_prometheus_javaagent-1.0.1.jar'}=7071:" in dropin
+
+    for entry in cluster.broker_nodes:
+        node_id = str(entry["id"])
+        # The plugin registers its gauges at its first storage check.
+        series = wait_until(
+            lambda url=entry["metrics_url"]: serving(url, "strimzi_quotas_throttle_factor"),
+            30,
+            what=f"broker {node_id} serving the plugin's throttle factor",
+        )
+        assert series["strimzi_quotas_throttle_factor"] == [({"observing_broker_id": node_id}, 1.0)]
+        assert series["strimzi_quotas_produce_byte_rate"] == [({}, float(SPEC["producer_byte_rate"]))]
+        available = series["strimzi_quotas_available_bytes"]
+        assert {labels["log_dir"] for labels, _value in available} == {
+            log_dir for node in cluster.broker_nodes for log_dir in node["log_dirs"]
+        }, "every broker's log dirs, as this broker's plugin sees them"
+        assert all(labels["observing_broker_id"] == node_id for labels, _value in available)
+        assert series["kafka_server_kafkaserver_brokerstate"] == [({}, 3.0)]
+        assert series["kafka_log_logmanager_offlinelogdirectorycount"] == [({}, 0.0)]
+        assert "kafka_server_replicamanager_underreplicatedpartitions" in series
+        assert not any(name.startswith("io_strimzi") or name.startswith("kafka_server_Produce") for name in series), (
+            "only the role's names"
+        )
+    controller = next(entry for entry in cluster.info["brokers"] if "broker" not in entry["roles"])
+    assert "kafka_controller_kafkacontroller_activecontrollercount" in scrape(controller["metrics_url"])
+
+    second = run_site(inventory)
+    assert second.returncode == 0, second.stdout[-15000:]
+    assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
+    assert pids(cluster) == after, "the second run restarts nothing"
 
 
 GUARD = {"policy": "strimzi", "min_available_ratio": 0.1, "default_producer_byte_rate": 1048576}

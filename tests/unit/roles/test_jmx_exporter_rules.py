@@ -232,7 +232,7 @@ def test_every_pattern_compiles_and_is_java_syntax(index):
 
 def match_string(object_name, attribute, value):
     """The text the exporter matches a pattern against: DOMAIN<KEY=VALUE, ...><>ATTRIBUTE: VALUE."""
-    domain, _, keys = object_name.partition(":")
+    domain, _colon, keys = object_name.partition(":")
     return "{0}<{1}><>{2}: {3}".format(domain, ", ".join(keys.split(",")), attribute, value)
 
 
@@ -361,8 +361,8 @@ def parse_exposition(text):
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
-        head, _, value = line.rpartition(" ")
-        name, _, labels = head.partition("{")
+        head, _space, value = line.rpartition(" ")
+        name, _brace, labels = head.partition("{")
         pairs = re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', labels)
         series[(name, frozenset(pairs))] = float(value)
     return series
@@ -374,7 +374,7 @@ def test_the_real_agent_serves_the_same_names(tmp_path):
     if not java or not jar:
         pytest.skip("needs java and the agent's jar in build/ (make kafka-libs)")
     samples = tmp_path / "samples.tsv"
-    samples.write_text("".join(f"{name}\t{attribute}\t{value!r}\n" for name, attribute, value, _ in SAMPLES))
+    samples.write_text("".join(f"{name}\t{attribute}\t{value!r}\n" for name, attribute, value, _expected in SAMPLES))
     source = tmp_path / "RulesProbe.java"
     source.write_text(PROBE)
     result = subprocess.run(
@@ -385,7 +385,10 @@ def test_the_real_agent_serves_the_same_names(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     served = parse_exposition(result.stdout)
     expected = {
-        (name, frozenset(labels.items())): value for _, _, value, found in SAMPLES if found for name, labels in [found]
+        (name, frozenset(labels.items())): value
+        for _bean, _attribute, value, found in SAMPLES
+        if found
+        for name, labels in [found]
     }
     ours = {key: value for key, value in served.items() if key[0].startswith(("strimzi_quotas_", "kafka_"))}
     assert ours == expected

@@ -38,10 +38,11 @@ def volume_row(
 
 def node_paths(metadata_log_dir: Optional[str], log_dirs: Sequence[str], roles: str) -> List[Dict[str, str]]:
     """The paths of a node that Kafka does not describe: its metadata log dir (on every node) and, on a node that is
-    not a broker, its log dirs. A broker's data log dirs are left to DescribeLogDirs."""
+    not a broker, its log dirs. A broker's data log dirs are left to DescribeLogDirs, also when the metadata log
+    dir is one of them (Kafka's default: the first of log.dirs)."""
     paths: List[Dict[str, str]] = []
-    seen = set()
     is_broker = "broker" in [role.strip() for role in roles.split(",")]
+    seen = set(log_dirs) if is_broker else set()
     candidates = [(metadata_log_dir, "metadata")] + ([] if is_broker else [(path, "log_dir") for path in log_dirs])
     for path, kind in candidates:
         if path and path not in seen:

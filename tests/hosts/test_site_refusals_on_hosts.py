@@ -7,6 +7,8 @@ import pytest
 import yaml
 from conftest import SITE, run_playbook
 
+from kafka_sim.traffic import wait_until
+
 SPEC = {
     "type": "strimzi",
     "producer_byte_rate": 1 << 20,
@@ -69,7 +71,9 @@ def test_a_broker_that_cannot_start_stops_the_roll_at_that_host(fleet, tmp_path)
     fleet.exec(1, "sh", "-c", "echo 'num.network.threads=none' >> /etc/kafka/server.properties")
     before = broker_files(fleet)
     try:
-        result = run_site(fleet, str(tmp_path), kafka_quotas={}, kafka_restart_needed=True)
+        result = run_site(
+            fleet, str(tmp_path), kafka_quotas={}, kafka_restart_needed=True, rolling_restart_health_timeout=45
+        )
         assert result.returncode != 0, result.stdout[-10000:]
         text = " ".join(result.stdout.split())
         assert "broker-1" in text and "kafka" in text
@@ -80,3 +84,41 @@ def test_a_broker_that_cannot_start_stops_the_roll_at_that_host(fleet, tmp_path)
     finally:
         fleet.exec(1, "sh", "-c", "cp /etc/kafka/server.properties.good /etc/kafka/server.properties")
         fleet.start(1)
+
+
+def test_a_full_metadata_disk_stops_the_preflight(fleet, tmp_path):
+    """DescribeLogDirs says nothing of a controller's metadata disk: the pre-flight reads it on the host and judges it
+    with the same limits."""
+    controller = next(entry for entry in fleet.info["brokers"] if "broker" not in entry["roles"])
+    before = broker_files(fleet)
+    fleet.fill_volume(controller["id"], controller["metadata_dir"], leave_bytes=12 << 20)
+    try:
+        result = run_site(
+            fleet, str(tmp_path), kafka_preflight_limits={"min_available_ratio": 0.25, "fail_on": "pause"}
+        )
+    finally:
+        fleet.free_volume(controller["id"], controller["metadata_dir"])
+    text = " ".join(result.stdout.split())
+    assert result.returncode != 0, result.stdout[-10000:]
+    assert "Stop before changing anything if a volume is at its limit" in result.stdout
+    assert (
+        controller["metadata_dir"] in text
+        and f"broker {controller['id']}" in text.lower()
+        or str(controller["id"]) in text
+    )
+    assert broker_files(fleet) == before
+
+
+def test_a_broker_cut_off_from_the_others_stops_the_preflight(fleet, tmp_path):
+    before = broker_files(fleet)
+    fleet.cut_network(3)
+    try:
+        wait_until(lambda: 3 not in fleet.unfenced_brokers(), 60, what="broker 3 fenced once cut off")
+        result = run_site(fleet, str(tmp_path))
+    finally:
+        fleet.restore_network(3)
+    wait_until(lambda: 3 in fleet.unfenced_brokers(), 90, what="broker 3 back once reconnected")
+    text = " ".join(result.stdout.split())
+    assert result.returncode != 0, result.stdout[-10000:]
+    assert "The cluster is incomplete, so nothing was changed: fenced brokers [3]" in text, result.stdout[-10000:]
+    assert broker_files(fleet) == before

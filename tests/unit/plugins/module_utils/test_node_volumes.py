@@ -15,6 +15,8 @@ StatVfs = collections.namedtuple("StatVfs", "f_blocks f_bavail f_frsize")
         # A broker's data log dirs are DescribeLogDirs' business: only its metadata dir.
         ("/m", ["/d0", "/d1"], "broker", [("/m", "metadata")]),
         ("/m", ["/d0"], "broker,controller", [("/m", "metadata")]),
+        # A broker's metadata in its first log dir (Kafka's default) is described by DescribeLogDirs already.
+        ("/d0", ["/d0", "/d1"], "broker", []),
         # A controller-only node is not described by any broker: everything it writes to.
         ("/m", ["/c0"], "controller", [("/m", "metadata"), ("/c0", "log_dir")]),
         # metadata.log.dir defaults to the first log dir: listed once.

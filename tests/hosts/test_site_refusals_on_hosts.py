@@ -101,11 +101,7 @@ def test_a_full_metadata_disk_stops_the_preflight(fleet, tmp_path):
     text = " ".join(result.stdout.split())
     assert result.returncode != 0, result.stdout[-10000:]
     assert "Stop before changing anything if a volume is at its limit" in result.stdout
-    assert (
-        controller["metadata_dir"] in text
-        and f"broker {controller['id']}" in text.lower()
-        or str(controller["id"]) in text
-    )
+    assert f"{controller['metadata_dir']}" in text, result.stdout[-10000:]
     assert broker_files(fleet) == before
 
 

@@ -2,9 +2,9 @@
 
 Two layers, each tagged by a digest of what goes into it, so that an unchanged list reuses what was built:
 
-- the base: ``debootstrap`` of Debian bookworm with systemd, sshd, sudo, Python 3 (with venv) and the Java 17 runtime, imported
-  with ``docker import`` (its root filesystem kept as a tarball under ``build/hosts/``, so a new Docker store only
-  imports it again);
+- the base: ``debootstrap`` of Debian bookworm with systemd, sshd, sudo, Python 3 (with venv) and the Java 17
+  runtime, imported with ``docker import`` (its root filesystem kept as a tarball under ``build/hosts/``, so a new
+  Docker store only imports it again);
 - Kafka: Apache Kafka's jars in the Apache layout (``/opt/kafka/libs``) owned by a ``kafka`` user, a start script that
   reads ``KAFKA_OPTS`` and friends as Apache's does, a ``kafka.service`` unit (not enabled: a node is formatted
   first), host keys made at first boot, and a non-root ``headroom`` user with sudo for Ansible. No quota plugin jar

@@ -19,6 +19,13 @@ COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
 
 
+def pytest_collection_modifyitems(items):
+    """Every test here runs on a fleet: marked ``hosts``, so that ``-m 'not hosts'`` leaves them out."""
+    for item in items:
+        if "tests/hosts/" in item.nodeid or item.nodeid.startswith("hosts/"):
+            item.add_marker(pytest.mark.hosts)
+
+
 class FleetFactory:
     def __init__(self):
         self.root = tempfile.mkdtemp(prefix="fleet-")

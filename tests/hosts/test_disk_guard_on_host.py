@@ -185,6 +185,31 @@ def test_a_tls_file_its_user_cannot_read_fails_the_play_and_leaves_the_service_a
     wait_for_quotas(fleet, DECLARED, "the running guard still deciding")
 
 
+def test_a_broker_cut_off_from_the_others_makes_the_guard_apply_its_missing_data_action(fleet, guarded):
+    """Graded policy, missing_data_action pause: a broker whose host drops off the network is fenced, the guard's view
+    is incomplete, and producers are held at the floor until the broker is back."""
+    graded = dict(
+        OPTIONS,
+        policy="graded",
+        soft_limit={"type": "min_free_percentage", "level": 20},
+        hard_limit={"type": "min_free_percentage", "level": 5},
+        missing_data_action="pause",
+    )
+    graded.pop("min_available_ratio")
+    applied = apply_role(fleet, guarded["directory"], "graded", disk_guard_test_options=graded)
+    assert applied.returncode == 0, applied.stdout[-20000:]
+    wait_for_quotas(fleet, DECLARED, "the declared set under the graded policy")
+    cut_off = 3
+    fleet.cut_network(cut_off)
+    try:
+        wait_for_quotas(fleet, PAUSED, "the guard pausing producers while a broker is missing")
+        assert "headroom_guard_missing_data_applied 1" in metrics_file(fleet)
+    finally:
+        fleet.restore_network(cut_off)
+    wait_until(lambda: cut_off in fleet.unfenced_brokers(), 90, what="the broker back once reconnected")
+    wait_for_quotas(fleet, DECLARED, "the declared set once every broker is back")
+
+
 def test_absent_removes_the_guard_and_keeps_its_user(fleet, guarded):
     removed = apply_role(fleet, guarded["directory"], "absent", disk_guard_state="absent")
     assert removed.returncode == 0, removed.stdout[-20000:]

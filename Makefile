@@ -14,6 +14,7 @@
 #   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_sim) against real Kafka brokers
 #                   (pytest runs it against the model)
 #   make demo     run the demo (scripts/demo.sh)
+#   make demo-hosts  the demo's story over SSH on a fleet of test hosts (scripts/demo_hosts.sh)
 #   make bench    run the benchmarks (figures, not pass/fail)
 #   make clean    remove build artefacts and test output
 
@@ -27,7 +28,7 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: hosts-prerequisites venv kafka-libs sanity lint pytest molecule conformance-kafka test demo bench clean collection-link
+.PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint pytest molecule conformance-kafka test demo bench clean collection-link
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -89,6 +90,10 @@ test: venv kafka-libs
 
 demo: venv kafka-libs
 	scripts/demo.sh
+
+# The same story on a fleet of test hosts (SSH, systemd, the Apache layout) instead of local processes.
+demo-hosts: venv kafka-libs hosts-prerequisites
+	scripts/demo_hosts.sh
 
 bench: venv
 	$(VENV)/bin/python bench/cluster_bench.py $(BENCH_ARGS)

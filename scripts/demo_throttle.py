@@ -9,7 +9,7 @@ import time
 
 from kafka_sim.cluster import Cluster
 from kafka_sim.log_dir_probe import fill_volume
-from kafka_sim.traffic import create_topic, plugin_gauge, produce, wait_until
+from kafka_sim.traffic import create_topic, metric, plugin_gauge, produce, wait_until
 
 TOPIC = "demo-throttle"
 QUOTA_WINDOW_S = 11
@@ -42,6 +42,27 @@ def show_rate(label, measured):
     print(f"   {label}: {measured.rate / 1024:8.1f} KiB/s accepted{throttle}")
 
 
+def throttle_factor(cluster, entry):
+    """The plugin's throttle factor as the broker's exporter serves it: under the jmx_exporter role's rules on test
+    hosts, as the agent names the MBean on the local test cluster."""
+    if cluster.engine == "hosts":
+        return metric(entry, "strimzi_quotas_throttle_factor")
+    return plugin_gauge(entry, "ThrottleFactor", "ThrottleFactor")
+
+
+def fill(cluster, entry, ratio):
+    """Fill the broker's first data volume to half the limit's free space; returns what frees it again."""
+    if cluster.engine == "hosts":
+        blocks, block_size = map(
+            int, cluster.exec(entry["id"], "stat", "-f", "-c", "%b %S", entry["log_dirs"][0]).split()
+        )
+        cluster.fill_volume(entry["id"], leave_bytes=int(blocks * block_size * ratio / 2))
+        return lambda: cluster.free_volume(entry["id"])
+    stat = os.statvfs(entry["log_dirs"][0])
+    filler = fill_volume(entry["log_dirs"][0], leave=int(stat.f_blocks * stat.f_frsize * ratio / 2))
+    return lambda: os.remove(filler)
+
+
 def main(cluster_file, ratio):
     cluster = Cluster(os.path.dirname(cluster_file))
     brokers = cluster.broker_nodes
@@ -53,11 +74,10 @@ def main(cluster_file, ratio):
     )
     show_rate("producer before", produce(cluster, TOPIC, seconds=3, max_bytes=2 << 20))
     log_dir = victim["log_dirs"][0]
-    stat = os.statvfs(log_dir)
-    filler = fill_volume(log_dir, leave=int(stat.f_blocks * stat.f_frsize * ratio / 2))
+    free = fill(cluster, victim, ratio)
     started = time.monotonic()
     try:
-        wait_until(lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 0.0, 60, what="the throttle")
+        wait_until(lambda: throttle_factor(cluster, observer) == 0.0, 60, what="the throttle")
         print(
             f"   {log_dir} filled: the plugin's throttle factor fell to 0 after {time.monotonic() - started:.1f} s "
             f"(broker {observer['id']}'s metrics at {observer['metrics_url']})"
@@ -69,11 +89,9 @@ def main(cluster_file, ratio):
         )
         show_rate("producer while full", produce(cluster, TOPIC, seconds=4))
     finally:
-        os.remove(filler)
+        free()
     freed = time.monotonic()
-    wait_until(
-        lambda: plugin_gauge(observer, "ThrottleFactor", "ThrottleFactor") == 1.0, 60, what="the throttle lifting"
-    )
+    wait_until(lambda: throttle_factor(cluster, observer) == 1.0, 60, what="the throttle lifting")
     print(f"   filler deleted: the throttle lifted after {time.monotonic() - freed:.1f} s")
     # Kafka judges a client's rate over its quota window (11 one-second samples): what it sent while throttled
     # still counts until those samples roll over.

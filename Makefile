@@ -71,10 +71,12 @@ hosts-prerequisites:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			docker.io debootstrap >/dev/null; }
 
+# The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail).
 pytest: venv kafka-libs hosts-prerequisites
-	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests
+	HEADROOM_KEEP_DOCKERD=1 $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests; status=$$?; \
+		$(VENV)/bin/python -m kafka_sim hosts stop-daemon; exit $$status
 
-molecule: venv kafka-libs
+molecule: venv kafka-libs hosts-prerequisites
 	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) PYTHONPATH=$(CURDIR):$(COLLECTIONS) $(VENV)/bin/molecule test --all
 
 # The same tests that pin the model, run against real brokers: every difference is fixed in the model or listed in

@@ -98,6 +98,9 @@ def _hosts_parser(commands):
     up = actions.add_parser("up", help="start a fleet; writes DIR/inventory.yml and DIR/cluster.json")
     down = actions.add_parser("down", help="remove the fleet's hosts (and a Docker daemon started for them)")
     status = actions.add_parser("status", help="each host's address, unit and cluster membership")
+    actions.add_parser(
+        "stop-daemon", help="stop the Docker daemon 'hosts up' started, once no fleet is left (the test suite's end)"
+    )
     for sub in (up, down, status):
         sub.add_argument("--dir", required=True, help="the fleet's directory")
     up.add_argument("--brokers", type=int, default=3)
@@ -121,6 +124,12 @@ def _hosts_parser(commands):
 def _run_hosts(args):
     from kafka_sim.hosts.fleet import HostFleet  # pylint: disable=import-outside-toplevel  # needs Docker only here
 
+    if args.hosts_command == "stop-daemon":
+        from kafka_sim.hosts.docker import stop_daemon_if_started  # pylint: disable=import-outside-toplevel
+        from kafka_sim.hosts.image import IMAGE_DIR  # pylint: disable=import-outside-toplevel
+
+        stop_daemon_if_started(IMAGE_DIR, force=True)
+        return 0
     fleet = HostFleet(args.dir)
     if args.hosts_command == "up":
         fleet.up_fleet(

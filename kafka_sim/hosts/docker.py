@@ -14,6 +14,10 @@ from kafka_sim.nodes import ClusterError, process_alive
 DAEMON_START_TIMEOUT = 60.0
 # A daemon this package started records its pid here, so that whoever stops the last fleet can stop it too.
 _STARTED_FILE = "dockerd.pid"
+# Set by a caller that runs several fleets at once (the test suite's workers): a fleet's down then leaves the daemon
+# to that caller, which stops it once at the end ('hosts stop-daemon'); otherwise one worker could stop it while
+# another starts a fleet.
+KEEP_VARIABLE = "HEADROOM_KEEP_DOCKERD"
 
 
 def docker(*args, check=True, input_text=None, timeout=300.0):
@@ -72,10 +76,11 @@ def ensure_daemon(state_dir):
         handle.write(str(process.pid))
 
 
-def stop_daemon_if_started(state_dir):
-    """Stop the daemon ``ensure_daemon`` started with this ``state_dir``, once no container of ours is left."""
+def stop_daemon_if_started(state_dir, force=False):
+    """Stop the daemon ``ensure_daemon`` started with this ``state_dir``, once no container of ours is left (unless
+    ``HEADROOM_KEEP_DOCKERD`` leaves that to the caller and ``force`` is false)."""
     path = os.path.join(state_dir, _STARTED_FILE)
-    if not os.path.exists(path):
+    if not os.path.exists(path) or (os.environ.get(KEEP_VARIABLE) and not force):
         return False
     with open(path, encoding="utf-8") as handle:
         pid = int(handle.read().strip() or 0)
@@ -83,7 +88,12 @@ def stop_daemon_if_started(state_dir):
         return False
     os.remove(path)
     try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+            if handle.read().strip() != "dockerd":
+                return False  # that daemon is gone and its pid belongs to another process now
         os.kill(pid, 15)
+    except FileNotFoundError:
+        return False
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + 30

@@ -367,11 +367,13 @@ class HostFleet(KafkaCluster):
         self.info["ssh"] = {"user": image.ADMIN_USER, "key": key, "known_hosts": os.path.join(ssh_dir, "known_hosts")}
 
     def write_inventory(self, path=None, layout="headroom"):
-        path = path or os.path.join(self.directory, "inventory.yml")
-        properties.write_atomic(path, render_inventory(self.info, layout), mode=0o600)
-        self.info["inventory"] = path
-        self.save()
-        return path
+        """The fleet's inventory at ``path`` (default: ``DIR/inventory.yml``, recorded in cluster.json)."""
+        default = os.path.join(self.directory, "inventory.yml")
+        properties.write_atomic(path or default, render_inventory(self.info, layout), mode=0o600)
+        if path is None or path == default:
+            self.info["inventory"] = default
+            self.save()
+        return path or default
 
     # -- processes ------------------------------------------------------------------------------------------------
     def unit_active(self, entry):

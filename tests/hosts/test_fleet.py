@@ -77,7 +77,6 @@ def test_the_cp_ansible_layout_maps_its_groups_onto_kafka(fleet, tmp_path):
     assert sorted(groups["kafka_broker"]["hosts"]) == ["broker-1", "broker-2", "broker-3"]
     assert groups["kafka_controller"]["hosts"] == ["controller-4"]
     assert sorted(groups["kafka"]["children"]) == ["kafka_broker", "kafka_controller"]
-    fleet.write_inventory()
 
 
 def test_down_removes_every_host(fleet_factory):

@@ -139,3 +139,13 @@ def test_a_full_volume_throttles_a_producer_and_freeing_it_lifts_the_throttle(fl
     )
     after = produce(fleet, TOPIC, seconds=3)
     assert after.rate > BASE_RATE / 4, f"the producer produces again: {after.rate:.0f} B/s"
+
+
+def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_path):
+    """The same hosts in cp-ansible's groups, with group kafka mapped onto them: site.yml runs unchanged (and finds
+    nothing to change)."""
+    layered = site_inventory(fleet, configured["directory"])
+    cp_ansible = fleet.write_inventory(str(tmp_path / "cp-ansible.yml"), layout="cp-ansible")
+    result = run_playbook([cp_ansible, layered[1]], SITE)
+    assert result.returncode == 0, result.stdout[-20000:]
+    assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)

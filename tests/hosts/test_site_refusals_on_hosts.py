@@ -118,3 +118,25 @@ def test_a_broker_cut_off_from_the_others_stops_the_preflight(fleet, tmp_path):
     assert result.returncode != 0, result.stdout[-10000:]
     assert "The cluster is incomplete, so nothing was changed: fenced brokers [3]" in text, result.stdout[-10000:]
     assert broker_files(fleet) == before
+
+
+def test_a_full_metadata_disk_stops_the_roll_before_its_first_restart(fleet, tmp_path):
+    """rolling_restart's volume gate judges the disks Kafka does not report too: no broker is restarted while a
+    controller's metadata disk is past the limit."""
+    controller = next(entry for entry in fleet.info["brokers"] if "broker" not in entry["roles"])
+    before = broker_files(fleet)
+    fleet.fill_volume(controller["id"], controller["metadata_dir"], leave_bytes=12 << 20)
+    try:
+        result = run_site(
+            fleet,
+            str(tmp_path),
+            kafka_quotas={},
+            kafka_restart_needed=True,
+            rolling_restart_volume_gate={"min_available_ratio": 0.25, "fail_on": "pause"},
+        )
+    finally:
+        fleet.free_volume(controller["id"], controller["metadata_dir"])
+    assert result.returncode != 0, result.stdout[-10000:]
+    assert "Check the volumes before the first restart" in result.stdout, result.stdout[-10000:]
+    assert controller["metadata_dir"] in " ".join(result.stdout.split()), result.stdout[-10000:]
+    assert broker_files(fleet) == before, "no node was restarted"

@@ -19,15 +19,21 @@ Run from the repository root: ``.venv/bin/python bench/hosts_bench.py [--cold] [
 import argparse
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-import yaml
-from local_ansible import PLAYBOOK, ensure_collection_link, playbook_environment
+from local_ansible import (
+    PLAYBOOK,
+    ensure_collection_link,
+    measure_in_scratch_dir,
+    playbook_environment,
+    progress,
+    timed_playbook,
+    wait_healthy,
+    without_interrupts,
+    write_yaml,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -50,38 +56,12 @@ SITE_VARS = {
 }
 
 
-def _progress(text):
-    print(text, file=sys.stderr, flush=True)
-
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum} at line {frame.f_lineno if frame else '?'}")
-
-
-def _write(path, data):
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(data, handle)
-    return path
-
-
 def _playbook(inventories, playbook, workdir):
     command = [PLAYBOOK]
     for inventory in inventories:
         command += ["-i", inventory]
-    started = time.perf_counter()
-    result = subprocess.run(
-        [*command, playbook],
-        env=playbook_environment(COLLECTIONS, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")),
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise RuntimeError(f"{playbook} failed:\n{result.stdout[-6000:]}{result.stderr[-2000:]}")
-    return elapsed
+    env = playbook_environment(COLLECTIONS, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return timed_playbook([*command, playbook], env, workdir, 1800, playbook)[0]
 
 
 def _image_figures(cold):
@@ -92,7 +72,7 @@ def _image_figures(cold):
             if tag.startswith(("headroom-host-base:", "headroom-kafka-host:")):
                 docker("rmi", "-f", tag, check=False)
         shutil.rmtree(image.IMAGE_DIR, ignore_errors=True)
-        _progress("image: cold build (debootstrap, import, Kafka layer)")
+        progress("image: cold build (debootstrap, import, Kafka layer)")
         started = time.perf_counter()
         image.kafka_image(libs)
         figures["image_cold_s"] = time.perf_counter() - started
@@ -103,29 +83,9 @@ def _image_figures(cold):
     return figures
 
 
-def _healthy(fleet):
-    from ansible_collections.headroom.kafka.plugins.module_utils import health  # pylint: disable=import-outside-toplevel
-    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import (  # pylint: disable=import-outside-toplevel
-        KafkaAdapter,
-        KafkaAdapterError,
-    )
-
-    adapter = KafkaAdapter(fleet.info["bootstrap_servers"])
-    try:
-        return health.judge(adapter.describe_cluster(), adapter.partitions(), list(range(1, BROKERS + 1)))["healthy"]
-    except KafkaAdapterError:
-        return False
-    finally:
-        adapter.close()
-
-
-def _wait_healthy(fleet, timeout=120.0):
-    started = time.perf_counter()
-    while not _healthy(fleet):
-        if time.perf_counter() - started > timeout:
-            raise RuntimeError(f"the fleet was not healthy within {timeout} s")
-        time.sleep(0.05)
-    return time.perf_counter() - started
+def _wait_healthy(fleet):
+    """Seconds until the fleet is healthy (every broker active, no under-replicated partition), polled tightly."""
+    return wait_healthy(fleet.info["bootstrap_servers"], range(1, BROKERS + 1), timeout=120.0)
 
 
 def _direct_restart(fleet, node_id):
@@ -140,7 +100,7 @@ def _roll(fleet, workdir, needs_restart):
         entry["inventory_host"]: {"kafka_restart_needed": entry["id"] in needs_restart}
         for entry in fleet.info["brokers"]
     }
-    extra = _write(os.path.join(workdir, "roll-vars.yml"), {"kafka": {"hosts": hosts}})
+    extra = write_yaml(os.path.join(workdir, "roll-vars.yml"), {"kafka": {"hosts": hosts}})
     play = [
         {
             "name": "Roll",
@@ -151,7 +111,7 @@ def _roll(fleet, workdir, needs_restart):
             "roles": [{"role": "headroom.kafka.rolling_restart"}],
         }
     ]
-    return _playbook([fleet.info["inventory"], extra], _write(os.path.join(workdir, "roll.yml"), play), workdir)
+    return _playbook([fleet.info["inventory"], extra], write_yaml(os.path.join(workdir, "roll.yml"), play), workdir)
 
 
 def _baseline(fleet, workdir):
@@ -189,7 +149,7 @@ def _baseline(fleet, workdir):
             ],
         }
     ]
-    return _playbook([fleet.info["inventory"]], _write(os.path.join(workdir, "baseline.yml"), play), workdir)
+    return _playbook([fleet.info["inventory"]], write_yaml(os.path.join(workdir, "baseline.yml"), play), workdir)
 
 
 def _measure(args, workdir):
@@ -197,14 +157,14 @@ def _measure(args, workdir):
     figures = _image_figures(args.cold)
     fleet = HostFleet(os.path.join(workdir, "fleet"))
     try:
-        _progress("fleet: 3 broker hosts and 1 controller host")
+        progress("fleet: 3 broker hosts and 1 controller host")
         fleet.up_fleet(BROKERS, 1)
         figures["fleet_start_s"] = fleet.info["timings"]["total_seconds"]
         site_vars = dict(SITE_VARS, quota_plugin_admin={"bootstrap_servers": fleet.info["bootstrap_servers"]})
-        site_inventory = _write(os.path.join(workdir, "site-vars.yml"), {"kafka": {"vars": site_vars}})
-        _progress("site.yml from the bare fleet")
+        site_inventory = write_yaml(os.path.join(workdir, "site-vars.yml"), {"kafka": {"vars": site_vars}})
+        progress("site.yml from the bare fleet")
         figures["site_first_s"] = _playbook([fleet.info["inventory"], site_inventory], SITE, workdir)
-        _progress("site.yml again")
+        progress("site.yml again")
         figures["site_second_s"] = _playbook([fleet.info["inventory"], site_inventory], SITE, workdir)
         from confluent_kafka.admin import AdminClient, NewTopic  # pylint: disable=import-outside-toplevel
 
@@ -213,7 +173,7 @@ def _measure(args, workdir):
         _wait_healthy(fleet)
         runs = []
         for number in range(1, args.runs + 1):
-            _progress(
+            progress(
                 f"run {number}/{args.runs}: direct restarts, a roll with nothing to restart, a roll of every broker"
             )
             minimum = statistics.median(_direct_restart(fleet, node_id) for node_id in range(1, BROKERS + 1))
@@ -228,15 +188,10 @@ def _measure(args, workdir):
             (run["total"] - run["fixed"] - BROKERS * run["minimum"]) / BROKERS for run in runs
         )
         if not args.no_baseline:
-            _progress(f"baseline: restart, wait {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s")
+            progress(f"baseline: restart, wait {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s")
             figures["baseline_total_s"] = _baseline(fleet, workdir)
     finally:
-        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            fleet.down()
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        without_interrupts(fleet.down)
     return figures
 
 
@@ -272,15 +227,9 @@ def main():
     parser.add_argument("--no-baseline", action="store_true", help="skip cp-ansible's way (about 80 s)")
     args = parser.parse_args()
     ensure_collection_link(ROOT, COLLECTIONS)
-    signal.signal(signal.SIGTERM, _terminate)
-    workdir = tempfile.mkdtemp(prefix="bench-hosts-")
-    try:
-        figures = _measure(args, workdir)
-    except KeyboardInterrupt:
-        _progress("interrupted")
+    figures = measure_in_scratch_dir(lambda workdir: _measure(args, workdir), "bench-hosts-")
+    if figures is None:
         return 130
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
     _report(figures)
     return 0
 

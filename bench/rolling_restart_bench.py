@@ -15,7 +15,6 @@ import argparse
 import os
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -24,7 +23,18 @@ import time
 from xml.etree import ElementTree
 
 import yaml
-from local_ansible import PLAYBOOK, ensure_collection_link, playbook_environment
+from local_ansible import (
+    PLAYBOOK,
+    cluster_healthy,
+    ensure_collection_link,
+    measure_in_scratch_dir,
+    playbook_environment,
+    progress,
+    timed_playbook,
+    wait_healthy,
+    without_interrupts,
+    write_yaml,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -39,14 +49,6 @@ OVERHEAD_TARGET_S = 2.0
 SPEEDUP_TARGET = 3.0
 BASELINE_PAUSE_S = 20
 BASELINE_POLL_S = 5
-
-
-def _progress(text):
-    print(text, file=sys.stderr, flush=True)
-
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum} at line {frame.f_lineno if frame else '?'}")
 
 
 def _driver(cluster):
@@ -93,27 +95,9 @@ def _create_topic(cluster):
     admin.create_topics([NewTopic(TOPIC, BROKERS, BROKERS)])[TOPIC].result(15)
 
 
-def _healthy(bootstrap):
-    from ansible_collections.headroom.kafka.plugins.module_utils import health  # pylint: disable=import-outside-toplevel
-    from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError  # pylint: disable=import-outside-toplevel
-
-    adapter = KafkaAdapter(bootstrap)
-    try:
-        return health.judge(adapter.describe_cluster(), adapter.partitions(), list(range(1, BROKERS + 1)))["healthy"]
-    except KafkaAdapterError:
-        return False
-    finally:
-        adapter.close()
-
-
-def _wait_healthy(cluster, timeout=60.0, interval=0.05):
+def _wait_healthy(cluster):
     """Seconds until the cluster is healthy (every broker active, no under-replicated partition), polled tightly."""
-    started = time.perf_counter()
-    while not _healthy(cluster.info["bootstrap_servers"]):
-        if time.perf_counter() - started > timeout:
-            raise RuntimeError(f"the cluster was not healthy within {timeout} s")
-        time.sleep(interval)
-    return time.perf_counter() - started
+    return wait_healthy(cluster.info["bootstrap_servers"], range(1, BROKERS + 1), timeout=60.0)
 
 
 def _direct_restart(cluster, node_id):
@@ -141,12 +125,6 @@ def _inventory(cluster, needs_restart):
     return {"all": {"hosts": hosts}}
 
 
-def _write(path, data):
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(data, handle)
-    return path
-
-
 def _playbook(workdir, name, inventory, playbook):
     """Run one playbook; wall time and the junit task durations (task name -> seconds, summed)."""
     junit = os.path.join(workdir, "junit")
@@ -154,18 +132,10 @@ def _playbook(workdir, name, inventory, playbook):
     command = [
         PLAYBOOK,
         "-i",
-        _write(os.path.join(workdir, f"{name}-inventory.yml"), inventory),
-        _write(os.path.join(workdir, f"{name}-play.yml"), playbook),
+        write_yaml(os.path.join(workdir, f"{name}-inventory.yml"), inventory),
+        write_yaml(os.path.join(workdir, f"{name}-play.yml"), playbook),
     ]
-    started = time.perf_counter()
-    result = subprocess.run(
-        command, env=_env(workdir), cwd=workdir, capture_output=True, text=True, timeout=900, check=False
-    )
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"{name} playbook failed ({result.returncode}):\n{result.stdout[-5000:]}{result.stderr[-2000:]}"
-        )
+    elapsed, result = timed_playbook(command, _env(workdir), workdir, 900, f"{name} playbook")
     tasks = {}
     for report in os.listdir(junit) if os.path.isdir(junit) else []:
         for case in ElementTree.parse(os.path.join(junit, report)).getroot().iter("testcase"):
@@ -230,7 +200,7 @@ def _baseline(cluster, workdir):
             "delay": BASELINE_POLL_S,
         },
     ]
-    tasks_file = _write(os.path.join(workdir, "baseline-one.yml"), one)
+    tasks_file = write_yaml(os.path.join(workdir, "baseline-one.yml"), one)
     play = [
         {
             "name": "baseline",
@@ -257,29 +227,19 @@ def _baseline(cluster, workdir):
     return elapsed
 
 
-def _teardown(cluster):
-    """Stop every broker; Ctrl-C and SIGTERM wait until that is done, so that no broker is left behind."""
-    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        cluster.down()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 def _phase(tasks, prefix):
     return sum(seconds for name, seconds in tasks.items() if prefix in name)
 
 
 def _one_run(cluster, workdir, label, role_vars):
     """Direct restarts of every broker, the play with nothing to restart, and the rolling restart of every broker."""
-    _progress(f"{label}: direct restarts")
+    progress(f"{label}: direct restarts")
     direct = [_direct_restart(cluster, node_id) for node_id in range(1, BROKERS + 1)]
-    _progress(f"{label}: playbook with nothing to restart")
+    progress(f"{label}: playbook with nothing to restart")
     fixed = _roll(cluster, workdir, set(), role_vars)[0]
-    _progress(f"{label}: rolling restart of {BROKERS} brokers")
+    progress(f"{label}: rolling restart of {BROKERS} brokers")
     total, tasks = _roll(cluster, workdir, set(range(1, BROKERS + 1)), role_vars)
-    _progress(f"  total {total:.2f} s, fixed cost {fixed:.2f} s")
+    progress(f"  total {total:.2f} s, fixed cost {fixed:.2f} s")
     return {
         "restarts": [row[0] for row in direct],
         "to_healthy": [row[1] for row in direct],
@@ -300,7 +260,7 @@ def _measure(args, workdir):
         cluster.up(120)
         _create_topic(cluster)
         _wait_healthy(cluster)
-        _healthy(cluster.info["bootstrap_servers"])  # warm the imports
+        cluster_healthy(cluster.info["bootstrap_servers"], range(1, BROKERS + 1))  # warm the imports
         role_vars = {
             name: value
             for name, value in (
@@ -314,10 +274,10 @@ def _measure(args, workdir):
         ]
         baseline = None
         if not args.no_baseline:
-            _progress(f"baseline: restart, pause {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s (about 70 s)")
+            progress(f"baseline: restart, pause {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s (about 70 s)")
             baseline = _baseline(cluster, workdir)
     finally:
-        _teardown(cluster)
+        without_interrupts(cluster.down)
     restart = statistics.median(value for run in runs for value in run["restarts"])
     to_healthy = statistics.median(value for run in runs for value in run["to_healthy"])
     # The model holds replicas out of the ISR for catch_up_ms; real replicas catch up at their own pace, measured
@@ -415,15 +375,9 @@ def main():
     parser.add_argument("--no-baseline", action="store_true", help="skip the 20 s pause baseline (about 70 s)")
     args = parser.parse_args()
     ensure_collection_link(ROOT, COLLECTIONS)
-    signal.signal(signal.SIGTERM, _terminate)
-    workdir = tempfile.mkdtemp(prefix="bench-rolling-restart-")
-    try:
-        figures = _measure(args, workdir)
-    except KeyboardInterrupt:
-        _progress("interrupted")
+    figures = measure_in_scratch_dir(lambda workdir: _measure(args, workdir), "bench-rolling-restart-")
+    if figures is None:
         return 130
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
     _report(args, figures)
     return 0
 

@@ -8,14 +8,11 @@ import hashlib
 import http.server
 import os
 import pwd
-import subprocess
-import sys
 import threading
 import zipfile
 
 import pytest
-import yaml
-from test_integration_targets import COLLECTIONS, ROOT
+from local_hosts import local_inventory, one_line, record_task, recorded, run_playbook
 
 GROUP_ID = "io.example"
 ARTIFACT = "example-plugin"
@@ -55,12 +52,9 @@ def run_role(tmp_path, role_vars, hosts=("host-1", "host-2"), host_vars=None, ar
     """broker_jar on local hosts whose destination is tmp_path/<host>; the completed ansible-playbook."""
     owner = pwd.getpwuid(os.getuid()).pw_name
     group = grp.getgrgid(os.getgid()).gr_name
-    inventory = {
-        "all": {
-            "hosts": {host: {"jar_dir": str(tmp_path / host), **(host_vars or {}).get(host, {})} for host in hosts},
-            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        }
-    }
+    inventory = local_inventory(
+        {host: {"jar_dir": str(tmp_path / host), **(host_vars or {}).get(host, {})} for host in hosts}
+    )
     variables = {
         "broker_jar_group_id": GROUP_ID,
         "broker_jar_artifact_id": ARTIFACT,
@@ -71,45 +65,22 @@ def run_role(tmp_path, role_vars, hosts=("host-1", "host-2"), host_vars=None, ar
         "broker_jar_group": group,
         **role_vars,
     }
+    outcome = "{'changed': broker_jar_changed, 'removed': broker_jar_removed, 'path': broker_jar_installed_path}"
     play = [
         {
             "hosts": "all",
             "gather_facts": False,
             "tasks": [
                 {"ansible.builtin.include_role": {"name": "headroom.kafka.broker_jar"}, "vars": variables},
-                {
-                    "ansible.builtin.copy": {
-                        "content": "{{ {'changed': broker_jar_changed, 'removed': broker_jar_removed,"
-                        " 'path': broker_jar_installed_path} | to_json }}",
-                        "dest": str(tmp_path / "result-{{ inventory_hostname }}.json"),
-                        "mode": "0644",
-                    },
-                    "check_mode": False,
-                    "changed_when": False,
-                },
+                record_task(tmp_path, "result", outcome),
             ],
         }
     ]
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_NOCOLOR="1",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        str(tmp_path / "inventory.yml"),
-        str(tmp_path / "play.yml"),
-        *args,
-    ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return run_playbook(tmp_path, inventory, play, args)
 
 
 def result_of(tmp_path, host):
-    return yaml.safe_load((tmp_path / f"result-{host}.json").read_text())
+    return recorded(tmp_path, "result", host)
 
 
 def listing(tmp_path, hosts=("host-1", "host-2")):
@@ -128,10 +99,6 @@ def prepare_hosts(tmp_path, hosts=("host-1", "host-2")):
     # An older version of the plugin on host-1, and its sources jar, which is not on a classpath.
     (tmp_path / "host-1" / f"{ARTIFACT}-1.1.0.jar").write_bytes(b"old")
     (tmp_path / "host-1" / f"{ARTIFACT}-1.1.0-sources.jar").write_bytes(b"old sources")
-
-
-def one_line(result):
-    return " ".join((result.stdout + result.stderr).split())
 
 
 def test_file_source_installs_removes_older_versions_and_is_idempotent(tmp_path):

@@ -2,12 +2,11 @@
 directories, the restart mark, check mode and the refusals. The jar is the real agent the test cluster runs."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
-from test_integration_targets import COLLECTIONS, ROOT
+from local_hosts import host_files, one_line, restart_marks, run_role_marking_restarts
+from test_integration_targets import ROOT
 
 from kafka_sim.kafka_libs import ensure_libs
 
@@ -32,12 +31,7 @@ def paths(tmp_path, host):
 
 
 def snapshot(tmp_path):
-    return {
-        str(path.relative_to(tmp_path)): path.read_bytes()
-        for host in NODES
-        for path in sorted((tmp_path / host).rglob("*"))
-        if path.is_file()
-    }
+    return host_files(tmp_path, NODES)
 
 
 def run_role(tmp_path, group_vars, host_vars=None, args=()):
@@ -52,65 +46,19 @@ def run_role(tmp_path, group_vars, host_vars=None, args=()):
             "jmx_exporter_unit_dir": str(where["units"]),
             **(host_vars or {}).get(host, {}),
         }
-    inventory = {
-        "all": {
-            "children": {
-                "kafka": {
-                    "hosts": hosts,
-                    "vars": {
-                        "ansible_connection": "local",
-                        "ansible_python_interpreter": sys.executable,
-                        "jmx_exporter_owner": os.getuid(),
-                        "jmx_exporter_group": os.getgid(),
-                        "broker_jar_cache_dir": str(tmp_path / "cache"),
-                        **group_vars,
-                    },
-                }
-            }
-        }
+    settings = {
+        "jmx_exporter_owner": os.getuid(),
+        "jmx_exporter_group": os.getgid(),
+        "broker_jar_cache_dir": str(tmp_path / "cache"),
+        **group_vars,
     }
-    play = [
-        {
-            "hosts": "kafka",
-            "gather_facts": False,
-            "roles": [{"role": "headroom.kafka.jmx_exporter"}],
-            "post_tasks": [
-                {
-                    "ansible.builtin.copy": {
-                        "content": "{{ jmx_exporter_restart_needed | default(false) | to_json }}",
-                        "dest": str(tmp_path / "restart-{{ inventory_hostname }}.json"),
-                        "mode": "0644",
-                    },
-                    "check_mode": False,
-                    "changed_when": False,
-                }
-            ],
-        }
-    ]
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_NOCOLOR="1",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    return run_role_marking_restarts(
+        tmp_path, "headroom.kafka.jmx_exporter", hosts, settings, "jmx_exporter_restart_needed", args
     )
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        str(tmp_path / "inventory.yml"),
-        str(tmp_path / "play.yml"),
-        *args,
-    ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def restart_needed(tmp_path):
-    return {host: yaml.safe_load((tmp_path / f"restart-{host}.json").read_text()) for host in NODES}
-
-
-def one_line(result):
-    return " ".join((result.stdout + result.stderr).split())
+    return restart_marks(tmp_path, NODES)
 
 
 def test_installs_the_agent_on_every_node_and_marks_the_restart(tmp_path, agent_jar):

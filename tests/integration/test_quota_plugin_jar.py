@@ -8,14 +8,11 @@ import hashlib
 import http.server
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import zipfile
 
 import pytest
-import yaml
-from test_integration_targets import COLLECTIONS, ROOT
+from local_hosts import host_files, one_line, restart_marks, run_role_marking_restarts
 
 from kafka_sim.kafka_libs import ensure_libs
 
@@ -52,86 +49,36 @@ def make_hosts(tmp_path, kafka="4.3.1"):
 
 def snapshot(tmp_path):
     """Every node's files: relative path -> content."""
-    return {
-        str(path.relative_to(tmp_path)): path.read_bytes()
-        for host in NODES
-        for path in sorted((tmp_path / host).rglob("*"))
-        if path.is_file()
-    }
+    return host_files(tmp_path, NODES)
 
 
 def run_role(tmp_path, group_vars, host_vars=None, args=()):
-    inventory = {
-        "all": {
-            "children": {
-                "kafka": {
-                    "hosts": {
-                        host: {
-                            "kafka_process_roles": roles,
-                            "kafka_properties_file": str(tmp_path / host / "server.properties"),
-                            "kafka_libs_dir": str(tmp_path / host / "libs"),
-                            **(host_vars or {}).get(host, {}),
-                        }
-                        for host, roles in NODES.items()
-                    },
-                    "vars": {
-                        "ansible_connection": "local",
-                        "ansible_python_interpreter": sys.executable,
-                        "kafka_quotas": SPEC,
-                        "quota_plugin_admin": {"bootstrap_servers": "127.0.0.1:9092"},
-                        "quota_plugin_owner": os.getuid(),
-                        "quota_plugin_group": os.getgid(),
-                        "quota_plugin_jar_owner": os.getuid(),
-                        "quota_plugin_jar_group": os.getgid(),
-                        "broker_jar_cache_dir": str(tmp_path / "cache"),
-                        **group_vars,
-                    },
-                }
-            }
+    hosts = {
+        host: {
+            "kafka_process_roles": roles,
+            "kafka_properties_file": str(tmp_path / host / "server.properties"),
+            "kafka_libs_dir": str(tmp_path / host / "libs"),
+            **(host_vars or {}).get(host, {}),
         }
+        for host, roles in NODES.items()
     }
-    play = [
-        {
-            "hosts": "kafka",
-            "gather_facts": False,
-            "roles": [{"role": "headroom.kafka.quota_plugin"}],
-            "post_tasks": [
-                {
-                    "ansible.builtin.copy": {
-                        "content": "{{ quota_plugin_restart_needed | default(false) | to_json }}",
-                        "dest": str(tmp_path / "restart-{{ inventory_hostname }}.json"),
-                        "mode": "0644",
-                    },
-                    "check_mode": False,
-                    "changed_when": False,
-                }
-            ],
-        }
-    ]
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_NOCOLOR="1",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    settings = {
+        "kafka_quotas": SPEC,
+        "quota_plugin_admin": {"bootstrap_servers": "127.0.0.1:9092"},
+        "quota_plugin_owner": os.getuid(),
+        "quota_plugin_group": os.getgid(),
+        "quota_plugin_jar_owner": os.getuid(),
+        "quota_plugin_jar_group": os.getgid(),
+        "broker_jar_cache_dir": str(tmp_path / "cache"),
+        **group_vars,
+    }
+    return run_role_marking_restarts(
+        tmp_path, "headroom.kafka.quota_plugin", hosts, settings, "quota_plugin_restart_needed", args
     )
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        str(tmp_path / "inventory.yml"),
-        str(tmp_path / "play.yml"),
-        *args,
-    ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def restart_needed(tmp_path):
-    return {host: yaml.safe_load((tmp_path / f"restart-{host}.json").read_text()) for host in NODES}
-
-
-def one_line(result):
-    return " ".join((result.stdout + result.stderr).split())
+    return restart_marks(tmp_path, NODES)
 
 
 def test_file_source_installs_the_jar_before_the_properties_and_marks_the_restart(tmp_path, plugin_jar):

@@ -83,6 +83,15 @@ class KafkaLibs:
         return found[-1] if found else None
 
 
+def fetched_plugin_jar(version=None):
+    """The Strimzi quota plugin's jar among the jars ``libs`` fetched for ``version`` (default: the pom's Kafka), or
+    None; fetches nothing and needs no Java (the model's clusters name it for the roles that check a broker's libs)."""
+    found = sorted(
+        glob.glob(os.path.join(BUILD, f"kafka-{version or DEFAULT_VERSION}", "libs", f"{PLUGIN_PREFIX}-*.jar"))
+    )
+    return found[-1] if found else None
+
+
 def java_command():
     """``$JAVA_HOME/bin/java`` or ``java`` on PATH, checked to be Java 17 or newer."""
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")

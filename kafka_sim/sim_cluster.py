@@ -9,6 +9,7 @@ import time
 import uuid
 
 from kafka_sim import security
+from kafka_sim.kafka_libs import fetched_plugin_jar
 from kafka_sim.nodes import (
     ADMIN_USER,
     CONTROLLER_LISTENER,
@@ -69,6 +70,9 @@ class SimCluster(ClusterBase):
             "brokers": [],
             "volumes": [],
             "notes": [],
+            # Where a real broker of this layout would find the plugin (the roles check a broker's libs directory);
+            # None until the jars were fetched.
+            "quota_plugin_jar": fetched_plugin_jar(),
         }
         nodes = [(index + 1, ["broker", "controller"] if index < combined else ["broker"]) for index in range(brokers)]
         nodes += [(brokers + index + 1, ["controller"]) for index in range(controllers_only)]

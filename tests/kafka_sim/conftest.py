@@ -27,7 +27,9 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.skip(reason=f"model only: {marker.kwargs.get('reason') or marker.args[0]}"))
 
 
-@pytest.fixture(scope="package", autouse=True)
+# Module scope: this directory is no Python package (it would shadow the kafka_sim package), so a package-scoped
+# fixture would last the whole session and leave every later test file of the same worker on the model.
+@pytest.fixture(scope="module", autouse=True)
 def conformance_engine():
     """Clusters created by this suite's fixtures use the conformance engine (the model unless told otherwise)."""
     saved = os.environ.get("HEADROOM_TEST_ENGINE")

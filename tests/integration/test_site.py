@@ -155,9 +155,10 @@ def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_name
             "kafka_jmx_exporter": True,
             "jmx_exporter_jar_source": "file",
             "jmx_exporter_jar_file": ensure_libs().agent,
-            "jmx_exporter_dir": str(scratch / "opt"),
+            # Each node's own scratch "host": on one shared directory only the first node to write would see a change.
+            "jmx_exporter_dir": str(scratch) + "/{{ inventory_hostname }}/opt",
             "jmx_exporter_config_file": cluster.info["exporter_config"],
-            "jmx_exporter_unit_dir": str(scratch / "systemd"),
+            "jmx_exporter_unit_dir": str(scratch) + "/{{ inventory_hostname }}/systemd",
             "jmx_exporter_owner": os.getuid(),
             "jmx_exporter_group": os.getgid(),
             "broker_jar_cache_dir": str(tmp_path / "cache"),
@@ -168,8 +169,8 @@ def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_name
     assert first.returncode == 0, first.stdout[-15000:]
     after = pids(cluster)
     assert all(after[node_id] != pid for node_id, pid in before.items()), "every node restarts to load the agent"
-    dropin = (scratch / "systemd" / "kafka.service.d" / "headroom-jmx-exporter.conf").read_text()
-    assert f"-javaagent:{scratch / 'opt' / 'jmx_prometheus_javaagent-1.0.1.jar'}=7071:" in dropin
+    dropin = (scratch / "broker-1" / "systemd" / "kafka.service.d" / "headroom-jmx-exporter.conf").read_text()
+    assert f"-javaagent:{scratch / 'broker-1' / 'opt' / 'jmx_prometheus_javaagent-1.0.1.jar'}=7071:" in dropin
 
     for entry in cluster.broker_nodes:
         node_id = str(entry["id"])

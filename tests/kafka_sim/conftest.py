@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from kafka_sim.testing import ClusterFactory
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
@@ -39,6 +41,23 @@ def conformance_engine():
         os.environ.pop("HEADROOM_TEST_ENGINE", None)
     else:
         os.environ["HEADROOM_TEST_ENGINE"] = saved
+
+
+# The clusters of this suite's tests, of the conformance engine whatever fixtures other suites have set up before: the
+# session's kafka_cluster of another suite (real Kafka) must not answer a test that pins the model, nor the reverse.
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root, engine=os.environ.get(CONFORMANCE_ENGINE, "sim"))
+    cluster = factory(3)
+    yield cluster
+    factory.close()
+
+
+@pytest.fixture
+def kafka_cluster_factory(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root, engine=os.environ.get(CONFORMANCE_ENGINE, "sim"))
+    yield factory
+    factory.close()
 
 
 # Admin clients of both libraries for a module's ``cluster`` fixture (each test module defines the cluster it needs).

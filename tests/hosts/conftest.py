@@ -4,19 +4,12 @@ Every fleet a test starts is removed when the test (or module) ends, also when i
 them is stopped with the last one.
 """
 
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import pytest
 
 from kafka_sim.hosts.fleet import HostFleet
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
-SITE = os.path.join(ROOT, "playbooks", "site.yml")
 
 
 def pytest_collection_modifyitems(items):
@@ -54,33 +47,3 @@ def fleet_factory():
 def fleet(fleet_factory):
     """One 3-broker fleet with one controller host for the module."""
     return fleet_factory(3, 1)
-
-
-def ansible_env(**extra):
-    return dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_HOST_KEY_CHECKING="True",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        **extra,
-    )
-
-
-def run_playbook(inventories, playbook=SITE, *args, timeout=900):
-    """ansible-playbook as a user runs it from the control node, with one inventory or several layered."""
-    inventories = [inventories] if isinstance(inventories, str) else inventories
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")]
-    for inventory in inventories:
-        command += ["-i", inventory]
-    command += [playbook, *args]
-    return subprocess.run(command, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def run_ansible(inventory, pattern, module, args="", *options):
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible"), "-i", inventory, pattern, "-m", module]
-    if args:
-        command += ["-a", args]
-    return subprocess.run(
-        [*command, *options], env=ansible_env(), capture_output=True, text=True, timeout=300, check=False
-    )

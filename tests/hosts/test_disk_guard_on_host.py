@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from conftest import run_playbook
+from fleet_playbooks import run_playbook
 from held_quotas import held_quotas
 
 from kafka_sim.traffic import create_topic, produce, wait_until

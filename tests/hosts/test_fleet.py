@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import yaml
-from conftest import run_ansible
+from fleet_playbooks import run_ansible
 
 from kafka_sim.hosts import image
 from kafka_sim.hosts.docker import docker

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import yaml
-from conftest import SITE, run_playbook
+from fleet_playbooks import SITE, run_playbook
 
 from kafka_sim.traffic import create_topic, metric, produce, wait_until
 

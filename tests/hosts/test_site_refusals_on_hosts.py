@@ -5,7 +5,7 @@ import os
 
 import pytest
 import yaml
-from conftest import SITE, run_playbook
+from fleet_playbooks import SITE, run_playbook
 
 from kafka_sim.traffic import wait_until
 

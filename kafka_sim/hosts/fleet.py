@@ -28,6 +28,8 @@ DATA_ROOT = "/var/lib/kafka"
 METADATA_DIR = f"{DATA_ROOT}/metadata"
 METADATA_VOLUME_SIZE = 64 << 20
 TLS_DIR = f"{image.KAFKA_CONFIG_DIR}/tls"
+# The storage tool logs through the node's own Log4j2 configuration.
+_LOG4J_OPTS = f"-Dlog4j2.configurationFile={image.KAFKA_CONFIG_DIR}/log4j2.properties"
 # What systemd needs to run as PID 1 here: --privileged is refused by this sandbox, these options are enough.
 SYSTEMD_RUN_OPTIONS = [
     "--cap-add",
@@ -486,6 +488,3 @@ class HostFleet(KafkaCluster):
             }
             for entry in self.info["brokers"]
         ]
-
-
-_LOG4J_OPTS = f"-Dlog4j2.configurationFile={image.KAFKA_CONFIG_DIR}/log4j2.properties"

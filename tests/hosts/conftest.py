@@ -1,7 +1,7 @@
 """Fleets of test hosts (containers with systemd and sshd, Kafka under systemd) for the tests in this directory.
 
 Every fleet a test starts is removed when the test (or module) ends, also when it fails; a Docker daemon started for
-them is stopped with the last one.
+them is stopped once the whole run is over (``make pytest`` runs ``hosts stop-daemon``).
 """
 
 import shutil

@@ -8,12 +8,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, cast
 
 from ansible_collections.headroom.kafka.plugins.module_utils.log_dirs import log_dir_row
+from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import SnapshotError, normalize_log_dirs
 
-# What each kind of path is, in the order a node's paths are listed (a path listed twice is reported once).
+# What each kind of path is, in the order a node's paths are listed (a path listed twice is reported once), and
+# "path" for a path asked for by name.
 KINDS = ("metadata", "log_dir")
+ALL_KINDS = KINDS + ("path",)
+
+
+class NodeVolumesError(ValueError):
+    """Node volumes handed to log_dirs_info that cannot be used; the message names the item, the field and the
+    value."""
 
 
 def volume_row(
@@ -49,3 +57,29 @@ def node_paths(metadata_log_dir: Optional[str], log_dirs: Sequence[str], roles: 
             seen.add(path)
             paths.append({"path": path, "kind": kind})
     return paths
+
+
+def with_node_volumes(view: Dict[str, Any], given: object, option: str = "node_volumes") -> Dict[str, Any]:
+    """log_dirs_info's ``view`` with the rows node_volumes_info read on the hosts (``given``, from any number of
+    hosts) beside Kafka's own, ordered by node id and path. Kafka's row wins where both describe one path (a broker's
+    metadata dir that is also a data log dir). Every given row is checked first, NodeVolumesError naming the item."""
+    try:
+        rows = normalize_log_dirs(given, option)
+    except SnapshotError as error:
+        raise NodeVolumesError(str(error)) from error
+    described = {(row["broker_id"], row["log_dir"]) for row in view["log_dirs"]}
+    added = []
+    for index, (row, original) in enumerate(zip(rows, cast(List[Dict[str, Any]], given))):
+        kind = original.get("kind", "path")
+        if kind not in ALL_KINDS:
+            raise NodeVolumesError(
+                "{0}[{1}].kind must be one of {2} (got {3!r})".format(option, index, ", ".join(ALL_KINDS), kind)
+            )
+        if (row["broker_id"], row["log_dir"]) in described:
+            continue
+        merged = log_dir_row(row["broker_id"], row)
+        merged["kind"] = kind
+        added.append(merged)
+    result = dict(view)
+    result["log_dirs"] = sorted(view["log_dirs"] + added, key=lambda row: (row["broker_id"], row["log_dir"]))
+    return result

@@ -19,6 +19,10 @@ description:
     the Strimzi quota plugin compares with its per-volume limits.
   - Brokers that are active but do not answer are listed in RV(missing_brokers) and RV(complete) is false; the
     module still succeeds so that a play can decide what incomplete data means.
+  - DescribeLogDirs says nothing of C(metadata.log.dir) or of a controller-only node's disks, and a full metadata
+    disk stops the KRaft quorum. Give the rows M(headroom.kafka.node_volumes_info) read on the hosts as
+    O(node_volumes) and they are returned beside Kafka's own in RV(log_dirs), so that one list goes to
+    M(headroom.kafka.volume_limits).
 author:
   - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
@@ -29,6 +33,19 @@ options:
     description: Fail when a broker is fenced or does not answer, instead of returning RV(complete=false).
     type: bool
     default: false
+  node_volumes:
+    description:
+      - Rows read on the nodes' hosts by M(headroom.kafka.node_volumes_info)
+        (RV(headroom.kafka.node_volumes_info#module:volumes) of every host), returned in RV(log_dirs) beside the log
+        dirs Kafka describes, with their C(kind).
+      - Every row needs C(broker_id), C(log_dir), C(total_bytes) and C(usable_bytes) (null when unknown); C(kind) is
+        one of V(metadata), V(log_dir) or V(path). A row Kafka describes too (a broker's metadata dir that is also a
+        data log dir) is returned once, as Kafka describes it.
+      - Checked before Kafka is asked; a wrong row fails the task naming its index and field.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.2.0
 notes:
   - Fails with a clear message when a broker only speaks DescribeLogDirs below v4 (Kafka older than 3.3).
   - Controller-only KRaft nodes are not brokers and are not described (as with the quota plugin itself).
@@ -46,6 +63,23 @@ EXAMPLES = r"""
     ssl_certfile: /etc/kafka/tls/admin.crt
     ssl_keyfile: /etc/kafka/tls/admin.key
   register: cluster_disks
+
+- name: Read the disks Kafka does not report, on every node
+  headroom.kafka.node_volumes_info:
+    node_id: "{{ kafka_node_id }}"
+    metadata_log_dir: /var/lib/kafka/metadata
+    log_dirs: "{{ kafka_log_dirs }}"
+    process_roles: "{{ kafka_process_roles }}"
+  register: node_disks
+
+- name: Every disk of the cluster, Kafka's log dirs and the metadata disks, in one list
+  headroom.kafka.log_dirs_info:
+    bootstrap_servers: [kafka-1:9093, kafka-2:9093]
+    node_volumes: >-
+      {{ ansible_play_hosts | map('extract', hostvars, 'node_disks') | map(attribute='volumes') | flatten }}
+  run_once: true
+  delegate_to: localhost
+  register: every_disk
 
 - name: Show the fullest log dir
   ansible.builtin.debug:
@@ -103,6 +137,12 @@ log_dirs:
       description: Kafka's error name for the log dir (for example C(KAFKA_STORAGE_ERROR));
                    null when the log dir is online.
       type: str
+    kind:
+      description:
+        - Only on rows from O(node_volumes) - V(metadata) (a C(metadata.log.dir)), V(log_dir) (a controller-only
+          node's log dir) or V(path).
+      type: str
+      returned: for rows from O(node_volumes)
 missing_brokers:
   description: Ids of active brokers that did not answer.
   returned: always
@@ -133,10 +173,13 @@ failures:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.headroom.kafka.plugins.module_utils import connection, log_dirs
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, log_dirs, node_volumes
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
-ARGUMENT_SPEC = connection.argument_spec(fail_on_missing=dict(type="bool", default=False))
+ARGUMENT_SPEC = connection.argument_spec(
+    fail_on_missing=dict(type="bool", default=False),
+    node_volumes=dict(type="list", elements="dict", default=[]),
+)
 OPTION_RANGES = {}
 
 
@@ -148,9 +191,15 @@ def main():
         supports_check_mode=True,
     )
     connection.check(module, OPTION_RANGES)
+    # The given rows are checked before Kafka is asked: a wrong row fails without contacting the cluster.
+    empty = {"log_dirs": []}
+    try:
+        node_volumes.with_node_volumes(empty, module.params["node_volumes"])
+    except node_volumes.NodeVolumesError as exc:
+        module.fail_json(msg=str(exc))
     adapter = connection.connect(module, "to read every log dir")
     try:
-        view = log_dirs.collect(adapter)
+        view = node_volumes.with_node_volumes(log_dirs.collect(adapter), module.params["node_volumes"])
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc))
     finally:

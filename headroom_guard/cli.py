@@ -22,6 +22,7 @@ from headroom_guard import __version__
 EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
 DEFAULT_INTERVAL = 30.0
+DEFAULT_RETENTION = "P7D"
 
 
 def _interval(text: str) -> float:
@@ -32,6 +33,25 @@ def _interval(text: str) -> float:
     if not math.isfinite(value) or not 1.0 <= value <= 86400.0:
         raise argparse.ArgumentTypeError(f"--interval must be a number of seconds from 1 to 86400 (got {text!r})")
     return value
+
+
+def _retention(text: str) -> float:
+    from ansible_collections.headroom.kafka.plugins.module_utils import durations  # pylint: disable=import-outside-toplevel
+
+    try:
+        return durations.parse_positive_duration(text, "--history-retention").total_seconds()
+    except durations.DurationError as exc:
+        # argparse names the option already.
+        raise argparse.ArgumentTypeError(str(exc).replace("--history-retention ", "", 1)) from None
+
+
+def _topic(text: str) -> str:
+    from ansible_collections.headroom.kafka.plugins.module_utils import option_checks  # pylint: disable=import-outside-toplevel
+
+    problem = option_checks.topic_name_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{problem} (got {text!r})")
+    return text
 
 
 def _port(text: str) -> int:
@@ -93,6 +113,33 @@ def parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="address the metrics port binds to (default 127.0.0.1)",
     )
+    command.add_argument(
+        "--history-dir",
+        metavar="DIR",
+        help="record every decision (decisions-HOUR.jsonl) and every complete observation as snapshot messages "
+        "(snapshots-HOUR.jsonl) here, one file per UTC hour, compressed when the hour is over; "
+        "python -m headroom_pipeline run --snapshots DIR reads it as it is",
+    )
+    command.add_argument(
+        "--history-retention",
+        type=_retention,
+        default=DEFAULT_RETENTION,
+        metavar="DURATION",
+        help=f"remove history files whose hour ended longer ago than this (default {DEFAULT_RETENTION})",
+    )
+    command.add_argument(
+        "--snapshot-topic",
+        type=_topic,
+        metavar="TOPIC",
+        help="also publish every complete observation to this compacted topic (created when missing), as the "
+        "usage_snapshot module does",
+    )
+    command.add_argument(
+        "--observe-only",
+        action="store_true",
+        help="decide, record and export metrics, never read or change client quotas (a cluster where the quota "
+        "plugin enforces, or limits being tried out)",
+    )
     command.add_argument("--once", action="store_true", help="decide once and exit")
     command.add_argument(
         "--dry-run", action="store_true", help="decide and have Kafka validate the quotas, never apply them"
@@ -106,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from headroom_guard import config  # imported here: --help needs no Kafka client
     from headroom_guard.guard import Guard
+    from headroom_guard.history import HistoryWriter
     from headroom_guard.metrics import MetricsServer
 
     try:
@@ -116,7 +164,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check_config:
         print(f"headroom_guard: --config {args.config!r} is valid", file=sys.stderr)
         return 0
-    guard = Guard(params, settings, state_file=args.state_file, metrics_file=args.metrics_file, dry_run=args.dry_run)
+    if args.dry_run and args.observe_only:
+        print("headroom_guard: --dry-run and --observe-only are mutually exclusive", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    history = None
+    if args.history_dir:
+        try:
+            history = HistoryWriter(args.history_dir, args.history_retention)
+        except OSError as exc:
+            print(f"headroom_guard: --history-dir {args.history_dir!r}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_CONFIG
+    guard = Guard(
+        params,
+        settings,
+        state_file=args.state_file,
+        metrics_file=args.metrics_file,
+        dry_run=args.dry_run,
+        observe_only=args.observe_only,
+        history=history,
+        snapshot_topic=args.snapshot_topic,
+    )
     if args.once:
         return 0 if guard.decide() is not None else EXIT_FAILED
     stop = threading.Event()

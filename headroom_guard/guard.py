@@ -10,10 +10,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ansible_collections.headroom.kafka.plugins.module_utils import guard_memory, guard_run
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, guard_memory, guard_run, snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError
+from headroom_guard.history import HistoryError, HistoryWriter
 from headroom_guard.metrics import GuardMetrics, write_textfile
 
 
@@ -37,7 +38,9 @@ def decision_line(result: Mapping[str, Any], seconds: float) -> str:
 
 class Guard:
     """Decisions for one cluster. ``params``: the validated options (connection options included); ``settings``:
-    guard_options.GuardSettings. ``dry_run``: decide and have Kafka validate, never apply."""
+    guard_options.GuardSettings. ``dry_run``: decide and have Kafka validate, never apply; ``observe_only``: decide,
+    record and export, never read or change client quotas. ``history``: where each decision and each complete
+    observation is recorded; ``snapshot_topic``: a compacted topic the observations are also published to."""
 
     def __init__(
         self,
@@ -47,13 +50,20 @@ class Guard:
         metrics_file: str | None = None,
         dry_run: bool = False,
         stream: TextIO | None = None,
+        observe_only: bool = False,
+        history: HistoryWriter | None = None,
+        snapshot_topic: str | None = None,
     ) -> None:
         self.params, self.settings = params, settings
         self.state_file, self.metrics_file, self.dry_run = state_file, metrics_file, dry_run
+        self.observe_only, self.history, self.snapshot_topic = observe_only, history, snapshot_topic
+        self.mode = "observe_only" if observe_only else "dry_run" if dry_run else "enforce"
         self.stream = stream or sys.stderr
         self.metrics, self.lock = GuardMetrics(), threading.Lock()
+        self.metrics.observe_only = observe_only
         self.memory = guard_memory.load_memory(state_file)
         self.adapter: KafkaAdapter | None = None
+        self.topic_ready = False
 
     def say(self, text: str) -> None:
         print(f"headroom_guard: {text}", file=self.stream, flush=True)
@@ -66,7 +76,7 @@ class Guard:
             if self.adapter is None:
                 self.adapter = KafkaAdapter.from_module_params(self.params)
             result, memory = guard_run.guard_once(
-                self.adapter, self.settings, self.memory, now, check_mode=self.dry_run
+                self.adapter, self.settings, self.memory, now, check_mode=self.dry_run, observe_only=self.observe_only
             )
         except (KafkaAdapterError, QuotaApplyError) as exc:
             self._close_adapter()
@@ -78,6 +88,7 @@ class Guard:
         self.memory = memory
         if self.state_file and result["observed"] and not self.dry_run:
             guard_memory.save_memory(self.state_file, memory)
+        self._record(result)
         seconds = time.monotonic() - started
         with self.lock:
             self.metrics.decided(result, seconds)
@@ -87,9 +98,45 @@ class Guard:
         self._write_metrics()
         return result
 
+    def _record(self, result: dict[str, Any]) -> None:
+        """The decision and its observation into the history and the snapshot topic. A failure to record is said and
+        counted, never a reason to leave the quotas of a decision already made."""
+        messages = guard_history.snapshot_messages(result, self.settings.policy)
+        if self.history is not None:
+            record = guard_history.decision_record(result, self.mode)
+            try:
+                self.history.append("snapshots", [snapshots.encode_message(m) for m in messages], result["decided_at"])
+                self.history.append("decisions", [snapshots.encode_message(record)], result["decided_at"])
+            except HistoryError as exc:
+                self._record_failed(f"{exc.strerror}; the decision stands")
+        if self.snapshot_topic and messages and self.adapter is not None:
+            self._publish(messages)
+
+    def _publish(self, messages: list[dict[str, Any]]) -> None:
+        topic, adapter = self.snapshot_topic, self.adapter
+        assert topic is not None and adapter is not None
+        try:
+            if not self.topic_ready:
+                adapter.ensure_topic(topic, configs=snapshots.COMPACTED_TOPIC_CONFIGS)
+                self.topic_ready = True
+            failures = adapter.produce(
+                topic, [(snapshots.message_key(m), snapshots.encode_message(m).encode("utf-8")) for m in messages]
+            )
+        except KafkaAdapterError as exc:
+            failures = [str(exc)]
+        if failures:
+            self._record_failed(f"snapshots not published to topic {topic}: {failures[0]}")
+
+    def _record_failed(self, reason: str) -> None:
+        with self.lock:
+            self.metrics.record_failed()
+        self.say(f"warning: {reason}")
+
     def run(self, interval: float, stop: threading.Event) -> None:
         """Decide every ``interval`` seconds until ``stop`` (a threading.Event) is set; the interval counts from the
         start of each decision, so a slow cluster does not stretch it."""
+        with self.lock:
+            self.metrics.interval = interval
         try:
             while not stop.is_set():
                 started = datetime.datetime.now(datetime.timezone.utc)
@@ -98,6 +145,8 @@ class Guard:
                 stop.wait(max(interval - elapsed, 0.0))
         finally:
             self._close_adapter()
+            if self.history is not None:
+                self.history.close()
 
     def _write_metrics(self) -> None:
         if not self.metrics_file:

@@ -64,6 +64,9 @@ class GuardMetrics:
         self.last_duration: float | None = None  # how long it took, seconds
         self.outcomes: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.quota_changes = 0
+        self.record_failures = 0
+        self.interval: float | None = None  # seconds between decisions, when running as a loop
+        self.observe_only = False
 
     def decided(self, result: Mapping[str, Any], seconds: float) -> None:
         self.last, self.last_decision_at, self.last_duration = result, result["decided_at"], seconds
@@ -72,6 +75,9 @@ class GuardMetrics:
 
     def failed(self) -> None:
         self.outcomes["failed"] += 1
+
+    def record_failed(self) -> None:
+        self.record_failures += 1
 
     def render(self) -> str:
         families: list[Family] = []
@@ -86,6 +92,29 @@ class GuardMetrics:
                 "Client quota entities changed since the guard started.",
             ).add(self.quota_changes)
         )
+        families.append(
+            Family(
+                "headroom_guard_record_failures_total",
+                "counter",
+                "Decisions whose history files or snapshot topic could not be written.",
+            ).add(self.record_failures)
+        )
+        families.append(
+            Family(
+                "headroom_guard_observe_only",
+                "gauge",
+                "1 when the guard only observes and records (--observe-only): it never changes client quotas.",
+            ).add(self.observe_only)
+        )
+        if self.interval is not None:
+            families.append(
+                Family(
+                    "headroom_guard_interval_seconds",
+                    "gauge",
+                    "Seconds from the start of one decision to the next (--interval); alerts count missed decisions "
+                    "in it.",
+                ).add(float(self.interval))
+            )
         if self.last is not None:
             families.extend(self._decision_families(self.last))
         return "".join(line + "\n" for family in families for line in family.lines())

@@ -25,15 +25,20 @@ def guard_once(
     memory: disk_guard.GuardMemory,
     now: "datetime.datetime",
     check_mode: bool = False,
+    observe_only: bool = False,
 ) -> Tuple[Dict[str, Any], disk_guard.GuardMemory]:
     """(result, memory for the next decision). Requests: DescribeClientQuotas, what the volume source needs
     (DescribeCluster, DescribeLogDirs), and only when the quota set must change one validate-only AlterClientQuotas
     and one that applies (none in check mode). ``now``: a timezone-aware datetime.
 
+    ``observe_only``: decide and report, and neither read nor change client quotas (a cluster where the quota plugin
+    enforces, whose brokers ignore client quotas, or limits being tried out); the decision then knows no factor
+    already applied, as on a cluster the guard never touched.
+
     Raises quota_apply.QuotaApplyError (nothing applied when the validation refused) and KafkaAdapterError when
     the cluster cannot be asked at all (no volumes, no quotas: nothing is changed then).
     """
-    current = quota_apply.read_state(adapter)
+    current = None if observe_only else quota_apply.read_state(adapter)
     found = volume_sources.gather(adapter, settings.source, settings.expected_brokers, now)
     view = {
         "volumes": found["volumes"],
@@ -42,17 +47,24 @@ def guard_once(
     }
     seconds = now.timestamp()
     decision, remembered = disk_guard.decide(
-        settings.policy, view, seconds, memory, settings.declaration.factor_applied(current)
+        settings.policy,
+        view,
+        seconds,
+        memory,
+        None if current is None else settings.declaration.factor_applied(current),
     )
-    target = settings.declaration.quotas_at(decision["throttle_factor"])
-    applied = quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current)
     result = dict(decision)
-    result.update(applied)
+    if current is None:
+        result.update(changed=False, changes=[], quotas=None, diff=None)
+    else:
+        target = settings.declaration.quotas_at(decision["throttle_factor"])
+        result.update(quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current))
     result.update(
         volumes=found["volumes"],
         source=found["source"],
         missing_brokers=found["missing_brokers"],
         stale_brokers=found["stale_brokers"],
+        cluster_id=found["cluster_id"],
         complete=view["complete"],
         decided_at=seconds,
         declaration_warnings=declaration_warnings(settings.declaration),

@@ -177,20 +177,32 @@ def graded_limit(limit: object, field: str) -> Dict[str, Any]:
 
 
 # -- building messages -------------------------------------------------------------------------------------------
+# The snapshot topic's configuration when it is created: compacted by broker id, the latest snapshot of each broker.
+COMPACTED_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+
+
 def build_messages(
     rows: List[Dict[str, Any]],
     soft_limit: Dict[str, Any],
     hard_limit: Dict[str, Any],
     snapshot_at: Union[str, datetime.datetime],
     cluster_id: Optional[str] = None,
+    check_limits: bool = True,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """One message per broker that has log dir rows; returns (messages, skipped log dirs).
+
+    ``check_limits``: the soft and hard limits must be a graded pair (soft trips first). The guard under the plugin's
+    policy records its one binary limit as both, checked one by one.
 
     A log dir with an error or an unknown size is left out of its broker's Volumes (the proposal's schema has no
     way to say "unknown") and listed in the skipped log dirs; a broker whose every log dir is skipped still gets a
     message, with no volumes, so that readers see it is alive.
     """
-    validate_graded_limits(soft_limit, hard_limit)
+    if check_limits:
+        validate_graded_limits(soft_limit, hard_limit)
+    else:
+        validate_limit("soft_limit", soft_limit)
+        validate_limit("hard_limit", hard_limit)
     rows = normalize_log_dirs(rows)
     stamp = format_timestamp(parse_timestamp(snapshot_at, "snapshot_at"))
     by_broker: Dict[int, List[Dict[str, Any]]] = {}

@@ -71,7 +71,8 @@ def gather(
     expected_brokers: Optional[Iterable[int]] = (),
     now: Optional[datetime.datetime] = None,
 ) -> Dict[str, Any]:
-    """{volumes, source, missing_brokers, stale_brokers}: the volumes to judge and the brokers without data.
+    """{volumes, source, missing_brokers, stale_brokers, cluster_id}: the volumes to judge, the brokers without data and
+    the cluster's id (None when the volumes were given).
 
     ``adapter`` may be None when ``source`` needs no Kafka (log dirs given). A fresh query counts a broker that did
     not answer, a fenced one and an expected one that is not active as missing; snapshots count an active or expected
@@ -80,7 +81,13 @@ def gather(
     expected = expected_brokers or []
     if source.rows is not None:
         missing = snapshots.missing_brokers([row["broker_id"] for row in source.rows], (), expected)
-        return {"volumes": source.rows, "source": "log_dirs", "missing_brokers": missing, "stale_brokers": []}
+        return {
+            "volumes": source.rows,
+            "source": "log_dirs",
+            "missing_brokers": missing,
+            "stale_brokers": [],
+            "cluster_id": None,
+        }
     now = now or datetime.datetime.now(datetime.timezone.utc)
     if source.messages is not None:
         cluster = cast("KafkaAdapter", adapter).describe_cluster()  # adapter is None only for log dirs given
@@ -94,6 +101,7 @@ def gather(
             "source": "snapshots",
             "missing_brokers": missing,
             "stale_brokers": chosen["stale_brokers"],
+            "cluster_id": cluster.get("cluster_id"),
         }
     view = log_dirs.collect(cast("KafkaAdapter", adapter), now)
     active = [broker["id"] for broker in view["brokers"]]
@@ -103,4 +111,10 @@ def gather(
         | set(view["fenced_brokers"])
         | set(snapshots.missing_brokers(answered, active, expected))
     )
-    return {"volumes": view["log_dirs"], "source": "cluster", "missing_brokers": missing, "stale_brokers": []}
+    return {
+        "volumes": view["log_dirs"],
+        "source": "cluster",
+        "missing_brokers": missing,
+        "stale_brokers": [],
+        "cluster_id": view["cluster_id"],
+    }

@@ -310,7 +310,6 @@ PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_lim
 READ_ONLY = ("max_age", "expected_brokers")
 DEFAULT_MAX_AGE = "PT5M"
 DEFAULT_REPLICATION_FACTOR = -1
-COMPACTED = {"cleanup.policy": "compact"}
 
 
 def _unique(items):
@@ -350,7 +349,7 @@ class Publication:
     def produce(self, adapter, topic, replication_factor):
         try:
             self.topic_created = adapter.ensure_topic(
-                topic, partitions=1, replication_factor=replication_factor, configs=COMPACTED
+                topic, partitions=1, replication_factor=replication_factor, configs=snapshots.COMPACTED_TOPIC_CONFIGS
             )
         except KafkaAdapterError as exc:
             self.fail(len(self.messages), str(exc))

@@ -34,8 +34,10 @@ def result(**extra):
     return decision
 
 
-def test_before_the_first_decision_only_the_counters_are_shown():
-    assert GuardMetrics().render() == (
+def test_before_the_first_decision_only_the_counters_and_the_settings_are_shown():
+    metrics = GuardMetrics()
+    metrics.interval = 30.0
+    assert metrics.render() == (
         "# HELP headroom_guard_decisions_total Decisions since the guard started, by outcome.\n"
         "# TYPE headroom_guard_decisions_total counter\n"
         'headroom_guard_decisions_total{outcome="applied"} 0\n'
@@ -44,6 +46,18 @@ def test_before_the_first_decision_only_the_counters_are_shown():
         "# HELP headroom_guard_quota_changes_total Client quota entities changed since the guard started.\n"
         "# TYPE headroom_guard_quota_changes_total counter\n"
         "headroom_guard_quota_changes_total 0\n"
+        "# HELP headroom_guard_record_failures_total Decisions whose history files or snapshot topic could not be "
+        "written.\n"
+        "# TYPE headroom_guard_record_failures_total counter\n"
+        "headroom_guard_record_failures_total 0\n"
+        "# HELP headroom_guard_observe_only 1 when the guard only observes and records (--observe-only): it never "
+        "changes client quotas.\n"
+        "# TYPE headroom_guard_observe_only gauge\n"
+        "headroom_guard_observe_only 0\n"
+        "# HELP headroom_guard_interval_seconds Seconds from the start of one decision to the next (--interval); "
+        "alerts count missed decisions in it.\n"
+        "# TYPE headroom_guard_interval_seconds gauge\n"
+        "headroom_guard_interval_seconds 30\n"
     )
 
 

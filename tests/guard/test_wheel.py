@@ -22,7 +22,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 WHEELHOUSE = os.path.join(ROOT, "build", "disk-guard-wheels")
 MODULE_UTILS = "ansible_collections/headroom/kafka/plugins/module_utils/"
 # What the guard needs of the collection's rules, and some of what it does not.
-NEEDED = {"guard_options", "guard_run", "guard_memory", "disk_guard", "kafka_adapter", "connection", "volume_limits"}
+NEEDED = {
+    "guard_options",
+    "guard_run",
+    "guard_memory",
+    "guard_history",
+    "disk_guard",
+    "kafka_adapter",
+    "connection",
+    "volume_limits",
+}
 NOT_NEEDED = {"quota_plugin_spec", "topic_thresholds", "pipeline_command", "restart_plan", "client_quota_math"}
 VALID = {"bootstrap_servers": ["127.0.0.1:9092"], "min_available_ratio": 0.1, "default_producer_byte_rate": 1000}
 
@@ -71,7 +80,16 @@ def test_the_wheel_holds_the_guard_and_its_module_utils_by_their_import_name(bui
     module_utils = {name for name in files if name.startswith(MODULE_UTILS)}
     assert guard == {
         f"headroom_guard/{name}"
-        for name in ("__init__.py", "__main__.py", "argument_spec.py", "cli.py", "config.py", "guard.py", "metrics.py")
+        for name in (
+            "__init__.py",
+            "__main__.py",
+            "argument_spec.py",
+            "cli.py",
+            "config.py",
+            "guard.py",
+            "history.py",
+            "metrics.py",
+        )
     }
     assert module_utils == {MODULE_UTILS + os.path.basename(path) for path in wheel.needed_module_utils(ROOT)}
     assert set(files) - guard - module_utils == {

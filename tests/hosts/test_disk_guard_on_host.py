@@ -136,6 +136,15 @@ def test_the_guard_runs_as_its_own_user_from_its_virtual_environment(fleet, guar
     state = fleet.exec(GUARD_HOST, "stat", "-c", "%U %a", "/var/lib/headroom-disk-guard/state.json").split()
     assert state == [USER, "600"]
     assert fleet.exec(GUARD_HOST, "stat", "-c", "%U %a", CONFIG).split() == [USER, "600"]
+    # Its history (the role's default directory), one decision per line and one snapshot message per broker.
+    history = "/var/lib/headroom-disk-guard/history"
+    assert fleet.exec(GUARD_HOST, "stat", "-c", "%U %a", history).split() == [USER, "750"]
+    decisions = fleet.exec(GUARD_HOST, "sh", "-c", f"cat {history}/decisions-*.jsonl").splitlines()
+    assert decisions and json.loads(decisions[-1])["Mode"] == "enforce"
+    observed = [
+        json.loads(line) for line in fleet.exec(GUARD_HOST, "sh", "-c", f"cat {history}/snapshots-*.jsonl").splitlines()
+    ]
+    assert {message["BrokerId"] for message in observed} == {1, 2, 3}
 
 
 def test_a_full_volume_throttles_a_producer_and_freeing_it_lifts_the_throttle(fleet, guarded):

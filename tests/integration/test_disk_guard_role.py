@@ -141,9 +141,12 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     unit = (base / "units" / f"{SERVICE}.service").read_text()
     assert (
         f"ExecStart={base}/opt/venv/bin/headroom-guard --config {base}/etc/config.json --interval 1 "
-        f"--state-file {base}/var/state.json --metrics-file {base}/guard.prom\n" in unit
+        f"--state-file {base}/var/state.json --metrics-file {base}/guard.prom "
+        f"--history-dir {base}/var/history --history-retention P7D\n" in unit
     )
-    assert f"ReadWritePaths={base}/var\nReadWritePaths={base}\n" in unit, "the state's and the metrics' directories"
+    assert f"ReadWritePaths={base}/var\nReadWritePaths={base}/var/history\nReadWritePaths={base}\n" in unit, (
+        "the state's, the history's and the metrics' directories"
+    )
     assert oct((base / "etc" / "config.json").stat().st_mode & 0o777) == "0o600"
     wheels = sorted(os.listdir(base / "opt" / "wheels"))
     assert (

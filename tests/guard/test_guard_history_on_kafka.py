@@ -1,0 +1,167 @@
+"""The guard's history on real Kafka: while it decides every second and a volume fills and empties, it records each
+decision and each complete observation in its history directory and publishes the observations to the compacted
+snapshot topic; with --observe-only it decides and records but never touches the client quotas."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+from held_quotas import held_quotas
+
+from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
+from kafka_sim.log_dir_probe import fill_volume
+from kafka_sim.testing import ClusterFactory
+from kafka_sim.traffic import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MIB = 1 << 20
+VOLUME_SIZE = 64 * MIB
+TOPIC = "__headroom_volume_usage"
+GRADED = {
+    "policy": "graded",
+    "soft_limit": {"type": "min_free_bytes", "level": 32 * MIB},
+    "hard_limit": {"type": "min_free_bytes", "level": 8 * MIB},
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root, engine="kafka")
+    try:
+        cluster = factory(2, volume_size=f"{VOLUME_SIZE // MIB}M")
+        mounted = {volume["path"] for volume in cluster.info["volumes"]}
+        if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
+            pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))
+        yield cluster
+    finally:
+        factory.close()
+
+
+@pytest.fixture
+def filled(cluster):
+    """Fill broker 2's first log dir to leave a given number of bytes; emptied again after the test."""
+    volume = cluster.broker(2)["log_dirs"][0]
+    filler = os.path.join(volume, "filler.bin")
+
+    def fill(leave):
+        if os.path.exists(filler):
+            os.remove(filler)
+        fill_volume(volume, leave=leave)
+
+    try:
+        yield fill
+    finally:
+        if os.path.exists(filler):
+            os.remove(filler)
+
+
+def write_config(path, cluster, **options):
+    config = {
+        "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+        "default_producer_byte_rate": 1 << 20,
+        "quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4 << 20}],
+        **options,
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return str(path)
+
+
+def start_guard(*args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "headroom_guard", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def stop_guard(process):
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=60)
+    return err
+
+
+def records(directory, kind):
+    """Every record of the current hour files of ``kind`` (the test runs within an hour or across one)."""
+    found = []
+    for name in sorted(os.listdir(directory) if os.path.isdir(directory) else []):
+        if name.startswith(kind + "-") and name.endswith(".jsonl"):
+            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                found.extend(json.loads(line) for line in handle if line.strip())
+    return found
+
+
+def states(directory):
+    return [record["State"] for record in records(directory, "decisions")]
+
+
+def test_the_guard_records_every_decision_and_observation_and_publishes_the_observations(cluster, filled, tmp_path):
+    history = tmp_path / "history"
+    config = write_config(tmp_path / "guard.yml", cluster, **GRADED)
+    process = start_guard(
+        "--config", config, "--interval", "1", "--history-dir", str(history), "--snapshot-topic", TOPIC
+    )
+    try:
+        wait_until(lambda: states(history).count("OPEN") >= 3, 60, what="three OPEN decisions recorded")
+        filled(20 * MIB)  # between the soft (32 MiB) and the hard (8 MiB) limit
+        wait_until(lambda: states(history)[-3:] == ["THROTTLE"] * 3, 60, what="THROTTLE decisions recorded")
+        filled(4 * MIB)  # past the hard limit
+        wait_until(lambda: states(history)[-2:] == ["PAUSE"] * 2, 60, what="PAUSE decisions recorded")
+    finally:
+        err = stop_guard(process)
+    assert process.returncode == 0, err[-3000:]
+
+    decisions = records(history, "decisions")
+    observations = records(history, "snapshots")
+    assert {record["Mode"] for record in decisions} == {"enforce"}
+    assert all(record["Policy"] == "graded" and record["Complete"] for record in decisions)
+    assert [d["State"] for d in decisions].index("THROTTLE") > 0
+    changed = [d for d in decisions if d["QuotaChanges"]]
+    assert changed and all(
+        change["after"].get("producer_byte_rate", 0) <= 4 << 20 for d in changed for change in d["QuotaChanges"]
+    ), "the quota changes the guard made are recorded with their values"
+    # One snapshot message per broker and decision, in the schema the pipeline and usage_snapshot read.
+    parsed = [snapshots.parse_message(json.dumps(message)) for message in observations]
+    assert len(parsed) == 2 * len(decisions)
+    assert {message["BrokerId"] for message in parsed} == {1, 2}
+    assert {message["SnapshotAt"] for message in observations} == {d["DecidedAt"] for d in decisions}
+    assert observations[0]["SoftLimit"] == {"type": "MinFreeBytes", "level": 32 * MIB}
+    fullest = min(
+        (message for message in observations if message["BrokerId"] == 2),
+        key=lambda message: min(v["Capacity"] - v["Consumed"] for v in message["Volumes"]),
+    )
+    assert min(v["Capacity"] - v["Consumed"] for v in fullest["Volumes"]) <= 4 * MIB
+
+    # The compacted topic holds the same observations, keyed by broker id.
+    adapter = KafkaAdapter(cluster.info["bootstrap_servers"])
+    try:
+        published = adapter.read_all(TOPIC)
+    finally:
+        adapter.close()
+    keys = {key for key, _value, _timestamp in published}
+    assert keys == {b"1", b"2"}
+    last_by_broker = {key: json.loads(value) for key, value, _timestamp in published}
+    assert last_by_broker[b"2"] == [m for m in observations if m["BrokerId"] == 2][-1]
+
+
+def test_observe_only_decides_and_records_but_never_touches_the_quotas(cluster, filled, tmp_path):
+    before = held_quotas(cluster.info["bootstrap_servers"])
+    filled(4 * MIB)
+    history = tmp_path / "history"
+    config = write_config(tmp_path / "guard.yml", cluster, **GRADED)
+    process = start_guard("--config", config, "--once", "--observe-only", "--history-dir", str(history))
+    _out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "factor 0 PAUSE (graded, observed): quotas unchanged" in err
+    (decision,) = records(history, "decisions")
+    assert (decision["Mode"], decision["State"], decision["QuotaChanges"]) == ("observe_only", "PAUSE", [])
+    assert len(records(history, "snapshots")) == 2
+    assert held_quotas(cluster.info["bootstrap_servers"]) == before, "observe-only changed client quotas"

@@ -33,7 +33,12 @@ from ansible_collections.headroom.kafka.plugins.module_utils.option_checks impor
     KAFKA_ID_MAX,
     LATEST_INSTANT,
 )
-from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import SNAPSHOT_LIMIT_NAMES  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (  # noqa: E402
+    OPEN,
+    PAUSE,
+    SNAPSHOT_LIMIT_NAMES,
+    THROTTLE,
+)
 
 UTC = datetime.timezone.utc
 # ISO 8601 date-time with a zone, as module_utils.snapshots accepts it (normalized below into the form Spark casts).
@@ -44,6 +49,9 @@ BROKER_ID_MAX = KAFKA_ID_MAX  # Kafka's broker ids are Java ints >= 0
 # report different bounds for the same input.
 MEDIAN_ACCURACY = 10000
 LIMIT_TYPE_OF_NAME = {name: limit_type for limit_type, name in SNAPSHOT_LIMIT_NAMES.items()}
+# The disk guard's policies and states, as its decision records name them.
+GUARD_POLICIES = ("graded", "strimzi")
+GUARD_STATES = (OPEN, PAUSE, THROTTLE)
 # (condition, reason): the record is rejected with the reason, a text or a text column, when the condition holds.
 Check = tuple[Column, str | Column]
 
@@ -353,4 +361,28 @@ def traffic_checks(not_object: Column, parsed: Column, times: list[Check]) -> li
             "bytes_in and bytes_out are required (whole numbers of bytes)",
         ),
         ((parsed["bytes_in"] < 0) | (parsed["bytes_out"] < 0), "bytes_in and bytes_out must be >= 0"),
+    ]
+
+
+def guard_decision_checks(not_object: Column, parsed: Column, quota_changes: Column, times: list[Check]) -> list[Check]:
+    """The checks of a disk guard decision record; ``times``: the DecidedAt checks; ``quota_changes``: the record's
+    QuotaChanges as JSON text (null when absent)."""
+    factor = parsed["ThrottleFactor"]
+    return [
+        (not_object, "not a JSON object in the guard decision schema"),
+        *times,
+        (
+            parsed["Policy"].isNull() | ~parsed["Policy"].isin(*GUARD_POLICIES),
+            f"Policy must be one of {', '.join(GUARD_POLICIES)}",
+        ),
+        (factor.isNull(), "ThrottleFactor is missing (or not a number)"),
+        (not_finite(factor) | (factor < 0) | (factor > 1), "ThrottleFactor must be a number from 0.0 to 1.0"),
+        (
+            parsed["State"].isNull() | ~parsed["State"].isin(*GUARD_STATES),
+            f"State must be one of {', '.join(GUARD_STATES)}",
+        ),
+        (
+            quota_changes.isNotNull() & F.json_array_length(quota_changes).isNull(),
+            "QuotaChanges must be a list of {entity, before, after}",
+        ),
     ]

@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
         "--snapshots",
         required=True,
         metavar="PATH",
-        help="usage snapshots as usage_snapshot writes them, or "
+        help="usage snapshots as usage_snapshot writes them, a disk guard's --history-dir (its snapshots-* files), or "
         "kafka://host:port[,host:port]/topic[?security_protocol=SSL&ssl_cafile=...] "
         "(SASL/SSL key passwords from HEADROOM_KAFKA_SASL_PASSWORD / HEADROOM_KAFKA_SSL_PASSWORD)",
     )
@@ -102,7 +102,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="topic threshold plan: {total_bytes_in_per_sec_threshold, topics: {name: threshold}}",
     )
-    inputs.add_argument("--cluster", default="default", help="cluster name for snapshots without ClusterId")
+    inputs.add_argument(
+        "--guard-decisions",
+        metavar="PATH",
+        help="the disk guard's decision records (decisions-*.jsonl[.gz] of its --history-dir), compared with the "
+        "replay; default: those of a --snapshots guard history directory, when it holds some",
+    )
+    inputs.add_argument(
+        "--cluster", default="default", help="cluster name for snapshots and guard decisions without ClusterId"
+    )
     times = run.add_argument_group(
         "plausible time stamps (a SnapshotAt or ts outside them is rejected with the reason)",
         "Stamps must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. "
@@ -231,6 +239,7 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
         quotas=args.quotas,
         proposed_quotas=args.proposed_quotas,
         topic_thresholds=args.topic_thresholds,
+        guard_decisions=args.guard_decisions,
         master=args.master,
         driver_memory=args.driver_memory,
         cluster=args.cluster,

@@ -37,9 +37,12 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     quotas: Optional[str] = None
     proposed_quotas: Optional[str] = None
     topic_thresholds: Optional[str] = None
+    # The disk guard's decision records, compared with the replay; None: those of a --snapshots guard history
+    # directory, when it holds some (the job sets it).
+    guard_decisions: Optional[str] = None
     master: Optional[str] = None  # None: local[*], or spark-submit's master under spark-submit
     driver_memory: Optional[str] = None
-    cluster: str = "default"  # cluster name for snapshots without ClusterId
+    cluster: str = "default"  # cluster name for snapshots and guard decisions without ClusterId
     # Plausible time stamps (checks.TimeWindow): explicit bounds, else this far either side of the input's median.
     since: Union[datetime.datetime, str, None] = None
     until: Union[datetime.datetime, str, None] = None

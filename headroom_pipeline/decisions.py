@@ -337,6 +337,12 @@ def _on_or_after(micros: Column, interval: int) -> Column:
     return micros + F.pmod(-micros, F.lit(interval))
 
 
+def check_instant(micros: Column, interval: int) -> Column:
+    """The check instant (microseconds) a moment of ``micros`` falls in: the first of the timeline's instants at or
+    after it, the first whose decision takes what was observed at that moment into account."""
+    return _on_or_after(micros, interval)
+
+
 def _on_or_before(micros: Column, interval: int) -> Column:
     return micros - F.pmod(micros, F.lit(interval))
 
@@ -675,9 +681,14 @@ def _strimzi_row(config: PipelineConfig) -> Column:
     )
 
 
+def replayed_policies(config: PipelineConfig) -> list[str]:
+    """The policies the job's timeline holds: graded always, strimzi when a plugin limit is configured."""
+    return ["graded", "strimzi"] if config.strimzi_enabled else ["graded"]
+
+
 def _policies(config: PipelineConfig, policies: Iterable[str] | None) -> list[str]:
     if policies is None:
-        policies = ["graded", "strimzi"] if config.strimzi_enabled else ["graded"]
+        policies = replayed_policies(config)
     policies = list(policies)
     if not policies or not set(policies) <= {"graded", "strimzi"}:
         raise ValueError(f"policies must be graded and/or strimzi (got {policies!r})")

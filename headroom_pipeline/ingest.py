@@ -94,14 +94,20 @@ def _source_column(links: dict[str, str]) -> Column:
     return F.coalesce(originals[path], path)
 
 
-def _raw_json(spark, files, schema):
-    """(source, record, parsed, not_object) from JSON-lines files; blank lines are not records.
+def _raw_json(spark, files, schema, held=()):
+    """(source, record, parsed, not_object) from JSON-lines files, and from ``held``: (source, line) read on the
+    driver already (sources.resolve_input); blank lines are not records.
 
     Read as text and parsed with the explicit schema: nothing is inferred, so no content can make reading fail.
     """
-    locations, links = sources.spark_locations(files)
-    lines = spark.read.options(**sources.LOCAL_READ_OPTIONS).text(locations).withColumn("source", _source_column(links))
-    lines = lines.where(F.trim("value") != "")
+    parts = []
+    if files:
+        locations, links = sources.spark_locations(files)
+        text = spark.read.options(**sources.LOCAL_READ_OPTIONS).text(locations)
+        parts.append(text.select(F.col("value"), _source_column(links).alias("source")))
+    if held or not parts:
+        parts.append(spark.createDataFrame([(line, source) for source, line in held], "value string, source string"))
+    lines = functools.reduce(DataFrame.unionByName, parts).where(F.trim("value") != "")
     parsed = lines.select("source", F.col("value").alias("record"), F.from_json("value", schema).alias("parsed"))
     return parsed.withColumn("not_object", checks.not_json_object(F.col("record"), F.col("parsed")))
 
@@ -162,11 +168,16 @@ def _raw_kafka(spark, url, schema, records=None):
     return parsed.withColumn("not_object", checks.not_json_object(F.col("record"), F.col("parsed")))
 
 
-def _raw(spark, location, schema, option, kafka_records=None):
+def _raw(spark, location, schema, option, kafka_records=None, history_kind=None):
+    """The raw records of an input; ``history_kind``: the kind of the disk guard's history files it reads (see
+    sources.resolve_files)."""
     if sources.is_kafka(location):
         return _raw_kafka(spark, location, schema, kafka_records)
-    kind, files = sources.resolve_files(location, option)
-    raw = _raw_json(spark, files, schema) if kind == "json" else _raw_parquet(spark, files, schema)
+    resolved = sources.resolve_input(location, option, history_kind)
+    if resolved.format == "json":
+        raw = _raw_json(spark, resolved.files, schema, resolved.held)
+    else:
+        raw = _raw_parquet(spark, resolved.files, schema)
     return raw.withColumn("key", F.lit(None).cast("string"))
 
 
@@ -258,7 +269,7 @@ def load_snapshots(
     TimeWindow of plausible SnapshotAt (default: 366 days either side of the median). ``first_use``: the caller's
     first action on the result, run here (see _checked): it saves the pass that otherwise finds the median.
     """
-    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records)
+    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records, history_kind="snapshots")
     frames = functools.partial(_snapshot_frames, cluster_default=cluster_default)
     return _checked(raw, "SnapshotAt", window or TimeWindow(), frames, first_use)
 
@@ -341,6 +352,51 @@ def _traffic_frames(raw, bounds, read, observed):
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
     ]
     accepted, rejected, observation, unchecked = _split(raw, reason, accepted_columns, "traffic", observed)
+    return Ingested(accepted, rejected, read, bounds, accepted, observation, unchecked)
+
+
+# -- the disk guard's decisions -----------------------------------------------------------------------------------
+def load_guard_decisions(
+    spark: SparkSession,
+    location: str,
+    cluster_default: str = "default",
+    option: str = "--guard-decisions",
+    window: TimeWindow | None = None,
+    first_use: FirstUse | None = None,
+) -> Ingested:
+    """The disk guard's decision records as the GUARD_DECISION_ROWS frame (one row per accepted record).
+
+    ``cluster_default``: the cluster of a record without ClusterId, as for snapshots. ``window``: the TimeWindow of
+    plausible DecidedAt; ``first_use`` as for load_snapshots.
+    """
+    raw = _raw(spark, location, schemas.GUARD_DECISION, option, history_kind="decisions")
+    frames = functools.partial(_guard_decision_frames, cluster_default=cluster_default)
+    return _checked(raw, "DecidedAt", window or TimeWindow(), frames, first_use)
+
+
+def _guard_decision_frames(raw, bounds, read, observed, cluster_default):
+    parsed = F.col("parsed")
+    quota_changes = F.get_json_object(F.col("record"), "$.QuotaChanges")
+    times = _time_checks(bounds)
+    reason = checks.first_reason(*checks.guard_decision_checks(F.col("not_object"), parsed, quota_changes, times))
+    accepted_columns = [
+        F.coalesce(parsed["ClusterId"], F.lit(cluster_default)).alias("cluster"),
+        F.col("at").alias("decided_at"),
+        parsed["Policy"].alias("policy"),
+        parsed["ThrottleFactor"].alias("throttle_factor"),
+        parsed["State"].alias("state"),
+        parsed["Reason"].alias("decision_reason"),  # "reason" is the check's
+        parsed["Mode"].alias("mode"),
+        parsed["Observed"].alias("observed"),
+        parsed["Complete"].alias("complete"),
+        parsed["FallbackApplied"].alias("fallback_applied"),
+        parsed["MissingDataApplied"].alias("missing_data_applied"),
+        parsed["MissingBrokers"].alias("missing_brokers"),
+        F.coalesce(F.json_array_length(quota_changes), F.lit(0)).alias("entities_changed"),
+        quota_changes.alias("quota_changes"),
+        F.col("source"),
+    ]
+    accepted, rejected, observation, unchecked = _split(raw, reason, accepted_columns, "guard_decisions", observed)
     return Ingested(accepted, rejected, read, bounds, accepted, observation, unchecked)
 
 

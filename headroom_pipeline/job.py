@@ -31,9 +31,11 @@ PIPELINE = (
     (stages.START_SPARK, stage_work.start_spark),
     (stages.READ_SNAPSHOTS, stage_work.read_snapshots),
     (stages.READ_TRAFFIC, stage_work.read_traffic),
+    (stages.READ_GUARD_DECISIONS, stage_work.read_guard_decisions),
     (stages.REJECT, stage_work.reject_unusable_records),
     (stages.FORECAST, stage_work.forecast_volumes),  # before the timeline: its observation bounds the timeline's size
     (stages.DECISIONS, stage_work.build_decision_timeline),
+    (stages.GUARD_COMPARISON, stage_work.compare_guard_decisions),  # reads the timeline back
     (stages.CLIENTS, stage_work.analyse_client_quotas),
     (stages.TOPICS, stage_work.analyse_topic_thresholds),
     (stages.REPORT, stage_work.write_report),
@@ -142,11 +144,16 @@ def _check_inputs(config):
     """
     config.validate()
     if not sources.is_kafka(config.snapshots):
-        sources.resolve_files(config.snapshots, "--snapshots")
+        sources.resolve_files(config.snapshots, "--snapshots", history_kind="snapshots")
+        if config.guard_decisions is None and sources.has_history_files(config.snapshots, "decisions"):
+            # A guard's history directory: what the guard decided is compared with the replay unless told otherwise.
+            config.guard_decisions = config.snapshots
     else:
         sources.parse_kafka_url(config.snapshots)
     if config.traffic:
         sources.resolve_files(config.traffic, "--traffic")
+    if config.guard_decisions:
+        sources.resolve_files(config.guard_decisions, "--guard-decisions", history_kind="decisions")
     quotas = ingest.load_quotas(config.quotas) if config.quotas else []
     proposed = ingest.load_quotas(config.proposed_quotas, "--proposed-quotas") if config.proposed_quotas else None
     plan = topics.load_plan(config.topic_thresholds) if config.topic_thresholds else None
@@ -166,11 +173,12 @@ def _nothing_usable(inputs):
     for name, figures in inputs.items():
         if figures["used"]:
             continue
+        option = "--" + name.replace("_", "-")
         if not figures["read"]:
-            warnings.append(f"--{name}: no records to read (empty input); its outputs are empty")
+            warnings.append(f"{option}: no records to read (empty input); its outputs are empty")
         else:
             warnings.append(
-                f"--{name}: none of the {figures['read']:,} records read could be used (each is in rejected/ with "
+                f"{option}: none of the {figures['read']:,} records read could be used (each is in rejected/ with "
                 "its reason); its outputs are empty"
             )
     return warnings

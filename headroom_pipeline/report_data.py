@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
-from headroom_pipeline import stages
+from headroom_pipeline import guard_comparison, stages
 from headroom_pipeline.report_charts import VOLUMES_PER_CHART
 from headroom_pipeline.report_format import utc
 
@@ -23,7 +23,9 @@ HISTORY_POINTS = 300  # time buckets per volume (or per cluster and policy) draw
 NEXT_VOLUMES = 20  # rows of the "fill up next" table
 TOP_CLIENTS = 15
 TOP_TOPICS = 10
-READ = ("volumes", "decisions", "forecast", "clients", "client_recommendations", "topics")
+# Differences between the guard and the replay listed on the page (all of them are in guard_comparison/).
+MAX_GUARD_DIFFERENCES = 500
+READ = ("volumes", "decisions", "forecast", "clients", "client_recommendations", "topics", "guard_comparison")
 
 
 @dataclasses.dataclass
@@ -43,6 +45,8 @@ class ReportData:  # pylint: disable=too-many-instance-attributes
     clients: dict[str, Any] | None  # the clients nearest their quota, and counts
     topics: list[dict[str, Any]] | None  # the topics most often over their threshold
     links: list[tuple[str, str]]  # [(output name, description)] of the outputs of this run in the directory
+    # {"figures": guard comparison counts, "differences": [row], "more": differences not listed}; None without one
+    guard: dict[str, Any] | None = None
 
 
 def gather(spark: SparkSession, out_dir: str, summary: dict[str, Any], max_clusters: int) -> ReportData:
@@ -62,6 +66,7 @@ def gather(spark: SparkSession, out_dir: str, summary: dict[str, Any], max_clust
         not_open=_clusters_not_open(outputs["decisions"]),
         clients=_top_clients(outputs["clients"], outputs["client_recommendations"]),
         topics=_top_topics(outputs["topics"]),
+        guard=_guard_beside_replay(outputs["guard_comparison"], summary),
         links=[
             (output.name, output.description)
             for output in stages.OUTPUTS
@@ -323,3 +328,35 @@ def _top_topics(topics):
         .collect()
     )
     return [row.asDict() for row in rows]
+
+
+def _guard_beside_replay(comparison, summary):
+    """The guard comparison's figures (summary.json's, else counted) and its differences, earliest first (at most
+    MAX_GUARD_DIFFERENCES); None when this run compared nothing. A comparison of no decisions has no files to read."""
+    figures = stages.GUARD_COMPARISON.recorded(summary)
+    if comparison is None:
+        if not isinstance(figures, dict):
+            return None
+        return {"figures": figures, "differences": [], "more": 0}
+    if not isinstance(figures, dict):
+        figures = guard_comparison.figures_of(comparison)
+    rows = (
+        comparison.where(F.col("outcome") == guard_comparison.DIFFERS)
+        .orderBy("decided_at", "cluster", "policy")
+        .limit(MAX_GUARD_DIFFERENCES)
+        .select(
+            _epoch_seconds(F.col("decided_at")).alias("decided_at"),
+            _epoch_seconds(F.col("at")).alias("at"),
+            "cluster",
+            "policy",
+            "guard_throttle_factor",
+            "guard_state",
+            "guard_reason",
+            "replay_throttle_factor",
+            "replay_state",
+            "differs_in",
+        )
+        .collect()
+    )
+    differences = [dict(row.asDict(), decided_at=utc(row["decided_at"]), at=utc(row["at"])) for row in rows]
+    return {"figures": figures, "differences": differences, "more": max(figures["differences"] - len(differences), 0)}

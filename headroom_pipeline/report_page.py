@@ -46,11 +46,19 @@ def render(
         topics=data.topics,
         topic_table=_topic_table(data.topics or []),
         links=data.links,
+        guard=data.guard,
+        guard_figures=_guard_figures(data.guard["figures"]) if data.guard else "",
+        guard_table=_guard_table(data.guard["differences"]) if data.guard else None,
     )
 
 
 def _when(moment):
     return "never" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _instant(moment):
+    """To the millisecond, as the guard stamps its decisions."""
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def _number(value):
@@ -186,6 +194,51 @@ def _topic_table(topics):
         ["topic", "windows over threshold", "brokers", "bytes rejected", "peak rate (EWMA)", "threshold"],
         rows,
         (1, 2, 3, 4, 5),
+    )
+
+
+def _guard_figures(figures):
+    """What the comparison counted, as one sentence."""
+    return (
+        f"{_number(figures['decisions'])} guard decisions: {_number(figures['compared'])} compared with the replay at "
+        f"their check instant, of which {_number(figures['agreeing'])} agree and {_number(figures['differences'])} "
+        f"differ; {_number(figures['superseded'])} superseded by a later decision in the same instant; "
+        f"{_number(figures['not_replayed'])} not replayed (a policy this run did not compute, or an instant the "
+        "timeline does not reach)."
+    )
+
+
+def _guard_table(differences):
+    rows = [
+        (
+            _instant(difference["decided_at"]),
+            _instant(difference["at"]),
+            difference["cluster"],
+            difference["policy"],
+            _number(difference["guard_throttle_factor"]),
+            difference["guard_state"],
+            or_placeholder(difference["guard_reason"], "-"),
+            _number(difference["replay_throttle_factor"]),
+            difference["replay_state"],
+            ", ".join(difference["differs_in"] or []),
+        )
+        for difference in differences
+    ]
+    return Table(
+        [
+            "guard decided at",
+            "check instant",
+            "cluster",
+            "policy",
+            "guard factor",
+            "guard state",
+            "guard reason",
+            "replay factor",
+            "replay state",
+            "differs in",
+        ],
+        rows,
+        (4, 7),
     )
 
 

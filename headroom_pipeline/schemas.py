@@ -34,6 +34,24 @@ TRAFFIC = T.StructType(
         T.StructField("bytes_out", T.LongType()),
     ]
 )
+# One decision record of the disk guard (its history directory's decisions-*.jsonl[.gz], guard_history.decision_record).
+# QuotaChanges ({entity, before, after} per quota entity changed) is carried as its JSON text.
+GUARD_DECISION = T.StructType(
+    [
+        T.StructField("DecidedAt", T.StringType()),
+        T.StructField("ClusterId", T.StringType()),
+        T.StructField("Policy", T.StringType()),
+        T.StructField("ThrottleFactor", T.DoubleType()),
+        T.StructField("State", T.StringType()),
+        T.StructField("Reason", T.StringType()),
+        T.StructField("Observed", T.BooleanType()),
+        T.StructField("Complete", T.BooleanType()),
+        T.StructField("FallbackApplied", T.BooleanType()),
+        T.StructField("MissingDataApplied", T.BooleanType()),
+        T.StructField("MissingBrokers", T.ArrayType(T.LongType())),
+        T.StructField("Mode", T.StringType()),
+    ]
+)
 
 # Normalized frames (what ingest hands to the stages).
 # messages: one row per accepted snapshot message; limits in the graded rules' names (min_free_bytes, ...).
@@ -69,6 +87,27 @@ TRAFFIC_ROWS = T.StructType(
         T.StructField("topic", T.StringType()),
         T.StructField("bytes_in", T.LongType(), False),
         T.StructField("bytes_out", T.LongType(), False),
+    ]
+)
+
+# guard_decisions: accepted guard decision records.
+GUARD_DECISION_ROWS = T.StructType(
+    [
+        T.StructField("cluster", T.StringType(), False),
+        T.StructField("decided_at", T.TimestampType(), False),
+        T.StructField("policy", T.StringType(), False),
+        T.StructField("throttle_factor", T.DoubleType(), False),
+        T.StructField("state", T.StringType(), False),
+        T.StructField("decision_reason", T.StringType()),
+        T.StructField("mode", T.StringType()),
+        T.StructField("observed", T.BooleanType()),
+        T.StructField("complete", T.BooleanType()),
+        T.StructField("fallback_applied", T.BooleanType()),
+        T.StructField("missing_data_applied", T.BooleanType()),
+        T.StructField("missing_brokers", T.ArrayType(T.LongType())),
+        T.StructField("entities_changed", T.IntegerType()),
+        T.StructField("quota_changes", T.StringType()),
+        T.StructField("source", T.StringType()),
     ]
 )
 

@@ -3,27 +3,36 @@
 Files are handed to Spark as absolute ``file:`` URIs that name exactly one file each: Hadoop would read a ':' in
 a relative path as a scheme, expand ``{}[]*?`` and ``\\`` as a glob, and Spark skips a file whose name starts with
 ``.`` or ``_`` without a word. A file Hadoop cannot name even so is read through a symbolic link with a plain name.
+
+A disk guard's history directory (``--history-dir``: snapshots-* and decisions-* files of one UTC hour each, plain
+while the hour runs, .jsonl.gz after) is read as it is while the guard writes it: each option takes its own kind of
+files, and the plain ones, which grow and are replaced, are read once on the driver (resolve_input).
 """
 
 import atexit
 import glob
+import gzip
 import math
 import os
 import re
 import shutil
 import tempfile
 import urllib.parse
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 from headroom_pipeline.config import ConfigError  # makes the collection importable
 
 # isort: split
 # After the import above, which makes the collection importable from a source checkout.
-from ansible_collections.headroom.kafka.plugins.module_utils import pipeline_command
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, pipeline_command
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
 
 KAFKA_SCHEME = "kafka://"
 PARQUET_SUFFIXES = (".parquet", ".parq")
+# Compressed text Spark's reader (Hadoop's codecs) decompresses by the file name's suffix, which a link must keep.
+COMPRESSED_SUFFIXES = (".gz", ".bz2")
+# Lines as Hadoop's text reader ends them (a JSON-lines file read on the driver is split the same way).
+LINE_END = re.compile(r"\r\n|\r|\n")
 # Query parameters of a kafka:// URL: the collection's connection options, as the filter kafka_topic_url writes them
 # (the passwords come from the environment).
 KAFKA_OPTIONS = pipeline_command.URL_OPTIONS
@@ -120,10 +129,21 @@ def _masked_user_information(text):
     return text[:start] + MASK + text[ends[-1] :] if ends else text
 
 
-def resolve_files(location: str, option: str) -> tuple[str, list[str]]:
+class ResolvedInput(NamedTuple):
+    """What an input's files are and how they are read."""
+
+    format: str  # parquet or json (JSON lines)
+    files: list[str]  # read by Spark
+    held: list[tuple[str, str]]  # (file as shown, line): lines read here once (see resolve_input)
+
+
+def resolve_files(location: str, option: str, history_kind: str | None = None) -> tuple[str, list[str]]:
     """(format, [files]) for a file, a directory (its files, recursively, skipping hidden ones) or a glob.
 
     The format is parquet when every file ends in .parquet (Spark's own part files do), else json (JSON lines).
+    ``history_kind``: the kind of the disk guard's history files (snapshots, decisions) the option reads. A directory
+    that holds guard history files is the guard's history directory, of which only the files of that kind are read;
+    a glob leaves out the history files of the other kind; a file named on its own is read as it is.
     """
     if os.path.isdir(location):
         files = sorted(
@@ -132,10 +152,19 @@ def resolve_files(location: str, option: str) -> tuple[str, list[str]]:
             for name in names
             if not name.startswith((".", "_"))
         )
+        if history_kind is not None and any(_history_kind(path) for path in files):
+            files = [path for path in files if _history_kind(path) == history_kind]
+            if not files:
+                raise ConfigError(
+                    f"{option}: the guard history directory {mask_location(location)!r} holds no "
+                    f"{history_kind}-*.jsonl[.gz] file"
+                )
     elif os.path.isfile(location):
         files = [location]
     else:
         files = sorted(path for path in glob.glob(location, recursive=True) if os.path.isfile(path))
+        if history_kind is not None:
+            files = [path for path in files if _history_kind(path) in (None, history_kind)]
     if not files:
         raise ConfigError(
             f"{option}: no file matches {mask_location(location)!r} "
@@ -149,6 +178,75 @@ def resolve_files(location: str, option: str) -> tuple[str, list[str]]:
     for path in parquet:
         _check_parquet_file(path, option)
     return ("parquet" if parquet else "json"), files
+
+
+def resolve_input(location: str, option: str, history_kind: str | None = None) -> ResolvedInput:
+    """The files of ``location`` as resolve_files finds them, the disk guard's uncompressed history files read here,
+    once, and held as they are now.
+
+    The guard appends to the current hour's file while the job runs, and replaces a finished hour's file by its
+    .jsonl.gz; Spark reads an input more than once (its records, then its rejected ones), and would find such a file
+    grown or gone in between. Held, every read sees the same records, a last line without its newline included (a
+    guard killed in the middle of writing it: one rejected record). A file compressed since it was listed is read
+    from its .jsonl.gz; a file listed beside the .jsonl.gz that holds it already (the guard was replacing it) is not
+    read twice.
+    """
+    kind, files = resolve_files(location, option, history_kind)
+    listed = set(files)
+    spark_files: list[str] = []
+    held: list[tuple[str, str]] = []
+    for path in files:
+        if not _is_growing(path):
+            spark_files.append(path)
+            continue
+        compressed = path + ".gz"
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            if compressed not in listed and os.path.isfile(compressed):
+                spark_files.append(compressed)
+                listed.add(compressed)
+            continue
+        if compressed in listed and _ends_with(compressed, data):
+            continue
+        lines = LINE_END.split(data.decode("utf-8", "replace"))
+        if lines and not lines[-1]:
+            lines.pop()  # the end of the last line, not a line
+        source = shown_path(os.path.abspath(path))
+        held.extend((source, line) for line in lines)
+    return ResolvedInput(kind, spark_files, held)
+
+
+def has_history_files(location: str, kind: str) -> bool:
+    """Whether ``location`` is a directory that holds disk guard history files of ``kind`` (snapshots, decisions)."""
+    return os.path.isdir(location) and any(
+        _history_kind(name) == kind
+        for unused_root, unused_dirs, names in os.walk(location)
+        for name in names
+        if not name.startswith((".", "_"))
+    )
+
+
+def _history_kind(path):
+    """snapshots or decisions for a disk guard history file, None for any other file."""
+    parsed = guard_history.parse_name(os.path.basename(path))
+    return parsed[0] if parsed else None
+
+
+def _is_growing(path):
+    """An uncompressed guard history file: its hour may still be appended to, and it is replaced once compressed."""
+    parsed = guard_history.parse_name(os.path.basename(path))
+    return parsed is not None and not parsed[2]
+
+
+def _ends_with(compressed, data):
+    """Whether the gzip file ``compressed`` ends with ``data`` (it was made of the plain file, which is now gone)."""
+    try:
+        with gzip.open(compressed, "rb") as handle:
+            return handle.read().endswith(data)
+    except (OSError, EOFError):
+        return False
 
 
 def _check_parquet_file(path, option):
@@ -203,7 +301,8 @@ def _link_to(absolute):
         atexit.register(shutil.rmtree, _LINKS["directory"], True)
     _LINKS["count"] = _LINKS.get("count", 0) + 1
     suffix = ".parquet" if absolute.endswith(PARQUET_SUFFIXES) else ".jsonl"
-    link = os.path.join(_LINKS["directory"], f"input-{_LINKS['count']:08d}{suffix}")
+    compression = next((ending for ending in COMPRESSED_SUFFIXES if absolute.endswith(ending)), "")
+    link = os.path.join(_LINKS["directory"], f"input-{_LINKS['count']:08d}{suffix}{compression}")
     os.symlink(absolute, link)
     return link
 

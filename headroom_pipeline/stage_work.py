@@ -19,7 +19,18 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from headroom_pipeline import clients, decisions, forecast, ingest, report, schemas, sources, stages, topics
+from headroom_pipeline import (
+    clients,
+    decisions,
+    forecast,
+    guard_comparison,
+    ingest,
+    report,
+    schemas,
+    sources,
+    stages,
+    topics,
+)
 from headroom_pipeline.checks import TimeWindow
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.session import global_window_warnings_quiet, spark_session, timeline_settings
@@ -27,6 +38,11 @@ from headroom_pipeline.session import global_window_warnings_quiet, spark_sessio
 # Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
 # 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
 CACHE_LEVEL = StorageLevel.DISK_ONLY
+# The columns of decisions/ the guard comparison reads back (with a schema: a timeline of no rows has no files).
+TIMELINE_READ = (
+    "cluster string, at timestamp, throttle_factor double, state string, fallback_applied boolean, "
+    "observed boolean, policy string"
+)
 
 
 class CheckedInputs(NamedTuple):
@@ -48,9 +64,10 @@ class Run:  # pylint: disable=too-many-instance-attributes
     summary: dict[str, Any]
     spark: Optional[SparkSession] = None
     owned: bool = False  # the job started the session (and stops it); a caller's is left running
-    # per input ("snapshots", "traffic"): as ingest read it
+    # per input ("snapshots", "traffic", "guard_decisions"): as ingest read it
     ingested: dict[str, ingest.Ingested] = dataclasses.field(default_factory=dict)
     traffic: Optional[DataFrame] = None  # the traffic rows, cached for the analyses until release()
+    guard_decisions: Optional[DataFrame] = None  # the guard's decision records, cached for the comparison
     # every volume's span, as the forecast found it (it bounds the decision timeline's size)
     volume_spans: Optional[forecast.VolumeSpans] = None
 
@@ -69,10 +86,19 @@ class Run:  # pylint: disable=too-many-instance-attributes
         return TimeWindow(since=since, until=until, spread=self.config.plausible_window)
 
     def release(self) -> None:
-        """Drop the cached traffic once the analyses are done with it."""
+        """Drop the cached traffic and guard decisions once the stages are done with them."""
+        self.release_traffic()
+        self.release_guard_decisions()
+
+    def release_traffic(self) -> None:
         if self.traffic is not None:
             self.traffic.unpersist()
             self.traffic = None
+
+    def release_guard_decisions(self) -> None:
+        if self.guard_decisions is not None:
+            self.guard_decisions.unpersist()
+            self.guard_decisions = None
 
 
 def start_spark(run: Run) -> str:
@@ -104,13 +130,30 @@ def read_traffic(run: Run) -> str:
     assert location is not None, "the stage runs only with --traffic"
 
     def keep(checked):
-        run.release()  # the rows of a first use whose time bounds rejected some records
+        run.release_traffic()  # the rows of a first use whose time bounds rejected some records
         run.traffic = checked.rows.persist(CACHE_LEVEL)
         run.traffic.count()
 
     loaded = ingest.load_traffic(run.started_spark, location, window=run.time_window(), first_use=keep)
     run.ingested["traffic"] = loaded
     run.summary["inputs"]["traffic"] = _input_figures(loaded)
+    return f"({loaded.read:,} records)"
+
+
+def read_guard_decisions(run: Run) -> str:
+    location = run.config.guard_decisions
+    assert location is not None, "the stage runs only with guard decisions"
+
+    def keep(checked):
+        run.release_guard_decisions()  # the rows of a first use whose time bounds rejected some records
+        run.guard_decisions = checked.rows.persist(CACHE_LEVEL)
+        run.guard_decisions.count()
+
+    loaded = ingest.load_guard_decisions(
+        run.started_spark, location, run.config.cluster, window=run.time_window(), first_use=keep
+    )
+    run.ingested["guard_decisions"] = loaded
+    run.summary["inputs"]["guard_decisions"] = _input_figures(loaded)
     return f"({loaded.read:,} records)"
 
 
@@ -158,6 +201,22 @@ def build_decision_timeline(run: Run) -> str:
     observed = observation.get
     counts = stages.DECISIONS.record(run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS})
     return f"({counts['rows']:,} rows)"
+
+
+def compare_guard_decisions(run: Run) -> str:
+    assert run.guard_decisions is not None, "read_guard_decisions runs before the comparison"
+    timeline = run.started_spark.read.schema(TIMELINE_READ).parquet(run.path("decisions"))
+    observation = Observation("guard comparison")
+    _write(
+        guard_comparison.guard_comparison(run.guard_decisions, timeline, run.config, observation),
+        run.path("guard_comparison"),
+    )
+    observed = observation.get
+    counts = stages.GUARD_COMPARISON.record(
+        run.summary, {key: int(observed[key]) for key in guard_comparison.COMPARISON_COUNTS}
+    )
+    run.release_guard_decisions()
+    return f"({counts['compared']:,} compared, {counts['differences']:,} differ)"
 
 
 def analyse_client_quotas(run: Run) -> str:

@@ -58,6 +58,10 @@ def _with_topic_plan(config, plan):
     return config.traffic and plan
 
 
+def _with_guard_decisions(config, unused_plan):
+    return config.guard_decisions
+
+
 def _with_report(config, unused_plan):
     return config.report
 
@@ -65,9 +69,11 @@ def _with_report(config, unused_plan):
 START_SPARK = Stage("start Spark")
 READ_SNAPSHOTS = Stage("read snapshots")
 READ_TRAFFIC = Stage("read traffic", when=_with_traffic)
+READ_GUARD_DECISIONS = Stage("read guard decisions", when=_with_guard_decisions)
 REJECT = Stage("reject unusable records")
 FORECAST = Stage("volume forecast", recorded_at=("stages", "forecast"))
 DECISIONS = Stage("decision timeline", recorded_at=("stages", "decisions"))
+GUARD_COMPARISON = Stage("guard comparison", when=_with_guard_decisions, recorded_at=("stages", "guard_comparison"))
 CLIENTS = Stage("client quota analysis", when=_with_traffic, recorded_at=("stages", "clients"))
 TOPICS = Stage("topic thresholds", when=_with_topic_plan, recorded_at=("stages", "topics"))
 REPORT = Stage("report", when=_with_report, recorded_at=("report",), reads_summary=True)  # the page links summary.json
@@ -85,6 +91,9 @@ OUTPUTS = (
     Output("summary.json", None, "counts, timings and settings of the run"),
     Output("volumes", READ_SNAPSHOTS, "normalized history, one row per volume and snapshot"),
     Output("decisions", DECISIONS, "throttle factor and state per cluster and check instant, per policy"),
+    Output(
+        "guard_comparison", GUARD_COMPARISON, "each decision of the disk guard beside the replay's at its check instant"
+    ),
     Output("forecast", FORECAST, "growth trend per volume and when it crosses its limits"),
     Output("clients", CLIENTS, "client traffic per window against its quota"),
     Output("client_recommendations", CLIENTS, "recommended client quotas"),

@@ -151,6 +151,24 @@ def test_the_guard_records_every_decision_and_observation_and_publishes_the_obse
     last_by_broker = {key: json.loads(value) for key, value, _timestamp in published}
     assert last_by_broker[b"2"] == [m for m in observations if m["BrokerId"] == 2][-1]
 
+    # The pipeline reads the directory as the guard left it: nothing rejected, and its replay of the rules at the
+    # guard's interval decides what the guard decided, instant by instant.
+    out = tmp_path / "pipeline"
+    job = subprocess.run(
+        [sys.executable, "-m", "headroom_pipeline", "run", "--snapshots", str(history), "--out", str(out)]
+        + ["--check-interval", "1", "--no-report", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert job.returncode == 0, job.stderr[-5000:]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["rows_rejected"] == 0, summary["inputs"]
+    comparison = summary["stages"]["guard_comparison"]
+    assert comparison["decisions"] == len(decisions)
+    assert comparison["compared"] >= len(decisions) - 3 and comparison["differences"] == 0, comparison
+
 
 def test_observe_only_decides_and_records_but_never_touches_the_quotas(cluster, filled, tmp_path):
     before = held_quotas(cluster.info["bootstrap_servers"])

@@ -14,6 +14,7 @@ SHIPPED_TOP_LEVEL = {
     "LICENSE",
     "README.md",
     "changelogs",
+    "dashboards",  # the Grafana dashboard (JSON for file provisioning) and its generator
     "extensions",
     "headroom_guard",  # the disk_guard role builds the guard's wheel from it and pyproject.toml
     "pyproject.toml",

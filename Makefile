@@ -65,11 +65,12 @@ PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is
-# started by the tests when none runs) and debootstrap. Installed with apt when missing (CI runs as root).
+# started by the tests when none runs) and debootstrap; the alert rules are tested with Debian's prometheus (promtool,
+# and a server the tests start). Installed with apt when missing (CI runs as root).
 hosts-prerequisites:
-	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || { \
+	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null && command -v promtool >/dev/null || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			docker.io debootstrap >/dev/null; }
+			docker.io debootstrap prometheus >/dev/null; }
 
 # The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail).
 pytest: venv kafka-libs hosts-prerequisites

@@ -188,7 +188,7 @@ def test_a_link_to_a_compressed_file_keeps_its_suffix(tmp_path):
     path = odd / "snapshots-2026-11-28T04.jsonl.gz"
     path.write_bytes(gzip.compress(b"{}\n"))
     unused_locations, links = sources.spark_locations([str(path)])
-    (link,) = links
+    (link,) = list(links)
     assert link.endswith(".jsonl.gz") and links[link] == str(path)
 
 

@@ -409,10 +409,6 @@ def test_the_free_space_series_is_recorded_by_the_rule_files(settings):
     assert generate.FREE_BYTES in recorded_by_the_rule_file(settings)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the rule files do not record the free bytes at which the limits trip yet; when they do, remove this mark",
-)
 def test_the_limit_series_are_recorded_by_the_rule_files():
     assert {generate.SOFT_LIMIT_FREE_BYTES, generate.HARD_LIMIT_FREE_BYTES} <= recorded_by_the_rule_file(GRADED_GUARD)
     assert generate.HARD_LIMIT_FREE_BYTES in recorded_by_the_rule_file(PLUGIN)

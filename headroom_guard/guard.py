@@ -32,7 +32,7 @@ def decision_line(result: Mapping[str, Any], seconds: float) -> str:
     changed = f"{changes} quota entit{'y' if changes == 1 else 'ies'} changed" if changes else "quotas unchanged"
     return (
         f"{_stamp(result['decided_at'])} factor {result['throttle_factor']:g} {result['state']} ({result['policy']}, "
-        f"{result['reason']}): {changed} in {seconds:.2f} s"
+        f"{result['reason']}): {changed} in {seconds:.3f} s"
     )
 
 

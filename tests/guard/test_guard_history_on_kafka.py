@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MIB = 1 << 20
 VOLUME_SIZE = 64 * MIB
 TOPIC = "__headroom_volume_usage"
+RUN_DECISIONS = 120  # about two minutes at one decision a second
 GRADED = {
     "policy": "graded",
     "soft_limit": {"type": "min_free_bytes", "level": 32 * MIB},
@@ -115,6 +116,10 @@ def test_the_guard_records_every_decision_and_observation_and_publishes_the_obse
         wait_until(lambda: states(history)[-3:] == ["THROTTLE"] * 3, 60, what="THROTTLE decisions recorded")
         filled(4 * MIB)  # past the hard limit
         wait_until(lambda: states(history)[-2:] == ["PAUSE"] * 2, 60, what="PAUSE decisions recorded")
+        filled(VOLUME_SIZE)  # emptied again (fill_volume writes nothing when more than this is free)
+        wait_until(lambda: states(history)[-2:] == ["OPEN"] * 2, 60, what="OPEN decisions recorded again")
+        # A guard that runs for minutes, not seconds: the history the pipeline reads below holds them all.
+        wait_until(lambda: len(states(history)) >= RUN_DECISIONS, 3 * RUN_DECISIONS, what=f"{RUN_DECISIONS} decisions")
     finally:
         err = stop_guard(process)
     assert process.returncode == 0, err[-3000:]
@@ -153,7 +158,22 @@ def test_the_guard_records_every_decision_and_observation_and_publishes_the_obse
 
     # The pipeline reads the directory as the guard left it: nothing rejected, and its replay of the rules at the
     # guard's interval decides what the guard decided, instant by instant.
-    out = tmp_path / "pipeline"
+    summary = run_pipeline(history, tmp_path / "pipeline")
+    assert summary["rows_rejected"] == 0, summary["inputs"]
+    comparison = summary["stages"]["guard_comparison"]
+    assert comparison["decisions"] == len(decisions)
+    assert comparison["compared"] >= len(decisions) - 3 and comparison["differences"] == 0, comparison
+
+    # A guard killed in the middle of a line: that line is the one record lost.
+    (current,) = [name for name in os.listdir(history) if name.startswith("snapshots-") and name.endswith(".jsonl")]
+    with open(history / current, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(observations[-1])[:40])
+    broken = run_pipeline(history, tmp_path / "pipeline-broken")
+    assert broken["rows_rejected"] == 1 and broken["rows_used"] == summary["rows_used"], broken["inputs"]
+    assert broken["stages"]["guard_comparison"]["differences"] == 0
+
+
+def run_pipeline(history, out):
     job = subprocess.run(
         [sys.executable, "-m", "headroom_pipeline", "run", "--snapshots", str(history), "--out", str(out)]
         + ["--check-interval", "1", "--no-report", "--quiet"],
@@ -164,11 +184,7 @@ def test_the_guard_records_every_decision_and_observation_and_publishes_the_obse
         check=False,
     )
     assert job.returncode == 0, job.stderr[-5000:]
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert summary["rows_rejected"] == 0, summary["inputs"]
-    comparison = summary["stages"]["guard_comparison"]
-    assert comparison["decisions"] == len(decisions)
-    assert comparison["compared"] >= len(decisions) - 3 and comparison["differences"] == 0, comparison
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
 def test_observe_only_decides_and_records_but_never_touches_the_quotas(cluster, filled, tmp_path):

@@ -1,7 +1,8 @@
 """The job: check the inputs, run the stages (PIPELINE) in order, write the summary.
 
-The outputs in DIR are listed in stages.OUTPUTS (what each holds: README.md, "Outputs"). Each run replaces the
-outputs it writes and removes those a previous run wrote that this one does not; other files in DIR are left alone.
+The outputs in DIR are listed in stages.OUTPUTS (what each holds: docs/docsite/rst/guide_pipeline.rst, "Outputs").
+Each run replaces the outputs it writes and removes those a previous run wrote that this one does not; other files in
+DIR are left alone.
 
 Bad input fails before Spark's JVM starts: _check_inputs runs, and the output directory is prepared, before the first
 stage, "start Spark", starts it. Importing this module loads pyspark's Python code but starts no JVM; the command

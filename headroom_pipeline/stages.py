@@ -3,7 +3,7 @@
 A stage has the name its progress lines and summary.json's "timings_seconds" use, the condition under which it runs
 (a stage without one runs every time) and, when summary.json records it, where. The job pairs each stage with the
 function that runs it, in the order they run (job.PIPELINE). Each output names the stage that writes it; what the
-outputs hold, column by column, is in README.md ("Outputs").
+outputs hold, column by column, is in the usage pipeline guide (docs/docsite/rst/guide_pipeline.rst, "Outputs").
 
 Nothing here imports Spark or another module of the package (the configuration's type aside, for type checkers).
 """

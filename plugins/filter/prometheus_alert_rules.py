@@ -26,8 +26,8 @@ description:
     fallback or missing-data alert of the throttle (C(KafkaQuotaPluginFallbackApplied),
     C(HeadroomGuardFallbackApplied), C(HeadroomGuardMissingDataApplied)), C(HeadroomGuardNotDeciding),
     C(HeadroomGuardNotScraped), C(KafkaLogDirOffline), C(KafkaJmxExporterNotScraped) and C(KafkaQuotaPluginNotLoaded).
-    Each summary names the cluster, the broker, the log dir and the figures; the collection's README has a runbook
-    for each."
+    Each summary names the cluster, the broker, the log dir and the figures; the collection's guide Alerts and the
+    dashboard (docs/docsite/rst/guide_alerts.rst) has a runbook for each."
   - A declaration that cannot work fails naming the field, the value and what is allowed, as the throttle's own
     checks word it.
 options:
@@ -50,6 +50,13 @@ options:
         description: The M(headroom.kafka.disk_guard) module's options (C(policy) and its limits,
           C(missing_data_action), C(throttle_factor_fallback), C(throttle_factor_validity); other keys are ignored).
         type: dict
+      guard_observe_only:
+        description:
+          - The guard runs with C(--observe-only) beside the quota plugin - the limits are the plugin's, and the
+            guard's own health is alerted on too. Without it, C(kafka_quotas) of type C(strimzi) beside
+            C(kafka_disk_guard) is refused.
+        type: bool
+        default: false
       brokers:
         description:
           - The brokers the JMX exporter is scraped on, each C({broker_id, instance}) with the C(instance) label of its
@@ -103,7 +110,7 @@ options:
         default: 5m
       runbook_url:
         description: The address of the runbooks; each alert then gets C(runbook_url) with its name, lowercased, as
-          the fragment (the README's headings).
+          the fragment (the runbooks' headings in docs/docsite/rst/guide_alerts.rst).
         type: str
         default: ""
 seealso:

@@ -86,7 +86,8 @@ _SELECTOR = re.compile(r"^{0}(?:,{0})*$".format(_MATCHER))
 _DURATION = re.compile(r"^(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _UNITS = ((3600, "h"), (60, "m"), (1, "s"))
 _INT_MAX = 2**31 - 1
-_RUNBOOK = "headroom.kafka README, section Alerts: {0}"
+# Each alert's runbook is a section of the alerts guide titled with the alert's name (anchor: the name, lowercased).
+_RUNBOOK = "headroom.kafka docs, guide Alerts and the dashboard (docs/docsite/rst/guide_alerts.rst), runbook {0}"
 
 
 class AlertRulesError(ValueError):

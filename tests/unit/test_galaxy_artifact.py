@@ -15,6 +15,7 @@ SHIPPED_TOP_LEVEL = {
     "README.md",
     "changelogs",
     "dashboards",  # the Grafana dashboard (JSON for file provisioning) and its generator
+    "docs",  # the guides (docs/docsite), which the README links to and the collection docsite renders
     "extensions",
     "headroom_guard",  # the disk_guard role builds the guard's wheel from it and pyproject.toml
     "pyproject.toml",
@@ -46,6 +47,8 @@ def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
         "meta/runtime.yml",
         "pyproject.toml",
         "headroom_guard/wheel.py",
+        "docs/docsite/extra-docs.yml",
+        "docs/docsite/rst/guide_alerts.rst",
     ):
         assert shipped in names
     tracked_plugins = subprocess.run(

@@ -232,7 +232,10 @@ def test_one_group_recording_rules_first_every_rule_labelled_with_the_cluster(gi
         if "alert" in rule:
             assert set(rule["annotations"]) == {"summary", "description", "runbook"}
             assert rule["annotations"]["summary"].startswith("Kafka cluster prod: ")
-            assert rule["annotations"]["runbook"] == "headroom.kafka README, section Alerts: " + rule["alert"]
+            assert rule["annotations"]["runbook"] == (
+                "headroom.kafka docs, guide Alerts and the dashboard (docs/docsite/rst/guide_alerts.rst), runbook "
+                + rule["alert"]
+            )
     # Each rule's labels are its own: a YAML dump writes no anchors.
     labels = [id(rule["labels"]) for rule in rules]
     assert len(set(labels)) == len(labels)

@@ -287,7 +287,7 @@ def test_a_policy_is_checked_before_anything_is_asked(kwargs, message):
         (101, 1.0, 10485760.0, 2097152.0, "OPEN"),
     ],
 )
-def test_the_readmes_worked_example(free_gib, factor, declared_rate, default_rate, state):
+def test_the_guides_worked_example(free_gib, factor, declared_rate, default_rate, state):
     gib = 1 << 30
     policy = disk_guard.Policy(
         "graded",

@@ -101,27 +101,29 @@ class Guard:
     def _record(self, result: dict[str, Any]) -> None:
         """The decision and its observation into the history and the snapshot topic. A failure to record is said and
         counted, never a reason to leave the quotas of a decision already made."""
+        if self.history is None and not self.snapshot_topic:
+            return  # nothing records: no messages built on every decision for nobody
         messages = guard_history.snapshot_messages(result, self.settings.policy)
+        encoded = [(snapshots.message_key(m), snapshots.encode_message(m)) for m in messages]
         if self.history is not None:
             record = guard_history.decision_record(result, self.mode)
             try:
-                self.history.append("snapshots", [snapshots.encode_message(m) for m in messages], result["decided_at"])
+                self.history.append("snapshots", [value for _key, value in encoded], result["decided_at"])
                 self.history.append("decisions", [snapshots.encode_message(record)], result["decided_at"])
             except HistoryError as exc:
                 self._record_failed(f"{exc.strerror}; the decision stands")
-        if self.snapshot_topic and messages and self.adapter is not None:
-            self._publish(messages)
+        if self.snapshot_topic and encoded and self.adapter is not None:
+            self._publish(encoded)
 
-    def _publish(self, messages: list[dict[str, Any]]) -> None:
+    def _publish(self, encoded: list[tuple[bytes, str]]) -> None:
+        """(key, JSON text) records to the snapshot topic, created compacted at the first publication."""
         topic, adapter = self.snapshot_topic, self.adapter
         assert topic is not None and adapter is not None
         try:
             if not self.topic_ready:
                 adapter.ensure_topic(topic, configs=snapshots.COMPACTED_TOPIC_CONFIGS)
                 self.topic_ready = True
-            failures = adapter.produce(
-                topic, [(snapshots.message_key(m), snapshots.encode_message(m).encode("utf-8")) for m in messages]
-            )
+            failures = adapter.produce(topic, [(key, value.encode("utf-8")) for key, value in encoded])
         except KafkaAdapterError as exc:
             failures = [str(exc)]
         if failures:

@@ -2,6 +2,7 @@
 decision and each complete observation in its history directory and publishes the observations to the compacted
 snapshot topic; with --observe-only it decides and records but never touches the client quotas."""
 
+import gzip
 import json
 import os
 import signal
@@ -91,11 +92,13 @@ def stop_guard(process):
 
 
 def records(directory, kind):
-    """Every record of the current hour files of ``kind`` (the test runs within an hour or across one)."""
+    """Every record of the ``kind`` files, hour by hour: the hours already over (compressed) and the current one (a run
+    that crosses an hour reads both)."""
     found = []
     for name in sorted(os.listdir(directory) if os.path.isdir(directory) else []):
-        if name.startswith(kind + "-") and name.endswith(".jsonl"):
-            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+        if name.startswith(kind + "-") and name.endswith((".jsonl", ".jsonl.gz")):
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(os.path.join(directory, name), "rt", encoding="utf-8") as handle:
                 found.extend(json.loads(line) for line in handle if line.strip())
     return found
 

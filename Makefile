@@ -1,6 +1,8 @@
 # Developer and CI entry points for the headroom.kafka collection.
 #
-#   make venv       create/update the project virtualenv (.venv) from requirements.txt
+#   make venv       create/update the project virtualenv (.venv) from requirements/dev.txt (every list by purpose:
+#                   requirements.txt for the collection, requirements/{pipeline,test,lint,bench}.txt), then install
+#                   this checkout's headroom-kafka package (pyproject.toml) editable: headroom-pipeline, headroom-guard
 #   make kafka-libs fetch Apache Kafka, the Strimzi quota plugin and the JMX exporter from Maven Central, once
 #                   (KAFKA_VERSION picks another Kafka 4.x release; KAFKA_HOME uses an installation instead)
 #   make sanity     ansible-test sanity for the collection
@@ -33,10 +35,13 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
 
-# Re-install only when requirements.txt changed (or the venv is missing).
-$(STAMP): requirements.txt
+# Re-install only when a requirements list or the package's project file changed (or the venv is missing). The
+# package goes in without dependencies (the lists bring them, pinned as the tests use them) and without build
+# isolation (setuptools is in the venv), editable: the checkout's own files are what runs.
+$(STAMP): requirements.txt $(wildcard requirements/*.txt) pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements.txt
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements/dev.txt
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
 # Java 17+ and Maven are checked first; the jars land in build/kafka-<version>/libs and are reused afterwards.

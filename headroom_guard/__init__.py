@@ -6,8 +6,9 @@ rule or the graded soft and hard limits) and makes the cluster's client quotas h
 by it: the same rules, through the same code, as the ``headroom.kafka.disk_guard`` module. Run
 ``headroom-guard --help``.
 
-Installed, it is the wheel ``headroom-guard`` (pyproject.toml; ``python -m headroom_guard.wheel`` builds it), which
-holds the collection's module_utils it imports under their own name; its host needs Python 3.8 and kafka-python.
+Installed on its host, it is the wheel ``headroom-guard`` (packaging/headroom-guard; ``python -m headroom_guard.wheel``
+builds it), which holds the collection's module_utils it imports under their own name; its host needs Python 3.8 and
+kafka-python. On a control node it is also part of the package headroom-kafka (pyproject.toml).
 """
 
 __version__ = "0.1.0"

@@ -5,14 +5,15 @@ it needs; the disk_guard role copies both onto the guard's host and installs the
 ``pip install --no-index``, so that host needs Python 3 and nothing else: no Ansible, no network.
 
 What the wheel holds is staged in a directory laid out as the collection and built there by setuptools from the
-collection's pyproject.toml (which maps plugins/module_utils to its import name,
-``ansible_collections.headroom.kafka.plugins.module_utils``):
+guard's own project file, packaging/headroom-guard/pyproject.toml, staged as pyproject.toml (it maps
+plugins/module_utils to its import name, ``ansible_collections.headroom.kafka.plugins.module_utils``; the collection
+root's pyproject.toml is the larger headroom-kafka package, pipeline included, for control nodes):
 
 - headroom_guard's modules, but this builder;
 - the collection's module_utils the guard imports, found by following its imports (at the top of a module, inside
   functions and under ``if TYPE_CHECKING:`` alike) from headroom_guard through the module_utils themselves; the
   others (the quota plugin's rules, the pipeline's) stay out;
-- pyproject.toml, and LICENSE, which setuptools puts in the wheel's metadata.
+- the guard's project file, and LICENSE, which setuptools puts in the wheel's metadata.
 
 The version's local label is a digest of those files and of this builder's FORMAT, so the wheel's name says what it
 holds: an unchanged source finds its wheel in DIR and builds nothing; a change builds a new one, which pip on the
@@ -50,7 +51,10 @@ FORMAT = "1"
 NAME = "headroom_guard"
 MODULE_UTILS = "ansible_collections.headroom.kafka.plugins.module_utils"
 MODULE_UTILS_DIR = os.path.join("plugins", "module_utils")
-PROJECT_FILES = ("pyproject.toml", "LICENSE")
+GUARD_PROJECT = os.path.join("packaging", "headroom-guard", "pyproject.toml")
+PROJECT_FILES = (GUARD_PROJECT, "LICENSE")
+# Where a file is staged when not at its own relative path: setuptools reads the project file at the staging root.
+STAGED_AS = {GUARD_PROJECT: "pyproject.toml"}
 # The builder itself is the control node's; the guard's host never runs it.
 NOT_SHIPPED = ("wheel.py",)
 KAFKA_PYTHON_VERSION = "3.0.12"
@@ -185,13 +189,13 @@ def build_wheel(root: str, out: str, files: Sequence[str], version: str, python:
     staging = tempfile.mkdtemp(prefix=".staging-", dir=out)
     try:
         for relative in files:
-            target = os.path.join(staging, relative)
+            target = os.path.join(staging, STAGED_AS.get(relative, relative))
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copyfile(os.path.join(root, relative), target)
             os.chmod(target, 0o644)  # whatever the checkout's umask: the wheel records each file's mode
         base, _plus, label = version.partition("+")
         if label:
-            # setuptools adds the local label to the version headroom_guard.__version__ gives (pyproject.toml).
+            # setuptools adds the local label to the version headroom_guard.__version__ gives (its project file).
             with open(os.path.join(staging, "setup.cfg"), "w", encoding="utf-8") as handle:
                 handle.write(f"[egg_info]\ntag_build = +{label}\n")
         built = os.path.join(staging, "dist")

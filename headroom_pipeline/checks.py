@@ -20,25 +20,20 @@ from typing import Optional
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from headroom_pipeline.collection import ensure_importable
-from headroom_pipeline.config import DEFAULT_PLAUSIBLE_WINDOW
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
 # The instants and broker ids the modules accept are the ones the pipeline accepts.
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import (  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import (
     BROKER_ID,
     EARLIEST_INSTANT,
     KAFKA_ID_MAX,
     LATEST_INSTANT,
 )
-from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (
     OPEN,
     PAUSE,
     SNAPSHOT_LIMIT_NAMES,
     THROTTLE,
 )
+from headroom_pipeline.config import DEFAULT_PLAUSIBLE_WINDOW
 
 UTC = datetime.timezone.utc
 # ISO 8601 date-time with a zone, as module_utils.snapshots accepts it (normalized below into the form Spark casts).

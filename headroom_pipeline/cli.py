@@ -69,8 +69,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
+    # The name it was started by: the console script, or the module (python -m, and spark-submit's __main__.py).
     top = _Parser(
-        prog="python -m headroom_pipeline",
+        prog="python -m headroom_pipeline" if os.path.basename(sys.argv[0]) == "__main__.py" else "headroom-pipeline",
         description="Fleet-scale history of Kafka volume usage and client quotas on Spark.",
     )
     commands = top.add_subparsers(dest="command", required=True)

@@ -1,6 +1,6 @@
 """Stage 3: client traffic per window against Kafka's client quotas (KIP-13), and recommended quotas.
 
-The rules are module_utils.client_quota_math's (read its docstring for the precedence, the sharing of a quota, the
+The rules are client_quota_math's (read its docstring for the precedence, the sharing of a quota, the
 throttle-time window W and the recommendation); this module applies them with DataFrame expressions only, and both
 pass the vectors in tests/vectors/client_quotas.json.
 
@@ -19,13 +19,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from headroom_pipeline.collection import ensure_importable
+from headroom_pipeline import client_quota_math
 from headroom_pipeline.config import PipelineConfig
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math  # noqa: E402
 
 DIRECTIONS = client_quota_math.DIRECTIONS
 WINDOW_KEYS = ["user", "client_id", "broker_id", "window_start", "window_end"]

@@ -4,16 +4,11 @@ import dataclasses
 import datetime
 from typing import Optional, Union
 
-from headroom_pipeline.collection import ensure_importable
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils.durations import DurationError, parse_positive_duration  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.durations import DurationError, parse_positive_duration
 
 # The instants the modules accept are the ones the pipeline accepts.
-from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import OptionError, parse_datetime  # noqa: E402
-from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import OptionError, parse_datetime
+from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import (
     MISSING_DATA_ACTIONS,
     LimitError,
     validate_strimzi_limits,

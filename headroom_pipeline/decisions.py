@@ -48,17 +48,14 @@ from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.schemas import volume_element, volume_fields
 
 if TYPE_CHECKING:  # the forecast's spans size the timeline; the module itself is not needed at run time
     from headroom_pipeline.forecast import VolumeSpan
 
-ensure_importable()
 
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
 
 VIOLATION = T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())])
 VIOLATIONS = T.ArrayType(VIOLATION, False)

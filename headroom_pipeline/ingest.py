@@ -16,15 +16,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
 from headroom_pipeline import checks, schemas, sources
 from headroom_pipeline.checks import TimeBounds, TimeWindow
-from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import ConfigError
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec  # noqa: E402
 
 REJECTED_COLUMNS = ["input", "source", "record", "reason"]
 # Raw frames read from Parquet carry the timestamp-typed columns as they are, under this prefix.

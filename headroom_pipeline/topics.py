@@ -1,6 +1,6 @@
 """Stage 4: per-topic bytes-in thresholds under a broker-wide total, and when the traffic would trip them.
 
-The rules are module_utils.topic_thresholds' (plan validation, implicit thresholds, the Meter's one-minute EWMA, the
+The rules are topic_thresholds' (plan validation, implicit thresholds, the Meter's one-minute EWMA, the
 rejection rule); this module applies them with DataFrame expressions only, and both pass the vectors in
 tests/vectors/topic_thresholds.json.
 
@@ -25,13 +25,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from headroom_pipeline.collection import ensure_importable
+from headroom_pipeline import topic_thresholds
 from headroom_pipeline.config import ConfigError, PipelineConfig
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds  # noqa: E402
 
 EWMA_CHUNK = 512
 MICROS = 1000000.0

@@ -37,11 +37,12 @@ VALID = {"bootstrap_servers": ["127.0.0.1:9092"], "min_available_ratio": 0.1, "d
 
 
 def copy_of_the_sources(directory):
-    """What the builder reads, copied: the guard, the module_utils, pyproject.toml and LICENSE."""
+    """What the builder reads, copied: the guard, the module_utils, the guard's project file and LICENSE."""
     for name in ("headroom_guard", os.path.join("plugins", "module_utils")):
         shutil.copytree(os.path.join(ROOT, name), os.path.join(directory, name), ignore=shutil.ignore_patterns("*.pyc"))
     for name in wheel.PROJECT_FILES:
-        shutil.copy(os.path.join(ROOT, name), directory)
+        os.makedirs(os.path.join(directory, os.path.dirname(name)), exist_ok=True)
+        shutil.copy(os.path.join(ROOT, name), os.path.join(directory, name))
     return str(directory)
 
 
@@ -66,7 +67,7 @@ def test_the_guard_needs_these_module_utils_found_by_following_its_imports():
             if name.endswith(".py") and name != "wheel.py"
         ]
         + wheel.needed_module_utils(ROOT)
-        + ["LICENSE", "pyproject.toml"]
+        + ["LICENSE", os.path.join("packaging", "headroom-guard", "pyproject.toml")]
     )
 
 

@@ -97,8 +97,7 @@ def traffic_rows(results):
 def test_the_pipeline_says_who_used_its_quota_and_who_was_throttled(quota_run, tmp_path, spark):
     """The client analysis, fed the per-second traffic the broker accepted and the quotas client_quota_info read back:
     ``fast`` used its whole quota and had seconds over it (throttled); ``steady`` used half and never went over."""
-    from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math
-    from headroom_pipeline import clients, ingest, schemas
+    from headroom_pipeline import client_quota_math, clients, ingest, schemas
     from headroom_pipeline.config import PipelineConfig
 
     results, described, _workdir = quota_run

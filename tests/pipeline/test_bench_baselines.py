@@ -9,17 +9,12 @@ import datetime
 import math
 import os
 
+import decision_timeline_reference as reference
 import pytest
 import vector_cases
 from bench_modules import bench_module
 
-from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-import decision_timeline_reference as reference  # noqa: E402  pylint: disable=wrong-import-position
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 # A small fleet with many events: 4 clusters (one per limit kind) x 6 brokers over 4 hours, frequent gaps, stopping

@@ -7,8 +7,7 @@ import pytest
 import vector_cases
 from pyspark.sql import functions as F
 
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math
-from headroom_pipeline import clients, schemas
+from headroom_pipeline import client_quota_math, clients, schemas
 from headroom_pipeline.config import PipelineConfig
 
 CASES = vector_cases.load("client_quotas.json")["cases"]

@@ -4,21 +4,15 @@ import datetime
 import json
 import random
 
+import decision_timeline_reference as reference
 import pytest
 import vector_cases
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp
 from headroom_pipeline import decisions, schemas, session
-from headroom_pipeline.collection import ensure_importable
 from headroom_pipeline.config import PipelineConfig
-
-ensure_importable()
-
-# pylint: disable=wrong-import-position
-import decision_timeline_reference as reference  # noqa: E402  pylint: disable=wrong-import-position
-
-from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp  # noqa: E402
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2026, 11, 20, tzinfo=UTC)

@@ -237,6 +237,26 @@ def test_the_spark_submit_launcher(tmp_path, stand_in):
     assert job["pythonpath"] == REAL_ROOT
 
 
+def test_an_installed_collection_puts_its_collections_directory_on_the_path(tmp_path, stand_in):
+    """Installed by ansible-galaxy, the collection sits in .../ansible_collections/headroom/kafka: the job finds the
+    module_utils it shares with the modules by their own name from the directory holding ansible_collections."""
+    python, record = stand_in
+    installed = tmp_path / "site" / "ansible_collections" / "headroom" / "kafka"
+    installed.mkdir(parents=True)
+    result = run_role(
+        tmp_path,
+        {
+            "usage_pipeline_python": python,
+            "usage_pipeline_collection_root": str(installed),
+            "usage_pipeline_snapshots": "s.jsonl",
+            "usage_pipeline_out": "out",
+        },
+    )
+    assert result.returncode == 0, result.stdout
+    collections = os.path.realpath(tmp_path / "site")
+    assert recorded(record)["pythonpath"] == os.path.realpath(installed) + os.pathsep + collections
+
+
 def test_both_volume_limits_fail_before_the_job_runs(tmp_path, stand_in):
     python, record = stand_in
     result = run_role(

@@ -8,8 +8,7 @@ import pytest
 import vector_cases
 from pyspark.sql import functions as F
 
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds
-from headroom_pipeline import schemas, topics
+from headroom_pipeline import schemas, topic_thresholds, topics
 from headroom_pipeline.config import ConfigError
 
 DOCUMENT = vector_cases.load("topic_thresholds.json")

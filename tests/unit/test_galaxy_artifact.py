@@ -17,8 +17,10 @@ SHIPPED_TOP_LEVEL = {
     "dashboards",  # the Grafana dashboard (JSON for file provisioning) and its generator
     "docs",  # the guides (docs/docsite), which the README links to and the collection docsite renders
     "extensions",
-    "headroom_guard",  # the disk_guard role builds the guard's wheel from it and pyproject.toml
-    "pyproject.toml",
+    "headroom_guard",  # the disk_guard role builds the guard's wheel from it and packaging/headroom-guard
+    "packaging",
+    "pyproject.toml",  # the package headroom-kafka: the pipeline and the guard, pip-installable from the collection
+    "requirements.txt",  # the collection's Python requirements, which ansible-builder reads
     "headroom_pipeline",  # the usage_pipeline role runs it
     "meta",
     "playbooks",
@@ -26,7 +28,18 @@ SHIPPED_TOP_LEVEL = {
     "roles",
     "tests",
 }
-KEPT_OUT = ("kafka_sim/", "bench/", "build/", "scripts/", "tests/kafka_sim/", ".venv/", ".hypothesis/", ".ruff_cache/")
+KEPT_OUT = (
+    "kafka_sim/",
+    "bench/",
+    "build/",
+    "scripts/",
+    "tests/kafka_sim/",
+    ".venv/",
+    ".hypothesis/",
+    ".ruff_cache/",
+    "requirements/",
+    "headroom_kafka.egg-info/",
+)
 
 
 def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
@@ -46,6 +59,8 @@ def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
         "roles/volume_gate/meta/argument_specs.yml",
         "meta/runtime.yml",
         "pyproject.toml",
+        "packaging/headroom-guard/pyproject.toml",
+        "requirements.txt",
         "headroom_guard/wheel.py",
         "docs/docsite/extra-docs.yml",
         "docs/docsite/rst/guide_alerts.rst",

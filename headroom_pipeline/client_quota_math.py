@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: contributors to the headroom.kafka collection
-# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kafka client byte-rate quotas (KIP-13) applied to measured traffic, with no I/O.
 
 Quota entries are in the form client_quota_info returns and the pipeline loads them: ``{"entity": {"user": name,
@@ -39,10 +36,6 @@ Recommendation: the given percentile of a client's per-window rates (one rate pe
 seen), times the headroom factor, rounded up to a whole KiB and at least 1 KiB; none when the client moved no bytes
 in that direction. The percentile interpolates linearly between the two nearest ranks, as Spark's percentile does.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import math
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, cast

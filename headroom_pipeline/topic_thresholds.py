@@ -1,6 +1,3 @@
-# -*- coding: utf-8 -*-
-# Copyright: contributors to the headroom.kafka collection
-# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Per-topic bytes-in thresholds under a broker-wide total (the broker-side topic quota design, V1), with no I/O.
 
 A plan: ``{"total_bytes_in_per_sec_threshold": N, "topics": {"name": threshold, ...}}`` for every broker, optionally
@@ -15,10 +12,6 @@ exp(-seconds/60)`` (which is (1 - alpha) ** (seconds/5)); a meter's first interv
 as the Meter's first tick does. A produce request is rejected when the broker's total rate is above the total
 threshold and the topic's rate above the topic's threshold.
 """
-
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
 
 import math
 import re

@@ -7,7 +7,7 @@ import math
 import pytest
 import vector_cases
 
-from ansible_collections.headroom.kafka.plugins.module_utils import topic_thresholds
+from headroom_pipeline import topic_thresholds
 
 DOCUMENT = vector_cases.load("topic_thresholds.json")
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)

@@ -5,7 +5,7 @@ import datetime
 import pytest
 import vector_cases
 
-from ansible_collections.headroom.kafka.plugins.module_utils import client_quota_math
+from headroom_pipeline import client_quota_math
 
 CASES = vector_cases.load("client_quotas.json")["cases"]
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)

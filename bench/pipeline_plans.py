@@ -41,7 +41,7 @@ def job_exchanges(data, out, config):
             )
         )
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
-        messages = ingest.load_snapshots(spark, data).as_read
+        messages = ingest.load_snapshots(spark, data).accepted_raw
         timeline = decisions.decision_timeline(
             messages, dataclasses.replace(config, max_timeline_rows=None)
         )  # sized by the forecast's observation

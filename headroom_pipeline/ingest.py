@@ -31,32 +31,32 @@ class Ingested:
     """Accepted rows, rejected rows (input, source, record, reason), how many records were read and the time
     bounds the records were held to.
 
-    ``as_read``: the accepted rows with fields kept as the input has them where the normalized form would cost a
-    per-record lambda (a snapshot's Volumes), for the stages that take either. ``checked``: an Observation that
-    counts, during the first action on ``rows`` or ``as_read`` (no pass of its own), the records checked and
-    those rejected (``counts()``). ``unchecked``: as_read's columns of every record read, none of the checks
-    applied (see as_read_again).
+    ``rows``: the accepted records, normalized. ``accepted_raw``: the same records with fields kept as the input has
+    them where the normalized form would cost a per-record lambda (a snapshot's Volumes), for the stages that take
+    either. ``check_counts``: an Observation that counts, during the first action on ``rows`` or ``accepted_raw`` (no
+    pass of its own), the records checked and those rejected (``counts()``). ``all_records_raw``: accepted_raw's
+    columns of every record read, accepted or not (see reread_accepted_raw).
     """
 
     rows: DataFrame
     rejected: DataFrame
     read: int
     time_bounds: TimeBounds
-    as_read: DataFrame
-    checked: Observation
-    unchecked: DataFrame
+    accepted_raw: DataFrame
+    check_counts: Observation
+    all_records_raw: DataFrame
 
     def counts(self) -> dict[str, int]:
         """{"checked", "rejected"} as counted during the first action on the accepted rows (it blocks
         until one ran)."""
-        figures = self.checked.get
+        figures = self.check_counts.get
         return {"checked": int(figures["checked"]), "rejected": int(figures["rejected"])}
 
-    def as_read_again(self) -> DataFrame:
-        """as_read for a query after the first use: when that use counted no rejected record, every record passed
+    def reread_accepted_raw(self) -> DataFrame:
+        """accepted_raw for a query after the first use: when that use counted no rejected record, every record passed
         the checks, and the same rows are read without them (checking a volume list costs as much as reading it);
-        otherwise as_read, checked again."""
-        return self.unchecked if self.counts()["rejected"] == 0 else self.as_read
+        otherwise accepted_raw, checked again."""
+        return self.all_records_raw if self.counts()["rejected"] == 0 else self.accepted_raw
 
 
 # The caller's first action on an input's frames (the job's write of volumes/), which load_snapshots and load_traffic
@@ -176,9 +176,9 @@ def _raw(spark, location, schema, option, kafka_records=None, history_kind=None)
     return raw.withColumn("key", F.lit(None).cast("string"))
 
 
-def _split(raw, reason, as_read_columns, input_name, observed=None):
-    """(accepted as read, rejected, observation, unchecked) from raw records and their first failing check;
-    unchecked: the same columns of every record, no check applied (Ingested.as_read_again).
+def _split(raw, reason, raw_columns, input_name, observed=None):
+    """(accepted raw, rejected, observation, all records raw) from raw records and their first failing check;
+    all records raw: the same columns of every record, no check applied (Ingested.reread_accepted_raw).
 
     The observation counts the records checked and rejected during the first action on the accepted rows; it sits
     after the projection to the accepted columns, so that Spark still prunes what the accepted rows do not use
@@ -188,15 +188,15 @@ def _split(raw, reason, as_read_columns, input_name, observed=None):
     inputs, aggregates = observed or ({}, [])
     observation = Observation(f"{input_name} checked")
     checked = raw.withColumn("reason", reason)
-    observed_rows = checked.select(*as_read_columns, "reason", *[column.alias(name) for name, column in inputs.items()])
+    observed_rows = checked.select(*raw_columns, "reason", *[column.alias(name) for name, column in inputs.items()])
     observed_rows = observed_rows.observe(
         observation, F.count(F.lit(1)).alias("checked"), F.count("reason").alias("rejected"), *aggregates
     )
-    as_read = observed_rows.where(F.col("reason").isNull()).drop("reason", *inputs)
+    accepted_raw = observed_rows.where(F.col("reason").isNull()).drop("reason", *inputs)
     rejected = checked.where(F.col("reason").isNotNull()).select(
         F.lit(input_name).alias("input"), "source", "record", "reason"
     )
-    return as_read, rejected, observation, raw.select(*as_read_columns)
+    return accepted_raw, rejected, observation, raw.select(*raw_columns)
 
 
 def _timed(raw, field):
@@ -236,14 +236,14 @@ def _checked(raw: DataFrame, field: str, window: TimeWindow, frames: Frames, fir
         raw, TimeBounds(field, window, None), 0, checks.observed_bounds(F.col("at"), usable, reaching, window)
     )
     first_use(provisional)
-    observed = provisional.checked.get
+    observed = provisional.check_counts.get
     bounds, held = checks.settle_bounds(field, window, observed)
     read = int(observed["checked"])
     exact = frames(raw, bounds, read, None)
     if held:
         # The rows are the provisional ones, and so are the figures their first use observed; later queries read the
         # exact frames, which observe no median again.
-        return dataclasses.replace(exact, checked=provisional.checked)
+        return dataclasses.replace(exact, check_counts=provisional.check_counts)
     first_use(exact)
     return exact
 
@@ -283,7 +283,7 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
         checks.limit_type(hard).alias("hard_type"),
         hard["level"].alias("hard_level"),
     ]
-    as_read, rejected, observation, unchecked = _split(
+    accepted_raw, rejected, observation, all_records_raw = _split(
         raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots", observed
     )
     normalized = F.transform(
@@ -294,8 +294,8 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
             (v["Capacity"] - v["Consumed"]).alias("usable_bytes"),
         ),
     )
-    rows = as_read.withColumn("volumes", normalized)
-    return Ingested(rows, rejected, read, bounds, as_read, observation, unchecked)
+    rows = accepted_raw.withColumn("volumes", normalized)
+    return Ingested(rows, rejected, read, bounds, accepted_raw, observation, all_records_raw)
 
 
 def explode_volumes(messages: DataFrame) -> DataFrame:
@@ -346,8 +346,8 @@ def _traffic_frames(raw, bounds, read, observed):
     accepted_columns = [F.col("at").alias("ts")] + [
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
     ]
-    accepted, rejected, observation, unchecked = _split(raw, reason, accepted_columns, "traffic", observed)
-    return Ingested(accepted, rejected, read, bounds, accepted, observation, unchecked)
+    accepted, rejected, observation, all_records_raw = _split(raw, reason, accepted_columns, "traffic", observed)
+    return Ingested(accepted, rejected, read, bounds, accepted, observation, all_records_raw)
 
 
 # -- the disk guard's decisions -----------------------------------------------------------------------------------
@@ -391,8 +391,10 @@ def _guard_decision_frames(raw, bounds, read, observed, cluster_default):
         quota_changes.alias("quota_changes"),
         F.col("source"),
     ]
-    accepted, rejected, observation, unchecked = _split(raw, reason, accepted_columns, "guard_decisions", observed)
-    return Ingested(accepted, rejected, read, bounds, accepted, observation, unchecked)
+    accepted, rejected, observation, all_records_raw = _split(
+        raw, reason, accepted_columns, "guard_decisions", observed
+    )
+    return Ingested(accepted, rejected, read, bounds, accepted, observation, all_records_raw)
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The job: check the inputs, run the stages (PIPELINE) in order, write the summary.
 
-The outputs in DIR are listed in stages.OUTPUTS (what each holds: docs/docsite/rst/guide_pipeline.rst, "Outputs").
-Each run replaces the outputs it writes and removes those a previous run wrote that this one does not; other files in
-DIR are left alone.
+The outputs in DIR are listed in stage_registry.OUTPUTS (what each holds: docs/docsite/rst/guide_pipeline.rst,
+"Outputs"). Each run replaces the outputs it writes and removes those a previous run wrote that this one does not;
+other files in DIR are left alone.
 
 Bad input fails before Spark's JVM starts: _check_inputs runs, and the output directory is prepared, before the first
 stage, "start Spark", starts it. Importing this module loads pyspark's Python code but starts no JVM; the command
@@ -21,25 +21,28 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
-from headroom_pipeline import ingest, sources, stage_work, stages, topics
+from headroom_pipeline import ingest, sources, stage_registry, stages, topics
 from headroom_pipeline.config import ConfigError, PipelineConfig
 from headroom_pipeline.decisions import TimelineTooLarge
 
-# The stages in the order they run, each with the function that does its work (stage_work.py). The progress count,
-# the progress lines and the removal of a previous run's outputs follow from this table and the registry: stages.py
-# says when each stage runs and which outputs it writes.
+# The stages in the order they run, each with the function that does its work (stages.py). The progress count,
+# the progress lines and the removal of a previous run's outputs follow from this table and the registry,
+# stage_registry.py, which says when each stage runs and which outputs it writes.
 PIPELINE = (
-    (stages.START_SPARK, stage_work.start_spark),
-    (stages.READ_SNAPSHOTS, stage_work.read_snapshots),
-    (stages.READ_TRAFFIC, stage_work.read_traffic),
-    (stages.READ_GUARD_DECISIONS, stage_work.read_guard_decisions),
-    (stages.REJECT, stage_work.reject_unusable_records),
-    (stages.FORECAST, stage_work.forecast_volumes),  # before the timeline: its observation bounds the timeline's size
-    (stages.DECISIONS, stage_work.build_decision_timeline),
-    (stages.GUARD_COMPARISON, stage_work.compare_guard_decisions),  # reads the timeline back
-    (stages.CLIENTS, stage_work.analyse_client_quotas),
-    (stages.TOPICS, stage_work.analyse_topic_thresholds),
-    (stages.REPORT, stage_work.write_report),
+    (stage_registry.START_SPARK, stages.start_spark),
+    (stage_registry.READ_SNAPSHOTS, stages.read_snapshots),
+    (stage_registry.READ_TRAFFIC, stages.read_traffic),
+    (stage_registry.READ_GUARD_DECISIONS, stages.read_guard_decisions),
+    (stage_registry.REJECT, stages.reject_unusable_records),
+    (
+        stage_registry.FORECAST,
+        stages.forecast_volumes,
+    ),  # before the timeline: its observation bounds the timeline's size
+    (stage_registry.DECISIONS, stages.build_decision_timeline),
+    (stage_registry.GUARD_COMPARISON, stages.compare_guard_decisions),  # reads the timeline back
+    (stage_registry.CLIENTS, stages.analyse_client_quotas),
+    (stage_registry.TOPICS, stages.analyse_topic_thresholds),
+    (stage_registry.REPORT, stages.write_report),
 )
 
 
@@ -70,7 +73,7 @@ def run(config: PipelineConfig) -> dict[str, Any]:
         "settings": _settings(config),
         "warnings": [],
     }
-    state = stage_work.Run(config, inputs, summary)
+    state = stages.Run(config, inputs, summary)
     with failures_named(progress):
         try:
             for stage, work in pipeline:
@@ -165,7 +168,7 @@ def _check_inputs(config):
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
     kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
-    return stage_work.CheckedInputs(quotas, proposed, plan, kafka_records)
+    return stages.CheckedInputs(quotas, proposed, plan, kafka_records)
 
 
 def _nothing_usable(inputs):
@@ -250,7 +253,7 @@ def _remove_outputs_of_previous_run(out, config, plan):
     if not isinstance(previous, dict) or previous.get("out") != os.path.abspath(out):
         return
     os.remove(summary_path)
-    for name in stages.left_over(previous, config, plan):
+    for name in stage_registry.left_over(previous, config, plan):
         path = os.path.join(out, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)

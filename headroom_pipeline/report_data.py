@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
-from headroom_pipeline import guard_comparison, stages
+from headroom_pipeline import guard_comparison, stage_registry
 from headroom_pipeline.report_charts import VOLUMES_PER_CHART
 from headroom_pipeline.report_format import utc
 
@@ -52,7 +52,8 @@ class ReportData:  # pylint: disable=too-many-instance-attributes
 def gather(spark: SparkSession, out_dir: str, summary: dict[str, Any], max_clusters: int) -> ReportData:
     """The report's data from the outputs in ``out_dir`` that the run of ``summary`` wrote."""
     outputs = {
-        name: _read(spark, os.path.join(out_dir, name)) if stages.written(name, summary) else None for name in READ
+        name: _read(spark, os.path.join(out_dir, name)) if stage_registry.written(name, summary) else None
+        for name in READ
     }
     clusters, cluster_count = _chosen_clusters(outputs, max_clusters)
     chart_volumes = _chart_volumes(outputs["forecast"], clusters)
@@ -69,9 +70,9 @@ def gather(spark: SparkSession, out_dir: str, summary: dict[str, Any], max_clust
         guard=_guard_beside_replay(outputs["guard_comparison"], summary),
         links=[
             (output.name, output.description)
-            for output in stages.OUTPUTS
-            if output.stage is not stages.REPORT
-            and stages.written(output.name, summary)
+            for output in stage_registry.OUTPUTS
+            if output.stage is not stage_registry.REPORT
+            and stage_registry.written(output.name, summary)
             and os.path.exists(os.path.join(out_dir, output.name))
         ],
     )
@@ -333,7 +334,7 @@ def _top_topics(topics):
 def _guard_beside_replay(comparison, summary):
     """The guard comparison's figures (summary.json's, else counted) and its differences, earliest first (at most
     MAX_GUARD_DIFFERENCES); None when this run compared nothing. A comparison of no decisions has no files to read."""
-    figures = stages.GUARD_COMPARISON.recorded(summary)
+    figures = stage_registry.GUARD_COMPARISON.recorded(summary)
     if comparison is None:
         if not isinstance(figures, dict):
             return None

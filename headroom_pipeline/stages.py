@@ -1,125 +1,340 @@
-"""The job's stages and the outputs each writes: the one list that the job (job.py) and the report (report*.py) read.
+"""What each stage of the job does: read an input or compute an analysis, write its outputs under DIR and put its
+figures in the summary. job.PIPELINE pairs each function with its stage (stage_registry.py) and runs them in order;
+each takes the run's shared state (Run) and returns the detail of its progress line.
 
-A stage has the name its progress lines and summary.json's "timings_seconds" use, the condition under which it runs
-(a stage without one runs every time) and, when summary.json records it, where. The job pairs each stage with the
-function that runs it, in the order they run (job.PIPELINE). Each output names the stage that writes it; what the
-outputs hold, column by column, is in the usage pipeline guide (docs/docsite/rst/guide_pipeline.rst, "Outputs").
-
-Nothing here imports Spark or another module of the package (the configuration's type aside, for type checkers).
+Each stage reads its input where it is cheapest: the snapshots are checked as they are read, never held in memory
+or on local disk, and the write of volumes/, first, also finds their median time stamp (ingest._checked); volumes/
+feeds the forecast, which first collects every volume's span, from which the decision timeline's size is also
+bounded before it is built; the decision timeline reads the snapshots once more (a columnar scan costs less than
+keeping them), checked again only when the first pass rejected some (ingest.Ingested.reread_accepted_raw); rejected
+records are read only when the first pass counted some.
 """
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple, TypeVar
+import os
+import shutil
+from typing import Any, NamedTuple, Optional
 
-if TYPE_CHECKING:
-    from headroom_pipeline.config import PipelineConfig
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
-Recorded = TypeVar("Recorded")
+from headroom_pipeline import (
+    clients,
+    decisions,
+    forecast,
+    guard_comparison,
+    ingest,
+    report,
+    schemas,
+    sources,
+    stage_registry,
+    topics,
+)
+from headroom_pipeline.checks import TimeWindow
+from headroom_pipeline.config import PipelineConfig
+from headroom_pipeline.session import global_window_warnings_quiet, spark_session, timeline_settings
+
+# Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
+# 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
+CACHE_LEVEL = StorageLevel.DISK_ONLY
+# The columns of decisions/ the guard comparison reads back (with a schema: a timeline of no rows has no files).
+TIMELINE_READ = (
+    "cluster string, at timestamp, throttle_factor double, state string, fallback_applied boolean, "
+    "observed boolean, policy string"
+)
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    name: str  # as the progress lines and summary.json's "timings_seconds" say it
-    # (config, topic plan) -> whether it runs (truthy); None: on every run
-    when: Optional[Callable[["PipelineConfig", Optional[dict[str, Any]]], object]] = None
-    recorded_at: Tuple[str, ...] = ()  # where summary.json records what it did: ("stages", key) or ("report",)
-    reads_summary: bool = False  # it reads the finished outputs, summary.json among them
+class CheckedInputs(NamedTuple):
+    """The inputs the job read and checked before Spark started (job._check_inputs)."""
+
+    quotas: list[dict[str, Any]]  # ingest.load_quotas; empty without --quotas
+    proposed: list[dict[str, Any]] | None  # the same for --proposed-quotas
+    plan: dict[str, Any] | None  # topics.load_plan of --topic-thresholds
+    kafka_records: list[sources.KafkaRecord] | None  # the snapshot topic's records of a kafka:// --snapshots
+
+
+@dataclasses.dataclass
+class Run:  # pylint: disable=too-many-instance-attributes
+    """What the stages share: the settings, the checked inputs, the summary they fill in, and what one
+    hands the next."""
+
+    config: PipelineConfig
+    inputs: CheckedInputs
+    summary: dict[str, Any]
+    spark: Optional[SparkSession] = None
+    owned: bool = False  # the job started the session (and stops it); a caller's is left running
+    # per input ("snapshots", "traffic", "guard_decisions"): as ingest read it
+    ingested: dict[str, ingest.Ingested] = dataclasses.field(default_factory=dict)
+    traffic: Optional[DataFrame] = None  # the traffic rows, cached for the analyses until release()
+    guard_decisions: Optional[DataFrame] = None  # the guard's decision records, cached for the comparison
+    # every volume's span, as the forecast found it (it bounds the decision timeline's size)
+    volume_spans: Optional[forecast.VolumeSpans] = None
 
     @property
-    def optional(self) -> bool:
-        return self.when is not None
+    def started_spark(self) -> SparkSession:
+        """The session start_spark made, in which every later stage runs."""
+        assert self.spark is not None, "start_spark runs before the other stages"
+        return self.spark
 
-    def runs(self, config: "PipelineConfig", plan: dict[str, Any] | None) -> bool:
-        return self.when is None or bool(self.when(config, plan))
+    def path(self, name: str) -> str:
+        return os.path.join(self.config.out, name)
 
-    def record(self, summary: dict[str, Any], value: Recorded) -> Recorded:
-        """Put what the stage did (its counts, the report's path) where summary.json keeps it; return ``value``."""
-        *path, key = self.recorded_at
-        place = summary
-        for name in path:
-            place = place.setdefault(name, {})
-        place[key] = value
-        return value
+    def time_window(self) -> TimeWindow:
+        since, until = self.config.since, self.config.until
+        assert not isinstance(since, str) and not isinstance(until, str), "the job validates the settings first"
+        return TimeWindow(since=since, until=until, spread=self.config.plausible_window)
 
-    def recorded(self, summary: dict[str, Any]) -> object:
-        """What ``summary`` (a summary.json's content) records of the stage; None when it records nothing
-        (did not run)."""
-        value = summary if self.recorded_at else None
-        for name in self.recorded_at:
-            value = value.get(name) if isinstance(value, dict) else None
-        return value
+    def release(self) -> None:
+        """Drop the cached traffic and guard decisions once the stages are done with them."""
+        self.release_traffic()
+        self.release_guard_decisions()
 
+    def release_traffic(self) -> None:
+        if self.traffic is not None:
+            self.traffic.unpersist()
+            self.traffic = None
 
-def _with_traffic(config, unused_plan):
-    return config.traffic
-
-
-def _with_topic_plan(config, plan):
-    return config.traffic and plan
+    def release_guard_decisions(self) -> None:
+        if self.guard_decisions is not None:
+            self.guard_decisions.unpersist()
+            self.guard_decisions = None
 
 
-def _with_guard_decisions(config, unused_plan):
-    return config.guard_decisions
+def start_spark(run: Run) -> str:
+    config = run.config
+    owned = SparkSession.getActiveSession() is None
+    run.spark = spark_session(config.master, driver_memory=config.driver_memory, conf=config.spark_conf)
+    run.owned = owned
+    run.summary["spark"] = _spark_facts(run.spark)
+    return ""
 
 
-def _with_report(config, unused_plan):
-    return config.report
+def read_snapshots(run: Run) -> str:
+    config = run.config
+    snapshots = ingest.load_snapshots(
+        run.started_spark,
+        config.snapshots,
+        config.cluster,
+        kafka_records=run.inputs.kafka_records,
+        window=run.time_window(),
+        first_use=lambda checked: _write(ingest.explode_volumes(checked.accepted_raw), run.path("volumes")),
+    )
+    run.ingested["snapshots"] = snapshots
+    figures = run.summary["inputs"]["snapshots"] = _input_figures(snapshots)
+    return f"({snapshots.read:,} records, {figures['used']:,} used)"
 
 
-START_SPARK = Stage("start Spark")
-READ_SNAPSHOTS = Stage("read snapshots")
-READ_TRAFFIC = Stage("read traffic", when=_with_traffic)
-READ_GUARD_DECISIONS = Stage("read guard decisions", when=_with_guard_decisions)
-REJECT = Stage("reject unusable records")
-FORECAST = Stage("volume forecast", recorded_at=("stages", "forecast"))
-DECISIONS = Stage("decision timeline", recorded_at=("stages", "decisions"))
-GUARD_COMPARISON = Stage("guard comparison", when=_with_guard_decisions, recorded_at=("stages", "guard_comparison"))
-CLIENTS = Stage("client quota analysis", when=_with_traffic, recorded_at=("stages", "clients"))
-TOPICS = Stage("topic thresholds", when=_with_topic_plan, recorded_at=("stages", "topics"))
-REPORT = Stage("report", when=_with_report, recorded_at=("report",), reads_summary=True)  # the page links summary.json
+def read_traffic(run: Run) -> str:
+    location = run.config.traffic
+    assert location is not None, "the stage runs only with --traffic"
+
+    def keep(checked):
+        run.release_traffic()  # the rows of a first use whose time bounds rejected some records
+        run.traffic = checked.rows.persist(CACHE_LEVEL)
+        run.traffic.count()
+
+    loaded = ingest.load_traffic(run.started_spark, location, window=run.time_window(), first_use=keep)
+    run.ingested["traffic"] = loaded
+    run.summary["inputs"]["traffic"] = _input_figures(loaded)
+    return f"({loaded.read:,} records)"
 
 
-@dataclasses.dataclass(frozen=True)
-class Output:
-    name: str  # in DIR: a directory, or summary.json
-    stage: Optional[Stage]  # the stage that writes it; None: the job itself, last, on every run
-    description: str  # as the report's list of outputs says it
+def read_guard_decisions(run: Run) -> str:
+    location = run.config.guard_decisions
+    assert location is not None, "the stage runs only with guard decisions"
+
+    def keep(checked):
+        run.release_guard_decisions()  # the rows of a first use whose time bounds rejected some records
+        run.guard_decisions = checked.rows.persist(CACHE_LEVEL)
+        run.guard_decisions.count()
+
+    loaded = ingest.load_guard_decisions(
+        run.started_spark, location, run.config.cluster, window=run.time_window(), first_use=keep
+    )
+    run.ingested["guard_decisions"] = loaded
+    run.summary["inputs"]["guard_decisions"] = _input_figures(loaded)
+    return f"({loaded.read:,} records)"
 
 
-# In the order the report lists them.
-OUTPUTS = (
-    Output("summary.json", None, "counts, timings and settings of the run"),
-    Output("volumes", READ_SNAPSHOTS, "normalized history, one row per volume and snapshot"),
-    Output("decisions", DECISIONS, "throttle factor and state per cluster and check instant, per policy"),
-    Output(
-        "guard_comparison", GUARD_COMPARISON, "each decision of the disk guard beside the replay's at its check instant"
-    ),
-    Output("forecast", FORECAST, "growth trend per volume and when it crosses its limits"),
-    Output("clients", CLIENTS, "client traffic per window against its quota"),
-    Output("client_recommendations", CLIENTS, "recommended client quotas"),
-    Output("topics", TOPICS, "topic windows over their threshold"),
-    Output("topic_thresholds", TOPICS, "the topic threshold plan"),
-    Output("rejected", REJECT, "every input record that could not be used, with the reason"),
-    Output("report", REPORT, "the HTML report with its PNG charts"),
-)
-_WRITER = {output.name: output.stage for output in OUTPUTS}
+def reject_unusable_records(run: Run) -> str:
+    path = run.path("rejected")
+    counted = {name: figures.pop("rejected_counted") for name, figures in run.summary["inputs"].items()}
+    written = [run.ingested[name].rejected for name, count in counted.items() if count]
+    _write_rejected(written, path)
+    counts = _rejected_counts(run.spark, path) if written else {}
+    for name, figures in run.summary["inputs"].items():
+        figures["rejected"] = counts.get(name, 0)
+    return f"({sum(counts.values()):,} rejected)"
 
 
-def left_over(previous: dict[str, Any], config: "PipelineConfig", plan: dict[str, Any] | None) -> list[str]:
-    """The outputs that the run of summary ``previous`` says it wrote and that this run will not replace: those of
-    the optional stages that ran then and do not run now."""
-    return [
-        output.name
-        for output in OUTPUTS
-        if output.stage is not None
-        and not output.stage.runs(config, plan)
-        and output.stage.recorded(previous) is not None
-    ]
+def forecast_volumes(run: Run) -> str:
+    observation = Observation("forecast")
+    spark = run.started_spark
+    with global_window_warnings_quiet(spark):  # the ranking of all volumes is one window on purpose
+        volumes = spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
+        run.volume_spans = forecast.volume_spans(volumes, run.config)
+        _write(
+            forecast.volume_forecast(volumes, run.config, spans=run.volume_spans, observation=observation),
+            run.path("forecast"),
+        )
+    observed = observation.get
+    counts = stage_registry.FORECAST.record(run.summary, {key: int(observed[key]) for key in forecast.FORECAST_COUNTS})
+    return f"({counts['volumes']:,} volumes)"
 
 
-def written(name: str, summary: dict[str, Any] | None) -> bool:
-    """Whether the run of ``summary`` wrote output ``name``: an optional stage's outputs only when the summary records
-    that stage; a summary without "stages" (or none at all) says nothing, so whatever is there counts."""
-    summary = summary or {}
-    stage = _WRITER[name]
-    return summary.get("stages") is None or stage is None or not stage.optional or stage.recorded(summary) is not None
+def build_decision_timeline(run: Run) -> str:
+    config = run.config
+    interval = decisions.check_interval_micros(config)
+    assert run.volume_spans is not None, "the forecast runs before the decision timeline"
+    size = (
+        decisions.timeline_size_of_volume_spans(run.volume_spans.spans, interval)
+        if config.max_timeline_rows is not None
+        else None
+    )
+    observation = Observation("decisions")
+    timeline = decisions.decision_timeline(
+        run.ingested["snapshots"].reread_accepted_raw(), config, size=size, observation=observation
+    )
+    with timeline_settings(run.started_spark):  # the query is planned and run by the write
+        _write(timeline, run.path("decisions"), "policy")
+    observed = observation.get
+    counts = stage_registry.DECISIONS.record(
+        run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS}
+    )
+    return f"({counts['rows']:,} rows)"
+
+
+def compare_guard_decisions(run: Run) -> str:
+    assert run.guard_decisions is not None, "read_guard_decisions runs before the comparison"
+    timeline = run.started_spark.read.schema(TIMELINE_READ).parquet(run.path("decisions"))
+    observation = Observation("guard comparison")
+    _write(
+        guard_comparison.guard_comparison(run.guard_decisions, timeline, run.config, observation),
+        run.path("guard_comparison"),
+    )
+    observed = observation.get
+    counts = stage_registry.GUARD_COMPARISON.record(
+        run.summary, {key: int(observed[key]) for key in guard_comparison.COMPARISON_COUNTS}
+    )
+    run.release_guard_decisions()
+    return f"({counts['compared']:,} compared, {counts['differences']:,} differ)"
+
+
+def analyse_client_quotas(run: Run) -> str:
+    assert run.traffic is not None, "read_traffic runs before the analyses"
+    windows, recommendations = clients.client_analysis(run.traffic, run.inputs.quotas, run.inputs.proposed, run.config)
+    _write(windows, run.path("clients"))
+    _write(recommendations, run.path("client_recommendations"))
+    counts = stage_registry.CLIENTS.record(run.summary, _client_counts(run))
+    return f"({counts['windows']:,} windows)"
+
+
+def analyse_topic_thresholds(run: Run) -> str:
+    assert run.traffic is not None, "read_traffic runs before the analyses"
+    assert run.inputs.plan is not None, "the stage runs only with --topic-thresholds"
+    thresholds, exceeded = topics.topic_analysis(run.traffic, run.inputs.plan, run.config)
+    _write(thresholds, run.path("topic_thresholds"))
+    _write(exceeded, run.path("topics"))
+    counts = stage_registry.TOPICS.record(
+        run.summary,
+        {
+            "thresholds": _count(run.spark, run.path("topic_thresholds")),
+            "windows_exceeded": _count(run.spark, run.path("topics")),
+        },
+    )
+    return f"({counts['windows_exceeded']:,} windows over threshold)"
+
+
+def write_report(run: Run) -> str:
+    return stage_registry.REPORT.record(
+        run.summary, report.write_report(run.started_spark, run.config.out, run.summary)
+    )
+
+
+def _spark_facts(spark):
+    """Where the job ran: the master, Spark's version and the settings that decide its shape."""
+    context = spark.sparkContext
+    return {
+        "master": context.master,
+        "version": spark.version,
+        "default_parallelism": context.defaultParallelism,
+        "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
+        "driver_host": context.getConf().get("spark.driver.host", None),
+    }
+
+
+def _input_figures(ingested):
+    """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
+    the way (rejected/ is written only when that count is above 0; job._account compares it with what was written)."""
+    counts = ingested.counts()
+    return {
+        "read": ingested.read,
+        "used": counts["checked"] - counts["rejected"],
+        "rejected_counted": counts["rejected"],
+        "time_bounds": ingested.time_bounds.describe(),
+    }
+
+
+def _write(frame, path, partition_by=None):
+    writer = frame.write.mode("overwrite")
+    if partition_by:
+        writer = writer.partitionBy(partition_by)
+    writer.parquet(path)
+
+
+def _has_parquet(path):
+    """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
+    and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
+    return os.path.isdir(path) and any(
+        name.endswith(".parquet") for unused_root, unused_dirs, names in os.walk(path) for name in names
+    )
+
+
+def _count(spark, path):
+    return spark.read.parquet(path).count() if _has_parquet(path) else 0
+
+
+def _write_rejected(frames, path):
+    """The rejected records of the inputs that have some, one JSON-lines file per input: the records are filtered
+    where they are read, in parallel, and only they are gathered (coalescing the unfiltered read instead would
+    read and check every record in one task). With none, an empty rejected/ and no Spark job."""
+    if not frames:
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        with open(os.path.join(path, "_SUCCESS"), "w", encoding="utf-8"):
+            pass
+        return
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame)
+    combined.repartition(1).write.mode("overwrite").partitionBy("input").json(path)
+
+
+def _rejected_counts(spark, path):
+    """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
+    if not os.path.isdir(path):
+        return {}
+    return {
+        name[len("input=") :]: spark.read.schema("reason string").json(os.path.join(path, name)).count()
+        for name in os.listdir(path)
+        if name.startswith("input=")
+    }
+
+
+def _client_counts(run):
+    if not _has_parquet(run.path("clients")):
+        return {"windows": 0, "windows_throttled": 0, "clients": _count(run.spark, run.path("client_recommendations"))}
+    row = (
+        run.spark.read.parquet(run.path("clients"))
+        .agg(
+            F.count(F.lit(1)).alias("windows"),
+            F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).alias("windows_throttled"),
+        )
+        .first()
+    )
+    return {
+        "windows": int(row["windows"] or 0),
+        "windows_throttled": int(row["windows_throttled"] or 0),
+        "clients": _count(run.spark, run.path("client_recommendations")),
+    }

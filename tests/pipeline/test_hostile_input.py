@@ -192,10 +192,10 @@ def test_rows_read_again_are_the_accepted_rows_and_skip_the_checks_only_when_non
     no rejected record, which yields the same rows, volume-less messages and duplicates included."""
     lines = minutes(5) + [snapshot(at="2026-11-22T04:01:00Z", volumes=[]), snapshot(broker_id=2)] + FAR_STAMPS[far]
     path = write_lines(tmp_path / "s.jsonl", lines)
-    loaded = ingest.load_snapshots(spark, path, first_use=lambda used: used.as_read.count())
-    again = loaded.as_read_again()
-    assert sorted(map(repr, again.collect())) == sorted(map(repr, loaded.as_read.collect()))
-    assert (again is loaded.unchecked) == (not reasons_of(loaded))
+    loaded = ingest.load_snapshots(spark, path, first_use=lambda used: used.accepted_raw.count())
+    again = loaded.reread_accepted_raw()
+    assert sorted(map(repr, again.collect())) == sorted(map(repr, loaded.accepted_raw.collect()))
+    assert (again is loaded.all_records_raw) == (not reasons_of(loaded))
 
 
 def test_traffic_stamps_are_held_to_the_same_rules(spark, tmp_path):

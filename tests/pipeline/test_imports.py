@@ -59,7 +59,7 @@ GRAPH = {module: imported_modules(module, path) for module, path in MODULES.item
 def test_every_module_is_found():
     assert {
         "headroom_pipeline.job",
-        "headroom_pipeline.stages",
+        "headroom_pipeline.stage_registry",
         "headroom_pipeline.report",
         "headroom_guard.guard",
     } <= set(MODULES)

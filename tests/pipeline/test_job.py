@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from headroom_pipeline import generate, job, stages
+from headroom_pipeline import generate, job, stage_registry
 from headroom_pipeline.config import ConfigError, PipelineConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -140,7 +140,9 @@ def test_the_stages_run_in_order_and_every_output_has_one():
         "topic thresholds",
         "report",
     ], "the forecast comes first: it sizes the decision timeline"
-    assert {output.stage for output in stages.OUTPUTS} - {None} <= {stage for stage, unused_work in job.PIPELINE}
+    assert {output.stage for output in stage_registry.OUTPUTS} - {None} <= {
+        stage for stage, unused_work in job.PIPELINE
+    }
 
 
 def run_cli(*args):

@@ -13,7 +13,7 @@
 #   make test       sanity, lint (ruff, ansible-lint, mypy), pytest (molecule scenarios included), then the conformance
 #                   suite on real Kafka
 #   make molecule   every molecule scenario (extensions/molecule), each on its own test cluster (also part of pytest)
-#   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_sim) against real Kafka brokers
+#   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_testbed) against real Kafka brokers
 #                   (pytest runs it against the model)
 #   make demo     run the demo (scripts/demo.sh)
 #   make demo-hosts  the demo's story over SSH on a fleet of test hosts (scripts/demo_hosts.sh)
@@ -46,7 +46,7 @@ $(STAMP): requirements.txt $(wildcard requirements/*.txt) pyproject.toml
 
 # Java 17+ and Maven are checked first; the jars land in build/kafka-<version>/libs and are reused afterwards.
 kafka-libs: venv
-	$(VENV)/bin/python -m kafka_sim libs
+	$(VENV)/bin/python -m kafka_testbed libs
 
 sanity: venv
 	scripts/ansible-test-sanity.sh
@@ -80,15 +80,15 @@ hosts-prerequisites:
 # The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail).
 pytest: venv kafka-libs hosts-prerequisites
 	HEADROOM_KEEP_DOCKERD=1 $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests; status=$$?; \
-		$(VENV)/bin/python -m kafka_sim hosts stop-daemon; exit $$status
+		$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; exit $$status
 
 molecule: venv kafka-libs hosts-prerequisites
 	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) PYTHONPATH=$(CURDIR):$(COLLECTIONS) $(VENV)/bin/molecule test --all
 
 # The same tests that pin the model, run against real brokers: every difference is fixed in the model or listed in
-# kafka_sim/README.md (model-only tests are skipped there with that reason).
+# kafka_testbed/README.md (model-only tests are skipped there with that reason).
 conformance-kafka: venv kafka-libs
-	HEADROOM_CONFORMANCE_ENGINE=kafka $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests/kafka_sim --ignore=tests/kafka_sim/unit
+	HEADROOM_CONFORMANCE_ENGINE=kafka $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests/kafka_testbed --ignore=tests/kafka_testbed/unit
 
 test: venv kafka-libs
 	$(MAKE) --no-print-directory sanity

@@ -35,12 +35,12 @@ if ROOT not in sys.path:
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from headroom_pipeline.collection import ensure_importable  # noqa: E402
-from kafka_sim import properties  # noqa: E402
-from kafka_sim.client_config import confluent_config  # noqa: E402
-from kafka_sim.cluster import Cluster  # noqa: E402
-from kafka_sim.log_dir_probe import fill_volume  # noqa: E402
-from kafka_sim.prometheus import PrometheusServer  # noqa: E402
-from kafka_sim.testing import base_port_for  # noqa: E402
+from kafka_testbed import properties  # noqa: E402
+from kafka_testbed.client_config import confluent_config  # noqa: E402
+from kafka_testbed.cluster import Cluster  # noqa: E402
+from kafka_testbed.log_dir_probe import fill_volume  # noqa: E402
+from kafka_testbed.prometheus import PrometheusServer  # noqa: E402
+from kafka_testbed.testing import base_port_for  # noqa: E402
 
 ensure_importable()
 from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules, quota_plugin_spec  # noqa: E402

@@ -1,4 +1,4 @@
-"""Benchmark of the kafka_sim test cluster: request latency, start-up time, memory and idle CPU of the brokers.
+"""Benchmark of the kafka_testbed test cluster: request latency, start-up time, memory and idle CPU of the brokers.
 
 Run from the repository root (see bench/README.md)::
 
@@ -39,16 +39,16 @@ from kafka.protocol.admin.cluster import DescribeLogDirsRequest  # noqa: E402
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse  # noqa: E402
 from kafka.protocol.metadata.metadata import MetadataRequest  # noqa: E402
 
-from kafka_sim import wire  # noqa: E402
-from kafka_sim.cluster import Cluster, ClusterError  # noqa: E402
-from kafka_sim.testing import free_port_block  # noqa: E402
+from kafka_testbed import wire  # noqa: E402
+from kafka_testbed.cluster import Cluster, ClusterError  # noqa: E402
+from kafka_testbed.testing import free_port_block  # noqa: E402
 
 # pylint: enable=wrong-import-position
 
 BUDGET_SECONDS = 30.0  # the project's budget for bringing up 50 brokers
 BUDGET_BROKERS = 50
 UP_TIMEOUT = 180.0  # generous, so that a slow start is measured rather than aborted
-HEARTBEAT_MS = 500  # broker.heartbeat.interval.ms of every kafka_sim cluster
+HEARTBEAT_MS = 500  # broker.heartbeat.interval.ms of every kafka_testbed cluster
 METADATA_VERSION = 12
 DESCRIBE_LOG_DIRS_VERSION = 4
 API_VERSIONS_VERSION = 3
@@ -544,7 +544,7 @@ def report(results):
 # -- main -------------------------------------------------------------------------------------------------------------
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        description="Benchmark the kafka_sim test cluster (latency, start-up, memory, idle CPU)."
+        description="Benchmark the kafka_testbed test cluster (latency, start-up, memory, idle CPU)."
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 requests, 10 brokers instead of 50")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")

@@ -41,8 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
-from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET_SPEEDUP = 5.0
 TARGET_RSS_MIB = 100.0

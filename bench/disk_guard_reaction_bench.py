@@ -16,7 +16,7 @@ Client quotas, and the quota callback, are per broker, though, and the callback 
 broker. So this bench runs ONE real Apache Kafka cluster (KRaft, PLAINTEXT, one controller-only node) whose brokers
 differ in that one property:
 
-* broker 1 loads the real plugin (the jar kafka_sim puts on every classpath), configured with the block the
+* broker 1 loads the real plugin (the jar kafka_testbed puts on every classpath), configured with the block the
   collection's own renderer writes for site.yml (``quota_plugin_spec``): produce quota BASE, per-volume
   ``min.available.bytes`` LIMIT, ``storage.check-interval`` = the interval, its admin client bootstrapped from the
   whole cluster;
@@ -25,17 +25,17 @@ differ in that one property:
   ``--interval`` = the interval) keeps at BASE x factor for the ``<default>`` user (factor 0: 1 byte/s);
 * broker 3 has no plugin and no producer: its data log dir is THE filling volume.
 
-Every data log dir is a tmpfs of its own (kafka_sim's ``volume_size``; mounting needs root). Both deciders observe
+Every data log dir is a tmpfs of its own (kafka_testbed's ``volume_size``; mounting needs root). Both deciders observe
 the same three volumes through DescribeLogDirs - the plugin from broker 1 with its admin client, the guard with its
 own connection - so filling broker 3's volume crosses the same limit for both at the same instant: the same cluster
 and the same volume object, not two copies of it. (Two clusters whose log dirs share one tmpfs would also see one
-volume, but kafka_sim mounts one tmpfs per log dir and has no option to share one, so that would need bind mounts
+volume, but kafka_testbed mounts one tmpfs per log dir and has no option to share one, so that would need bind mounts
 made behind its back, and the two deciders would still watch different clusters; this layout needs neither.) The
 producers' data go to brokers 1 and 2, whose volumes stay far above the limit (checked before every trial), so
 the only crossing is the one the bench makes.
 
 Both sides get the same load: one producer each (topic on broker 1 for the plugin side, on broker 2 for the guard
-side), the same settings (``kafka_sim.traffic.PRODUCER_SETTINGS``: acks=all, one request in flight, linger 2 ms),
+side), the same settings (``kafka_testbed.traffic.PRODUCER_SETTINGS``: acks=all, one request in flight, linger 2 ms),
 1 KiB records offered steadily at half the base rate, so that neither is throttled before the limit is crossed
 (checked: a trial whose warm-up sees a throttled response is restarted) and both send a produce request about
 every 8 ms. Both brokers are judged by one user (ANONYMOUS): the plugin's shared quota on broker 1, the
@@ -44,7 +44,7 @@ every 8 ms. Both brokers are judged by one user (ANONYMOUS): the plugin's shared
 One trial
 ---------
 1. The filling volume is topped up to LIMIT + 8 MiB available (a ``filler.bin`` written with
-   ``kafka_sim.log_dir_probe.fill_volume``, long before T0: no crossing yet).
+   ``kafka_testbed.log_dir_probe.fill_volume``, long before T0: no crossing yet).
 2. The guard is (re)started so that its first decision starts at one of the plugin's check instants
    (``--phase aligned``, the default) or at a uniformly random offset from them (``--phase independent``), see
    "Phase" below. The bench waits for the guard's first decision (factor 1) and for the plugin's ThrottleFactor
@@ -123,13 +123,13 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from headroom_pipeline.collection import ensure_importable  # noqa: E402
-from kafka_sim import properties  # noqa: E402
-from kafka_sim.client_config import confluent_config  # noqa: E402
-from kafka_sim.cluster import Cluster, ClusterError  # noqa: E402
-from kafka_sim.kafka_libs import ensure_libs  # noqa: E402
-from kafka_sim.log_dir_probe import fill_volume  # noqa: E402
-from kafka_sim.testing import base_port_for  # noqa: E402
-from kafka_sim.traffic import PRODUCER_SETTINGS, plugin_gauge  # noqa: E402
+from kafka_testbed import properties  # noqa: E402
+from kafka_testbed.client_config import confluent_config  # noqa: E402
+from kafka_testbed.cluster import Cluster, ClusterError  # noqa: E402
+from kafka_testbed.kafka_libs import ensure_libs  # noqa: E402
+from kafka_testbed.log_dir_probe import fill_volume  # noqa: E402
+from kafka_testbed.testing import base_port_for  # noqa: E402
+from kafka_testbed.traffic import PRODUCER_SETTINGS, plugin_gauge  # noqa: E402
 
 ensure_importable()
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec  # noqa: E402
@@ -448,7 +448,7 @@ class ReactionBench:
         libs = ensure_libs()
         if not libs.plugin:
             raise BenchError(
-                "no Strimzi quota plugin jar among the cluster's libraries; run 'python -m kafka_sim libs'"
+                "no Strimzi quota plugin jar among the cluster's libraries; run 'python -m kafka_testbed libs'"
             )
         for attempt in range(1, 4):
             directory = os.path.join(self.workdir, f"cluster-{attempt}")

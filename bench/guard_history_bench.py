@@ -25,8 +25,8 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT]
 
-from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
 
 BROKERS = 50
 DEFAULT_INTERVAL = 30.0

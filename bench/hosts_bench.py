@@ -39,10 +39,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
-from kafka_sim.hosts import image  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.hosts.docker import docker, ensure_daemon  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.hosts.fleet import HostFleet  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.kafka_libs import ensure_libs  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.hosts import image  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.hosts.docker import docker, ensure_daemon  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.hosts.fleet import HostFleet  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.kafka_libs import ensure_libs  # noqa: E402  pylint: disable=wrong-import-position
 
 BROKERS = 3
 TOPIC = "rolled"

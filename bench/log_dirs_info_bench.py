@@ -23,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
-from kafka_sim.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.cluster import Cluster  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.testing import free_port_block  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _collect_once(bootstrap):

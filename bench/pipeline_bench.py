@@ -38,7 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [path for path in (ROOT, BENCH_DIR) if path not in sys.path]
 
-from kafka_sim.nodes import descendants  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.nodes import descendants  # noqa: E402  pylint: disable=wrong-import-position
 
 BUILD = os.path.join(ROOT, "build", "bench")
 RESULT_FILE = os.path.join(BUILD, "pipeline_bench.json")

@@ -2,7 +2,7 @@
 
 Measures, in one run and against a 3-broker test cluster started here with one topic of replication factor 3 (so
 every restart leaves every partition under-replicated until the restarted broker's replicas have caught up):
-* the known minimum per broker: the test cluster's own restart (``python -m kafka_sim restart``, timed directly,
+* the known minimum per broker: the test cluster's own restart (``python -m kafka_testbed restart``, timed directly,
   median) plus the cluster's catch-up time;
 * the role through ``ansible-playbook`` with all 3 brokers needing a restart, and the same play with none needing
   one (the playbook's fixed cost); overhead per broker = (total - fixed cost - 3 x minimum) / 3, median over runs;
@@ -40,8 +40,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 sys.path[:0] = [ROOT, COLLECTIONS]
 
-from kafka_sim.cluster import Cluster, process_alive  # noqa: E402  pylint: disable=wrong-import-position
-from kafka_sim.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.cluster import Cluster, process_alive  # noqa: E402  pylint: disable=wrong-import-position
+from kafka_testbed.testing import base_port_for  # noqa: E402  pylint: disable=wrong-import-position
 
 BROKERS = 3
 TOPIC = "rolled"
@@ -55,7 +55,7 @@ def _driver(cluster):
     """The restart command for broker {node_id}, as the role's command method takes it."""
     return (
         " ".join(
-            shlex.quote(part) for part in (sys.executable, "-m", "kafka_sim", "restart", "--dir", cluster.directory)
+            shlex.quote(part) for part in (sys.executable, "-m", "kafka_testbed", "restart", "--dir", cluster.directory)
         )
         + " --broker {node_id}"
     )
@@ -302,7 +302,7 @@ def _measure(args, workdir):
 
 def _report(args, figures):
     rows = [
-        ("test cluster restart of one broker (kafka_sim restart, median)", figures["restart"]),
+        ("test cluster restart of one broker (kafka_testbed restart, median)", figures["restart"]),
         (
             "catch-up time (the model's catch_up_ms; on real Kafka measured: healthy again after the restart)",
             figures["catch_up"],

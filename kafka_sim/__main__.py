@@ -1,7 +1,8 @@
-"""``python -m kafka_sim``: see :mod:`kafka_sim.cli`."""
+"""``python -m kafka_sim``: the same command line as ``python -m kafka_testbed``, under its former name."""
 
 import sys
 
-from kafka_sim.cli import main
+from kafka_testbed.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

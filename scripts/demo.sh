@@ -13,10 +13,10 @@ volume=()
 # Each log dir gets its own small filesystem when we may mount one (root), so sizes are real and distinct.
 if [ "$(id -u)" = "0" ]; then volume=(--volume-size 64M); fi
 
-"$PY" -m kafka_sim down --dir "$DEMO_DIR" >/dev/null 2>&1 || true
+"$PY" -m kafka_testbed down --dir "$DEMO_DIR" >/dev/null 2>&1 || true
 rm -rf "$DEMO_DIR"
-trap '"$PY" -m kafka_sim down --dir "$DEMO_DIR" >/dev/null 2>&1 || true' EXIT
-"$PY" -m kafka_sim up --dir "$DEMO_DIR" --brokers 3 --combined 2 --log-dirs-per-broker 2 --catch-up-ms 1000 "${volume[@]}"
+trap '"$PY" -m kafka_testbed down --dir "$DEMO_DIR" >/dev/null 2>&1 || true' EXIT
+"$PY" -m kafka_testbed up --dir "$DEMO_DIR" --brokers 3 --combined 2 --log-dirs-per-broker 2 --catch-up-ms 1000 "${volume[@]}"
 "$PY" scripts/demo_produce.py "$DEMO_DIR/cluster.json"
 "$PY" scripts/demo_inventory.py "$DEMO_DIR/cluster.json" .demo/inventory.yml
 

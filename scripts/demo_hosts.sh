@@ -9,12 +9,12 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 FLEET=.demo/fleet
 
-"$PY" -m kafka_sim hosts down --dir "$FLEET" >/dev/null 2>&1 || true
+"$PY" -m kafka_testbed hosts down --dir "$FLEET" >/dev/null 2>&1 || true
 rm -rf "$FLEET"
 if [ "${HEADROOM_DEMO_KEEP:-0}" != "1" ]; then
-  trap '"$PY" -m kafka_sim hosts down --dir "$FLEET" >/dev/null 2>&1 || true' EXIT
+  trap '"$PY" -m kafka_testbed hosts down --dir "$FLEET" >/dev/null 2>&1 || true' EXIT
 fi
-"$PY" -m kafka_sim hosts up --dir "$FLEET" --brokers 3 --controllers 1
+"$PY" -m kafka_testbed hosts up --dir "$FLEET" --brokers 3 --controllers 1
 BOOTSTRAP=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['bootstrap_servers'])" "$FLEET/cluster.json")
 cat > "$FLEET/site-vars.yml" <<VARS
 # The site's settings, layered over the fleet's inventory (ansible-playbook -i inventory.yml -i site-vars.yml).

@@ -48,7 +48,7 @@ def main(cluster_file, out):
         "kafka_preflight_limits": {"min_available_ratio": 0.05, "fail_on": "pause"},
         "rolling_restart_method": "command",
         "rolling_restart_command": (
-            f"{sys.executable} -m kafka_sim restart --dir {info['directory']} --broker {{node_id}}"
+            f"{sys.executable} -m kafka_testbed restart --dir {info['directory']} --broker {{node_id}}"
         ),
         "rolling_restart_poll_interval": 0.2,
         # site.yml's last play: the usage pipeline over the snapshot topic, with the quota plugin's volume limit.

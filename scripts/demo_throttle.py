@@ -7,9 +7,9 @@ import subprocess
 import sys
 import time
 
-from kafka_sim.cluster import Cluster
-from kafka_sim.log_dir_probe import fill_volume
-from kafka_sim.traffic import create_topic, metric, plugin_gauge, produce, wait_until
+from kafka_testbed.cluster import Cluster
+from kafka_testbed.log_dir_probe import fill_volume
+from kafka_testbed.traffic import create_topic, metric, plugin_gauge, produce, wait_until
 
 TOPIC = "demo-throttle"
 QUOTA_WINDOW_S = 11

@@ -15,9 +15,9 @@ from held_quotas import held_quotas
 
 from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
-from kafka_sim.log_dir_probe import fill_volume
-from kafka_sim.testing import ClusterFactory
-from kafka_sim.traffic import wait_until
+from kafka_testbed.log_dir_probe import fill_volume
+from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1 << 20

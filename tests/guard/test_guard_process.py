@@ -15,8 +15,8 @@ import pytest
 import yaml
 from held_quotas import held_quotas
 
-from kafka_sim.testing import ClusterFactory
-from kafka_sim.traffic import wait_until
+from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DECLARED = [{"entity": {"user": "alice"}, "producer_byte_rate": 4000, "consumer_byte_rate": 9000}]

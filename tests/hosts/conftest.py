@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from kafka_sim.hosts.fleet import HostFleet
+from kafka_testbed.hosts.fleet import HostFleet
 
 
 def pytest_collection_modifyitems(items):

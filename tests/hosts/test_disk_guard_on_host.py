@@ -13,7 +13,7 @@ import pytest
 from fleet_playbooks import run_playbook
 from held_quotas import held_quotas
 
-from kafka_sim.traffic import create_topic, produce, wait_until
+from kafka_testbed.traffic import create_topic, produce, wait_until
 
 PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "disk_guard.yml")
 SERVICE = "headroom-disk-guard"

@@ -8,8 +8,8 @@ import subprocess
 import yaml
 from fleet_playbooks import run_ansible
 
-from kafka_sim.hosts import image
-from kafka_sim.hosts.docker import docker
+from kafka_testbed.hosts import image
+from kafka_testbed.hosts.docker import docker
 
 SIZE = 64 << 20
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from fleet_playbooks import SITE, run_playbook
 
-from kafka_sim.traffic import create_topic, metric, produce, wait_until
+from kafka_testbed.traffic import create_topic, metric, produce, wait_until
 
 PLUGIN_JAR = "kafka-quotas-plugin-0.3.1.jar"
 PLUGIN_SHA256 = "6f1fd30adbe26adb0e7411b653077ea920e13f6ac0adb769b6348ee47876175d"

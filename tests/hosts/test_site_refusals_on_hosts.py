@@ -7,7 +7,7 @@ import pytest
 import yaml
 from fleet_playbooks import SITE, run_playbook
 
-from kafka_sim.traffic import wait_until
+from kafka_testbed.traffic import wait_until
 
 SPEC = {
     "type": "strimzi",

@@ -19,9 +19,9 @@ from test_site import run_site, write_inventory
 
 from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules
 from dashboards.queries import dashboard_queries
-from kafka_sim.log_dir_probe import fill_volume
-from kafka_sim.prometheus import PrometheusServer
-from kafka_sim.traffic import create_topic, produce, wait_until
+from kafka_testbed.log_dir_probe import fill_volume
+from kafka_testbed.prometheus import PrometheusServer
+from kafka_testbed.traffic import create_topic, produce, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLE_EXPORTER_RULES = os.path.join(ROOT, "roles", "jmx_exporter", "files", "jmx-exporter.yml")
@@ -44,7 +44,7 @@ THROTTLED_MINUTES = 1
 @pytest.fixture(scope="module")
 def watched(kafka_cluster_root, tmp_path_factory):
     """The cluster with the plugin and the role's exporter rules, the guard observing, and Prometheus with the rules."""
-    from kafka_sim.testing import ClusterFactory
+    from kafka_testbed.testing import ClusterFactory
 
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
     guard = None

@@ -11,8 +11,8 @@ import time
 import pytest
 from test_integration_targets import connection_options
 
-from kafka_sim.testing import ClusterFactory
-from kafka_sim.traffic import allow_all_on_topic, create_topic
+from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.traffic import allow_all_on_topic, create_topic
 
 USER, PASSWORD, MECHANISM = "alice", "alice-secret", "SCRAM-SHA-512"
 WRONG_PASSWORD = "not-alice-secret"

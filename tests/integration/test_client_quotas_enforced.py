@@ -14,8 +14,8 @@ import pytest
 from ansible_run import run_module
 from test_integration_targets import connection_options
 
-from kafka_sim.testing import ClusterFactory
-from kafka_sim.traffic import create_topic, produce
+from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.traffic import create_topic, produce
 
 QUOTA = 256 << 10  # producer_byte_rate, bytes/s
 SECONDS = 16

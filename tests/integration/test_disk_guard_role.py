@@ -1,5 +1,5 @@
 """The disk_guard role on a machine without systemd: a systemctl stand-in first on PATH records every call and runs the
-rendered unit's ExecStart for start and restart (kafka_sim.fake_systemctl), so what the role installs is what runs.
+rendered unit's ExecStart for start and restart (kafka_testbed.fake_systemctl), so what the role installs is what runs.
 The guard runs as this machine's current user (switching users needs the real systemd: tests/hosts does that).
 Proven: the role builds the guard's wheel, installs it into a virtual environment of its own (without Ansible) and the
 guard it starts from there applies the declared quotas on the cluster and writes its metrics; a second run changes
@@ -20,8 +20,8 @@ import pytest
 import yaml
 from held_quotas import held_quotas
 
-from kafka_sim import fake_systemctl
-from kafka_sim.traffic import wait_until
+from kafka_testbed import fake_systemctl
+from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
@@ -34,7 +34,7 @@ SECRET = "guard-secret-never-shown"
 @pytest.fixture(scope="module")
 def machine(kafka_cluster_root, tmp_path_factory):
     """A test cluster and a directory tree standing in for the guard's host, with the systemctl stand-in."""
-    from kafka_sim.testing import ClusterFactory
+    from kafka_testbed.testing import ClusterFactory
 
     factory = ClusterFactory(kafka_cluster_root)
     cluster = factory(2)

@@ -21,9 +21,9 @@ import pytest
 from ansible_run import run_module
 from test_integration_targets import connection_options
 
-from kafka_sim.log_dir_probe import fill_volume
-from kafka_sim.testing import ClusterFactory
-from kafka_sim.traffic import allow_all_on_topic, create_topic, produce, wait_until
+from kafka_testbed.log_dir_probe import fill_volume
+from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.traffic import allow_all_on_topic, create_topic, produce, wait_until
 
 MIB = 1 << 20
 UNLIMITED = 9223372036854775807  # Long.MAX_VALUE: the rate the guard gives an excluded principal

@@ -7,7 +7,7 @@ connection options as ``module_defaults`` for the collection's action group, and
 
 * ``kafka_cluster``: the cluster's cluster.json (bootstrap servers, brokers, TLS files, SASL credentials).
 * ``kafka_connection``: the connection options as the modules take them.
-* ``kafka_sim``: a command prefix that drives the test cluster (``{{ kafka_sim }} stop --broker 2``).
+* ``kafka_testbed``: a command prefix that drives the test cluster (``{{ kafka_testbed }} stop --broker 2``).
 * ``output_dir``: a scratch directory for the target.
 """
 
@@ -76,12 +76,12 @@ def connection_options(info):
 
 
 def run_target(name, cluster, output_dir):
-    driver = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "kafka_sim"))
+    driver = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "kafka_testbed"))
     variables = {
         "kafka_cluster": cluster.info,
         "kafka_connection": connection_options(cluster.info),
-        "kafka_sim": driver,
-        "kafka_sim_dir": cluster.directory,
+        "kafka_testbed": driver,
+        "kafka_testbed_dir": cluster.directory,
         "output_dir": output_dir,
         "ansible_python_interpreter": sys.executable,
     }

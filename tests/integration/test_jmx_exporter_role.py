@@ -8,7 +8,7 @@ import yaml
 from local_hosts import host_files, one_line, restart_marks, run_role_marking_restarts
 from test_integration_targets import ROOT
 
-from kafka_sim.kafka_libs import ensure_libs
+from kafka_testbed.kafka_libs import ensure_libs
 
 AGENT_JAR = "jmx_prometheus_javaagent-1.0.1.jar"
 NODES = {"broker-1": "broker", "controller-2": "controller", "combined-3": "broker,controller"}

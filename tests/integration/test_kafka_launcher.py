@@ -1,6 +1,6 @@
 """The real engine of the test cluster: how it formats and starts Apache Kafka nodes, and from which jars.
 
-The conformance suite (tests/kafka_sim) covers what the nodes do once they run; these tests cover the launcher's own
+The conformance suite (tests/kafka_testbed) covers what the nodes do once they run; these tests cover the launcher's own
 work: one formatter JVM for every node (Kafka's StorageTool per node without a JDK), the class archive every node maps,
 and an existing Kafka installation (``KAFKA_HOME``) instead of the jars Maven fetched.
 """
@@ -10,10 +10,10 @@ import os
 
 import pytest
 
-from kafka_sim import storage_format
-from kafka_sim.cluster import Cluster, ClusterError
-from kafka_sim.kafka_libs import AGENT_PREFIX, PLUGIN_PREFIX, ensure_libs
-from kafka_sim.testing import base_port_for
+from kafka_testbed import storage_format
+from kafka_testbed.cluster import Cluster, ClusterError
+from kafka_testbed.kafka_libs import AGENT_PREFIX, PLUGIN_PREFIX, ensure_libs
+from kafka_testbed.testing import base_port_for
 
 
 def _meta(path):
@@ -73,7 +73,9 @@ def test_a_refused_format_names_each_node_and_kafkas_reason(tmp_path, formatter)
 
 def test_every_node_maps_the_class_archive(kafka_cluster_factory):
     libs = ensure_libs()
-    assert os.path.exists(libs.class_archive), "python -m kafka_sim libs writes it (make test and make demo run that)"
+    assert os.path.exists(libs.class_archive), (
+        "python -m kafka_testbed libs writes it (make test and make demo run that)"
+    )
     cluster = kafka_cluster_factory(1, engine="kafka", combined=1)
     for entry in cluster.info["brokers"]:
         with open(f"/proc/{entry['pid']}/maps", encoding="utf-8") as handle:

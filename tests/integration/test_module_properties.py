@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from kafka_sim.testing import ClusterFactory
+from kafka_testbed.testing import ClusterFactory
 
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "plugins", "modules")

@@ -13,7 +13,7 @@ import yaml
 from local_hosts import one_line, run_playbook
 
 from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules
-from kafka_sim.prometheus import PrometheusServer
+from kafka_testbed.prometheus import PrometheusServer
 
 PROMTOOL = shutil.which("promtool")
 PROMETHEUS = shutil.which("prometheus")

@@ -14,7 +14,7 @@ import zipfile
 import pytest
 from local_hosts import host_files, one_line, restart_marks, run_role_marking_restarts
 
-from kafka_sim.kafka_libs import ensure_libs
+from kafka_testbed.kafka_libs import ensure_libs
 
 PLUGIN_CLASS = "io.strimzi.kafka.quotas.StaticQuotaCallback"
 PINNED = "0.3.1"

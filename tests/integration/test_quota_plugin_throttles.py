@@ -14,9 +14,9 @@ from ansible_run import run_module
 from test_integration_targets import connection_options
 from test_site import run_site, write_inventory
 
-from kafka_sim.log_dir_probe import fill_volume
-from kafka_sim.nodes import tail
-from kafka_sim.traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
+from kafka_testbed.log_dir_probe import fill_volume
+from kafka_testbed.nodes import tail
+from kafka_testbed.traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
 
 BASE_RATE = 1 << 20  # the plugin's produce quota, bytes/s
 LIMIT = 32 << 20  # min.available.bytes per volume
@@ -35,7 +35,7 @@ SPEC = {
 
 @pytest.fixture(scope="module")
 def plugin_cluster(kafka_cluster_root, tmp_path_factory):
-    from kafka_sim.testing import ClusterFactory
+    from kafka_testbed.testing import ClusterFactory
 
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
     cluster = factory(2, scram=True, volume_size="64M")

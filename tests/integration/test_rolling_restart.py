@@ -10,13 +10,13 @@ import pytest
 import yaml
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
-from kafka_sim.cluster import Cluster, process_alive
+from kafka_testbed.cluster import Cluster, process_alive
 
 ROLES = os.path.join(ROOT, "roles")
 
 
 def run_roll(cluster, tmp_path, needs_restart, extra_vars=None, host_vars=None, path_prefix=None):
-    driver = f"{sys.executable} -m kafka_sim"
+    driver = f"{sys.executable} -m kafka_testbed"
     inventory = {"all": {"hosts": {}}}
     for entry in cluster.info["brokers"]:
         inventory["all"]["hosts"][f"broker-{entry['id']}"] = {
@@ -185,7 +185,8 @@ elif args[:1] == ["daemon-reload"]:
     pass
 elif args[:1] == ["restart"]:
     node_id = args[1].rsplit("-", 1)[1]
-    sys.exit(subprocess.call([{python!r}, "-m", "kafka_sim", "restart", "--dir", {directory!r}, "--broker", node_id]))
+    command = [{python!r}, "-m", "kafka_testbed", "restart", "--dir", {directory!r}, "--broker", node_id]
+    sys.exit(subprocess.call(command))
 else:
     sys.exit("unexpected systemctl call: " + " ".join(args))
 """

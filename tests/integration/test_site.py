@@ -12,7 +12,7 @@ import pytest
 import yaml
 from test_integration_targets import COLLECTIONS, ROOT, connection_options
 
-from kafka_sim.cluster import Cluster, process_alive
+from kafka_testbed.cluster import Cluster, process_alive
 
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
 SPEC = {
@@ -50,7 +50,7 @@ def write_inventory(cluster, tmp_path, extra=None):
         "kafka_client_quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4096}],
         "rolling_restart_method": "command",
         "rolling_restart_command": (
-            f"{sys.executable} -m kafka_sim restart --dir {cluster.directory} --broker {{node_id}}"
+            f"{sys.executable} -m kafka_testbed restart --dir {cluster.directory} --broker {{node_id}}"
         ),
         "rolling_restart_poll_interval": 0.2,
         "rolling_restart_health_timeout": 60,
@@ -142,8 +142,8 @@ def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_name
     """kafka_jmx_exporter: true. The role writes its rules over the configuration file the test cluster's running
     agents read (the drop-in and the jar go to a scratch directory: these nodes are not systemd units), and the roll
     restarts every node with the plugin."""
-    from kafka_sim.kafka_libs import ensure_libs
-    from kafka_sim.traffic import wait_until
+    from kafka_testbed.kafka_libs import ensure_libs
+    from kafka_testbed.traffic import wait_until
 
     cluster = kafka_cluster_factory(2, catch_up_ms=500)
     scratch = tmp_path / "host"
@@ -286,7 +286,8 @@ def test_check_mode_with_diff_changes_nothing_and_masks_secrets(kafka_cluster_fa
 
 
 def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_factory, tmp_path):
-    from kafka_sim import properties, quota_plugin_config
+    from kafka_testbed import properties
+    from kafka_testbed.model import quota_plugin_config
 
     cluster = kafka_cluster_factory(3, catch_up_ms=500)
     free_form = {

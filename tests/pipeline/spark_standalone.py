@@ -9,7 +9,7 @@ logs are in worker-N/<app id>/<executor id>/stderr). The cluster is up when the 
 worker ALIVE; that is polled, with a time limit whose error quotes the end of the logs. On leaving the block, every
 process of the cluster and their children (the executors) are stopped and waited for, also after an error.
 
-Needs an installed pyspark and the project's kafka_sim (its process helpers); tests and the benchmark import it.
+Needs an installed pyspark and the project's kafka_testbed (its process helpers); tests and the benchmark import it.
 """
 
 import contextlib
@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.request
 
-from kafka_sim.nodes import descendants, process_alive
+from kafka_testbed.nodes import descendants, process_alive
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 180.0  # seconds for the master and every worker to be up, on a busy two-core machine

@@ -14,7 +14,7 @@ import time
 import pytest
 from role_play import run_role
 
-from kafka_sim.nodes import process_alive
+from kafka_testbed.nodes import process_alive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REAL_ROOT = os.path.realpath(ROOT)

@@ -1,6 +1,6 @@
 """The documentation's links point somewhere, and the guides render.
 
-The README, ``bench/README.md``, ``kafka_sim/README.md`` and the guides (``docs/docsite/rst/*.rst``) link to each
+The README, ``bench/README.md``, ``kafka_testbed/README.md`` and the guides (``docs/docsite/rst/*.rst``) link to each
 other: every relative link must name a file that exists, and an anchor a heading (or label) of that file, as GitHub
 renders it (Markdown headings) or as docutils does (RST sections and labels). ``docs/docsite/extra-docs.yml`` lists
 exactly the guides there are, each guide starts with its docsite label and renders without a docutils warning, and
@@ -25,7 +25,7 @@ DOCSITE = os.path.join(ROOT, "docs", "docsite")
 GUIDES = sorted(glob.glob(os.path.join(DOCSITE, "rst", "*.rst")))
 MARKDOWN = [
     os.path.join(ROOT, name)
-    for name in ("README.md", "bench/README.md", "kafka_sim/README.md")
+    for name in ("README.md", "bench/README.md", "kafka_testbed/README.md")
     if os.path.exists(os.path.join(ROOT, name))
 ]
 LABEL_PREFIX = "ansible_collections.headroom.kafka.docsite."

@@ -29,11 +29,12 @@ SHIPPED_TOP_LEVEL = {
     "tests",
 }
 KEPT_OUT = (
+    "kafka_testbed/",
     "kafka_sim/",
     "bench/",
     "build/",
     "scripts/",
-    "tests/kafka_sim/",
+    "tests/kafka_testbed/",
     ".venv/",
     ".hypothesis/",
     ".ruff_cache/",

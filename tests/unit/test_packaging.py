@@ -44,7 +44,7 @@ def test_the_wheel_holds_both_programs_and_the_module_utils_by_their_import_name
     # The pipeline's own rules are the pipeline's; nothing of the test cluster or the tests ships.
     assert {"headroom_pipeline/" + name for name in PIPELINE_ONLY_RULES} <= names
     assert not [name for name in names if name.startswith(MODULE_UTILS) and name.endswith(PIPELINE_ONLY_RULES)]
-    assert not [name for name in names if name.startswith(("kafka_sim/", "tests/", "bench/"))]
+    assert not [name for name in names if name.startswith(("kafka_testbed/", "tests/", "bench/"))]
     # Namespace packages, as in an installed collection: an __init__.py would hide the collection's other parts.
     assert not [name for name in names if name.startswith("ansible_collections/") and name.endswith("__init__.py")]
     assert "headroom-pipeline = headroom_pipeline.cli:main" in entry_points

@@ -1,4 +1,4 @@
-"""Write the Ansible inventory of a kafka_sim test cluster for a molecule scenario.
+"""Write the Ansible inventory of a kafka_testbed test cluster for a molecule scenario.
 
 Usage: python write_inventory.py CLUSTER_DIR OUT [EXTRA_JSON]
 EXTRA_JSON: {"group_vars": {...}, "host_vars": {"broker-N": {...}}} merged over the defaults.
@@ -55,7 +55,7 @@ def main(cluster_dir, out, extra_json="{}"):
         "kafka_client_quotas": CLIENT_QUOTAS,
         "rolling_restart_method": "command",
         "rolling_restart_command": (
-            f"{sys.executable} -m kafka_sim restart --dir {info['directory']} --broker {{node_id}}"
+            f"{sys.executable} -m kafka_testbed restart --dir {info['directory']} --broker {{node_id}}"
         ),
         "rolling_restart_poll_interval": 0.2,
         "rolling_restart_health_timeout": 60,

@@ -8,7 +8,7 @@ import re
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
-from kafka_sim.cluster import Cluster
+from kafka_testbed.cluster import Cluster
 
 testinfra_hosts = ["local://"]
 

@@ -12,7 +12,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.headroom.kafka.plugins.filter import quota_plugin_properties, quota_plugin_warnings
-from kafka_sim import quota_plugin_config
+from kafka_testbed.model import quota_plugin_config
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")

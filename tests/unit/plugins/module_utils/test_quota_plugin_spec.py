@@ -3,8 +3,8 @@
 import pytest
 
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
-from kafka_sim import properties as java_properties
-from kafka_sim import quota_plugin_config
+from kafka_testbed import properties as java_properties
+from kafka_testbed.model import quota_plugin_config
 
 P = "client.quota.callback.static."
 A = P + "kafka.admin."

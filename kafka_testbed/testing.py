@@ -1,0 +1,98 @@
+"""pytest fixtures for suites that need a running test cluster.
+
+``kafka_cluster``: one 3-broker PLAINTEXT cluster for the whole session.
+``kafka_cluster_factory``: fresh clusters with options, stopped at the end of the test.
+"""
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from kafka_testbed.cluster import Cluster, engine_class
+from kafka_testbed.nodes import free_port_block, port_range
+
+__all__ = [
+    "ClusterFactory",
+    "base_port_for",
+    "free_port_block",
+    "kafka_cluster",
+    "kafka_cluster_factory",
+    "kafka_cluster_root",
+    "running_as_root",
+    "worker_ports",
+]
+
+
+def worker_ports(count):
+    """The base ports this pytest process draws from: with pytest-xdist each worker (gw0, gw1, ...) gets a slice of
+    its own, so that two workers never pick the same block between one's check and its brokers' bind."""
+    first, last = port_range(count)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if workers < 2 or not worker.startswith("gw"):
+        return first, last
+    width = (last + count - first) // workers
+    start = first + int(worker[2:]) % workers * width
+    return start, start + width - count
+
+
+def base_port_for(brokers, combined=0, controllers_only=0, engine=None):
+    """A base port with room for every port a cluster of ``engine`` takes (real nodes add controller and metrics
+    ports)."""
+    count = engine_class(engine).ports_needed(brokers, combined, controllers_only)
+    return free_port_block(count, span=worker_ports(count))
+
+
+class ClusterFactory:
+    """Fresh clusters of one engine (``engine``, else ``HEADROOM_TEST_ENGINE``, else real Kafka)."""
+
+    def __init__(self, root, engine=None):
+        self.root = root
+        self.engine = engine
+        self.clusters = []
+
+    def __call__(self, brokers=3, **options):
+        directory = tempfile.mkdtemp(prefix="cluster-", dir=self.root)
+        engine = options.pop("engine", self.engine)
+        cluster = Cluster(directory, engine)
+        options.setdefault(
+            "base_port",
+            base_port_for(brokers, options.get("combined", 0), options.get("controllers_only", 0), cluster.engine),
+        )
+        timeout = options.pop("timeout", 120.0)
+        cluster.create(brokers, **options)
+        self.clusters.append(cluster)
+        cluster.up(timeout)
+        return cluster
+
+    def close(self):
+        for cluster in self.clusters:
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_root():
+    root = tempfile.mkdtemp(prefix="kafka-sim-")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root)
+    cluster = factory(3)
+    yield cluster
+    factory.close()
+
+
+@pytest.fixture
+def kafka_cluster_factory(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root)
+    yield factory
+    factory.close()
+
+
+def running_as_root():
+    return os.geteuid() == 0

@@ -11,25 +11,15 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, Optional
 
-from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, guard_options
+from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, guard_options, secret_masking
 from headroom_guard import argument_spec
-
-MASK = "********"
 
 
 class ConfigError(ValueError):
     """A configuration the guard cannot run with; the message names the file, the option and what is allowed."""
-
-
-def _masked(text: str, secrets: Iterable[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, MASK)
-    return text
 
 
 def _yaml() -> Optional[ModuleType]:
@@ -84,8 +74,10 @@ def load(path: str) -> tuple[dict[str, Any], guard_options.GuardSettings]:
         required_together=guard_options.REQUIRED_TOGETHER,
     )
     if checked.errors:
-        raise ConfigError(f"--config: {path!r}: " + _masked("; ".join(checked.errors), checked.secrets))
+        raise ConfigError(
+            f"--config: {path!r}: " + secret_masking.without_secrets("; ".join(checked.errors), checked.secrets)
+        )
     try:
         return checked.params, guard_options.settings(checked.params)
     except disk_guard.GuardError as exc:
-        raise ConfigError(f"--config: {path!r}: " + _masked(str(exc), checked.secrets)) from None
+        raise ConfigError(f"--config: {path!r}: " + secret_masking.without_secrets(str(exc), checked.secrets)) from None

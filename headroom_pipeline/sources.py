@@ -24,7 +24,7 @@ from headroom_pipeline.config import ConfigError  # makes the collection importa
 
 # isort: split
 # After the import above, which makes the collection importable from a source checkout.
-from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, pipeline_command
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, pipeline_command, secret_masking
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
 
 KAFKA_SCHEME = "kafka://"
@@ -37,9 +37,6 @@ LINE_END = re.compile(r"\r\n|\r|\n")
 # (the passwords come from the environment).
 KAFKA_OPTIONS = pipeline_command.URL_OPTIONS
 SECRET_ENVIRONMENT = pipeline_command.SECRET_ENVIRONMENT
-MASK = "***"
-# A parameter whose name says it holds a secret has its value masked in every message, whatever its spelling.
-SECRET_NAME = re.compile(r"pass(word|wd|phrase)?|pwd|secret|token|credential|jaas", re.IGNORECASE)
 # In a location, name=value after ?, &, ;, #, / or at the start; the value runs to the next "&name=" (a password
 # may hold a bare &) or the end.
 _PARAMETER = re.compile(r"(?P<lead>^|[?&;#/])(?P<name>[^=?&;#/]*)=(?P<value>.*?)(?=[&;][^&;=#?/]*=|$)", re.DOTALL)
@@ -79,9 +76,10 @@ def mask_location(location: Unmasked) -> Unmasked: ...
 
 
 def mask_location(location: object) -> object:
-    """``location`` (one kafka:// URL or path, all of it) with every secret it may carry replaced by ***: the user
-    information before an @ (kafka://user:password@host), the values of parameters named like a password, secret
-    or token (sasl_password, ssl_password, ...), and the passwords the job was given in its environment.
+    """``location`` (one kafka:// URL or path, all of it) with every secret it may carry replaced by the collection's
+    mask (secret_masking.MASK): the user information before an @ (kafka://user:password@host), the values of
+    parameters named like a password, secret or token (secret_masking.is_secret_name: sasl_password, ssl_password,
+    ...), and the passwords the job was given in its environment.
 
     Errors, progress lines, summary.json and the report quote locations through this function.
     """
@@ -100,17 +98,13 @@ def mask_secrets(message: str) -> str:
 
 
 def _without_environment_secrets(text):
-    for variable in SECRET_ENVIRONMENT.values():
-        secret = os.environ.get(variable)
-        if secret:
-            text = text.replace(secret, MASK)
-    return text
+    return secret_masking.without_secrets(text, [os.environ.get(variable) for variable in SECRET_ENVIRONMENT.values()])
 
 
 def _masked_parameter(match):
-    if not SECRET_NAME.search(urllib.parse.unquote_plus(match["name"])):
+    if not secret_masking.is_secret_name(urllib.parse.unquote_plus(match["name"])):
         return match[0]
-    return f"{match['lead']}{match['name']}={MASK}"
+    return f"{match['lead']}{match['name']}={secret_masking.MASK}"
 
 
 def _masked_user_information(text):
@@ -126,7 +120,7 @@ def _masked_user_information(text):
         for index, character in enumerate(text)
         if index >= start and character == "@" and not any(begin <= index < end for begin, end in harmless)
     ]
-    return text[:start] + MASK + text[ends[-1] :] if ends else text
+    return text[:start] + secret_masking.MASK + text[ends[-1] :] if ends else text
 
 
 class ResolvedInput(NamedTuple):

@@ -2,7 +2,10 @@
 
 The reference the Spark stage (headroom_pipeline/decisions.py) and the benchmark's pandas and DuckDB baselines are
 held to: plain Python, one message at a time, easy to read against the rules below. It lives with the tests, since
-nothing the collection ships runs it; every implementation passes tests/vectors/decision_timeline.json.
+nothing the collection ships runs it; every implementation passes tests/vectors/decision_timeline.json, the disk
+guard too (tests/guard/test_decision_timeline_vectors.py). The plugin clock's two boundaries are the guard's own
+functions (disk_guard.factor_valid and disk_guard.still_remembered), so that the two Python implementations of the
+clock cannot drift apart; the Spark stage and the baselines, written for other engines, have theirs.
 
 Inputs are snapshot messages, dicts::
 
@@ -60,7 +63,7 @@ brokers_considered (included brokers for strimzi, fresh brokers for graded). Row
 import datetime
 import math
 
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
+from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, volume_limits
 
 POLICIES = ("strimzi", "graded")
 MICROS_PER_SECOND = 1000000
@@ -186,7 +189,7 @@ class _PluginClock:
 
     def fail(self, instant):
         """(factor, fallback_applied) after a failed observation at ``instant``."""
-        if instant - self.valid_from <= self.validity:
+        if disk_guard.factor_valid(self.valid_from, instant, self.validity):
             return self.factor, False
         return float(self.fallback), True
 
@@ -205,7 +208,8 @@ def _strimzi_row(instant, latest, observed, clock, interval, validity, limits):
     included = [
         message
         for message in latest.values()
-        if message["at_micros"] > instant - interval or instant < message["at_micros"] + validity
+        if message["at_micros"] > instant - interval
+        or disk_guard.still_remembered(message["at_micros"], instant, validity)
     ]
     volumes = [volume for message in included for volume in _broker_volumes(message)]
     decision = volume_limits.strimzi_decision(volumes, **limits)

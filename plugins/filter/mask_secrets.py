@@ -13,8 +13,9 @@ version_added: 0.1.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:
-  - Returns a copy of the properties with passwords, JAAS configurations and PEM private keys replaced by C(********),
-    for diffs and logs.
+  - Returns a copy of the properties with the values of secret keys replaced by C(********), for diffs and logs.
+  - A key is secret when its name holds C(pass), C(pwd), C(secret), C(token), C(credential) or C(jaas) (passwords,
+    JAAS configurations), or ends with C(keystore.key) (PEM private keys). A null value stays null.
 positional: _input
 options:
   _input:
@@ -35,9 +36,9 @@ _value:
   type: dict
 """
 
-from ansible_collections.headroom.kafka.plugins.module_utils.quota_plugin_spec import masked
+from ansible_collections.headroom.kafka.plugins.module_utils.secret_masking import masked_values
 
 
 class FilterModule:
     def filters(self):
-        return {"mask_secrets": masked}
+        return {"mask_secrets": masked_values}

@@ -271,6 +271,20 @@ class GuardMemory(object):
             return cls()
 
 
+# The shipped plugin's two time rules, in any one unit of time (the guard counts epoch seconds, the decision timeline
+# reference of the tests whole microseconds): the one place either boundary is written in Python.
+def factor_valid(valid_from: Optional[float], now: float, validity: float) -> bool:
+    """A factor computed at ``valid_from`` still holds at ``now`` (None: no factor computed yet). Inclusive: the plugin
+    falls back only once now > valid_from + validity."""
+    return valid_from is not None and now - valid_from <= validity
+
+
+def still_remembered(observed_at: float, now: float, validity: float) -> bool:
+    """The volumes of a broker observed at ``observed_at`` still count at ``now`` although it did not answer.
+    Exclusive: the plugin forgets them once now >= observed_at + validity."""
+    return now < observed_at + validity
+
+
 def decide(
     policy: Policy, view: Dict[str, Any], now: float, memory: GuardMemory, factor_applied: Optional[float]
 ) -> Tuple[Dict[str, Any], GuardMemory]:
@@ -303,7 +317,9 @@ def decide(
         return decision, memory
     if view["complete"]:
         brokers = dict(
-            (broker, entry) for broker, entry in memory.brokers.items() if now < entry["observed_at"] + policy.validity
+            (broker, entry)
+            for broker, entry in memory.brokers.items()
+            if still_remembered(entry["observed_at"], now, policy.validity)
         )
         for broker in sorted(set(volume["broker_id"] for volume in view["volumes"])):
             brokers[broker] = {"observed_at": now, "volumes": [v for v in view["volumes"] if v["broker_id"] == broker]}
@@ -335,7 +351,7 @@ def decide(
         "observed": False,
         "remembered_brokers": [],
     }
-    valid = memory.observed_at is not None and now - memory.observed_at <= policy.validity
+    valid = factor_valid(memory.observed_at, now, policy.validity)
     if valid and factor_applied is not None:
         factor = factor_applied
         reason = (

@@ -18,7 +18,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ansible_collections.headroom.kafka.plugins.module_utils import option_checks
+from ansible_collections.headroom.kafka.plugins.module_utils import option_checks, secret_masking
 
 try:
     import kafka.errors as kafka_errors
@@ -234,14 +234,6 @@ def refusal_message(
     return "TLS handshake failed with {0}: {1}{2}".format(where, refusal.reason, "; " + advice if advice else "")
 
 
-def without_secrets(text: str, secrets: Iterable[Optional[str]]) -> str:
-    """text with every secret replaced: the last line of defence for messages that quote a library."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "********")
-    return text
-
-
 if HAS_KAFKA_PYTHON_NET:
 
     class _RefusalAwareConnectionManager(KafkaConnectionManager):
@@ -455,7 +447,7 @@ class KafkaAdapter:
         )
 
     def _without_secrets(self, text):
-        return without_secrets(text, (self._sasl_password, self._ssl_password))
+        return secret_masking.without_secrets(text, (self._sasl_password, self._ssl_password))
 
     def close(self) -> None:
         if self._admin is not None:

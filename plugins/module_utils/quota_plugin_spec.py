@@ -101,8 +101,6 @@ _OWNED_ADMIN_KEYS = dict(
     + [(kafka, "ssl." + field) for field, kafka in SSL_KEYS]
 )
 
-MASK = "********"
-_SECRET_SUFFIXES = ("password", "jaas.config", "keystore.key")
 
 _LONG_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
@@ -712,16 +710,6 @@ def managed_key_pattern(rendered: Dict[str, Any]) -> str:
     else:
         names.extend([re.escape(CALLBACK_CLASS_KEY), re.escape(PREFIX) + r"[^\s=:]+"])
     return "(?:" + "|".join(names) + ")"
-
-
-def masked(properties: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """A copy with secret values (passwords, JAAS configs, PEM private keys) replaced by ``********``, for diffs."""
-    result = {}
-    for key, value in (properties or {}).items():
-        lowered = str(key).lower()
-        secret = "password" in lowered or lowered.endswith(_SECRET_SUFFIXES)
-        result[key] = MASK if secret and value is not None else value
-    return result
 
 
 def _escape(text, is_key):

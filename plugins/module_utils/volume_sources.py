@@ -105,7 +105,8 @@ def gather(
         }
     view = log_dirs.collect(cast("KafkaAdapter", adapter), now)
     active = [broker["id"] for broker in view["brokers"]]
-    answered = set(row["broker_id"] for row in view["log_dirs"])
+    # A broker that answered with no log dirs answered, as the plugin's DescribeLogDirs succeeds with it.
+    answered = set(active) - set(view["missing_brokers"])
     missing = sorted(
         set(view["missing_brokers"])
         | set(view["fenced_brokers"])

@@ -169,7 +169,7 @@ def test_maven_and_url_sources_download_once_on_the_control_node(tmp_path, repos
                 "broker_jar_url": "http://mirror-user:mirror-secret@127.0.0.1:9/x.jar",
                 "broker_jar_checksum": "0" * 64,
             },
-            "from http://***@127.0.0.1:9/x.jar (broker_jar_source=url) could not be fetched",
+            "from http://********@127.0.0.1:9/x.jar (broker_jar_source=url) could not be fetched",
         ),
         (
             {"broker_jar_source": "url", "broker_jar_url": "{url}/missing.jar", "broker_jar_checksum": "0" * 64},

@@ -91,6 +91,19 @@ def test_a_broker_that_does_not_answer_makes_the_view_incomplete_and_the_fallbac
     assert adapter.store[(("user", None),)][1] == {"producer_byte_rate": 500.0}
 
 
+def test_a_broker_that_answers_with_no_log_dirs_answered_as_the_plugin_counts_it():
+    """The plugin's DescribeLogDirs succeeds with such a broker: the observation is complete and the others decide."""
+    adapter = FakeAdapter(log_dirs={1: rows(GIB // 2), 2: []})
+    result, memory = decide(adapter)
+    assert (result["complete"], result["missing_brokers"], result["observed"], result["throttle_factor"]) == (
+        True,
+        [],
+        True,
+        0.0,
+    )
+    assert memory.observed_at == NOW.timestamp()
+
+
 def test_the_declaration_warns_about_client_id_produce_rates_the_default_user_shadows():
     adapter = FakeAdapter(log_dirs={1: rows(5 * GIB)})
     result, _memory = decide(adapter, quotas=[{"entity": {"client_id": "legacy"}, "producer_byte_rate": 10}])

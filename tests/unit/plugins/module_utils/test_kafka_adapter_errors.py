@@ -180,13 +180,6 @@ def test_tls_files_that_do_not_load_are_named_as_a_setup_failure():
     )
 
 
-def test_secrets_are_masked_in_any_message():
-    assert (
-        kafka_adapter.without_secrets("password hunter2 and key pass s3cret", ("hunter2", None, "s3cret"))
-        == "password ******** and key pass ********"
-    )
-
-
 def test_bytes_that_arrive_with_the_end_of_the_stream_are_delivered_before_the_end_is_reported():
     reads = iter(
         [

@@ -947,27 +947,6 @@ def test_render_with_free_form_merges():
 
 
 # -- masking and the block ------------------------------------------------------------------------------------------
-def test_masked_hides_secrets_only():
-    props = {
-        A + "ssl.keystore.password": "a",
-        A + "ssl.truststore.password": "b",
-        A + "ssl.key.password": "c",
-        A + "sasl.jaas.config": "d",
-        A + "ssl.keystore.key": "e",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "f",
-        "password.encoder.secret": "g",
-        "ssl.keystore.certificate.chain": "CERT",
-        "ssl.truststore.certificates": "CA",
-        A + "ssl.keystore.location": "/x.p12",
-        P + "produce": "1000",
-    }
-    result = quota_plugin_spec.masked(props)
-    assert list(result) == list(props)
-    assert [k for k, v in result.items() if v == "********"] == list(props)[:7]
-    assert result[A + "ssl.keystore.location"] == "/x.p12" and result[P + "produce"] == "1000"
-    assert props[A + "ssl.keystore.password"] == "a"
-
-
 def test_render_block_lines_in_order():
     props = render(strimzi(producer_byte_rate=1000.0), internal=["User:CN=b"])
     assert quota_plugin_spec.render_block(props) == "\n".join(

@@ -20,12 +20,9 @@ import tempfile
 import urllib.parse
 from typing import Any, NamedTuple, TypeVar, overload
 
-from headroom_pipeline.config import ConfigError  # makes the collection importable
-
-# isort: split
-# After the import above, which makes the collection importable from a source checkout.
 from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, pipeline_command, secret_masking
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import topic_name_problem
+from headroom_pipeline.config import ConfigError
 
 KAFKA_SCHEME = "kafka://"
 PARQUET_SUFFIXES = (".parquet", ".parq")

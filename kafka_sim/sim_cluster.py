@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 
-from kafka_sim import security
+from kafka_sim import lanes, security
 from kafka_sim.kafka_libs import fetched_plugin_jar
 from kafka_sim.nodes import (
     ADMIN_USER,
@@ -60,6 +60,7 @@ class SimCluster(ClusterBase):
     ):
         """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also
         controllers) and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
+        lanes.require_lane(lanes.MODEL_CLUSTER)
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         os.makedirs(self.directory, exist_ok=True)
         metadata_dir = os.path.join(self.directory, "metadata")
@@ -200,6 +201,7 @@ class SimCluster(ClusterBase):
         self.wait_ready([entry], timeout)
 
     def _launch(self, entry):
+        lanes.require_lane(lanes.MODEL_CLUSTER)
         with open(entry["log_file"], "ab") as log:
             process = subprocess.Popen(  # pylint: disable=consider-using-with  # the broker outlives this command
                 [sys.executable, "-m", "kafka_sim", "broker", "--config", entry["properties"]],

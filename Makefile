@@ -8,17 +8,30 @@
 #   make sanity     ansible-test sanity for the collection
 #   make lint       ruff format --check and ruff check (ruff.toml, 120 columns) on every Python file, ansible-lint
 #                   with the production profile, and mypy on the typed public functions (mypy.ini)
-#   make hosts-prerequisites  Debian's docker.io and debootstrap, for the fleet of test hosts (tests/hosts)
-#   make pytest     pytest suite (tests/), on real Kafka brokers (HEADROOM_TEST_ENGINE set to sim: the model)
-#   make test       sanity, lint (ruff, ansible-lint, mypy), pytest (molecule scenarios included), then the conformance
-#                   suite on real Kafka
-#   make molecule   every molecule scenario (extensions/molecule), each on its own test cluster (also part of pytest)
-#   make conformance-kafka  the conformance suite of the test cluster (tests/kafka_testbed) against real Kafka brokers
-#                   (pytest runs it against the model)
+#   make hosts-prerequisites  Debian's docker.io, debootstrap and prometheus, for the test hosts and the alert tests
+#
+# The tests run in lanes. The directory of a test file gives its lane, which tests/conftest.py adds as a marker
+# (kafka_testbed/lanes.py has the table); each lane's target runs pytest -m LANE, and a test that starts a cluster, a
+# fleet, Spark or Prometheus its lane may not start fails, naming the lane it belongs to.
+#   make unit         the unit tests (tests/unit, tests/kafka_testbed/unit): no Java, Maven, Kafka, Spark or Docker
+#                     needed, under two minutes; also lints the changelog fragments
+#   make integration  real Kafka clusters, playbook and module runs, the guard as a service, the alert rules on
+#                     Prometheus (tests/integration)
+#   make hosts        a fleet of test hosts: containers with systemd and sshd, real Kafka under systemd (tests/hosts)
+#   make pipeline     the usage pipeline on Spark, local and standalone (tests/pipeline)
+#   make molecule     every molecule scenario (extensions/molecule), on a test cluster or a fleet (tests/molecule)
+#   make conformance  the test cluster's conformance suite (tests/kafka_testbed) on the model, then on real Kafka
+#                     (make conformance-kafka: on real Kafka only)
+#   make test         sanity, lint, then every lane in the order above; every lane runs, and it fails when one failed
+#
 #   make demo     run the demo (scripts/demo.sh)
 #   make demo-hosts  the demo's story over SSH on a fleet of test hosts (scripts/demo_hosts.sh)
 #   make bench    run the benchmarks (figures, not pass/fail)
 #   make clean    remove build artefacts and test output
+#
+# A release: set version in galaxy.yml, then `PATH=$PWD/.venv/bin:$PATH antsibull-changelog release` records the
+# fragments (changelogs/fragments, linted by make unit) as the release's entry in changelogs/changelog.yaml, writes
+# CHANGELOG.rst and removes the fragments (docs/docsite/rst/guide_development.rst, Releases).
 
 PYTHON ?= python3
 VENV := .venv
@@ -30,7 +43,8 @@ SHELL := /bin/bash
 # must be found on PATH by the recipes and the scripts they run.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint pytest molecule conformance-kafka test demo bench clean collection-link
+.PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint unit integration hosts pipeline molecule conformance \
+	conformance-kafka test demo bench clean collection-link
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -68,6 +82,8 @@ lint: venv collection-link
 # started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST := $(VENV)/bin/python -m pytest
+LANES := unit integration hosts pipeline molecule conformance
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is
 # started by the tests when none runs) and debootstrap; the alert rules are tested with Debian's prometheus (promtool,
@@ -77,24 +93,46 @@ hosts-prerequisites:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			docker.io debootstrap prometheus >/dev/null; }
 
-# The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail).
-pytest: venv kafka-libs hosts-prerequisites
-	HEADROOM_KEEP_DOCKERD=1 $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests; status=$$?; \
-		$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; exit $$status
+# The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail): at
+# the end of the lane, or at the end of make test, which runs the lanes with STOP_DOCKERD=no.
+STOP_DOCKERD ?= yes
+define fleet_lane
+	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m $(1) tests; status=$$?; \
+		if [ "$(STOP_DOCKERD)" = yes ]; then $(VENV)/bin/python -m kafka_testbed hosts stop-daemon; fi; exit $$status
+endef
+
+unit: venv
+	$(PYTEST) $(PYTEST_PARALLEL) -m unit tests
+
+integration: venv kafka-libs hosts-prerequisites
+	$(PYTEST) $(PYTEST_PARALLEL) -m integration tests
+
+hosts: venv kafka-libs hosts-prerequisites
+	$(call fleet_lane,hosts)
+
+pipeline: venv kafka-libs
+	$(PYTEST) $(PYTEST_PARALLEL) -m pipeline tests
 
 molecule: venv kafka-libs hosts-prerequisites
-	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) PYTHONPATH=$(CURDIR):$(COLLECTIONS) $(VENV)/bin/molecule test --all
+	$(call fleet_lane,molecule)
 
 # The same tests that pin the model, run against real brokers: every difference is fixed in the model or listed in
-# kafka_testbed/README.md (model-only tests are skipped there with that reason).
+# kafka_testbed/README.md (model-only tests are skipped there with that reason). Both engines run, whichever fails.
+conformance: venv kafka-libs
+	$(PYTEST) $(PYTEST_PARALLEL) -m conformance tests; model=$$?; \
+		$(MAKE) --no-print-directory conformance-kafka; exit $$(( model || $$? ))
+
 conformance-kafka: venv kafka-libs
-	HEADROOM_CONFORMANCE_ENGINE=kafka $(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) tests/kafka_testbed --ignore=tests/kafka_testbed/unit
+	HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -m conformance tests
 
 test: venv kafka-libs
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory pytest
-	$(MAKE) --no-print-directory conformance-kafka
+	@failed=""; for lane in $(LANES); do \
+		echo "== lane $$lane"; $(MAKE) --no-print-directory STOP_DOCKERD=no $$lane || failed="$$failed $$lane"; \
+	done; \
+	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
+	if [ -n "$$failed" ]; then echo "failed lanes:$$failed" >&2; exit 1; fi
 
 demo: venv kafka-libs
 	scripts/demo.sh

@@ -6,7 +6,7 @@ own: the part of Ansible's argument spec the spec uses (types str, path, int, fl
 elements, sub-options, required, default, choices, no_log; mutually_exclusive, required_if and required_together),
 with Ansible's conversions and in Ansible's order, so that a configuration file means exactly what the same options
 mean to the module. A spec that uses anything else is refused (SpecError) rather than half applied.
-tests/guard/test_argument_spec.py holds the checker to ArgumentSpecValidator on generated input.
+tests/unit/guard/test_argument_spec.py holds the checker to ArgumentSpecValidator on generated input.
 
 The messages are the guard's own: each names the option (``quotas[0].entity``), the value and what is allowed. The
 value of an option the spec marks no_log is never shown, nor the value of an option the spec does not know (a

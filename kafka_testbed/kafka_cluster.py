@@ -15,7 +15,7 @@ import tempfile
 import time
 import uuid
 
-from kafka_testbed import properties, security
+from kafka_testbed import lanes, properties, security
 from kafka_testbed.client_config import kafka_python_config
 from kafka_testbed.kafka_libs import ensure_libs
 from kafka_testbed.log_dir_probe import LogDirProbe, fill_volume
@@ -162,6 +162,7 @@ class KafkaCluster(ClusterBase):
         ``controllers_only`` controller nodes after them. KRaft needs a quorum: with neither option, one controller-only
         node is added. ``catch_up_ms`` is the model's knob; real replicas catch up at their own pace."""
         del catch_up_ms
+        lanes.require_lane(lanes.KAFKA_CLUSTER)
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         libs = ensure_libs()
         os.makedirs(self.directory, exist_ok=True)
@@ -306,6 +307,7 @@ class KafkaCluster(ClusterBase):
 
     # -- processes ------------------------------------------------------------------------------------------------
     def _launch(self, entry, libs):
+        lanes.require_lane(lanes.KAFKA_CLUSTER)
         agent = (
             [f"-javaagent:{libs.agent}={HOST}:{entry['metrics_port']}:{self.info['exporter_config']}"]
             if self.metrics_agent

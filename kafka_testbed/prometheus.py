@@ -14,6 +14,8 @@ import urllib.request
 
 import yaml
 
+from kafka_testbed import lanes
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
@@ -37,6 +39,7 @@ class PrometheusServer:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
+        lanes.require_lane(lanes.PROMETHEUS)
         config = {
             "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
             "rule_files": self.rule_files,

@@ -13,7 +13,7 @@ import os
 import subprocess
 import time
 
-from kafka_testbed import properties, security
+from kafka_testbed import lanes, properties, security
 from kafka_testbed.hosts import image
 from kafka_testbed.hosts.docker import docker, ensure_daemon, stop_daemon_if_started
 from kafka_testbed.hosts.inventory import render_inventory
@@ -157,6 +157,7 @@ class HostFleet(KafkaCluster):
     ):
         """Start ``brokers`` broker hosts (ids 1..brokers) and ``controllers`` controller-only hosts after them, with
         Kafka formatted, started by systemd and every broker registered unfenced; writes inventory.yml."""
+        lanes.require_lane(lanes.HOST_FLEET)
         if self.info is not None and self.info.get("brokers"):
             raise ClusterError(f"a fleet is already described in {self.path}; run 'hosts down' first")
         if brokers < 1 or controllers < 1 or log_dirs_per_broker < 1:

@@ -8,7 +8,7 @@ import sys
 import time
 import uuid
 
-from kafka_testbed import security
+from kafka_testbed import lanes, security
 from kafka_testbed.kafka_libs import fetched_plugin_jar
 from kafka_testbed.model.state import DEFAULT_CATCH_UP_MS, ClusterState
 from kafka_testbed.nodes import (
@@ -61,6 +61,7 @@ class SimCluster(ClusterBase):
     ):
         """Write the configs of ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` of them also
         controllers) and ``controllers_only`` controller nodes (the ids after them) and format the cluster metadata."""
+        lanes.require_lane(lanes.MODEL_CLUSTER)
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
         os.makedirs(self.directory, exist_ok=True)
         metadata_dir = os.path.join(self.directory, "metadata")
@@ -201,6 +202,7 @@ class SimCluster(ClusterBase):
         self.wait_ready([entry], timeout)
 
     def _launch(self, entry):
+        lanes.require_lane(lanes.MODEL_CLUSTER)
         with open(entry["log_file"], "ab") as log:
             process = subprocess.Popen(  # pylint: disable=consider-using-with  # the broker outlives this command
                 [sys.executable, "-m", "kafka_testbed", "broker", "--config", entry["properties"]],

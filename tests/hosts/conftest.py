@@ -1,7 +1,8 @@
 """Fleets of test hosts (containers with systemd and sshd, Kafka under systemd) for the tests in this directory.
 
-Every fleet a test starts is removed when the test (or module) ends, also when it fails; a Docker daemon started for
-them is stopped once the whole run is over (``make pytest`` runs ``hosts stop-daemon``).
+The tests here are the lane ``hosts`` (``make hosts``). Every fleet a test starts is removed when the test (or module)
+ends, also when it fails; a Docker daemon started for them is stopped once the lane, or ``make test``, is over (the
+Makefile runs ``hosts stop-daemon``).
 """
 
 import shutil
@@ -10,13 +11,6 @@ import tempfile
 import pytest
 
 from kafka_testbed.hosts.fleet import HostFleet
-
-
-def pytest_collection_modifyitems(items):
-    """Every test here runs on a fleet: marked ``hosts``, so that ``-m 'not hosts'`` leaves them out."""
-    for item in items:
-        if "tests/hosts/" in item.nodeid or item.nodeid.startswith("hosts/"):
-            item.add_marker(pytest.mark.hosts)
 
 
 class FleetFactory:

@@ -123,7 +123,10 @@ def test_a_broker_that_fails_to_start_stops_the_roll(kafka_cluster_factory, tmp_
         handle.write("client.quota.callback.class=io.strimzi.kafka.quotas.StaticQuotaCallback\n")
     result = run_roll(cluster, tmp_path, needs_restart={2, 3})
     assert result.returncode != 0
-    assert "kafka.admin.bootstrap.servers" in result.stdout, result.stdout[-10000:]
+    failed = result.stdout[result.stdout.rindex("TASK [") :]
+    assert failed.startswith("TASK [rolling_restart : Restart with the restart command broker-2]"), failed[-10000:]
+    assert '"--broker", "2"]' in failed and "error: broker 2 exited during startup" in failed, failed[-10000:]
+    assert "kafka.admin.bootstrap.servers" in failed, failed[-10000:]
     assert incarnations(cluster).get(3) == before[3], "broker 3 must not be restarted after broker 2 failed"
 
 

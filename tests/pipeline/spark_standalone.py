@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.request
 
+from kafka_testbed import lanes
 from kafka_testbed.nodes import descendants, process_alive
 
 LOOPBACK = "127.0.0.1"
@@ -111,6 +112,7 @@ def cluster_environment(home, conf_dir):
 @contextlib.contextmanager
 def standalone_cluster(workdir, workers=2, cores_per_worker=1, worker_memory="1g", timeout=START_TIMEOUT):
     """Start a master and ``workers`` workers in ``workdir``; yield a StandaloneCluster; stop them all on exit."""
+    lanes.require_lane(lanes.SPARK_STANDALONE)
     workdir = os.path.abspath(str(workdir))
     home = spark_home()
     conf_dir = os.path.join(workdir, "conf")

@@ -1,0 +1,83 @@
+"""Test lanes: which tests may start which clusters.
+
+The tests are split into lanes that ``make`` runs one by one (``make unit``, ``make integration``, ...); the directory
+of a test file gives its lane (``LANE_DIRECTORIES``), and tests/conftest.py marks every test with it. While pytest runs
+a test, the conftest puts the test's lane in ``HEADROOM_TEST_LANE`` (pytest itself puts its name in
+``PYTEST_CURRENT_TEST``); every launcher of a cluster calls ``require_lane`` first, also in the subprocesses a test runs
+(``python -m kafka_testbed up`` from a playbook, molecule's create step), since they inherit the environment. A unit
+test that starts a cluster, a Spark session or a server fails at once, naming itself, its lane and where it belongs,
+instead of making the unit lane slow and dependent on Java, Maven or Docker.
+
+Outside pytest (scripts, the demo, the benchmarks) the variable is not set and nothing is checked.
+"""
+
+import os
+
+from kafka_testbed.nodes import ClusterError
+
+LANE_VARIABLE = "HEADROOM_TEST_LANE"
+TEST_VARIABLE = "PYTEST_CURRENT_TEST"
+
+# The order ``make test`` runs them in: the fast lane first.
+LANES = ("unit", "integration", "hosts", "pipeline", "molecule", "conformance")
+
+# Directories below tests/ and their lane; the longest matching directory wins.
+LANE_DIRECTORIES = {
+    "unit": "unit",
+    "kafka_testbed/unit": "unit",
+    "integration": "integration",
+    "hosts": "hosts",
+    "pipeline": "pipeline",
+    "molecule": "molecule",
+    "kafka_testbed": "conformance",
+}
+
+KAFKA_CLUSTER = "a Kafka cluster"
+MODEL_CLUSTER = "a model cluster"
+HOST_FLEET = "a fleet of test hosts"
+SPARK_SESSION = "a Spark session"
+SPARK_STANDALONE = "a Spark standalone cluster"
+PROMETHEUS = "a Prometheus server"
+
+# What each launcher may be started by, and the directory to suggest first to a test that may not.
+_CLUSTER_LANES = ("integration", "hosts", "pipeline", "molecule", "conformance")
+ALLOWED_LANES = {
+    KAFKA_CLUSTER: _CLUSTER_LANES,
+    MODEL_CLUSTER: _CLUSTER_LANES,
+    HOST_FLEET: ("hosts", "molecule"),
+    SPARK_SESSION: ("pipeline", "integration"),
+    SPARK_STANDALONE: ("pipeline",),
+    PROMETHEUS: ("integration",),
+}
+
+
+class LaneError(ClusterError):
+    """A test started a cluster its lane may not start."""
+
+
+def lane_of(relative_path):
+    """The lane of a test file given by its path below tests/ (``unit/test_x.py``), or None when it is in none."""
+    parts = relative_path.replace(os.sep, "/").split("/")[:-1]
+    for depth in range(len(parts), 0, -1):
+        lane = LANE_DIRECTORIES.get("/".join(parts[:depth]))
+        if lane is not None:
+            return lane
+    return None
+
+
+def current_lane():
+    """The lane of the test pytest is running in this process or a parent, None outside pytest."""
+    return os.environ.get(LANE_VARIABLE) or None
+
+
+def require_lane(what):
+    """Raise LaneError when the running test's lane may not start ``what`` (one of the names above)."""
+    lane = current_lane()
+    allowed = ALLOWED_LANES[what]
+    if lane is None or lane in allowed:
+        return
+    test = os.environ.get(TEST_VARIABLE, "").rsplit(" (", 1)[0] or "(unknown)"
+    raise LaneError(
+        f"test {test} in lane {lane} started {what}; move it to tests/{allowed[0]} or mark it "
+        f"@pytest.mark.{allowed[0]} (lanes that may start {what}: {', '.join(allowed)})"
+    )

@@ -1,0 +1,114 @@
+"""Test lanes: every test file is in one lane, chosen by its directory (kafka_testbed/lanes.py), and a test whose lane
+may not start a cluster, a fleet, Spark or Prometheus fails at once with a message that names it, its lane and where it
+belongs; in a subprocess too, and never outside pytest."""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from kafka_testbed import lanes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TESTS = os.path.join(ROOT, "tests")
+PROBES = "tests/unit/lane_probes/unit_tests_that_start_clusters.py"
+
+
+def test_every_test_file_is_in_a_lane():
+    files = [os.path.relpath(path, TESTS) for path in glob.glob(os.path.join(TESTS, "**", "test_*.py"), recursive=True)]
+    assert files
+    assert [path for path in files if lanes.lane_of(path) is None] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "lane"),
+    [
+        ("unit/test_docs_links.py", "unit"),
+        ("unit/plugins/module_utils/test_snapshots.py", "unit"),
+        ("kafka_testbed/unit/test_ports.py", "unit"),
+        ("kafka_testbed/test_topics.py", "conformance"),
+        ("integration/test_site.py", "integration"),
+        ("hosts/test_fleet.py", "hosts"),
+        ("pipeline/test_job.py", "pipeline"),
+        ("molecule/test_molecule.py", "molecule"),
+        ("test_at_the_top.py", None),
+        ("elsewhere/test_x.py", None),
+        ("unit_like/test_x.py", None),
+    ],
+)
+def test_the_directory_gives_the_lane(path, lane):
+    assert lanes.lane_of(path) == lane
+
+
+def test_every_lane_is_a_registered_marker(pytestconfig):
+    registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
+    assert set(lanes.LANES) <= registered
+    assert set(lanes.LANE_DIRECTORIES.values()) == set(lanes.LANES)
+
+
+def test_this_test_runs_in_the_unit_lane(request):
+    assert os.environ[lanes.LANE_VARIABLE] == "unit"
+    assert request.node.get_closest_marker("unit") is not None
+
+
+@pytest.mark.parametrize("what", sorted(lanes.ALLOWED_LANES))
+def test_outside_pytest_anything_may_start(monkeypatch, what):
+    monkeypatch.delenv(lanes.LANE_VARIABLE)
+    lanes.require_lane(what)
+
+
+@pytest.mark.parametrize("what", sorted(lanes.ALLOWED_LANES))
+def test_the_unit_lane_may_start_nothing_and_every_thing_has_a_lane(what):
+    with pytest.raises(lanes.LaneError, match=re.escape(f"in lane unit started {what}; move it to tests/")):
+        lanes.require_lane(what)
+    for lane in lanes.ALLOWED_LANES[what]:
+        assert lane in lanes.LANES
+
+
+def test_an_allowed_lane_passes(monkeypatch):
+    monkeypatch.setenv(lanes.LANE_VARIABLE, "integration")
+    lanes.require_lane(lanes.KAFKA_CLUSTER)
+    monkeypatch.setenv(lanes.LANE_VARIABLE, "pipeline")
+    with pytest.raises(lanes.LaneError, match="in lane pipeline started a Prometheus server; move it to tests/integ"):
+        lanes.require_lane(lanes.PROMETHEUS)
+
+
+def _run(command, **env):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HEADROOM_TEST_"))}
+    environment.update(env)
+    return subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_unit_tests_that_start_clusters_fail_naming_the_test_its_lane_and_where_it_belongs():
+    result = _run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", PROBES])
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    expected = {
+        "test_starts_a_kafka_cluster": "a Kafka cluster; move it to tests/integration",
+        "test_starts_a_model_cluster": "a model cluster; move it to tests/integration",
+        "test_starts_a_fleet": "a fleet of test hosts; move it to tests/hosts",
+        "test_starts_prometheus": "a Prometheus server; move it to tests/integration",
+        "test_starts_a_spark_session": "a Spark session; move it to tests/pipeline",
+        "test_starts_a_spark_standalone_cluster": "a Spark standalone cluster; move it to tests/pipeline",
+    }
+    for test, started in expected.items():
+        assert f"LaneError: test {PROBES}::{test} in lane unit started {started}" in output, output
+    assert " passed" not in output, output
+
+
+def test_a_cluster_started_by_a_subprocess_of_a_unit_test_fails_and_starts_nothing(tmp_path):
+    result = _run(
+        [sys.executable, "-m", "kafka_testbed", "up", "--engine", "sim", "--brokers", "1", "--dir", str(tmp_path)],
+        HEADROOM_TEST_LANE="unit",
+        PYTEST_CURRENT_TEST="tests/unit/test_x.py::test_y (call)",
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip() == (
+        "error: test tests/unit/test_x.py::test_y in lane unit started a model cluster; "
+        "move it to tests/integration or mark it @pytest.mark.integration (lanes that may start a model cluster: "
+        "integration, hosts, pipeline, molecule, conformance)"
+    )
+    assert os.listdir(tmp_path) == []

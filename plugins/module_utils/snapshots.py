@@ -398,7 +398,7 @@ def read_result(
     expected_brokers: Optional[Iterable[int]] = (),
     cluster_id: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """What usage_snapshot state=read returns: fresh snapshots, stale brokers, brokers without a fresh snapshot."""
+    """What usage_snapshot_info returns: fresh snapshots, stale brokers, brokers without a fresh snapshot."""
     result = select_latest(records, now, max_age, cluster_id)
     without = missing_brokers([m["BrokerId"] for m in result["snapshots"]], active_brokers, expected_brokers)
     result.update(brokers_without_snapshot=without, complete=not without, active_brokers=sorted(active_brokers))
@@ -429,7 +429,7 @@ def snapshot_volumes(messages: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]
 
 
 def parse_snapshots(items: object, option: str = "snapshots") -> List[Dict[str, Any]]:
-    """Check a list of snapshot messages given to a module (usage_snapshot's RV snapshots);
+    """Check a list of snapshot messages given to a module (usage_snapshot_info's RV snapshots);
     SnapshotError names the item."""
     if not isinstance(items, list):
         raise SnapshotError("{0} must be a list of snapshot messages (got {1!r})".format(option, items))

@@ -162,8 +162,8 @@ options:
   snapshots:
     description:
       - Judge the latest of these usage snapshot messages per broker, as
-        RV(headroom.kafka.usage_snapshot#module:snapshots) returns them; an active broker without one makes the data
-        incomplete.
+        RV(headroom.kafka.usage_snapshot_info#module:snapshots) returns them; an active broker without one makes the
+        data incomplete.
     type: list
     elements: dict
   max_age:

@@ -10,10 +10,11 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: usage_snapshot
-short_description: Publish and read per-broker volume usage snapshots (the volume-usage proposal's messages)
+short_description: Publish per-broker volume usage snapshots (the volume-usage proposal's messages)
 version_added: 0.1.0
 description:
-  - The data publisher and consumer of the first cluster-wide volume-usage proposal for the Strimzi quota plugin.
+  - The data publisher of the first cluster-wide volume-usage proposal for the Strimzi quota plugin;
+    M(headroom.kafka.usage_snapshot_info) reads the messages back.
   - O(state=publish) builds one JSON message per broker from O(log_dirs), or from a fresh query of the cluster,
     with the proposal's schema - C(SnapshotAt) (ISO 8601, UTC), C(HardLimit) and C(SoftLimit) (C({type, level})
     with the proposal's type names C(ConsumedSpace), C(MinFreeBytes) and C(MinFreePercentage)) and C(Volumes)
@@ -23,10 +24,9 @@ description:
   - A log dir with an error or an unknown size is left out of its broker's C(Volumes) and listed in
     RV(skipped_log_dirs). Publication errors do not fail the task; they are counted in RV(publish_errors) and
     described in RV(publish_error_messages).
-  - O(state=read) reads O(topic) and/or O(path) and keeps the latest message per broker (by C(SnapshotAt)),
-    ignoring messages older than O(max_age). It asks the cluster for its active brokers and returns the fresh
-    RV(snapshots), the RV(stale_brokers), the active brokers without a fresh snapshot and whether the data is
-    RV(complete) - ready for M(headroom.kafka.volume_limits) with O(headroom.kafka.volume_limits#module:policy=graded).
+  - O(state=read) is deprecated and will be removed in 2.0.0; use M(headroom.kafka.usage_snapshot_info), which takes
+    the same O(path), O(topic), O(max_age) and O(expected_brokers) and returns the same results. Until then
+    O(state=read) does exactly what that module does, with a deprecation warning.
 author:
   - Headroom maintainers (!UNKNOWN)
 extends_documentation_fragment:
@@ -36,7 +36,7 @@ attributes:
     support: full
     description:
       - With O(state=publish), check mode writes nothing and returns the messages that would be written.
-      - O(state=read) only reads.
+      - O(state=read) (deprecated) only reads.
   diff_mode:
     support: none
     description: Messages are appended; there is no before and after to compare.
@@ -44,17 +44,16 @@ options:
   state:
     description:
       - V(publish) - build the messages and write them.
-      - V(read) - read the latest fresh message per broker.
+      - V(read) - deprecated, use M(headroom.kafka.usage_snapshot_info) - read the latest fresh message per broker.
     type: str
     choices: [publish, read]
     default: publish
   path:
     description:
       - A JSON-lines file, one message per line. O(state=publish) appends to it (creating the file, not its
-        directory); O(state=read) reads it (a file that does not exist yet holds no snapshots, with a warning).
+        directory); the deprecated O(state=read) reads it as M(headroom.kafka.usage_snapshot_info) does.
       - An empty path, a directory, or a path inside a directory that does not exist fails the task.
-      - At least one of O(path) and O(topic) is required. When both are given, O(state=read) reads both and keeps
-        the latest message per broker across them.
+      - At least one of O(path) and O(topic) is required.
     type: path
   topic:
     description:
@@ -119,22 +118,18 @@ options:
         required: true
   max_age:
     description:
-      - With O(state=read), messages whose C(SnapshotAt) is older than this, relative to now, are stale and ignored.
-      - An ISO 8601 duration as C(java.time.Duration) parses it (V(PT5M), V(PT30S), V(PT0.5S), V(P1D),
-        V(PT1H30M)), or a number of seconds. V(PT5M) when not given.
+      - With the deprecated O(state=read), as O(headroom.kafka.usage_snapshot_info#module:max_age).
     type: str
   expected_brokers:
     description:
-      - With O(state=read), ids of brokers that must have a fresh snapshot besides the active ones (for example a
-        broker that is stopped for maintenance); each once, from V(0) to V(2147483647).
+      - With the deprecated O(state=read), as O(headroom.kafka.usage_snapshot_info#module:expected_brokers).
     type: list
     elements: int
 notes:
-  - Freshness is judged on C(SnapshotAt), not on the record's timestamp, as the proposal asks.
-  - Snapshots of brokers that are not active are still returned while fresh, so a restarting broker's full disk keeps
-    counting.
-  - A tombstone (a record with a null value) on O(topic) removes its broker's earlier snapshots.
+  - A reader judges freshness on C(SnapshotAt), not on the record's timestamp, as the proposal asks; a tombstone (a
+    record with a null value) on O(topic) removes its broker's earlier snapshots.
 seealso:
+  - module: headroom.kafka.usage_snapshot_info
   - module: headroom.kafka.log_dirs_info
   - module: headroom.kafka.volume_limits
 """
@@ -164,19 +159,11 @@ EXAMPLES = r"""
     soft_limit: {type: min_free_bytes, level: 53687091200}
     hard_limit: {type: min_free_bytes, level: 10737418240}
 
-- name: Read the latest snapshot of every broker, at most five minutes old
-  headroom.kafka.usage_snapshot:
-    state: read
+- name: Read them back (see headroom.kafka.usage_snapshot_info for what it returns)
+  headroom.kafka.usage_snapshot_info:
     topic: __headroom_volume_usage
     max_age: PT5M
   register: usage
-
-- name: Throttle decision from the snapshots (pauses when a broker has no fresh snapshot)
-  headroom.kafka.volume_limits:
-    policy: graded
-    snapshots: "{{ usage.snapshots }}"
-    soft_limit: {type: min_free_percentage, level: 20}
-    hard_limit: {type: min_free_percentage, level: 5}
 """
 
 RETURN = r"""
@@ -234,73 +221,22 @@ snapshot_at:
   type: str
   sample: "2026-11-22T04:07:09.123Z"
 cluster_id:
-  description: The cluster's id (with O(state=publish) the messages' C(ClusterId);
-               with O(state=read) the queried cluster's).
+  description:
+    - With O(state=publish) the messages' C(ClusterId); with the deprecated O(state=read) the queried cluster's.
   returned: always
   type: str
-snapshots:
-  description:
-    - With O(state=read), the latest fresh message of each broker, in the published schema, ordered by broker id.
-    - Messages whose C(ClusterId) is set and names another cluster are ignored.
-  returned: state is read
-  type: list
-  elements: dict
-stale_brokers:
-  description: With O(state=read), brokers whose latest message is older than O(max_age).
-  returned: state is read
-  type: list
-  elements: int
-  sample: [3]
-brokers_without_snapshot:
-  description: With O(state=read), active brokers (and O(expected_brokers)) that have no fresh snapshot.
-  returned: state is read
-  type: list
-  elements: int
-  sample: [3]
-active_brokers:
-  description: With O(state=read), the cluster's active brokers.
-  returned: state is read
-  type: list
-  elements: int
-complete:
-  description: With O(state=read), whether every active (and expected) broker has a fresh snapshot.
-  returned: state is read
-  type: bool
-invalid_messages:
-  description: With O(state=read), messages that do not fit the schema and were ignored, with where they are and why.
-  returned: state is read
-  type: list
-  elements: str
-messages_read:
-  description: With O(state=read), how many records and lines were read.
-  returned: state is read
-  type: int
-other_cluster_messages:
-  description: With O(state=read), how many messages were ignored because they belong to another cluster.
-  returned: state is read
-  type: int
-max_age:
-  description: With O(state=read), the freshness limit applied, in ISO 8601.
-  returned: state is read
-  type: str
-  sample: PT5M
-read_at:
-  description: With O(state=read), the moment freshness was judged against, ISO 8601 in UTC.
-  returned: state is read
-  type: str
 """
-
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.headroom.kafka.plugins.module_utils import (
     connection,
-    durations,
     limit_options,
     log_dirs,
     option_checks,
+    snapshot_file,
+    snapshot_reading,
     snapshots,
     volume_limits,
 )
@@ -308,7 +244,6 @@ from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter impor
 
 PUBLISH_ONLY = ("log_dirs", "cluster_id", "snapshot_at", "soft_limit", "hard_limit", "replication_factor")
 READ_ONLY = ("max_age", "expected_brokers")
-DEFAULT_MAX_AGE = "PT5M"
 DEFAULT_REPLICATION_FACTOR = -1
 
 
@@ -407,23 +342,9 @@ def check_static(module):
     except option_checks.OptionError as exc:
         module.fail_json(msg=str(exc))
     if params["path"] is not None:
-        problem = path_problem(params["path"])
+        problem = snapshot_file.path_problem(params["path"])
         if problem:
             module.fail_json(msg="path {0}".format(problem))
-
-
-def path_problem(path):
-    """Why path can never be a snapshot file, or None (a file that does not exist yet is fine)."""
-    if not path.strip():
-        return "must name a file (got {0!r})".format(path)
-    if os.path.isdir(path):
-        return "must be a file, not a directory (got {0!r})".format(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        return "is inside {0!r}, which is not a directory".format(directory)
-    if not os.path.isdir(directory):
-        return "is inside a directory that does not exist ({0!r}); create it first".format(directory)
-    return None
 
 
 def check_replication_against_cluster(module, adapter, cluster=None):
@@ -513,87 +434,20 @@ def publish(module):
     )
 
 
-def read_path(module, path):
-    """(where, key, value) per non-blank line; a missing file holds no snapshots (with a warning)."""
-    if not os.path.exists(path):
-        module.warn("{0} does not exist; it holds no snapshots".format(path))
-        return []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return [
-                ("{0} line {1}".format(path, number), None, line)
-                for number, line in enumerate(handle, 1)
-                if line.strip()
-            ]
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot read {0}: {1}".format(path, to_native(exc)))
-    return []
-
-
-def read(module):
-    params = module.params
-    try:
-        max_age = durations.parse_positive_duration(params["max_age"] or DEFAULT_MAX_AGE, "max_age")
-    except durations.DurationError as exc:
-        module.fail_json(msg=str(exc))
-    records = read_path(module, params["path"]) if params["path"] else []
-    adapter = connection.connect(
-        module, "to read its active brokers, whose snapshots must be fresh", need_confluent=params["topic"] is not None
-    )
-    try:
-        cluster = adapter.describe_cluster()
-        if params["topic"]:
-            topic = params["topic"]
-            try:
-                found = adapter.read_all(topic)
-            except KafkaAdapterError:
-                raise
-            except Exception as exc:  # pylint: disable=broad-except  # any client failure becomes one clear error
-                module.fail_json(msg="cannot read topic {0} via {1}: {2}".format(topic, adapter.where, to_native(exc)))
-            records.extend(
-                ("topic {0} record {1}".format(topic, index), record[0], record[1])
-                for index, record in enumerate(found)
-            )
-    except KafkaAdapterError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        adapter.close()
-    now = snapshots.now_utc()
-    result = snapshots.read_result(
-        records,
-        now,
-        max_age,
-        [b["id"] for b in cluster["brokers"]],
-        params["expected_brokers"] or [],
-        cluster_id=cluster["cluster_id"],
-    )
-    if result["invalid_messages"]:
-        module.warn(
-            "{0} messages do not fit the snapshot schema and were ignored, e.g. {1}".format(
-                len(result["invalid_messages"]), result["invalid_messages"][0]
-            )
-        )
-    result.update(
-        cluster_id=cluster["cluster_id"],
-        max_age=durations.format_duration(max_age),
-        read_at=snapshots.format_timestamp(now),
-    )
-    module.exit_json(changed=False, **result)
-
-
 ARGUMENT_SPEC = connection.argument_spec(
     state=dict(type="str", default="publish", choices=["publish", "read"]),
-    path=dict(type="path"),
-    topic=dict(type="str"),
     replication_factor=dict(type="int"),
     log_dirs=dict(type="list", elements="dict"),
     cluster_id=dict(type="str"),
     snapshot_at=dict(type="str"),
-    max_age=dict(type="str"),
-    expected_brokers=dict(type="list", elements="int"),
+    **snapshot_reading.ARGUMENT_SPEC,
     **limit_options.GRADED_ARGUMENT_SPEC,
 )
-OPTION_RANGES = dict(limit_options.GRADED_RANGES, expected_brokers=option_checks.BROKER_IDS)
+OPTION_RANGES = dict(limit_options.GRADED_RANGES, **snapshot_reading.OPTION_RANGES)
+READ_DEPRECATION = (
+    "usage_snapshot with state=read is deprecated: read the snapshots with headroom.kafka.usage_snapshot_info, "
+    "which takes the same path, topic, max_age and expected_brokers and returns the same results"
+)
 
 
 def main():
@@ -608,12 +462,14 @@ def main():
         required_together=connection.CONNECTION_REQUIRED_TOGETHER,
         supports_check_mode=True,
     )
+    if module.params["state"] == "read":
+        module.deprecate(READ_DEPRECATION, version="2.0.0", collection_name="headroom.kafka")
     connection.check(module, OPTION_RANGES)
     check_static(module)
     if module.params["state"] == "publish":
         publish(module)
     else:
-        read(module)
+        module.exit_json(changed=False, **snapshot_reading.read(module))
 
 
 if __name__ == "__main__":

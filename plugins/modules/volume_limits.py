@@ -17,8 +17,7 @@ description:
     plugin would apply to producers, the OPEN, THROTTLE or PAUSE state, the volumes past a limit and the volume
     with the least headroom.
   - The volumes come from O(log_dirs) (for example RV(headroom.kafka.log_dirs_info#module:log_dirs)), from
-    O(snapshots) (RV(headroom.kafka.usage_snapshot#module:snapshots) of
-    O(headroom.kafka.usage_snapshot#module:state=read)),
+    O(snapshots) (RV(headroom.kafka.usage_snapshot_info#module:snapshots)),
     or, when neither is given, from a fresh query of the cluster (DescribeLogDirs on every active broker).
   - O(policy=strimzi) applies exactly the rules of the shipped Strimzi quota plugin
     (C(io.strimzi.kafka.quotas.StaticQuotaCallback)) with one per-volume limit, O(min_available_bytes) or
@@ -74,8 +73,8 @@ options:
     elements: int
   snapshots:
     description:
-      - Usage snapshot messages, as RV(headroom.kafka.usage_snapshot#module:snapshots) returns them; the volumes come
-        from the latest snapshot of each broker (C(Capacity) and C(Consumed); usable = Capacity - Consumed).
+      - Usage snapshot messages, as RV(headroom.kafka.usage_snapshot_info#module:snapshots) returns them; the volumes
+        come from the latest snapshot of each broker (C(Capacity) and C(Consumed); usable = Capacity - Consumed).
       - The module asks the cluster for its active brokers; an active broker without a snapshot makes the data
         incomplete. Snapshots of brokers that are not active still count, like the quota plugin remembers the
         volumes of a broker that restarts.
@@ -86,7 +85,7 @@ options:
     description:
       - With O(snapshots), ignore snapshots whose C(SnapshotAt) is older than this, relative to now (ISO 8601
         duration such as V(PT5M), V(PT30S) or V(P1D), or a number of seconds). By default the snapshots are
-        taken as they are (usage_snapshot already checked their freshness when it read them).
+        taken as they are (usage_snapshot_info already checked their freshness when it read them).
     type: str
   policy:
     description:
@@ -136,7 +135,7 @@ notes:
     given to this module apply.
 seealso:
   - module: headroom.kafka.log_dirs_info
-  - module: headroom.kafka.usage_snapshot
+  - module: headroom.kafka.usage_snapshot_info
   - name: Strimzi Kafka quotas plugin
     description: The quota plugin whose rules O(policy=strimzi) reproduces.
     link: https://github.com/strimzi/kafka-quotas-plugin
@@ -184,11 +183,10 @@ EXAMPLES = r"""
     hard_limit: {type: min_free_percentage, level: 5}
     fail_on: throttle
 
-- name: Evaluate shared usage snapshots (see headroom.kafka.usage_snapshot)
+- name: Evaluate shared usage snapshots (see headroom.kafka.usage_snapshot_info)
   block:
     - name: Latest fresh snapshot per broker
-      headroom.kafka.usage_snapshot:
-        state: read
+      headroom.kafka.usage_snapshot_info:
         topic: __headroom_volume_usage
         max_age: PT5M
       register: usage

@@ -174,21 +174,21 @@ def tame_args(module, workdir):
             {"quotas": st.lists(quota, min_size=1, max_size=3, unique_by=lambda q: q["entity"]["user"])}
         )
     if module == "usage_snapshot":
-        publish = tame_limits().flatmap(
+        return tame_limits().flatmap(
             lambda limits: st.fixed_dictionaries(
                 {"soft_limit": st.just(limits[0]), "hard_limit": st.just(limits[1])},
                 optional={"log_dirs": tame_rows(), "topic": st.just("usage-props"), "path": st.just(path)},
             ).filter(lambda args: "topic" in args or "path" in args)
         )
-        read = st.fixed_dictionaries(
-            {"state": st.just("read"), "path": st.just(path)},
+    if module == "usage_snapshot_info":
+        return st.fixed_dictionaries(
+            {"path": st.just(path)},
             optional={
                 "topic": st.just("usage-props"),
                 "max_age": st.sampled_from(["PT5M", "60", "P1D"]),
                 "expected_brokers": st.just([1]),
             },
         )
-        return st.one_of(publish, read)
     if module == "volume_limits":
         source = st.fixed_dictionaries({}, optional={"log_dirs": tame_rows()})
         strimzi = st.one_of(

@@ -1,10 +1,14 @@
 """The Galaxy artifact holds the collection and what its roles run, and none of the development tooling: the Kafka
-test cluster package, the benchmarks, build outputs and caches stay out (galaxy.yml's build_ignore)."""
+test cluster package, the benchmarks, build outputs and caches stay out (galaxy.yml's build_ignore). What Galaxy and
+the README say the collection does is what its modules and roles deliver."""
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
@@ -41,6 +45,19 @@ KEPT_OUT = (
     "requirements/",
     "headroom_kafka.egg-info/",
 )
+# Each claim galaxy.yml's description makes, and the modules and roles that deliver it. A claim added to the
+# description must be added here with what delivers it; a claim nothing in the collection delivers has no place there.
+DESCRIPTION_CLAIMS = {
+    "read every log dir's free space": ("plugins/modules/log_dirs_info.py",),
+    "throttle producers as volumes fill (the Strimzi quota plugin or a disk guard service)": (
+        "plugins/modules/volume_limits.py",
+        "roles/quota_plugin",
+        "plugins/modules/disk_guard.py",
+        "roles/disk_guard",
+    ),
+    "manage client quotas": ("plugins/modules/client_quota.py", "plugins/modules/client_quota_info.py"),
+    "alert at the storage limits": ("roles/prometheus_rules",),
+}
 
 
 def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
@@ -71,3 +88,33 @@ def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
         ["git", "ls-files", "plugins"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.split()
     assert set(tracked_plugins) <= set(names)
+
+
+def description_claims(description):
+    """The claims after the description's colon: split at the commas outside parentheses, without the last "and"."""
+    listed = description.split(": ", 1)[1]
+    return [claim for claim in re.split(r",\s+(?:and\s+)?(?![^()]*\))", listed.rstrip(".")) if claim]
+
+
+def test_every_claim_of_the_galaxy_description_is_delivered_by_a_module_or_role():
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        description = yaml.safe_load(handle)["description"]
+    assert description.startswith("Keep self-managed Apache Kafka clusters from running out of disk: ")
+    assert description_claims(description) == list(DESCRIPTION_CLAIMS)
+    for claim, delivered_by in DESCRIPTION_CLAIMS.items():
+        missing = [path for path in delivered_by if not os.path.exists(os.path.join(ROOT, path))]
+        assert missing == [], f"{claim!r}: {missing} do not exist"
+
+
+def readme_table(heading):
+    """The first column of the table under README.md's ``## heading``, without its backquotes."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+        section = handle.read().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [row.split("|")[1].strip().strip("`") for row in section.splitlines() if row.startswith("| `")]
+
+
+def test_the_readme_lists_every_module_and_role_there_is_and_no_other():
+    modules = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "plugins", "modules")) if name.endswith(".py"))
+    assert sorted(readme_table("Modules")) == [f"headroom.kafka.{name}" for name in modules]
+    roles = sorted(name for name in os.listdir(os.path.join(ROOT, "roles")) if not name.startswith("."))
+    assert sorted(readme_table("Roles and `playbooks/site.yml`")) == roles

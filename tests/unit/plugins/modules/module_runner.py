@@ -30,6 +30,7 @@ MODULES = (
     "disk_guard",
     "log_dirs_info",
     "usage_snapshot",
+    "usage_snapshot_info",
     "volume_limits",
 )
 

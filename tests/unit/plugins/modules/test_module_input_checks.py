@@ -58,6 +58,7 @@ def test_health_gate_options(args, expected):
         ("client_quota", {"quotas": [{"entity": {"user": "a"}, "producer_byte_rate": 1024}]}),
         ("volume_limits", {"min_available_bytes": 1}),
         ("usage_snapshot", dict(PUBLISH, path="/tmp/x.jsonl")),
+        ("usage_snapshot_info", {"path": "/tmp/x.jsonl"}),
         ("disk_guard", {"min_available_bytes": 1, "default_producer_byte_rate": 1024}),
     ],
 )
@@ -242,16 +243,23 @@ def test_an_offline_log_dir_is_data_not_a_skipped_task():
             {"state": "read", "path": "/tmp/x.jsonl", "replication_factor": 1},
             "replication_factor belong(s) to state publish",
         ),
-        (
-            {"state": "read", "path": "/tmp/x.jsonl", "expected_brokers": [-4]},
-            "expected_brokers[0] must be a broker id",
-        ),
-        ({"state": "read", "path": "/"}, "path must be a file, not a directory"),
-        ({"state": "read", "topic": ""}, "topic must be a topic name"),
     ],
 )
 def test_usage_snapshot_settings_that_can_never_work(args, expected):
     refused("usage_snapshot", args, expected)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"path": "/tmp/x.jsonl", "expected_brokers": [-4]}, "expected_brokers[0] must be a broker id"),
+        ({"path": "/"}, "path must be a file, not a directory"),
+        ({"topic": ""}, "topic must be a topic name"),
+        ({"topic": "usage", "max_age": "P1M"}, "years, months and weeks are periods"),
+    ],
+)
+def test_usage_snapshot_info_settings_that_can_never_work(args, expected):
+    refused("usage_snapshot_info", args, expected)
 
 
 GUARD = {"min_available_ratio": 0.1, "default_producer_byte_rate": 1024}
@@ -327,7 +335,7 @@ def test_usage_snapshot_publishing_given_log_dirs_to_a_file_needs_no_connection_
         ("client_quota", {"quotas": []}, "to read and alter its client quotas"),
         ("cluster_health_info", {}, "to read the brokers, partitions and controller"),
         ("disk_guard", GUARD, "to read every log dir and to read and set its client quotas"),
-        ("usage_snapshot", {"state": "read", "path": "/tmp/none.jsonl"}, "to read its active brokers"),
+        ("usage_snapshot_info", {"path": "/tmp/none.jsonl"}, "to read its active brokers"),
     ],
 )
 def test_a_task_that_talks_to_kafka_without_bootstrap_servers_says_which_option_and_why(module, args, why):

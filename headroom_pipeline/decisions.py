@@ -20,7 +20,7 @@ Plan, linear in the data: the messages are shuffled once, by cluster, and everyt
 accept rows partitioned by cluster), so the plan has one shuffle and no second pass over the messages:
 
 1. deduplicate and time the messages with one window over each broker's messages, sorted by time and, among the
-   messages of one time, by preference (first instant, next message);
+   messages of one time, by preference and then the whole message, a total order (first instant, next message);
 2. each message is exploded over the instants from its first through the last at which it still counts for some
    policy (its broker's next message, capped by V for strimzi and F for graded), then over its volumes; each row
    carries whether it is the message's arrival and, per policy, whether it counts, and is judged by every policy's
@@ -381,19 +381,26 @@ def _timed(keyed: DataFrame, interval: int) -> DataFrame:
     """One message per (cluster, broker_id, at) (the least total usable bytes wins), with at_micros, its first
     instant, its broker's next message (next_micros) and whether it is the broker's first message (broker_is_new).
 
-    One sort and one window: ``keyed`` is hash-partitioned by cluster, so each broker's messages are sorted in place
-    by time and, among messages of one time (the rare duplicates), by preference, least last. The last message of
-    each time is the one kept: its successor is its broker's next message, and its broker is new when no earlier time
-    precedes it. The preference is a sort key after the time, so the sort computes it only when it compares messages
-    of one time (it walks the volume lists; as an order of the window, it would be computed for every message);
-    among equal preferences, which are the same for every rule, any one is kept. The window takes the messages in
-    the sort's order only when the query runs under session.TIMELINE_SETTINGS (Spark's defaults).
+    Which duplicate is kept is decided by the data, never by the plan: the window over each broker's messages is
+    ordered by time and then by ``duplicate_order``, a total order among the messages of one time (their preference,
+    then the whole message as JSON, so that even messages the rules cannot tell apart are kept the same way), least
+    last. The last message of each time is the one kept: its successor is its broker's next message, and its broker is
+    new when no earlier time precedes it. The preference walks the volume lists, so it is computed only for messages
+    that share their time with another (counted by a window over (cluster, broker_id, at), which finds its rows in
+    place); a message alone at its time orders by time alone.
     """
-    by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
+    same_time = Window.partitionBy("cluster", "broker_id", "at_micros")
+    counted = keyed.select("*", F.count(F.lit(1)).over(same_time).alias("messages_at_time"))
+    duplicate_order = F.when(
+        F.col("messages_at_time") > 1,
+        F.struct(
+            _duplicate_preference(volume_element(keyed)).alias("preference"),
+            F.to_json(F.struct(*[F.col(name) for name in keyed.columns])).alias("message"),
+        ),
+    )
+    by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros", duplicate_order.desc())
     at, following = F.col("at_micros"), F.col("following_micros")
-    preference = _duplicate_preference(volume_element(keyed))
-    ordered = keyed.sortWithinPartitions("cluster", "broker_id", "at_micros", preference.desc())
-    neighbours = ordered.select(
+    neighbours = counted.select(
         "*",
         F.lead("at_micros").over(by_broker).alias("following_micros"),
         F.first("at_micros").over(by_broker).alias("broker_first_micros"),
@@ -720,8 +727,8 @@ def decision_timeline(
 
     The plan shuffles the messages once, by cluster: the window over each broker's messages, the aggregation per
     (cluster, instant) and the clock over each cluster's instants all find their rows in place. Run the query that
-    computes it (a write, a collect) under session.timeline_settings: the plan is made for those settings, and
-    duplicates are settled by them.
+    computes it (a write, a collect) under session.timeline_settings: the plan is made for those settings (its rows
+    do not depend on them, nor on any other setting: duplicates are settled by the data).
     """
     interval = check_interval_micros(config)
     policies = _policies(config, policies)

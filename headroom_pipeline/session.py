@@ -138,9 +138,8 @@ TIMELINE_SETTINGS = {
     # rows); sorting the rows by group once and aggregating them in order costs a fraction of that. Elsewhere the hash
     # aggregation stays, as it wins for few groups.
     "spark.sql.execution.useObjectHashAggregateExec": "false",
-    # The messages, hash-partitioned by cluster, are sorted once by broker, time and, among messages of one time, by
-    # which of them the rules keep; the window over each broker's messages takes them in that order. With true, Spark
-    # would shuffle them again by broker for that window and sort them by time alone, and keep an arbitrary duplicate.
+    # The messages are hash-partitioned by cluster once; the windows over each broker's messages find them in place.
+    # With true, Spark would shuffle them again by broker for those windows: the same rows, at the cost of a shuffle.
     "spark.sql.requireAllClusterKeysForDistribution": "false",
     # The timeline is written partitioned by policy: with a writer open per policy in each task, the rows are written
     # as they come (Spark would otherwise sort every row by policy first). More values than writers fall back to

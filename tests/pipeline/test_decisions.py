@@ -1,5 +1,6 @@
 """The Spark decision timeline: both shared vector files, and row-for-row equality with the pure implementation."""
 
+import contextlib
 import datetime
 import json
 import random
@@ -95,9 +96,11 @@ def _config(params):
     )
 
 
-def _collect_timeline(frame):
-    """Timeline rows as dicts, ``at`` as microseconds since the epoch, ordered by policy, cluster and at."""
-    with session.timeline_settings(frame.sparkSession):  # as the job runs it
+def _collect_timeline(frame, settings=None):
+    """Timeline rows as dicts, ``at`` as microseconds since the epoch, ordered by policy, cluster and at; the query
+    runs under the timeline's settings, as the job runs it, or under ``settings`` alone."""
+    applied = session.timeline_settings(frame.sparkSession) if settings is None else contextlib.nullcontext()
+    with applied:
         rows = frame.withColumn("at", F.unix_micros("at")).collect()
     return sorted(
         (row.asDict(recursive=True) for row in rows), key=lambda row: (row["policy"], row["cluster"], row["at"])
@@ -294,10 +297,10 @@ def _history(seed=5, clusters=3, brokers=4, minutes=240):
     return messages
 
 
-def _assert_matches_the_pure_implementation(frame, messages, params):
+def _assert_matches_the_pure_implementation(frame, messages, params, settings=None):
     """The timeline of ``frame`` (the MESSAGES rows of ``messages``) equals the pure implementation's, row for row;
-    returns the expected rows."""
-    spark_rows = _collect_timeline(decisions.decision_timeline(frame, _config(params)))
+    returns the expected rows. ``settings``: the Spark settings the query runs under instead of the timeline's."""
+    spark_rows = _collect_timeline(decisions.decision_timeline(frame, _config(params)), settings)
     arguments = {
         key: value for key, value in params.items() if key not in ("min_available_bytes", "min_available_ratio")
     }
@@ -365,14 +368,36 @@ def test_duplicates_anywhere_in_a_brokers_history_keep_the_message_the_rules_pre
     assert kept_at <= violated
 
 
-def test_duplicates_are_settled_by_the_rules_whatever_the_sessions_planning_settings(spark):
-    """A session that plans without AQE and requires all of a window's keys in its partitioning would shuffle the
-    messages again by broker for the window and sort them by time alone; the timeline's settings keep its plan."""
-    settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.requireAllClusterKeysForDistribution": "true"}
-    with session.settings_applied(spark, settings):
-        messages = _duplicated_history()
-        frame = _duplicated_frame(spark, messages, "as-listed")
-        _assert_matches_the_pure_implementation(frame, messages, DUPLICATED_PARAMS)
+# Plans that differ in every way that could reorder the messages of one time: one, a few and many shuffle partitions,
+# adaptive execution on and off (it coalesces and splits partitions), and the windows' own shuffle by broker.
+PLANS = {
+    "one-partition-no-aqe": {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"},
+    "3-partitions-aqe": {"spark.sql.shuffle.partitions": "3", "spark.sql.adaptive.enabled": "true"},
+    "17-partitions-no-aqe-reshuffled-by-broker": {
+        "spark.sql.shuffle.partitions": "17",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.requireAllClusterKeysForDistribution": "true",
+    },
+    "200-partitions-aqe-reshuffled-by-broker": {
+        "spark.sql.shuffle.partitions": "200",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.requireAllClusterKeysForDistribution": "true",
+    },
+}
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_duplicates_are_settled_by_the_data_whatever_the_plan(spark, plan):
+    """The timeline's rows do not depend on the query's plan: run without the timeline's own settings, under plans
+    that shuffle and sort the messages differently, over input whose duplicates sit in different partitions in a
+    random order, the kept message is always the one the rules prefer (the same job on a standalone cluster:
+    test_spark_cluster.py)."""
+    messages = _duplicated_history() + _history(seed=11, clusters=2, brokers=3, minutes=90)
+    rows = [_message_row(message, message["cluster"]) for message in messages]
+    random.Random(plan).shuffle(rows)
+    frame = spark.createDataFrame(rows, schemas.MESSAGES).repartition(7, F.rand(seed=3))
+    with session.settings_applied(spark, PLANS[plan]):
+        _assert_matches_the_pure_implementation(frame, messages, DUPLICATED_PARAMS, settings=PLANS[plan])
 
 
 @pytest.mark.parametrize(

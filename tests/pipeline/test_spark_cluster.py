@@ -146,7 +146,7 @@ def test_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode(cluster, s
     out = str(tmp_path / "out")
     before = _application_ids(cluster)
     env = dict(cluster.env)
-    env.pop("PYTHONPATH", None)  # __main__.py run as a script finds its package by itself
+    env.pop("PYTHONPATH", None)  # __main__.py run as a script imports the installed headroom-kafka package
     command = [
         cluster.spark_submit,
         "--master",

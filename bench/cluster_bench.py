@@ -39,8 +39,8 @@ from kafka.protocol.admin.cluster import DescribeLogDirsRequest  # noqa: E402
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse  # noqa: E402
 from kafka.protocol.metadata.metadata import MetadataRequest  # noqa: E402
 
-from kafka_testbed import wire  # noqa: E402
 from kafka_testbed.cluster import Cluster, ClusterError  # noqa: E402
+from kafka_testbed.model import wire  # noqa: E402
 from kafka_testbed.testing import free_port_block  # noqa: E402
 
 # pylint: enable=wrong-import-position

@@ -52,7 +52,7 @@ def _max_versions(text):
     """A test-only key, not Kafka's: lowers advertised API versions so a broker stands in for an older Kafka."""
     if not text:
         return {}
-    from kafka_testbed import wire  # pylint: disable=import-outside-toplevel  # the codec loads only when asked for
+    from kafka_testbed.model import wire  # pylint: disable=import-outside-toplevel  # the codec loads only when asked for
 
     try:
         return wire.parse_max_versions(text)

@@ -22,7 +22,8 @@
 #   make molecule     every molecule scenario (extensions/molecule), on a test cluster or a fleet (tests/molecule)
 #   make conformance  the test cluster's conformance suite (tests/kafka_testbed) on the model, then on real Kafka
 #                     (make conformance-kafka: on real Kafka only)
-#   make test         sanity, lint, then every lane in the order above; every lane runs, and it fails when one failed
+#   make test         sanity, lint, then every lane in one pytest run (both workers shared across the lanes), then
+#                     the conformance suite on real Kafka; everything runs, and it fails when something failed
 #
 #   make demo     run the demo (scripts/demo.sh)
 #   make demo-hosts  the demo's story over SSH on a fleet of test hosts (scripts/demo_hosts.sh)
@@ -84,6 +85,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 PYTEST := $(VENV)/bin/python -m pytest
 LANES := unit integration hosts pipeline molecule conformance
+space := $(subst ,, )
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is
 # started by the tests when none runs) and debootstrap; the alert rules are tested with Debian's prometheus (promtool,
@@ -125,14 +127,17 @@ conformance: venv kafka-libs
 conformance-kafka: venv kafka-libs
 	HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -m conformance tests
 
-test: venv kafka-libs
+# Every lane in one pytest run (the tests of all lanes share both workers: lane by lane, each lane's slowest file
+# would run alone at its end), then the conformance suite once more on real Kafka. Each test still runs under its lane's
+# rules. The Docker daemon the fleets started is stopped once at the end.
+test: venv kafka-libs hosts-prerequisites
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory lint
-	@failed=""; for lane in $(LANES); do \
-		echo "== lane $$lane"; $(MAKE) --no-print-directory STOP_DOCKERD=no $$lane || failed="$$failed $$lane"; \
-	done; \
+	@status=0; \
+	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m "$(subst $(space), or ,$(LANES))" tests || status=1; \
 	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
-	if [ -n "$$failed" ]; then echo "failed lanes:$$failed" >&2; exit 1; fi
+	$(MAKE) --no-print-directory conformance-kafka || status=1; \
+	exit $$status
 
 demo: venv kafka-libs
 	scripts/demo.sh

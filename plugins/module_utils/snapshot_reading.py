@@ -36,7 +36,7 @@ DEFAULT_MAX_AGE = "PT5M"
 
 def check_options(module: "AnsibleModule") -> None:
     """A topic name Kafka refuses or a path that can never be a file fails the task, naming the option, before
-    anything is read."""
+    anything is read or written (publishing checks its destinations with it too)."""
     params = module.params
     if params["topic"] is not None:
         try:

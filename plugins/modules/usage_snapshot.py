@@ -235,7 +235,6 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     limit_options,
     log_dirs,
     option_checks,
-    snapshot_file,
     snapshot_reading,
     snapshots,
     volume_limits,
@@ -335,16 +334,11 @@ def check_static(module):
             )
     if params["replication_factor"] is not None and params["topic"] is None:
         module.fail_json(msg="replication_factor applies to topic; give topic or leave replication_factor out")
+    snapshot_reading.check_options(module)
     try:
-        if params["topic"] is not None:
-            option_checks.check_topic_name("topic", params["topic"])
         option_checks.check_replication_factor("replication_factor", params["replication_factor"])
     except option_checks.OptionError as exc:
         module.fail_json(msg=str(exc))
-    if params["path"] is not None:
-        problem = snapshot_file.path_problem(params["path"])
-        if problem:
-            module.fail_json(msg="path {0}".format(problem))
 
 
 def check_replication_against_cluster(module, adapter, cluster=None):

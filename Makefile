@@ -84,8 +84,6 @@ lint: venv collection-link
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 PYTEST := $(VENV)/bin/python -m pytest
-LANES := unit integration hosts pipeline molecule conformance
-space := $(subst ,, )
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is
 # started by the tests when none runs) and debootstrap; the alert rules are tested with Debian's prometheus (promtool,
@@ -95,12 +93,10 @@ hosts-prerequisites:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			docker.io debootstrap prometheus >/dev/null; }
 
-# The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail): at
-# the end of the lane, or at the end of make test, which runs the lanes with STOP_DOCKERD=no.
-STOP_DOCKERD ?= yes
+# The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail).
 define fleet_lane
 	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m $(1) tests; status=$$?; \
-		if [ "$(STOP_DOCKERD)" = yes ]; then $(VENV)/bin/python -m kafka_testbed hosts stop-daemon; fi; exit $$status
+		$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; exit $$status
 endef
 
 unit: venv
@@ -127,14 +123,14 @@ conformance: venv kafka-libs
 conformance-kafka: venv kafka-libs
 	HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -m conformance tests
 
-# Every lane in one pytest run (the tests of all lanes share both workers: lane by lane, each lane's slowest file
-# would run alone at its end), then the conformance suite once more on real Kafka. Each test still runs under its lane's
-# rules. The Docker daemon the fleets started is stopped once at the end.
+# Every lane in one pytest run (every test file is in a lane, and the tests of all lanes share both workers: lane by
+# lane, each lane's slowest file would run alone at its end), then the conformance suite once more on real Kafka. Each
+# test still runs under its lane's rules. The Docker daemon the fleets started is stopped once at the end.
 test: venv kafka-libs hosts-prerequisites
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory lint
 	@status=0; \
-	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m "$(subst $(space), or ,$(LANES))" tests || status=1; \
+	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) tests || status=1; \
 	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
 	$(MAKE) --no-print-directory conformance-kafka || status=1; \
 	exit $$status

@@ -1,8 +1,8 @@
 """Test lanes: which tests may start which clusters.
 
-The tests are split into lanes that ``make`` runs one by one (``make unit``, ``make integration``, ...); the directory
-of a test file gives its lane (``LANE_DIRECTORIES``), and tests/conftest.py marks every test with it. While pytest runs
-a test, the conftest puts the test's lane in ``HEADROOM_TEST_LANE`` (pytest itself puts its name in
+The tests are split into lanes, each with its own ``make`` target (``make unit``, ``make integration``, ...); the
+directory of a test file gives its lane (``LANE_DIRECTORIES``), and tests/conftest.py marks every test with it. While
+pytest runs a test, the conftest puts the test's lane in ``HEADROOM_TEST_LANE`` (pytest itself puts its name in
 ``PYTEST_CURRENT_TEST``); every launcher of a cluster calls ``require_lane`` first, also in the subprocesses a test runs
 (``python -m kafka_testbed up`` from a playbook, molecule's create step), since they inherit the environment. A unit
 test that starts a cluster, a Spark session or a server fails at once, naming itself, its lane and where it belongs,
@@ -18,7 +18,7 @@ from kafka_testbed.nodes import ClusterError
 LANE_VARIABLE = "HEADROOM_TEST_LANE"
 TEST_VARIABLE = "PYTEST_CURRENT_TEST"
 
-# The order ``make test`` runs them in: the fast lane first.
+# Every lane; a test is in exactly one.
 LANES = ("unit", "integration", "hosts", "pipeline", "molecule", "conformance")
 
 # Directories below tests/ and their lane; the longest matching directory wins.

@@ -5,14 +5,15 @@ import json
 import signal
 import sys
 
-from kafka_testbed.cluster import ENGINE_VARIABLE, ENGINES, Cluster, ClusterError
-from kafka_testbed.kafka_cluster import write_class_archive
+from kafka_testbed.cluster import ENGINE_VARIABLE, ENGINES, Cluster, ClusterError, default_engine
+from kafka_testbed.kafka_cluster import METADATA_VARIABLE, write_class_archive
 from kafka_testbed.kafka_libs import ensure_libs
+from kafka_testbed.kafka_versions import METADATA_MODES
 from kafka_testbed.model.state import DEFAULT_CATCH_UP_MS
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="python -m kafka_testbed", description="A local Kafka 4.x test cluster.")
+    parser = argparse.ArgumentParser(prog="python -m kafka_testbed", description="A local Apache Kafka test cluster (3.3 to 4.x).")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name, help_text, broker=False):
@@ -58,6 +59,17 @@ def _parser():
     )
     up.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties line for every broker"
+    )
+    up.add_argument(
+        "--kafka-version",
+        metavar="X.Y.Z",
+        help="Apache Kafka release, 3.3.0 or newer (default: $KAFKA_VERSION, else the pom's); fetched once",
+    )
+    up.add_argument(
+        "--metadata",
+        choices=METADATA_MODES,
+        help=f"kraft, or zookeeper for a 3.x release: brokers and one ZooKeeper node (default: ${METADATA_VARIABLE}, "
+        "else kraft)",
     )
     up.add_argument("--timeout", type=float, default=120.0)
     command("down", "stop every broker and unmount the volumes")
@@ -166,6 +178,15 @@ def _extra(pairs):
     return extra
 
 
+def _release_options(args):
+    """--kafka-version and --metadata for the real engine; the model refuses them rather than ignore them."""
+    options = {"kafka_version": args.kafka_version, "metadata": args.metadata}
+    given = {key: value for key, value in options.items() if value}
+    if given and (args.engine or default_engine()) != "kafka":
+        raise ClusterError("--kafka-version and --metadata pick a real Apache Kafka release (--engine kafka)")
+    return given
+
+
 def _run(args):
     if args.command == "broker":
         from kafka_testbed.model.broker import run  # pylint: disable=import-outside-toplevel
@@ -194,6 +215,7 @@ def _run(args):
             _extra(args.set),
             combined=args.combined,
             controllers_only=args.controllers_only,
+            **_release_options(args),
         )
         cluster.up(args.timeout)
         print(

@@ -41,3 +41,50 @@ def kafka_python_config(cluster, **extra):
         )
     config.update(extra)
     return config
+
+
+def describe_cluster(admin):
+    """{cluster_id, controller_id, brokers: [{broker_id, is_fenced}]} from DescribeCluster, sent at whatever version the broker
+    speaks. kafka-python's own ``describe_cluster()`` fails on brokers before Kafka 3.7, whose DescribeCluster (v0)
+    has no endpoint type."""
+    from kafka.protocol.admin.cluster import DescribeClusterRequest  # pylint: disable=import-outside-toplevel
+
+    request = DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True)
+    response = _send(admin, request)
+    if response.error_code:
+        raise OSError(f"DescribeCluster failed with error {response.error_code}: {response.error_message}")
+    return {
+        "cluster_id": response.cluster_id,
+        "controller_id": response.controller_id,
+        "brokers": [
+            {"broker_id": broker.broker_id, "is_fenced": bool(getattr(broker, "is_fenced", False))}
+            for broker in response.brokers
+        ],
+    }
+
+
+def quorum_leader(admin):
+    """Node id of the KRaft quorum's leader (DescribeQuorum, which brokers forward to the controllers), or None.
+    kafka-python's ``describe_metadata_quorum()`` fails on brokers before Kafka 3.4, whose answer has no error
+    message."""
+    from kafka.protocol.admin.cluster import DescribeQuorumRequest  # pylint: disable=import-outside-toplevel
+
+    topic = DescribeQuorumRequest.TopicData
+    request = DescribeQuorumRequest(
+        topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])]
+    )
+    response = _send(admin, request)
+    if response.error_code or not response.topics or not response.topics[0].partitions:
+        return None
+    partition = response.topics[0].partitions[0]
+    return None if partition.error_code or partition.leader_id < 0 else partition.leader_id
+
+
+def _send(admin, request):
+    """One request through the admin client's connections, at the highest version both sides speak."""
+    manager = admin._manager  # pylint: disable=protected-access  # kafka-python has no public way to send a request
+
+    async def send():
+        return await manager.send(request)
+
+    return manager.run(send)

@@ -1,4 +1,5 @@
-"""The real engine of the test cluster: Apache Kafka brokers (KRaft) run from the jars Maven fetched.
+"""The real engine of the test cluster: Apache Kafka brokers run from the jars Maven fetched, any release from 3.3
+(``kafka_versions``), in KRaft mode or, before 4.0, in ZooKeeper mode with one ZooKeeper node (``zookeeper``).
 
 Each node is ``java ... kafka.Kafka server.properties`` with a small heap, its data log dirs each on a tmpfs of
 ``--volume-size`` and its metadata log on a filesystem of its own, so that a full data volume takes a log dir
@@ -15,9 +16,10 @@ import tempfile
 import time
 import uuid
 
-from kafka_testbed import lanes, properties, security
-from kafka_testbed.client_config import kafka_python_config
+from kafka_testbed import lanes, properties, security, zookeeper
+from kafka_testbed.client_config import describe_cluster, kafka_python_config, quorum_leader
 from kafka_testbed.kafka_libs import ensure_libs
+from kafka_testbed.kafka_versions import KRAFT, ZOOKEEPER, KafkaRelease, NotInRelease
 from kafka_testbed.log_dir_probe import LogDirProbe, fill_volume
 from kafka_testbed.nodes import (
     ADMIN_USER,
@@ -34,7 +36,7 @@ from kafka_testbed.nodes import (
     security_protocol,
     tail,
 )
-from kafka_testbed.storage_format import format_storage
+from kafka_testbed.storage_format import TOOL_JVM_OPTIONS, format_storage
 
 METADATA_VOLUME_SIZE = 64 << 20
 # Heap and JIT for many small JVMs on two cores: C1 only and the serial collector start faster and use less memory;
@@ -49,6 +51,8 @@ JVM_OPTIONS = [
     "-Djava.net.preferIPv4Stack=true",
 ]
 STARTED = "Kafka Server started"
+# A ZooKeeper-mode broker (Kafka 3.x) says it differently.
+STARTED_ZOOKEEPER_MODE = "] started (kafka.server.KafkaServer)"
 # MBeans the exporter serves: the plugin's, and Kafka's own that the tests and the demo read.
 EXPORTER_CONFIG = """\
 # Prometheus JMX exporter (javaagent) of the test cluster's nodes.
@@ -82,6 +86,20 @@ logger.statechange.level = WARN
 logger.authorizer.name = kafka.authorizer.logger
 logger.authorizer.level = WARN
 """
+# The same for Kafka 3.x, which logs through Log4j 1 (reload4j).
+LOG4J1 = """\
+# Log4j 1 (reload4j) for a test-cluster node of Kafka 3.x: everything at INFO to standard output.
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.authorizer.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+METADATA_VARIABLE = "KAFKA_METADATA_MODE"
 
 
 def new_cluster_id():
@@ -93,10 +111,10 @@ def new_cluster_id():
             return text
 
 
-def small_node_properties():
+def small_node_properties(release=None, metadata_mode=KRAFT):
     """Broker settings of a test node: single-replica internal topics, quick fencing, 1 MiB segments and a cleaner
-    buffer that fits the small heap."""
-    return {
+    buffer that fits the small heap (only the settings ``release`` knows of, default the newest)."""
+    props = {
         "broker.session.timeout.ms": "4000",
         "broker.heartbeat.interval.ms": "500",
         "num.partitions": "1",
@@ -115,6 +133,12 @@ def small_node_properties():
         # that does not fit the small heap and the JVM exits on OutOfMemoryError.
         "log.cleaner.dedupe.buffer.size": str(16 << 20),
     }
+    if metadata_mode == ZOOKEEPER:
+        # ZooKeeper's session timeout decides when a broker has gone (zookeeper.broker_settings).
+        del props["broker.session.timeout.ms"], props["broker.heartbeat.interval.ms"]
+    if release is not None and not release.share_groups:
+        props = {key: value for key, value in props.items() if not key.startswith("share.coordinator.")}
+    return props
 
 
 def _jaas(username, password):
@@ -124,7 +148,7 @@ def _jaas(username, password):
 
 
 class KafkaCluster(ClusterBase):
-    """Apache Kafka nodes in KRaft mode with a static controller quorum."""
+    """Apache Kafka nodes in KRaft mode with a static controller quorum, or brokers and one ZooKeeper node."""
 
     engine = "kafka"
     shutdown_timeout = 30.0
@@ -157,23 +181,44 @@ class KafkaCluster(ClusterBase):
         extra_properties=None,
         combined=0,
         controllers_only=0,
+        kafka_version=None,
+        metadata=None,
     ):
         """Configure and format ``brokers`` broker nodes (ids 1..brokers, the first ``combined`` also controllers) and
         ``controllers_only`` controller nodes after them. KRaft needs a quorum: with neither option, one controller-only
-        node is added. ``catch_up_ms`` is the model's knob; real replicas catch up at their own pace."""
+        node is added. ``catch_up_ms`` is the model's knob; real replicas catch up at their own pace.
+
+        ``kafka_version`` (default ``KAFKA_VERSION``, else the pom's) picks the release; ``metadata`` (default
+        ``KAFKA_METADATA_MODE``, else ``kraft``) is ``kraft`` or, for 3.x, ``zookeeper``: brokers only, registered in
+        one ZooKeeper node, one of them elected controller."""
         del catch_up_ms
         lanes.require_lane(lanes.KAFKA_CLUSTER)
         self._check_layout(brokers, log_dirs_per_broker, combined, controllers_only)
-        libs = ensure_libs()
+        libs = ensure_libs(kafka_version)
+        release = None if libs.kafka_home else KafkaRelease(libs.version)
+        metadata = metadata or os.environ.get(METADATA_VARIABLE) or KRAFT
+        if release is not None:
+            release.check_mode(metadata, "--metadata" if metadata else METADATA_VARIABLE)
+        self._check_mode_layout(release, metadata, scram, combined, controllers_only)
         os.makedirs(self.directory, exist_ok=True)
         self.info = {
             "engine": self.engine,
             "kafka_version": libs.version,
+            "metadata_mode": metadata,
             "directory": self.directory,
             "brokers": [],
             "volumes": [],
             "notes": [],
         }
+        if libs.kafka_home:
+            self.info["kafka_home"] = libs.kafka_home
+        if metadata == ZOOKEEPER:
+            self._create_zookeeper_cluster(brokers, base_port, tls, scram, client_auth, libs, release, options={
+                "size": parse_size(volume_size) if volume_size else None,
+                "log_dirs": log_dirs_per_broker,
+                "extra": extra_properties,
+            })
+            return
         if not combined and not controllers_only:
             controllers_only = 1
             self.info["notes"].append("KRaft needs a controller quorum: one controller-only node was added")
@@ -214,6 +259,79 @@ class KafkaCluster(ClusterBase):
             self.save()
             raise
 
+    @property
+    def release(self):
+        """The cluster's KafkaRelease (None for an installation's libs/ of unknown release)."""
+        return None if self.info.get("kafka_home") else KafkaRelease(self.info["kafka_version"])
+
+    @property
+    def metadata_mode(self):
+        return self.info.get("metadata_mode", KRAFT)
+
+    def _libs(self):
+        """The jars this cluster was created with, whatever KAFKA_VERSION says now."""
+        return ensure_libs(self.info.get("kafka_version"), self.info.get("kafka_home", ""))
+
+    @staticmethod
+    def _check_mode_layout(release, metadata, scram, combined, controllers_only):
+        if metadata == ZOOKEEPER and (combined or controllers_only):
+            raise ClusterError(
+                "--combined and --controllers-only are KRaft layouts: in ZooKeeper mode the brokers elect their "
+                "controller among themselves through ZooKeeper"
+            )
+        if metadata == KRAFT and scram and release is not None and not release.kraft_scram:
+            raise NotInRelease(
+                f"--scram: Apache Kafka {release.version} in KRaft mode has no SCRAM credentials (KIP-900 added them "
+                "in 3.5); use 3.5 or newer, or --metadata zookeeper"
+            )
+
+    def _create_zookeeper_cluster(self, brokers, base_port, tls, scram, client_auth, libs, release, options):
+        """``brokers`` brokers (ids 1..brokers) and one ZooKeeper node; ports: the brokers', ZooKeeper's, then one
+        metrics port per broker."""
+        self.info["zookeeper"] = zookeeper.create(self.directory, base_port + brokers)
+        # The first broker to register creates the cluster id in ZooKeeper; ``up`` records it.
+        self.info["cluster_id"] = None
+        self.info["security_protocol"] = security_protocol(tls, scram)
+        common = self._security_settings(tls, scram, client_auth, list(range(1, brokers + 1)))
+        for node_id in range(1, brokers + 1):
+            home, log_dirs = self._node_home(node_id, True, options["log_dirs"], options["size"])
+            props = self._listener_properties(
+                node_id, ["broker"], base_port + node_id - 1, None, [f"CLIENT:{self.info['security_protocol']}"]
+            )
+            # A ZooKeeper-mode broker is configured by broker.id; node.id and process.roles would make it KRaft.
+            del props["node.id"], props["process.roles"]
+            props.update(
+                {
+                    "broker.id": str(node_id),
+                    "log.dirs": ",".join(log_dirs),
+                    **zookeeper.broker_settings(self.info["zookeeper"]),
+                    **small_node_properties(release, ZOOKEEPER),
+                }
+            )
+            config_path = self._write_node_config(
+                home, node_id, True, props, {"tls": tls, "common": common, "extra": options["extra"]}
+            )
+            metrics_port = base_port + brokers + node_id
+            self.info["brokers"].append(
+                {
+                    "id": node_id,
+                    "host": HOST,
+                    "port": base_port + node_id - 1,
+                    "properties": config_path,
+                    "log_dirs": log_dirs,
+                    "pid": None,
+                    "log_file": os.path.join(home, "broker.log"),
+                    "roles": ["broker"],
+                    "controller_port": None,
+                    "metrics_port": metrics_port,
+                    "metrics_url": f"http://{HOST}:{metrics_port}/metrics",
+                }
+            )
+        self.info["bootstrap_servers"] = self._bootstrap_servers()
+        self.info.update(common["client"])
+        self._write_shared_files(libs)
+        self.save()
+
     def _security_settings(self, tls, scram, client_auth, broker_ids):
         broker, client = {}, {}
         if tls:
@@ -241,7 +359,8 @@ class KafkaCluster(ClusterBase):
         if super_users:
             # The controller listener is plaintext on loopback: brokers reach the controllers as ANONYMOUS.
             super_users.append("User:ANONYMOUS")
-            broker.update({"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": ";".join(super_users)})
+            authorizer = ACL_AUTHORIZER if self.info.get("metadata_mode") == ZOOKEEPER else STANDARD_AUTHORIZER
+            broker.update({"authorizer.class.name": authorizer, "super.users": ";".join(super_users)})
         return {"broker": broker, "client": client, "scram_password": password}
 
     def _create_node(self, node_id, roles, port, controller_port, metrics_port, options):
@@ -263,7 +382,7 @@ class KafkaCluster(ClusterBase):
                 "controller.quorum.voters": self.info["controller_quorum_voters"],
                 "log.dirs": ",".join(log_dirs) if log_dirs else metadata_dir,
                 "metadata.log.dir": metadata_dir,
-                **small_node_properties(),
+                **small_node_properties(self.release),
             }
         )
         config_path = self._write_node_config(home, node_id, is_broker, props, options)
@@ -285,14 +404,19 @@ class KafkaCluster(ClusterBase):
         )
 
     def _write_shared_files(self, libs):
-        self.info["log4j2"] = os.path.join(self.directory, "log4j2.properties")
+        self.info["logging"] = libs.logging
+        if libs.logging == "log4j2":
+            self.info["log4j2"] = os.path.join(self.directory, "log4j2.properties")
+            properties.write_atomic(self.info["log4j2"], LOG4J2, mode=0o644)
+        else:
+            self.info["log4j"] = os.path.join(self.directory, "log4j.properties")
+            properties.write_atomic(self.info["log4j"], LOG4J1, mode=0o644)
         self.info["exporter_config"] = os.path.join(self.directory, "jmx-exporter.yaml")
-        properties.write_atomic(self.info["log4j2"], LOG4J2, mode=0o644)
         properties.write_atomic(self.info["exporter_config"], EXPORTER_CONFIG, mode=0o644)
         self.info["quota_plugin_jar"] = libs.plugin
 
     def _format(self, libs, scram_password):
-        """kafka-storage format on every node with one cluster id (and the admin's SCRAM credentials)."""
+        """kafka-storage format on every KRaft node with one cluster id (and the admin's SCRAM credentials)."""
         args = ["format", "-t", self.info["cluster_id"], "--ignore-formatted"]
         if scram_password:
             for mechanism in security.MECHANISMS:
@@ -300,10 +424,11 @@ class KafkaCluster(ClusterBase):
         format_storage(libs, self.info["brokers"], args, self._log_options(self.info["brokers"][0]))
 
     def _log_options(self, entry):
-        return [
-            f"-Dlog4j2.configurationFile={self.info['log4j2']}",
-            f"-Dkafka.logs.dir={os.path.dirname(entry['log_file'])}",
-        ]
+        if self.info.get("logging", "log4j2") == "log4j2":
+            config = f"-Dlog4j2.configurationFile={self.info['log4j2']}"
+        else:
+            config = f"-Dlog4j.configuration=file:{self.info['log4j']}"
+        return [config, f"-Dkafka.logs.dir={os.path.dirname(entry['log_file'])}"]
 
     # -- processes ------------------------------------------------------------------------------------------------
     def _launch(self, entry, libs):
@@ -338,12 +463,17 @@ class KafkaCluster(ClusterBase):
         entry["started_at"] = time.time()
 
     def up(self, timeout=120.0):
-        libs = ensure_libs()
+        libs = self._libs()
+        if self.metadata_mode == ZOOKEEPER:
+            self._start_zookeeper(libs, timeout)
         for entry in self.info["brokers"]:
             self._launch(entry, libs)
         self.save()
         try:
             self.wait_ready(self.info["brokers"], timeout)
+            if self.info.get("cluster_id") is None:
+                self.info["cluster_id"] = self._described()["cluster_id"]
+                self.save()
         except ClusterError:
             self.down()
             raise
@@ -352,9 +482,36 @@ class KafkaCluster(ClusterBase):
         entry = self.broker(node_id)
         if entry.get("pid") and process_alive(entry["pid"]):
             raise ClusterError(f"broker {node_id} is already running (pid {entry['pid']})")
-        self._launch(entry, ensure_libs())
+        self._launch(entry, self._libs())
         self.save()
         self.wait_ready([entry], timeout)
+
+    def _start_zookeeper(self, libs, timeout):
+        """ZooKeeper first (brokers cannot start without it); the admin's SCRAM credentials go in before any broker
+        needs them to talk to another."""
+        node = self.info["zookeeper"]
+        if not (node.get("pid") and process_alive(node["pid"])):
+            zookeeper.launch(node, libs, JVM_OPTIONS, self._log_options(node))
+            self.save()
+        try:
+            zookeeper.wait_ready(node, timeout)
+            if "sasl" in self.info and not node.get("scram_stored"):
+                zookeeper.add_scram_credentials(
+                    node, libs, TOOL_JVM_OPTIONS, ADMIN_USER, self.info["sasl"]["password"], security.MECHANISMS
+                )
+                node["scram_stored"] = True
+                self.save()
+        except ClusterError:
+            self.down()
+            raise
+
+    def down(self):
+        """Brokers first (a controlled shutdown needs ZooKeeper), then ZooKeeper, then the volumes."""
+        super().down()
+        node = (self.info or {}).get("zookeeper")
+        if node and node.get("pid") and process_alive(node["pid"]):
+            self._terminate(node, self.down_timeout)
+            self.save()
 
     def stop(self, node_id, timeout=None):
         entry = self.broker(node_id)
@@ -394,9 +551,24 @@ class KafkaCluster(ClusterBase):
         try:
             with open(entry["log_file"], "rb") as handle:
                 handle.seek(entry.get("log_offset", 0))
-                return STARTED.encode() in handle.read()
+                text = handle.read()
         except FileNotFoundError:
             return False
+        return STARTED.encode() in text or STARTED_ZOOKEEPER_MODE.encode() in text
+
+    def _described(self):
+        """DescribeCluster through the bootstrap servers."""
+        from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
+        from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
+
+        try:
+            admin = KafkaAdminClient(**kafka_python_config(self, request_timeout_ms=5000))
+            try:
+                return describe_cluster(admin)
+            finally:
+                admin.close()
+        except (KafkaError, OSError) as exc:
+            raise ClusterError(f"DescribeCluster failed: {exc}") from exc
 
     def unfenced_brokers(self):
         """Ids of the brokers the cluster reports as registered and unfenced (DescribeCluster through a live broker)."""
@@ -409,7 +581,7 @@ class KafkaCluster(ClusterBase):
             except (KafkaError, OSError, ValueError):
                 continue
             try:
-                return {b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")}
+                return {b["broker_id"] for b in describe_cluster(admin)["brokers"] if not b["is_fenced"]}
             except (KafkaError, OSError, ValueError):
                 continue
             finally:
@@ -445,7 +617,8 @@ class KafkaCluster(ClusterBase):
             time.sleep(0.2)
 
     def active_controller(self):
-        """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by a broker to the controllers), or None."""
+        """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by a broker to the controllers), or in
+        ZooKeeper mode the broker elected controller (DescribeCluster); None when no broker answers."""
         from kafka import KafkaAdminClient  # pylint: disable=import-outside-toplevel
         from kafka.errors import KafkaError  # pylint: disable=import-outside-toplevel
 
@@ -454,17 +627,15 @@ class KafkaCluster(ClusterBase):
         except (KafkaError, OSError):
             return None
         try:
-            quorum = admin.describe_metadata_quorum()
+            if self.metadata_mode == ZOOKEEPER:
+                controller = describe_cluster(admin)["controller_id"]
+            else:
+                controller = quorum_leader(admin)
         except (KafkaError, OSError):
             return None
         finally:
             admin.close()
-        for topic in quorum.get("topics", []):
-            for partition in topic.get("partitions", []):
-                leader = partition.get("leader_id")
-                if topic.get("topic_name") == "__cluster_metadata" and leader is not None and leader >= 0:
-                    return leader
-        return None
+        return controller if controller is not None and controller >= 0 else None
 
     def _one_broker_config(self, entry, **extra):
         """kafka-python settings that reach the one broker of ``entry`` (no other from its metadata)."""

@@ -4,7 +4,8 @@
 Strimzi quota plugin and the Prometheus JMX exporter agent into ``build/kafka-<version>/``; later runs find the
 stamp there and download nothing.
 
-- ``KAFKA_VERSION`` picks another Apache Kafka 4.x release (default: the pom's, 4.3.1).
+- ``KAFKA_VERSION`` picks another Apache Kafka release, 3.3.0 or newer (default: the pom's, 4.3.1); each release's
+  jars go into a directory of their own, with the release's logging (Log4j2 from 4.0, reload4j before).
 - ``KAFKA_HOME`` uses an existing Apache Kafka installation's ``libs/`` instead of fetching Kafka; the plugin and
   the agent are still fetched, into ``build/kafka-home-plugins/``.
 """
@@ -16,6 +17,7 @@ import re
 import shutil
 import subprocess
 
+from kafka_testbed.kafka_versions import KafkaRelease
 from kafka_testbed.nodes import ClusterError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,17 +34,24 @@ DEFAULT_VERSION = _pom_property("kafka.version")
 AGENT_PREFIX = "jmx_prometheus_javaagent"
 PLUGIN_PREFIX = "kafka-quotas-plugin"
 _STAMP = ".complete"
-_VERSION = re.compile(r"^4\.\d+\.\d+$")
 
 
 class KafkaLibs:
     """Where the broker's classpath, the plugin and the agent are; ``java`` is the command that runs them."""
 
-    def __init__(self, version, kafka_libs, extras, java):
+    def __init__(self, version, kafka_libs, extras, java, kafka_home=None):
         self.version = version
         self.kafka_libs = kafka_libs
         self.extras = extras
         self.java = java
+        self.kafka_home = kafka_home
+
+    @property
+    def logging(self):
+        """``log4j2`` or ``reload4j``: what the jars log with (an installation's libs/ tell by their jars)."""
+        if self.kafka_home:
+            return "log4j2" if glob.glob(os.path.join(self.kafka_libs, "log4j-core-*.jar")) else "reload4j"
+        return KafkaRelease(self.version).logging
 
     @property
     def classpath(self):
@@ -154,10 +163,9 @@ def ensure_libs(version=None, kafka_home=None):
         found = re.search(r"kafka_2\.13-([^-]+(?:-[^-]+)?)\.jar$", os.path.basename(sorted(servers)[-1]))
         extras = os.path.join(BUILD, "kafka-home-plugins")
         _copy(extras, ["-Dkafka.home=" + kafka_home], "the Strimzi quota plugin and the JMX exporter")
-        return KafkaLibs(found.group(1) if found else "unknown", libs, extras, java)
+        return KafkaLibs(found.group(1) if found else "unknown", libs, extras, java, kafka_home)
     version = version or os.environ.get("KAFKA_VERSION") or DEFAULT_VERSION
-    if not _VERSION.match(version):
-        raise ClusterError(f"KAFKA_VERSION={version!r}: expected an Apache Kafka 4.x release such as {DEFAULT_VERSION}")
+    release = KafkaRelease(version)
     target = os.path.join(BUILD, f"kafka-{version}", "libs")
-    _copy(target, [f"-Dkafka.version={version}"], f"Apache Kafka {version}")
+    _copy(target, [f"-Dkafka.version={version}", f"-Pkafka,{release.logging}"], f"Apache Kafka {version}")
     return KafkaLibs(version, target, target, java)

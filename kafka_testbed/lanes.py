@@ -19,7 +19,7 @@ LANE_VARIABLE = "HEADROOM_TEST_LANE"
 TEST_VARIABLE = "PYTEST_CURRENT_TEST"
 
 # Every lane; a test is in exactly one.
-LANES = ("unit", "integration", "hosts", "pipeline", "molecule", "conformance")
+LANES = ("unit", "integration", "hosts", "pipeline", "molecule", "conformance", "compat")
 
 # Directories below tests/ and their lane; the longest matching directory wins.
 LANE_DIRECTORIES = {
@@ -30,6 +30,7 @@ LANE_DIRECTORIES = {
     "pipeline": "pipeline",
     "molecule": "molecule",
     "kafka_testbed": "conformance",
+    "compat": "compat",
 }
 
 KAFKA_CLUSTER = "a Kafka cluster"
@@ -40,7 +41,7 @@ SPARK_STANDALONE = "a Spark standalone cluster"
 PROMETHEUS = "a Prometheus server"
 
 # What each launcher may be started by, and the directory to suggest first to a test that may not.
-_CLUSTER_LANES = ("integration", "hosts", "pipeline", "molecule", "conformance")
+_CLUSTER_LANES = ("integration", "hosts", "pipeline", "molecule", "conformance", "compat")
 ALLOWED_LANES = {
     KAFKA_CLUSTER: _CLUSTER_LANES,
     MODEL_CLUSTER: _CLUSTER_LANES,

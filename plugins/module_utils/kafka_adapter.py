@@ -505,15 +505,21 @@ class KafkaAdapter:
         }
 
     def active_controller(self) -> Optional[int]:
-        """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by brokers to the controller), or None when
-        the cluster cannot tell (no quorum reachable, or a broker too old for the API)."""
+        """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by brokers to the controller); in ZooKeeper
+        mode, whose brokers have no DescribeQuorum, the broker elected controller (DescribeCluster). None when the
+        cluster cannot tell (no quorum reachable)."""
         topic = DescribeQuorumRequest.TopicData
         request = DescribeQuorumRequest(
             topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])]
         )
         try:
             response = self._send(request)
-        except KafkaAdapterError:
+        except KafkaAdapterError as exc:
+            if isinstance(exc.error, kafka_errors.IncompatibleBrokerVersion):
+                # KRaft brokers have answered DescribeQuorum since 3.3; a ZooKeeper-mode broker's controller is the
+                # broker DescribeCluster names (in KRaft that is a random broker, never the quorum leader).
+                controller = self.describe_cluster()["controller_id"]
+                return controller if controller is not None and controller >= 0 else None
             return None
         if response.error_code or not response.topics or not response.topics[0].partitions:
             return None

@@ -109,6 +109,6 @@ def test_a_cluster_started_by_a_subprocess_of_a_unit_test_fails_and_starts_nothi
     assert result.stderr.strip() == (
         "error: test tests/unit/test_x.py::test_y in lane unit started a model cluster; "
         "move it to tests/integration or mark it @pytest.mark.integration (lanes that may start a model cluster: "
-        "integration, hosts, pipeline, molecule, conformance)"
+        "integration, hosts, pipeline, molecule, conformance, compat)"
     )
     assert os.listdir(tmp_path) == []

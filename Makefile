@@ -22,6 +22,9 @@
 #   make molecule     every molecule scenario (extensions/molecule), on a test cluster or a fleet (tests/molecule)
 #   make conformance  the test cluster's conformance suite (tests/kafka_testbed) on the model, then on real Kafka
 #                     (make conformance-kafka: on real Kafka only)
+#   make compat       the compatibility suite (tests/compat) on every Kafka release of the matrix, 3.3 to 4.4 in KRaft
+#                     mode and the 3.x lines in ZooKeeper mode, then the conformance suite on each KRaft release;
+#                     writes docs/docsite/rst/compatibility_matrix.rst (COMPAT_RELEASES, COMPAT_CONFORMANCE below)
 #   make test         sanity, lint, then every lane in one pytest run (both workers shared across the lanes), then
 #                     the conformance suite on real Kafka; everything runs, and it fails when something failed
 #
@@ -45,7 +48,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint unit integration hosts pipeline molecule conformance \
-	conformance-kafka test demo bench clean collection-link
+	conformance-kafka compat test demo bench clean collection-link
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -122,6 +125,27 @@ conformance: venv kafka-libs
 
 conformance-kafka: venv kafka-libs
 	HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -m conformance tests
+
+# The compatibility suite on the releases of COMPAT_RELEASES (all: kafka_testbed/kafka_versions.py's matrix; or a list
+# such as "3.9.1/zookeeper 4.4.0/kraft"), then the conformance suite on real Kafka of each KRaft release in
+# COMPAT_CONFORMANCE (default: those of COMPAT_RELEASES; none to skip it), each with its JUnit report; then the table.
+# A conformance test that fails on another release than the model's is a finding for the table, not a failure of this
+# target; a compatibility check that fails is. (make test runs the suite on its default selection, the oldest 3.x line
+# in both modes and the newest 4.x, inside its one pytest run.)
+COMPAT_RELEASES ?= all
+COMPAT_CONFORMANCE ?= $(COMPAT_RELEASES)
+compat: venv kafka-libs
+	@rm -rf build/compat; status=0; \
+	HEADROOM_COMPAT_RELEASES="$(COMPAT_RELEASES)" $(PYTEST) $(PYTEST_PARALLEL) -m compat tests || status=1; \
+	if [ "$(COMPAT_CONFORMANCE)" != none ]; then \
+		for release in $$($(VENV)/bin/python -m kafka_testbed.kafka_versions --mode kraft "$(COMPAT_CONFORMANCE)"); do \
+			KAFKA_VERSION=$${release%-kraft} HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -q \
+				-m conformance tests --junitxml=build/compat/conformance/$$release.xml > /dev/null; \
+			echo "conformance suite on Kafka $$release: exit $$?"; \
+		done; \
+	fi; \
+	$(VENV)/bin/python -m kafka_testbed.compat_report || status=1; \
+	exit $$status
 
 # Every lane in one pytest run (every test file is in a lane, and the tests of all lanes share both workers: lane by
 # lane, each lane's slowest file would run alone at its end), then the conformance suite once more on real Kafka. Each

@@ -13,7 +13,9 @@ from kafka_testbed.model.state import DEFAULT_CATCH_UP_MS
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="python -m kafka_testbed", description="A local Apache Kafka test cluster (3.3 to 4.x).")
+    parser = argparse.ArgumentParser(
+        prog="python -m kafka_testbed", description="A local Apache Kafka test cluster (3.3 to 4.x)."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name, help_text, broker=False):

@@ -44,9 +44,9 @@ def kafka_python_config(cluster, **extra):
 
 
 def describe_cluster(admin):
-    """{cluster_id, controller_id, brokers: [{broker_id, is_fenced}]} from DescribeCluster, sent at whatever version the broker
-    speaks. kafka-python's own ``describe_cluster()`` fails on brokers before Kafka 3.7, whose DescribeCluster (v0)
-    has no endpoint type."""
+    """{cluster_id, controller_id, brokers: [{broker_id, is_fenced}]} from DescribeCluster, sent at whatever version
+    the broker speaks. kafka-python's own ``describe_cluster()`` fails on brokers before Kafka 3.7, whose
+    DescribeCluster (v0) has no endpoint type."""
     from kafka.protocol.admin.cluster import DescribeClusterRequest  # pylint: disable=import-outside-toplevel
 
     request = DescribeClusterRequest(include_cluster_authorized_operations=False, include_fenced_brokers=True)
@@ -88,3 +88,21 @@ def _send(admin, request):
         return await manager.send(request)
 
     return manager.run(send)
+
+
+def module_connection_options(info):
+    """The collection's connection options (the ``kafka`` action group) for a cluster's admin identity, from its
+    ``cluster.json``."""
+    options = {
+        "bootstrap_servers": info["bootstrap_servers"].split(","),
+        "security_protocol": info["security_protocol"],
+    }
+    if "tls" in info:
+        options.update(ssl_cafile=info["tls"]["ca"], ssl_certfile=info["tls"]["cert"], ssl_keyfile=info["tls"]["key"])
+    if "sasl" in info:
+        options.update(
+            sasl_mechanism=info["sasl"]["mechanism"],
+            sasl_username=info["sasl"]["username"],
+            sasl_password=info["sasl"]["password"],
+        )
+    return options

@@ -2,7 +2,9 @@
 
 The suite appends one line per test phase to ``build/compat/results/*.jsonl`` (release, check, phase, outcome,
 seconds, reason); ``python -m kafka_testbed.compat_report`` folds them into one row per check and a column per
-release and writes the reStructuredText table ``make compat`` puts in the documentation.
+release and writes the reStructuredText table ``make compat`` puts in the documentation. The conformance suite's
+JUnit reports of each release (``build/compat/conformance/<version>-<mode>.xml``) add a second table: the test
+cluster's model against each release, a row per test file.
 """
 
 import argparse
@@ -10,9 +12,11 @@ import glob
 import json
 import os
 import sys
+import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "build", "compat", "results")
+CONFORMANCE_DIR = os.path.join(ROOT, "build", "compat", "conformance")
 TABLE = os.path.join(ROOT, "docs", "docsite", "rst", "compatibility_matrix.rst")
 _MARKS = {"passed": "pass", "failed": "FAIL", "skipped": "n/a"}
 
@@ -72,30 +76,80 @@ def render(results, title="Compatibility matrix"):
         rows.append(row)
     totals = [sum(e["seconds"] for (r, _c), e in results.items() if r == release) for release in releases]
     rows.append(["**total**", *(f"{total:.0f}s" for total in totals)])
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    rule = " ".join("=" * width for width in widths)
-
-    def line(cells):
-        return " ".join(str(cell).ljust(width) for cell, width in zip(cells, widths)).rstrip()
-
-    out = [f".. _compatibility_matrix:", "", title, "=" * len(title), ""]
+    out = [".. _compatibility_matrix:", "", title, "=" * len(title), ""]
     out += [
         "Written by ``make compat`` from what the compatibility suite (``tests/compat``) did on each Apache Kafka",
         "release and metadata mode: ``pass`` and ``FAIL`` with the seconds the check took, ``n/a`` where the",
         "release lacks what the check needs (the reasons follow the table).",
         "",
-        rule,
-        line(header),
-        rule,
     ]
-    out += [line(row) for row in rows]
-    out += [rule, ""]
+    out += _grid(header, rows)
     reasons = sorted({(r, c, e["reason"]) for (r, c), e in results.items() if e["outcome"] == "skipped"})
     if reasons:
         out += ["Not applicable:", ""]
         out += [f"- {release}, ``{check}``: {reason}" for release, check, reason in reasons]
         out.append("")
     return "\n".join(out)
+
+
+def conformance_counts(junit_text):
+    """{test file: {passed, failed, skipped}} from a JUnit report of the conformance suite."""
+    counts = {}
+    for case in ElementTree.fromstring(junit_text).iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        module = next((part for part in parts if part.startswith("test_")), parts[-1]) + ".py"
+        entry = counts.setdefault(module, {"passed": 0, "failed": 0, "skipped": 0})
+        if case.find("failure") is not None or case.find("error") is not None:
+            entry["failed"] += 1
+        elif case.find("skipped") is not None:
+            entry["skipped"] += 1
+        else:
+            entry["passed"] += 1
+    return counts
+
+
+def render_conformance(by_release):
+    """The conformance table: a row per test file, a column per release, ``passed/failed/skipped`` counts."""
+    releases = sorted(by_release, key=_release_key)
+    files = sorted({name for counts in by_release.values() for name in counts})
+    header = ["conformance test file", *releases]
+    rows = []
+    for name in files:
+        row = [f"``{name}``"]
+        for release in releases:
+            entry = by_release[release].get(name)
+            row.append(f"{entry['passed']}/{entry['failed']}/{entry['skipped']}" if entry else "")
+        rows.append(row)
+    title = "The model against each release"
+    out = [
+        title,
+        "-" * len(title),
+        "",
+        "The test cluster's conformance suite (``tests/kafka_testbed``, the model's tests) run on real Kafka of each",
+        "release: passed/failed/skipped per test file. Skipped tests pin model-only behaviour (``kafka_testbed/README.md``",
+        "lists every difference).",
+        "",
+    ]
+    return "\n".join(out + _grid(header, rows))
+
+
+def _grid(header, rows):
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    rule = " ".join("=" * width for width in widths)
+
+    def line(cells):
+        return " ".join(str(cell).ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+    return [rule, line(header), rule, *(line(row) for row in rows), rule, ""]
+
+
+def read_conformance(directory=CONFORMANCE_DIR):
+    """{release: counts} from every ``<release>.xml`` in ``directory``."""
+    by_release = {}
+    for path in sorted(glob.glob(os.path.join(directory, "*.xml"))):
+        with open(path, encoding="utf-8") as handle:
+            by_release[os.path.basename(path)[: -len(".xml")]] = conformance_counts(handle.read())
+    return by_release
 
 
 def read_results(directory=RESULTS_DIR):
@@ -109,6 +163,7 @@ def read_results(directory=RESULTS_DIR):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kafka_testbed.compat_report", description=__doc__.split("\n")[0])
     parser.add_argument("--results", default=RESULTS_DIR, help="directory of the suite's result lines")
+    parser.add_argument("--conformance", default=CONFORMANCE_DIR, help="directory of the conformance JUnit reports")
     parser.add_argument("--output", default=TABLE, help="where to write the table ('-': standard output)")
     args = parser.parse_args(argv)
     results = read_results(args.results)
@@ -116,6 +171,9 @@ def main(argv=None):
         print(f"error: no results in {args.results}; run the compatibility suite first (make compat)", file=sys.stderr)
         return 1
     text = render(results)
+    conformance = read_conformance(args.conformance)
+    if conformance:
+        text += "\n" + render_conformance(conformance)
     if args.output == "-":
         sys.stdout.write(text)
     else:

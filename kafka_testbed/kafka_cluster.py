@@ -213,11 +213,20 @@ class KafkaCluster(ClusterBase):
         if libs.kafka_home:
             self.info["kafka_home"] = libs.kafka_home
         if metadata == ZOOKEEPER:
-            self._create_zookeeper_cluster(brokers, base_port, tls, scram, client_auth, libs, release, options={
-                "size": parse_size(volume_size) if volume_size else None,
-                "log_dirs": log_dirs_per_broker,
-                "extra": extra_properties,
-            })
+            self._create_zookeeper_cluster(
+                brokers,
+                base_port,
+                tls,
+                scram,
+                client_auth,
+                libs,
+                release,
+                options={
+                    "size": parse_size(volume_size) if volume_size else None,
+                    "log_dirs": log_dirs_per_broker,
+                    "extra": extra_properties,
+                },
+            )
             return
         if not combined and not controllers_only:
             controllers_only = 1

@@ -10,6 +10,7 @@ stamp there and download nothing.
   the agent are still fetched, into ``build/kafka-home-plugins/``.
 """
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -122,13 +123,18 @@ def java_command():
     return java
 
 
-def _maven(args, what):
+def _maven_command():
     mvn = shutil.which("mvn")
     if not mvn:
         raise ClusterError(
             "no 'mvn' on PATH: the test cluster fetches Apache Kafka from Maven Central with Maven; "
             "install it (for example: apt-get install maven) or set KAFKA_HOME to an Apache Kafka installation"
         )
+    return mvn
+
+
+def _maven(args, what):
+    mvn = _maven_command()
     result = subprocess.run([mvn, "-B", "-q", "-f", POM, *args], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip().splitlines()
@@ -137,15 +143,22 @@ def _maven(args, what):
 
 
 def _copy(target, args, what):
-    """Run copy-dependencies into ``target`` unless a previous run completed there."""
+    """Run copy-dependencies into ``target`` unless a previous run completed there. Test workers that need the same
+    release at once take turns (a lock file beside it): the first fetches, the others find the stamp."""
     if os.path.exists(os.path.join(target, _STAMP)):
         return
-    staging = target + ".partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    _maven(["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}", *args], what)
-    open(os.path.join(staging, _STAMP), "w", encoding="utf-8").close()
-    shutil.rmtree(target, ignore_errors=True)
-    os.rename(staging, target)
+    _maven_command()
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target + ".lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(os.path.join(target, _STAMP)):
+            return
+        staging = target + ".partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        _maven(["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={staging}", *args], what)
+        open(os.path.join(staging, _STAMP), "w", encoding="utf-8").close()
+        shutil.rmtree(target, ignore_errors=True)
+        os.rename(staging, target)
 
 
 def ensure_libs(version=None, kafka_home=None):

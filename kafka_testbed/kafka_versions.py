@@ -124,3 +124,24 @@ class KafkaRelease:
                 f"{field} {metadata_mode}: Apache Kafka {self.version} has no ZooKeeper mode (removed in 4.0); "
                 "use kraft, or a 3.x release"
             )
+
+
+def main(argv=None):
+    """``python -m kafka_testbed.kafka_versions [--mode kraft] SELECTION``: the selection's releases, one
+    ``<version>-<mode>`` per line (for make compat's loops)."""
+    import argparse  # pylint: disable=import-outside-toplevel
+
+    parser = argparse.ArgumentParser(prog="python -m kafka_testbed.kafka_versions")
+    parser.add_argument("--mode", choices=METADATA_MODES, help="only the releases in this metadata mode")
+    parser.add_argument("selection", nargs="?", default="all")
+    args = parser.parse_args(argv)
+    for release, mode in parse_selection(args.selection):
+        if args.mode in (None, mode):
+            print(f"{release.version}-{mode}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

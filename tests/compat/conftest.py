@@ -34,7 +34,9 @@ class Release:
 
 def pytest_generate_tests(metafunc):
     if "kafka_release" in metafunc.fixturenames:
-        selection = [Release(release, mode) for release, mode in parse_selection(os.environ.get(SELECTION_VARIABLE, ""))]
+        selection = [
+            Release(release, mode) for release, mode in parse_selection(os.environ.get(SELECTION_VARIABLE, ""))
+        ]
         metafunc.parametrize("kafka_release", selection, ids=[entry.id for entry in selection], scope="module")
 
 

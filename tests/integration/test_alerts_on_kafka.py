@@ -14,8 +14,8 @@ import time
 
 import pytest
 import yaml
+from ansible_plays import run_site, write_inventory
 from test_integration_targets import connection_options
-from test_site import run_site, write_inventory
 
 from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules
 from dashboards.queries import dashboard_queries

@@ -77,12 +77,22 @@ def test_an_unreachable_repository_fails_naming_the_version(monkeypatch, empty_b
     assert not os.path.exists(empty_build / "kafka-4.3.1" / "libs"), "a failed fetch left a libs directory behind"
 
 
-@pytest.mark.parametrize("version", ["3.9.1", "4.3", "latest", "4.3.1-rc0"])
-def test_kafka_version_must_be_a_4x_release(monkeypatch, empty_build, version):
+@pytest.mark.parametrize("version", ["4.3", "latest", "4.3.1-rc0"])
+def test_kafka_version_must_be_a_release(monkeypatch, empty_build, version):
     del empty_build
     monkeypatch.setenv("KAFKA_VERSION", version)
     with pytest.raises(
-        ClusterError, match=rf"KAFKA_VERSION='{version}': expected an Apache Kafka 4\.x release such as 4\.3\.1"
+        ClusterError, match=rf"KAFKA_VERSION='{version}': expected an Apache Kafka release such as 3\.9\.1 or 4\.3\.1"
+    ):
+        kafka_libs.ensure_libs()
+
+
+@pytest.mark.parametrize("version", ["3.2.3", "2.8.2"])
+def test_releases_before_3_3_are_refused_naming_why(monkeypatch, empty_build, version):
+    del empty_build
+    monkeypatch.setenv("KAFKA_VERSION", version)
+    with pytest.raises(
+        ClusterError, match=rf"KAFKA_VERSION='{version}': the test cluster runs Apache Kafka 3\.3 or newer"
     ):
         kafka_libs.ensure_libs()
 

@@ -10,9 +10,9 @@ import os
 import time
 
 import pytest
+from ansible_plays import run_site, write_inventory
 from ansible_run import run_module
 from test_integration_targets import connection_options
-from test_site import run_site, write_inventory
 
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.nodes import tail

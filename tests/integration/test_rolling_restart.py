@@ -1,89 +1,11 @@
 """The rolling_restart role against a 3-broker test cluster driven with the command restart method."""
 
-import json
 import os
-import subprocess
 import sys
 import time
 
 import pytest
-import yaml
-from test_integration_targets import COLLECTIONS, ROOT, connection_options
-
-from kafka_testbed.cluster import Cluster, process_alive
-
-ROLES = os.path.join(ROOT, "roles")
-
-
-def run_roll(cluster, tmp_path, needs_restart, extra_vars=None, host_vars=None, path_prefix=None):
-    driver = f"{sys.executable} -m kafka_testbed"
-    inventory = {"all": {"hosts": {}}}
-    for entry in cluster.info["brokers"]:
-        inventory["all"]["hosts"][f"broker-{entry['id']}"] = {
-            "ansible_connection": "local",
-            "ansible_python_interpreter": sys.executable,
-            "kafka_node_id": entry["id"],
-            "kafka_listener_host": entry["host"],
-            "kafka_listener_port": entry["port"],
-            "kafka_restart_needed": entry["id"] in needs_restart,
-            "kafka_process_roles": ",".join(entry.get("roles", ["broker"])),
-            **(host_vars or {}).get(entry["id"], {}),
-        }
-    variables = {
-        "rolling_restart_method": "command",
-        "rolling_restart_command": f"{driver} restart --dir {cluster.directory} --broker {{node_id}}",
-        "rolling_restart_health_timeout": 30,
-        "rolling_restart_port_timeout": 30,
-        "rolling_restart_poll_interval": 0.2,
-        "kafka_connection": connection_options(cluster.info),
-        # The test cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
-        "kafka_become": False,
-        "kafka_libs_dir": os.path.dirname(cluster.info["quota_plugin_jar"]),
-        "quota_plugin_jar_source": "none",
-    }
-    variables.update(extra_vars or {})
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "vars.json").write_text(json.dumps(variables))
-    (tmp_path / "play.yml").write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "roll",
-                    "hosts": "all",
-                    "gather_facts": False,
-                    "vars_files": [str(tmp_path / "vars.json")],
-                    "module_defaults": {"group/headroom.kafka.kafka": "{{ kafka_connection }}"},
-                    "roles": [{"role": "rolling_restart"}],
-                }
-            ]
-        )
-    )
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_ROLES_PATH=ROLES,
-        ANSIBLE_NOCOLOR="1",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    if path_prefix:
-        env["PATH"] = str(path_prefix) + os.pathsep + env["PATH"]
-    command = [
-        os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-        "-i",
-        str(tmp_path / "inventory.yml"),
-        str(tmp_path / "play.yml"),
-    ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
-
-
-def incarnations(cluster):
-    """node id -> (pid, start time in ms) of the running nodes, as the launcher recorded them."""
-    current = Cluster(cluster.directory)
-    return {
-        entry["id"]: (entry["pid"], int(entry["started_at"] * 1000))
-        for entry in current.info["brokers"]
-        if entry.get("pid") and process_alive(entry["pid"])
-    }
+from ansible_plays import incarnations, run_roll
 
 
 def create_replicated_topic(cluster):

@@ -9,105 +9,10 @@ hosts."""
 import json
 import os
 import re
-import subprocess
-import sys
-import urllib.request
 
 import pytest
 import yaml
-from test_integration_targets import COLLECTIONS, ROOT, connection_options
-
-from kafka_testbed.cluster import Cluster, process_alive
-
-SITE = os.path.join(ROOT, "playbooks", "site.yml")
-SPEC = {
-    "type": "strimzi",
-    "producer_byte_rate": 1048576,
-    "consumer_byte_rate": 2097152,
-    "min_available_ratio_per_volume": 0.1,
-    "excluded_principals": ["User:ops"],
-    "check_interval": "PT30S",
-}
-
-
-def write_inventory(cluster, tmp_path, extra=None):
-    hosts = {}
-    for entry in cluster.info["brokers"]:
-        hosts[f"broker-{entry['id']}"] = {
-            "kafka_node_id": entry["id"],
-            "kafka_listener_host": entry["host"],
-            "kafka_listener_port": entry["port"],
-            "kafka_properties_file": entry["properties"],
-            "kafka_process_roles": ",".join(entry["roles"]),
-        }
-    group_vars = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "kafka_connection": connection_options(cluster.info),
-        # The test cluster's nodes are processes of this user, whose classpath holds the quota plugin's jar already.
-        "kafka_become": False,
-        "kafka_libs_dir": os.path.dirname(cluster.info["quota_plugin_jar"]),
-        "quota_plugin_jar_source": "none",
-        "kafka_quotas": SPEC,
-        "quota_plugin_admin": {"bootstrap_servers": cluster.info["bootstrap_servers"]},
-        "quota_plugin_owner": "root",
-        "quota_plugin_group": "root",
-        "kafka_client_quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4096}],
-        "rolling_restart_method": "command",
-        "rolling_restart_command": (
-            f"{sys.executable} -m kafka_testbed restart --dir {cluster.directory} --broker {{node_id}}"
-        ),
-        "rolling_restart_poll_interval": 0.2,
-        "rolling_restart_health_timeout": 60,
-        "rolling_restart_port_timeout": 30,
-    }
-    group_vars.update(extra or {})
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump({"all": {"children": {"kafka": {"hosts": hosts, "vars": group_vars}}}}))
-    return str(path)
-
-
-def run_site(inventory, *args):
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_NOCOLOR="1",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, SITE, *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
-
-
-def changed_counts(stdout):
-    return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
-
-
-def pids(cluster):
-    """Process ids of the running nodes, by node id, as the launcher recorded them."""
-    current = Cluster(cluster.directory)
-    return {
-        entry["id"]: entry["pid"]
-        for entry in current.info["brokers"]
-        if entry.get("pid") and process_alive(entry["pid"])
-    }
-
-
-def scrape(url):
-    """{name: [(labels, value)]} from a node's /metrics."""
-    series = {}
-    with urllib.request.urlopen(url, timeout=10) as response:
-        for line in response.read().decode().splitlines():
-            if line and not line.startswith("#"):
-                head, _space, value = line.rpartition(" ")
-                name, _brace, labels = head.partition("{")
-                series.setdefault(name, []).append((dict(re.findall(r'(\w+)="([^"]*)"', labels)), float(value)))
-    return series
-
-
-def serving(url, name):
-    """A node's metrics once they hold ``name``, else None."""
-    series = scrape(url)
-    return series if name in series else None
+from ansible_plays import SPEC, changed_counts, pids, run_site, scrape, serving, write_inventory
 
 
 def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_names(kafka_cluster_factory, tmp_path):

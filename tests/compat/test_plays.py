@@ -1,0 +1,53 @@
+"""site.yml and the rolling restart on each Kafka release: the plays converge, a second run changes nothing, and the
+active controller (a KRaft quorum's leader, or the broker ZooKeeper elected) restarts last."""
+
+import time
+
+from ansible_plays import SPEC, changed_counts, incarnations, pids, run_roll, run_site, scrape, write_inventory
+
+from kafka_testbed.traffic import wait_until
+
+
+def _plugin_loaded(url):
+    """The plugin's gauges once its first storage check ran (it registers them then), else None."""
+    series = scrape(url)
+    return series if any(name.startswith("io_strimzi_kafka_quotas") for name in series) else None
+
+
+def test_site_converges_and_a_second_run_changes_nothing(kafka_release, release_cluster, tmp_path):
+    cluster = release_cluster(3)
+    inventory = write_inventory(cluster, tmp_path, {"kafka_quotas": dict(SPEC, check_interval=2)})
+    before = pids(cluster)
+    first = run_site(inventory)
+    assert first.returncode == 0, first.stdout[-15000:]
+    restarted = pids(cluster)
+    assert all(restarted[entry["id"]] != before[entry["id"]] for entry in cluster.broker_nodes), (
+        f"every broker restarts to load the plugin on Kafka {kafka_release.id}"
+    )
+    for entry in cluster.broker_nodes:
+        wait_until(
+            lambda url=entry["metrics_url"]: _plugin_loaded(url),
+            30,
+            what=f"broker {entry['id']} serving the quota plugin's metrics",
+        )
+    second = run_site(inventory)
+    assert second.returncode == 0, second.stdout[-15000:]
+    assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
+    assert pids(cluster) == restarted, "a converged cluster is not restarted again"
+
+
+def test_the_active_controller_restarts_last(kafka_release, release_cluster, tmp_path):
+    # KRaft: three combined nodes, each a voter; ZooKeeper mode: three brokers, one of them elected controller.
+    cluster = release_cluster(3, **({"combined": 3} if kafka_release.mode == "kraft" else {}))
+    deadline = time.monotonic() + 15
+    while cluster.active_controller() not in (1, 2, 3) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leader = cluster.active_controller()
+    assert leader in (1, 2, 3)
+    before = incarnations(cluster)
+    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3})
+    assert result.returncode == 0, result.stdout[-10000:]
+    after = incarnations(cluster)
+    assert all(after[node][0] != before[node][0] for node in before), "every node restarted"
+    order = sorted(after, key=lambda node: after[node][1])
+    assert order[-1] == leader, f"restart order {order}, active controller was {leader}"

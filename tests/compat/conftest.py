@@ -14,7 +14,7 @@ import os
 import pytest
 
 from kafka_testbed.compat_report import RESULTS_DIR, record_line
-from kafka_testbed.kafka_versions import NotInRelease, parse_selection
+from kafka_testbed.kafka_versions import parse_selection
 
 SELECTION_VARIABLE = "HEADROOM_COMPAT_RELEASES"
 
@@ -46,8 +46,8 @@ def release_cluster_root(tmp_path_factory):
 
 
 class ReleaseClusters:
-    """Fresh clusters of one release and mode (``kafka_testbed.testing.ClusterFactory`` with the release's options);
-    a cluster the release cannot run skips the test with the reason."""
+    """Fresh clusters of one release and mode (``kafka_testbed.testing.ClusterFactory`` with the release's options,
+    which skips the test, with the reason, when the release cannot run the cluster asked for)."""
 
     def __init__(self, factory, release):
         self.factory = factory
@@ -56,10 +56,7 @@ class ReleaseClusters:
     def __call__(self, brokers=3, **options):
         options.setdefault("kafka_version", self.release.version)
         options.setdefault("metadata", self.release.mode)
-        try:
-            return self.factory(brokers, **options)
-        except NotInRelease as exc:
-            pytest.skip(f"not in Kafka {self.release.version} ({self.release.mode}): {exc}")
+        return self.factory(brokers, **options)
 
 
 @pytest.fixture

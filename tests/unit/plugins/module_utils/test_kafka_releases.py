@@ -1,0 +1,31 @@
+"""What the modules say about a broker too old for them: the releases it can be and the one needed."""
+# pylint: disable=missing-function-docstring
+
+import pytest
+
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_releases import (
+    describe_log_dirs_release,
+    describe_log_dirs_too_old,
+)
+
+
+@pytest.mark.parametrize(
+    ("max_version", "release"),
+    [
+        (0, "Kafka older than 3.1"),
+        (1, "Kafka older than 3.1"),
+        (2, "Kafka older than 3.1"),
+        (3, "Kafka 3.1 or 3.2"),
+        (4, "Kafka 3.3 or later"),
+        (5, "Kafka 3.3 or later"),
+    ],
+)
+def test_the_newest_describe_log_dirs_version_names_the_release(max_version, release):
+    assert describe_log_dirs_release(max_version) == release
+
+
+def test_the_refusal_names_the_broker_its_release_and_the_release_needed():
+    assert describe_log_dirs_too_old(2, 3) == (
+        "broker 2 answers DescribeLogDirs only up to v3, so it runs Kafka 3.1 or 3.2; total and usable bytes need v4 "
+        "(KIP-827, Kafka 3.3 or later): upgrade the broker to Kafka 3.3 or newer"
+    )

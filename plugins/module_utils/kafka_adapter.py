@@ -18,7 +18,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ansible_collections.headroom.kafka.plugins.module_utils import option_checks, secret_masking
+from ansible_collections.headroom.kafka.plugins.module_utils import kafka_releases, option_checks, secret_masking
 
 try:
     import kafka.errors as kafka_errors
@@ -54,7 +54,7 @@ except ImportError:
     HAS_CONFLUENT_KAFKA = False
     CONFLUENT_KAFKA_IMPORT_ERROR = traceback.format_exc()
 
-KIP_827_VERSION = 4  # DescribeLogDirs v4 added TotalBytes and UsableBytes (Kafka 3.3)
+KIP_827_VERSION = kafka_releases.DESCRIBE_LOG_DIRS_SIZES_VERSION  # v4 added TotalBytes and UsableBytes (Kafka 3.3)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 # librdkafka reports a refused login or TLS session only to the error callback, served between calls: waits for a
 # broker are cut into slices (the first this long), so that a refusal ends them within a slice, not at the timeout.
@@ -575,11 +575,7 @@ class KafkaAdapter:
                 continue
             version = getattr(answer, "version", None)
             if version is not None and version < KIP_827_VERSION:
-                results[node] = KafkaAdapterError(
-                    "broker {0} answers DescribeLogDirs only up to v{1}; total and usable bytes need v4 "
-                    "(KIP-827, Kafka 3.3 or later)".format(node, version),
-                    broker=node,
-                )
+                results[node] = KafkaAdapterError(kafka_releases.describe_log_dirs_too_old(node, version), broker=node)
                 continue
             if getattr(answer, "error_code", 0):
                 results[node] = KafkaAdapterError(

@@ -18,19 +18,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "build", "compat", "results")
 CONFORMANCE_DIR = os.path.join(ROOT, "build", "compat", "conformance")
 TABLE = os.path.join(ROOT, "docs", "docsite", "rst", "compatibility_matrix.rst")
-_MARKS = {"passed": "pass", "failed": "FAIL", "skipped": "n/a"}
+_MARKS = {"passed": "pass", "failed": "FAIL", "skipped": "n/a", "xfailed": "fault"}
 
 
 def record_line(release, check, report):
     """One phase of one test as a result line."""
     reason = None
-    if report.skipped and isinstance(report.longrepr, tuple):
+    outcome = report.outcome
+    if hasattr(report, "wasxfail"):
+        # An expected failure: the release's own fault, which the check proved is there (the reason names it).
+        outcome, reason = "xfailed", report.wasxfail
+    elif report.skipped and isinstance(report.longrepr, tuple):
         reason = str(report.longrepr[2]).removeprefix("Skipped: ")
     return {
         "release": release,
         "check": check,
         "phase": report.when,
-        "outcome": report.outcome,
+        "outcome": outcome,
         "seconds": round(report.duration, 2),
         "reason": reason,
     }
@@ -46,8 +50,8 @@ def fold(lines):
         entry["seconds"] += line["seconds"]
         if line["outcome"] == "failed":
             entry["outcome"] = "failed"
-        elif line["outcome"] == "skipped" and entry["outcome"] != "failed":
-            entry["outcome"] = "skipped"
+        elif line["outcome"] in ("skipped", "xfailed") and entry["outcome"] != "failed":
+            entry["outcome"] = line["outcome"]
             entry["reason"] = line["reason"]
     return results
 
@@ -72,23 +76,28 @@ def render(results, title="Compatibility matrix"):
                 row.append("")
             else:
                 mark = _MARKS[entry["outcome"]]
-                row.append(mark if entry["outcome"] == "skipped" else f"{mark} {entry['seconds']:.0f}s")
+                row.append(f"{mark} {entry['seconds']:.0f}s" if entry["outcome"] in ("passed", "failed") else mark)
         rows.append(row)
     totals = [sum(e["seconds"] for (r, _c), e in results.items() if r == release) for release in releases]
     rows.append(["**total**", *(f"{total:.0f}s" for total in totals)])
     out = [".. _compatibility_matrix:", "", title, "=" * len(title), ""]
     out += [
         "Written by ``make compat`` from what the compatibility suite (``tests/compat``) did on each Apache Kafka",
-        "release and metadata mode: ``pass`` and ``FAIL`` with the seconds the check took, ``n/a`` where the",
-        "release lacks what the check needs (the reasons follow the table).",
+        "release and metadata mode: ``pass`` and ``FAIL`` with the seconds the check took, ``fault`` where the check",
+        "proved a known fault of the release, ``n/a`` where the release lacks what the check needs (the reasons",
+        "follow the table).",
         "",
     ]
     out += _grid(header, rows)
-    reasons = sorted({(r, c, e["reason"]) for (r, c), e in results.items() if e["outcome"] == "skipped"})
-    if reasons:
-        out += ["Not applicable:", ""]
-        out += [f"- {release}, ``{check}``: {reason}" for release, check, reason in reasons]
-        out.append("")
+    for outcome, heading in (
+        ("xfailed", "Known faults of the release (the check proved the fault is there):"),
+        ("skipped", "Not applicable:"),
+    ):
+        reasons = sorted({(r, c, e["reason"]) for (r, c), e in results.items() if e["outcome"] == outcome})
+        if reasons:
+            out += [heading, ""]
+            out += [f"- {release}, ``{check}``: {reason}" for release, check, reason in reasons]
+            out.append("")
     return "\n".join(out)
 
 

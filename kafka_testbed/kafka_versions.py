@@ -7,6 +7,7 @@ that release; the launcher and the tests ask here instead of comparing version s
 
 import re
 
+from ansible_collections.headroom.kafka.plugins.module_utils import kafka_releases
 from kafka_testbed.nodes import ClusterError
 
 OLDEST = (3, 3)
@@ -103,15 +104,10 @@ class KafkaRelease:
         return self.release >= (4, 0)
 
     @property
-    def quota_callback_metadata_in_kraft(self):
-        """Since 4.0 KRaft brokers call ``updateClusterMetadata`` on a client quota callback; with the Strimzi plugin,
-        4.0 to 4.2.0 threw a NullPointerException while a broker was fenced (KAFKA-20746, fixed in 4.2.1 and 4.3)."""
-        return self.release >= (4, 0)
-
-    @property
     def fenced_broker_callback_fault(self):
-        """True where a stopped broker's fencing makes the quota callback throw (KAFKA-20746 not fixed yet)."""
-        return (4, 0, 0) <= self.release < (4, 2, 1)
+        """The release's KRaft brokers throw while a broker is fenced and a quota callback is configured (KAFKA-20746):
+        the collection's own table (``kafka_releases``), which the quota_plugin role warns with."""
+        return kafka_releases.has_fenced_broker_view_fault(self.version)
 
     def supports(self, metadata_mode):
         return metadata_mode == KRAFT or (metadata_mode == ZOOKEEPER and self.has_zookeeper)

@@ -165,6 +165,52 @@ def plugin_gauge(entry, kind, name):
     return None
 
 
+def log_since(log_file, offset):
+    """What a node logged from ``offset`` (bytes) of its log on."""
+    with open(log_file, "rb") as handle:
+        handle.seek(offset)
+        return handle.read().decode("utf-8", "replace")
+
+
+def completed_plugin_checks(log_file, offset):
+    """The volume checks the Strimzi quota plugin completed (it logs a line for each) since ``offset`` of the broker's
+    log."""
+    return log_since(log_file, offset).count("Updated cluster volume usage")
+
+
+def assert_rate_near(measured, quota, who, offered=2, tolerance=0.2):
+    """A producer that offered ``offered`` times ``quota`` got ``quota`` through, within ``tolerance``, and the broker
+    reported throttle time."""
+    achieved = measured.rate
+    print(
+        f"{who}: quota {quota} B/s, offered {offered * quota} B/s, achieved {achieved:.0f} B/s "
+        f"({achieved / quota:.3f} of the quota) over {measured.elapsed:.1f} s; "
+        f"{len(measured.throttles_ms)} throttled responses, up to {max(measured.throttles_ms, default=0):.0f} ms"
+    )
+    assert abs(achieved - quota) <= tolerance * quota, (
+        f"{who}: achieved {achieved:.0f} B/s, expected {quota} B/s +-{tolerance:.0%}"
+    )
+    assert measured.throttles_ms, f"{who}: the broker reported throttle time (it offered more than its quota)"
+
+
+def assert_at_floor(measured, who, message_size=8192):
+    """Held at 1 byte/s: the first batch is appended, and its response asks the producer to wait about its size in
+    seconds (Kafka's throttle time is (rate - quota) / quota x window, i.e. bytes over the quota / quota)."""
+    throttle_ms = max(measured.throttles_ms, default=0)
+    implied_quota = measured.acked * 1000 / throttle_ms if throttle_ms else float("inf")
+    print(
+        f"{who}: {measured.acked} bytes acknowledged in {measured.elapsed:.1f} s, throttle {throttle_ms:.0f} ms "
+        f"(a quota of {implied_quota:.2f} B/s)"
+    )
+    assert measured.acked <= 2 * message_size, (
+        f"{who}: nothing beyond the first batch gets through ({measured.acked} bytes)"
+    )
+    assert throttle_ms > 1000 * 1000, f"{who}: the broker asks for a throttle of hours, not {throttle_ms:.0f} ms"
+    assert implied_quota <= 2, (
+        f"{who}: the throttle time says the quota is {implied_quota:.2f} B/s, not the floor of 1 B/s"
+    )
+
+
 def wait_until(condition, timeout, interval=0.2, what="condition"):
     """Poll ``condition`` until it returns a true value; that value, or AssertionError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

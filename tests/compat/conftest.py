@@ -31,6 +31,14 @@ class Release:
     def __repr__(self):
         return self.id
 
+    # pytest reuses a module-scoped fixture of the next test only for a parameter equal to the one it was made with,
+    # and every test function gets Release objects of its own.
+    def __eq__(self, other):
+        return isinstance(other, Release) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
+
 
 def pytest_generate_tests(metafunc):
     if "kafka_release" in metafunc.fixturenames:

@@ -23,7 +23,14 @@ from test_integration_targets import connection_options
 
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.testing import ClusterFactory
-from kafka_testbed.traffic import allow_all_on_topic, create_topic, produce, wait_until
+from kafka_testbed.traffic import (
+    allow_all_on_topic,
+    assert_at_floor,
+    assert_rate_near,
+    create_topic,
+    produce,
+    wait_until,
+)
 
 MIB = 1 << 20
 UNLIMITED = 9223372036854775807  # Long.MAX_VALUE: the rate the guard gives an excluded principal
@@ -67,7 +74,6 @@ TOPIC = "guarded"
 WINDOW = 11  # seconds: Kafka's quota window (11 samples of 1 s)
 MEASURED = 2 * WINDOW - 0.5  # two whole windows, ending before the third one's burst may start
 OFFERED = 2  # a throttled producer offers twice the quota it should get
-TOLERANCE = 0.2  # achieved rate within 20 % of the quota
 FLOOR_SECONDS = 5  # at 1 byte/s, one batch is all that gets through in this time
 MESSAGE_SIZE = 8192  # traffic.produce's record size; a batch holds one or two records
 EXCLUDED_OFFERED = 4 * BASE_RATE  # the excluded principal offers four times the unthrottled default rate
@@ -157,37 +163,6 @@ def concurrently(**runs):
     with concurrent.futures.ThreadPoolExecutor(len(runs)) as pool:
         futures = {name: pool.submit(run) for name, run in runs.items()}
         return {name: future.result() for name, future in futures.items()}
-
-
-def assert_rate_near(measured, quota, who):
-    achieved = measured.rate
-    print(
-        f"{who}: quota {quota} B/s, offered {OFFERED * quota} B/s, achieved {achieved:.0f} B/s "
-        f"({achieved / quota:.3f} of the quota) over {measured.elapsed:.1f} s; "
-        f"{len(measured.throttles_ms)} throttled responses, up to {max(measured.throttles_ms, default=0):.0f} ms"
-    )
-    assert abs(achieved - quota) <= TOLERANCE * quota, (
-        f"{who}: achieved {achieved:.0f} B/s, expected {quota} B/s +-20 %"
-    )
-    assert measured.throttles_ms, f"{who}: the broker reported throttle time (it offered more than its quota)"
-
-
-def assert_at_floor(measured, who):
-    """Held at 1 byte/s: the first batch is appended, and its response asks the producer to wait about its size in
-    seconds (Kafka's throttle time is (rate - quota) / quota x window, i.e. bytes over the quota / quota)."""
-    throttle_ms = max(measured.throttles_ms, default=0)
-    implied_quota = measured.acked * 1000 / throttle_ms if throttle_ms else float("inf")
-    print(
-        f"{who}: {measured.acked} bytes acknowledged in {measured.elapsed:.1f} s, throttle {throttle_ms:.0f} ms "
-        f"(a quota of {implied_quota:.2f} B/s)"
-    )
-    assert measured.acked <= 2 * MESSAGE_SIZE, (
-        f"{who}: nothing beyond the first batch gets through ({measured.acked} bytes)"
-    )
-    assert throttle_ms > 1000 * 1000, f"{who}: the broker asks for a throttle of hours, not {throttle_ms:.0f} ms"
-    assert implied_quota <= 2, (
-        f"{who}: the throttle time says the quota is {implied_quota:.2f} B/s, not the floor of 1 B/s"
-    )
 
 
 # -- a filling volume -----------------------------------------------------------------------------------------------

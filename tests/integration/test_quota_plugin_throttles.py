@@ -16,7 +16,15 @@ from test_integration_targets import connection_options
 
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.nodes import tail
-from kafka_testbed.traffic import allow_all_on_topic, create_topic, plugin_gauge, produce, wait_until
+from kafka_testbed.traffic import (
+    allow_all_on_topic,
+    completed_plugin_checks,
+    create_topic,
+    log_since,
+    plugin_gauge,
+    produce,
+    wait_until,
+)
 
 BASE_RATE = 1 << 20  # the plugin's produce quota, bytes/s
 LIMIT = 32 << 20  # min.available.bytes per volume
@@ -148,10 +156,10 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
             6 * REACTION,
             what="the plugin seeing one active broker",
         )
-        checks_before = _completed_checks(survivor["log_file"], offset)
+        checks_before = completed_plugin_checks(survivor["log_file"], offset)
         wait_until(
             lambda: (
-                _completed_checks(survivor["log_file"], offset) > checks_before
+                completed_plugin_checks(survivor["log_file"], offset) > checks_before
                 and plugin_gauge(survivor, "VolumeSource", "ActiveBrokers") == 1
                 and plugin_gauge(survivor, "ThrottleFactor", "ThrottleFactor") == 1.0
             ),
@@ -172,20 +180,8 @@ def test_a_stopped_broker_leaves_the_others_working_with_the_plugin_loaded(plugi
             f"factor {plugin_gauge(survivor, 'ThrottleFactor', 'ThrottleFactor')}, active log dirs "
             f"{plugin_gauge(survivor, 'VolumeSource', 'ActiveLogDirs')}):\n{tail(survivor['log_file'], 40)}"
         )
-        assert "NullPointerException" not in _log_since(survivor["log_file"], offset)
+        assert "NullPointerException" not in log_since(survivor["log_file"], offset)
         assert plugin_gauge(survivor, "ThrottleFactor", "ThrottleFactor") == 1.0
     finally:
         cluster.start(2)
     assert 2 in cluster.unfenced_brokers()
-
-
-def _completed_checks(log_file, offset):
-    """The volume checks the plugin completed (its log line for each) since ``offset`` of the broker's log."""
-    return _log_since(log_file, offset).count("Updated cluster volume usage")
-
-
-def _log_since(log_file, offset):
-    """What the broker logged from ``offset`` (bytes) on."""
-    with open(log_file, "rb") as handle:
-        handle.seek(offset)
-        return handle.read().decode("utf-8", "replace")

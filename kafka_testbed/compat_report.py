@@ -12,7 +12,7 @@ import glob
 import json
 import os
 import sys
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "build", "compat", "results")
@@ -171,7 +171,9 @@ def read_results(directory=RESULTS_DIR):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kafka_testbed.compat_report", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m kafka_testbed.compat_report", description=__doc__.split("\n", maxsplit=1)[0]
+    )
     parser.add_argument("--results", default=RESULTS_DIR, help="directory of the suite's result lines")
     parser.add_argument("--conformance", default=CONFORMANCE_DIR, help="directory of the conformance JUnit reports")
     parser.add_argument("--output", default=TABLE, help="where to write the table ('-': standard output)")

@@ -62,25 +62,27 @@ def _release_key(release):
 
 
 def render(results, title="Compatibility matrix"):
-    """The table as reStructuredText: a row per check, a column per release (``pass 41s``, ``FAIL 12s``, ``n/a``),
-    then the reasons of the cells that are not applicable, and each release's total time."""
+    """The table as reStructuredText: a row per release, a column per check (lettered, the checks listed below it;
+    ``pass 41s``, ``FAIL 12s``, ``fault``, ``n/a``) and the release's total time, then the reasons of the cells that
+    are known faults or not applicable."""
     releases = sorted({release for release, _check in results}, key=_release_key)
     checks = sorted({check for _release, check in results})
-    header = ["check", *releases]
+    letters = [chr(ord("A") + index) if index < 26 else f"C{index}" for index in range(len(checks))]
+    header = ["release", *letters, "total"]
     rows = []
-    for check in checks:
-        row = [f"``{check}``"]
-        for release in releases:
+    for release in releases:
+        row = [release]
+        for check in checks:
             entry = results.get((release, check))
             if entry is None:
                 row.append("")
             else:
                 mark = _MARKS[entry["outcome"]]
                 row.append(f"{mark} {entry['seconds']:.0f}s" if entry["outcome"] in ("passed", "failed") else mark)
-        rows.append(row)
-    totals = [sum(e["seconds"] for (r, _c), e in results.items() if r == release) for release in releases]
-    rows.append(["**total**", *(f"{total:.0f}s" for total in totals)])
-    out = [".. _compatibility_matrix:", "", title, "=" * len(title), ""]
+        total = sum(e["seconds"] for (r, _c), e in results.items() if r == release)
+        rows.append([*row, f"{total:.0f}s"])
+    legend = [f"- {letter}: ``{check}``" for letter, check in zip(letters, checks, strict=True)]
+    out = [".. _ansible_collections.headroom.kafka.docsite.compatibility_matrix:", "", title, "=" * len(title), ""]
     out += [
         "Written by ``make compat`` from what the compatibility suite (``tests/compat``) did on each Apache Kafka",
         "release and metadata mode: ``pass`` and ``FAIL`` with the seconds the check took, ``fault`` where the check",
@@ -89,6 +91,7 @@ def render(results, title="Compatibility matrix"):
         "",
     ]
     out += _grid(header, rows)
+    out += ["The checks (``tests/compat``):", "", *legend, ""]
     for outcome, heading in (
         ("xfailed", "Known faults of the release (the check proved the fault is there):"),
         ("skipped", "Not applicable:"),

@@ -34,12 +34,16 @@ def test_phases_fold_into_one_outcome_with_their_seconds():
     assert results[("3.3.2-zookeeper", "test_a.py::test_x")] == {"outcome": "failed", "seconds": 9.0, "reason": None}
 
 
-def test_the_table_has_a_column_per_release_in_version_order_and_the_reasons():
+def test_the_table_has_a_row_per_release_in_version_order_a_column_per_check_and_the_reasons():
     text = render(fold(LINES))
-    header = next(line for line in text.splitlines() if line.startswith("check"))
-    assert header.split() == ["check", "3.3.2-kraft", "3.3.2-zookeeper", "4.4.0-kraft", "10.0.0-kraft"]
-    row = next(line for line in text.splitlines() if line.startswith("``test_a.py::test_x``"))
-    assert row.split()[1:] == ["n/a", "FAIL", "9s", "pass", "14s"]
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("release ") and line.endswith("total"))
+    assert header.split() == ["release", "A", "B", "total"]
+    rows = [line.split() for line in lines if line[:1].isdigit()]
+    assert [row[0] for row in rows] == ["3.3.2-kraft", "3.3.2-zookeeper", "4.4.0-kraft", "10.0.0-kraft"]
+    assert rows[1][1:] == ["FAIL", "9s", "9s"]
+    assert rows[2][1:] == ["pass", "14s", "14s"]
+    assert "- A: ``test_a.py::test_x``" in lines and "- B: ``test_b.py::test_y``" in lines
     assert "- 3.3.2-kraft, ``test_a.py::test_x``: not in Kafka 3.3.2 (kraft): no SCRAM" in text
 
 

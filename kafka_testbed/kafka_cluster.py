@@ -11,7 +11,6 @@ HTTP on ``metrics_port``.
 import base64
 import os
 import secrets
-import subprocess
 import tempfile
 import time
 import uuid
@@ -34,6 +33,7 @@ from kafka_testbed.nodes import (
     principal_of,
     process_alive,
     security_protocol,
+    start_java,
     tail,
 )
 from kafka_testbed.storage_format import TOOL_JVM_OPTIONS, format_storage
@@ -458,16 +458,7 @@ class KafkaCluster(ClusterBase):
             "kafka.Kafka",
             entry["properties"],
         ]
-        with open(entry["log_file"], "ab") as log:
-            entry["log_offset"] = log.tell()
-            process = subprocess.Popen(  # pylint: disable=consider-using-with  # the node outlives this command
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=os.path.dirname(entry["log_file"]),
-            )
+        process, entry["log_offset"] = start_java(command, entry["log_file"])
         entry["pid"] = process.pid
         entry["started_at"] = time.time()
 

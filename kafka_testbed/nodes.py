@@ -84,6 +84,22 @@ def wait_exit(pid, timeout):
     return True
 
 
+def start_java(command, log_file):
+    """Start a node's JVM in the background, in a session of its own (it outlives this command), its output appended
+    to ``log_file``; returns (process, the log's offset where this run's lines begin)."""
+    with open(log_file, "ab") as log:
+        offset = log.tell()
+        process = subprocess.Popen(  # pylint: disable=consider-using-with  # the node outlives this command
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=os.path.dirname(log_file),
+        )
+    return process, offset
+
+
 def answers(host, port):
     try:
         with socket.create_connection((host, port), timeout=1):

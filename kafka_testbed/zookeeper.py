@@ -7,11 +7,12 @@ short here (4 s, with a 500 ms tick) as the KRaft nodes' ``broker.session.timeou
 """
 
 import os
+import socket
 import subprocess
 import time
 
 from kafka_testbed import properties
-from kafka_testbed.nodes import HOST, ClusterError, answers, process_alive, tail
+from kafka_testbed.nodes import HOST, ClusterError, process_alive, start_java, tail
 
 SESSION_TIMEOUT_MS = 4000
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -62,15 +63,7 @@ def broker_settings(entry):
 def launch(entry, libs, jvm_options, log_options):
     """Start the node in the background; ``wait_ready`` waits until it answers."""
     command = [libs.java, *jvm_options, *log_options, "-cp", libs.classpath, MAIN_CLASS, entry["properties"]]
-    with open(entry["log_file"], "ab") as log:
-        process = subprocess.Popen(  # pylint: disable=consider-using-with  # the node outlives this command
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=os.path.dirname(entry["log_file"]),
-        )
+    process, _offset = start_java(command, entry["log_file"])
     entry["pid"] = process.pid
 
 
@@ -86,10 +79,6 @@ def wait_ready(entry, timeout):
 
 
 def _ok(entry):
-    import socket  # pylint: disable=import-outside-toplevel
-
-    if not answers(entry["host"], entry["port"]):
-        return False
     try:
         with socket.create_connection((entry["host"], entry["port"]), timeout=2) as connection:
             connection.sendall(b"ruok")

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 
 import yaml
@@ -177,3 +178,18 @@ def incarnations(cluster):
         for entry in current.info["brokers"]
         if entry.get("pid") and process_alive(entry["pid"])
     }
+
+
+def roll_every_node_and_find_the_last(cluster, tmp_path, timeout=15.0):
+    """The active controller once the cluster has one, then every node rolled by the rolling_restart role: (that
+    controller, the restart order, the incarnations before, the incarnations after)."""
+    deadline = time.monotonic() + timeout
+    while cluster.active_controller() not in (1, 2, 3) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the controllers (or ZooKeeper) elect one within a heartbeat or two
+    leader = cluster.active_controller()
+    assert leader in (1, 2, 3)
+    before = incarnations(cluster)
+    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3})
+    assert result.returncode == 0, result.stdout[-10000:]
+    after = incarnations(cluster)
+    return leader, sorted(after, key=lambda node_id: after[node_id][1]), before, after

@@ -1,9 +1,15 @@
 """site.yml and the rolling restart on each Kafka release: the plays converge, a second run changes nothing, and the
 active controller (a KRaft quorum's leader, or the broker ZooKeeper elected) restarts last."""
 
-import time
-
-from ansible_plays import SPEC, changed_counts, incarnations, pids, run_roll, run_site, scrape, write_inventory
+from ansible_plays import (
+    SPEC,
+    changed_counts,
+    pids,
+    roll_every_node_and_find_the_last,
+    run_site,
+    scrape,
+    write_inventory,
+)
 
 from kafka_testbed.traffic import wait_until
 
@@ -42,15 +48,6 @@ def test_site_converges_and_a_second_run_changes_nothing(kafka_release, release_
 def test_the_active_controller_restarts_last(kafka_release, release_cluster, tmp_path):
     # KRaft: three combined nodes, each a voter; ZooKeeper mode: three brokers, one of them elected controller.
     cluster = release_cluster(3, **({"combined": 3} if kafka_release.mode == "kraft" else {}))
-    deadline = time.monotonic() + 15
-    while cluster.active_controller() not in (1, 2, 3) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    leader = cluster.active_controller()
-    assert leader in (1, 2, 3)
-    before = incarnations(cluster)
-    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3})
-    assert result.returncode == 0, result.stdout[-10000:]
-    after = incarnations(cluster)
+    leader, order, before, after = roll_every_node_and_find_the_last(cluster, tmp_path)
     assert all(after[node][0] != before[node][0] for node in before), "every node restarted"
-    order = sorted(after, key=lambda node: after[node][1])
     assert order[-1] == leader, f"restart order {order}, active controller was {leader}"

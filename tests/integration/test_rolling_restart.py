@@ -2,10 +2,9 @@
 
 import os
 import sys
-import time
 
 import pytest
-from ansible_plays import incarnations, run_roll
+from ansible_plays import incarnations, roll_every_node_and_find_the_last, run_roll
 
 
 def create_replicated_topic(cluster):
@@ -64,16 +63,7 @@ def test_an_unhealthy_cluster_is_not_rolled_unless_forced(kafka_cluster_factory,
 
 def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3, combined=3, catch_up_ms=1000)
-    deadline = time.monotonic() + 10
-    while cluster.active_controller() not in (1, 2, 3) and time.monotonic() < deadline:
-        time.sleep(0.1)  # the controllers elect a leader within a heartbeat or two
-    leader = cluster.active_controller()
-    assert leader in (1, 2, 3)
-    before = incarnations(cluster)
-    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3})
-    assert result.returncode == 0, result.stdout[-10000:]
-    after = incarnations(cluster)
-    order = sorted(after, key=lambda node_id: after[node_id][1])
+    leader, order, before, after = roll_every_node_and_find_the_last(cluster, tmp_path)
     assert all(after[n][0] != before[n][0] for n in before)
     assert order[-1] == leader, f"restart order {order}, active controller was {leader}"
 

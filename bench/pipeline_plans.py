@@ -29,7 +29,7 @@ def _summed(counts):
 
 def job_exchanges(data, out, config):
     """Run the job on ``data`` into ``out`` (its volumes/ feeds the plans), then count its stages' exchanges."""
-    from headroom_pipeline import decisions, forecast, ingest, job, schemas
+    from headroom_pipeline import decisions, forecast, job, schemas
     from headroom_pipeline.config import PipelineConfig
     from headroom_pipeline.session import spark_session, timeline_settings
 
@@ -41,10 +41,9 @@ def job_exchanges(data, out, config):
             )
         )
         volumes = spark.read.schema(schemas.VOLUMES).parquet(os.path.join(out, "volumes"))
-        messages = ingest.load_snapshots(spark, data).accepted_raw
         timeline = decisions.decision_timeline(
-            messages, dataclasses.replace(config, max_timeline_rows=None)
-        )  # sized by the forecast's observation
+            volumes, dataclasses.replace(config, max_timeline_rows=None)
+        )  # sized by the forecast's spans
         with timeline_settings(spark):  # the settings the job plans it with
             timeline_exchanges = _summed([exchanges(timeline)])
         return {

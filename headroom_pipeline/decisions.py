@@ -15,12 +15,14 @@ factor validity and F the freshness (config.freshness), all in whole microsecond
   message's soft and hard limits (missing or unusable limits: skipped); factor = the smallest; when some known
   broker is stale and missing_data_action is pause, factor 0.0 with fallback_applied.
 
-Plan, linear in the data: the messages are shuffled once, by cluster, and everything after finds its rows in place
-(a window over a broker's messages, an aggregation per (cluster, instant) and a window over a cluster's instants all
-accept rows partitioned by cluster), so the plan has one shuffle and no second pass over the messages:
+Plan, linear in the data: the volume rows (schemas.volume_rows: the job's volumes/) are shuffled once, by cluster,
+and sorted once, by broker, time, message and volume; everything after finds its rows in place (an aggregation per
+broker and time, a window over a broker's times, an aggregation per (cluster, instant) and a window over a cluster's
+instants all accept rows partitioned by cluster), so the plan has one shuffle and no second pass over the rows:
 
-1. deduplicate and time the messages with one window over each broker's messages, sorted by time and, among the
-   messages of one time, by preference and then the whole message, a total order (first instant, next message);
+1. an aggregation per (cluster, broker, time) puts the rows of each message back together (copies of one message are
+   one), keeps one message per time (duplicates: the rows of that time alone decide), and one window over each broker's
+   times gives each its next (first instant, next message);
 2. each message is exploded over the instants from its first through the last at which it still counts for some
    policy (its broker's next message, capped by V for strimzi and F for graded), then over its volumes; each row
    carries whether it is the message's arrival and, per policy, whether it counts, and is judged by every policy's
@@ -48,8 +50,8 @@ from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from headroom_pipeline import schemas
 from headroom_pipeline.config import PipelineConfig
-from headroom_pipeline.schemas import volume_element, volume_fields
 
 if TYPE_CHECKING:  # the forecast's spans size the timeline; the module itself is not needed at run time
     from headroom_pipeline.forecast import VolumeSpan
@@ -344,94 +346,120 @@ def _on_or_before(micros: Column, interval: int) -> Column:
     return micros - F.pmod(micros, F.lit(interval))
 
 
-def _duplicate_preference(element: T.StructType) -> Column:
-    """The reference's duplicate_preference as a column: the smallest struct is the message kept."""
+# The fields of a volume row that a message's preference among duplicates reads (see _kept_message).
+_GROUP_FIELDS = ("message", "log_dir", "total_bytes", "usable_bytes", *LIMIT_COLUMNS)
 
-    def sizes(volume):
-        log_dir, total, usable = volume_fields(volume, element)
-        return log_dir, total, usable
 
-    def known_usable(total, volume):
-        unused_log_dir, size, usable = sizes(volume)
-        known = (size >= 0) & (usable >= 0) & (usable <= size)  # as volume_limits.volume_problem judges them
-        return total + F.when(known, usable).otherwise(F.lit(0).cast("long"))
+def _kept_message(group: Column) -> Column:
+    """The message kept among those of one broker and time: the reference's duplicate_preference as a column over
+    ``group``, the rows of every message of that time (structs of _GROUP_FIELDS). The smallest preference wins:
+    least total usable bytes of its known volumes, then its volumes sorted, then its limits; messages the rules
+    cannot tell apart decide nothing differently, and the smaller id is kept among them, so that the choice is the
+    data's, never the plan's. A row without log_dir stands for a message without volumes: it lists none."""
 
-    def listed(volume):
-        log_dir, size, usable = sizes(volume)
+    def of(message):
+        rows = F.filter(group, lambda row: row["message"] == message)
+        volumes = F.filter(rows, lambda row: row["log_dir"].isNotNull())
+
+        def known_usable(total, row):
+            size, usable = row["total_bytes"], row["usable_bytes"]
+            known = F.coalesce((size >= 0) & (usable >= 0) & (usable <= size), F.lit(False))
+            return total + F.when(known, usable).otherwise(F.lit(0).cast("long"))
+
+        def listed(row):
+            size, usable = row["total_bytes"], row["usable_bytes"]
+            return F.struct(
+                row["log_dir"],
+                F.coalesce(F.when(size >= 0, size), F.lit(-1).cast("long")),
+                F.coalesce(F.when(usable >= 0, usable), F.lit(-1).cast("long")),
+            )
+
+        def limit(prefix):
+            level = rows[0][f"{prefix}_level"]
+            finite = level.isNotNull() & ~F.isnan(level) & (F.abs(level) != F.lit(float("inf")))
+            return F.coalesce(rows[0][f"{prefix}_type"], F.lit("")), F.when(finite, level).otherwise(F.lit(-1.0))
+
         return F.struct(
-            log_dir,
-            F.coalesce(F.when(size >= 0, size), F.lit(-1).cast("long")),
-            F.coalesce(F.when(usable >= 0, usable), F.lit(-1).cast("long")),
+            F.aggregate(volumes, F.lit(0).cast("long"), known_usable),
+            F.array_sort(F.transform(volumes, listed)),
+            *limit("soft"),
+            *limit("hard"),
+            message.alias("message"),
         )
 
-    def limit(prefix):
-        level = F.col(f"{prefix}_level")
-        finite = level.isNotNull() & ~F.isnan(level) & (F.abs(level) != F.lit(float("inf")))
-        return F.coalesce(F.col(f"{prefix}_type"), F.lit("")), F.when(finite, level).otherwise(F.lit(-1.0))
-
-    return F.struct(
-        F.aggregate("volumes", F.lit(0).cast("long"), known_usable),
-        F.array_sort(F.transform("volumes", listed)),
-        *limit("soft"),
-        *limit("hard"),
-    )
+    return F.array_min(F.transform(F.array_distinct(group["message"]), of))["message"]
 
 
-def _timed(keyed: DataFrame, interval: int) -> DataFrame:
-    """One message per (cluster, broker_id, at) (the least total usable bytes wins), with at_micros, its first
-    instant, its broker's next message (next_micros) and whether it is the broker's first message (broker_is_new).
+def _timed(rows: DataFrame, interval: int) -> DataFrame:
+    """One message per (cluster, broker_id, at) (see _kept_message), as the volume rows it had, each with at_micros,
+    its first instant, its broker's next message (next_micros), whether that is the broker's first message
+    (broker_is_new) and broker_marker (true on one row per message: it counts the message, and its broker, once).
 
-    Which duplicate is kept is decided by the data, never by the plan: the window over each broker's messages is
-    ordered by time and then by ``duplicate_order``, a total order among the messages of one time (their preference,
-    then the whole message as JSON, so that even messages the rules cannot tell apart are kept the same way), least
-    last. The last message of each time is the one kept: its successor is its broker's next message, and its broker is
-    new when no earlier time precedes it. The preference walks the volume lists, so it is computed only for messages
-    that share their time with another (counted by a window over (cluster, broker_id, at), which finds its rows in
-    place); a message alone at its time orders by time alone.
+    The rows, shuffled by cluster, are sorted once by broker, time, message and volume; an aggregation per (cluster,
+    broker, time) that finds them in that order (a sort aggregation, under session.timeline_settings) puts the rows of
+    each time back together, and one window over each broker's times, in the same order, finds the next. Two copies
+    of one message (read twice) are one message; of different messages at one time, the kept one is chosen from the
+    rows of that time only (a lambda over a short list, which most times do not run).
     """
-    same_time = Window.partitionBy("cluster", "broker_id", "at_micros")
-    counted = keyed.select("*", F.count(F.lit(1)).over(same_time).alias("messages_at_time"))
-    duplicate_order = F.when(
-        F.col("messages_at_time") > 1,
-        F.struct(
-            _duplicate_preference(volume_element(keyed)).alias("preference"),
-            F.to_json(F.struct(*[F.col(name) for name in keyed.columns])).alias("message"),
-        ),
+    at = F.col("at_micros")
+    ordered = rows.sortWithinPartitions("cluster", "broker_id", "at_micros", "message", "log_dir")
+    per_time = ordered.groupBy("cluster", "broker_id", "at_micros").agg(
+        F.collect_list(F.struct(*[F.col(name) for name in _GROUP_FIELDS])).alias("group"),
+        (F.min("message") != F.max("message")).alias("shared"),
     )
-    by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros", duplicate_order.desc())
-    at, following = F.col("at_micros"), F.col("following_micros")
-    neighbours = counted.select(
-        "*",
-        F.lead("at_micros").over(by_broker).alias("following_micros"),
-        F.first("at_micros").over(by_broker).alias("broker_first_micros"),
+    group = F.col("group")
+    unique = F.when(F.size(group) > 1, F.array_distinct(group)).otherwise(group)
+    kept = F.when(F.col("shared"), F.filter(unique, lambda row: row["message"] == _kept_message(unique))).otherwise(
+        unique
     )
-    kept = neighbours.where(following.isNull() | (following != at))
-    return kept.select(
-        *keyed.columns,
+    by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
+    timed = per_time.select(
+        "cluster",
+        "broker_id",
+        "at_micros",
+        kept.alias("kept"),
+        F.lead("at_micros").over(by_broker).alias("next_micros"),
+        (at == F.first("at_micros").over(by_broker)).cast("int").alias("broker_is_new"),
+    )
+    volumes = timed.select(
+        "cluster",
+        "broker_id",
+        "at_micros",
+        "next_micros",
+        "broker_is_new",
+        F.posexplode("kept").alias("position", "row"),
+    )
+    return volumes.select(
+        "cluster",
+        "broker_id",
+        "at_micros",
+        *[F.col("row")[name].alias(name) for name in _GROUP_FIELDS if name != "message"],
         _on_or_after(at, interval).alias("first_instant"),
-        following.alias("next_micros"),
-        (at == F.col("broker_first_micros")).cast("int").alias("broker_is_new"),
+        "next_micros",
+        "broker_is_new",
+        (F.col("position") == 0).alias("broker_marker"),
     )
 
 
 def _served_volume_rows(timed: DataFrame, last_served: dict[str, Column], interval: int) -> DataFrame:
-    """Volume rows of each message at each instant from its first instant through the last at which it counts.
+    """Each volume row of each message at each instant from its first instant through the last at which it counts.
 
     ``last_served``: per policy, the last instant (inclusive) at which the message counts as its broker's latest.
-    Each row carries t, arrival (t is the message's first instant), {policy}_served and broker_marker (true on one
-    row per message and instant: its first volume, or the volume-less row of a message without volumes), so that
-    summing over markers counts messages and brokers without a distinct count. One row serves every policy: the
-    policies differ only in how long a message counts. A broker's last message counts until its validity or
-    freshness ends, past its cluster's last instant too: those instants are dropped after the aggregation.
+    Each row carries t, arrival (t is the message's first instant) and {policy}_served. One row serves every
+    policy: the policies differ only in how long a message counts. A broker's last message counts until its validity
+    or freshness ends, past its cluster's last instant too: those instants are dropped after the aggregation.
     """
     lasts = {policy: _on_or_before(last, interval) for policy, last in last_served.items()}
     with_last = timed.select(
         "cluster",
         "broker_id",
         *LIMIT_COLUMNS,
-        "volumes",
+        "log_dir",
+        "total_bytes",
+        "usable_bytes",
         "first_instant",
         "broker_is_new",
+        "broker_marker",
         *[last.alias(f"{policy}_last") for policy, last in lasts.items()],
     )
     until = F.greatest(F.col("first_instant"), *[F.col(f"{policy}_last") for policy in lasts])
@@ -440,27 +468,17 @@ def _served_volume_rows(timed: DataFrame, last_served: dict[str, Column], interv
         "arrival": F.col("t") == F.col("first_instant"),
         **{f"{policy}_served": F.col("t") <= F.col(f"{policy}_last") for policy in lasts},
     }
-    volumes = served.select(
+    return served.select(
         "cluster",
         "t",
         "broker_id",
         *LIMIT_COLUMNS,
         "broker_is_new",
         *[flag.alias(name) for name, flag in flags.items()],
-        F.posexplode_outer("volumes").alias("position", "volume"),
-    )
-    log_dir, total, usable = volume_fields(F.col("volume"), volume_element(timed))
-    return volumes.select(
-        "cluster",
-        "t",
-        "broker_id",
-        *LIMIT_COLUMNS,
-        "broker_is_new",
-        *flags,
-        F.coalesce(F.col("position"), F.lit(0)).isin(0).alias("broker_marker"),
-        log_dir.alias("log_dir"),
-        total.alias("total_bytes"),
-        usable.alias("usable_bytes"),
+        "broker_marker",
+        "log_dir",
+        "total_bytes",
+        "usable_bytes",
     )
 
 
@@ -479,14 +497,6 @@ def _served_ranges(config: PipelineConfig, policies: Sequence[str]) -> dict[str,
     return {policy: ranges[policy] for policy in policies}
 
 
-def volume_rows_of(messages: DataFrame) -> DataFrame:
-    """(cluster, broker_id, at, log_dir) per volume of each message; a message without volumes gives one row with
-    a null log_dir (it takes a row of the timeline as a volume does)."""
-    log_dir, unused_total, unused_usable = volume_fields(F.col("volume"), volume_element(messages))
-    exploded = messages.select("cluster", "broker_id", "at", F.explode_outer("volumes").alias("volume"))
-    return exploded.select("cluster", "broker_id", "at", log_dir.alias("log_dir"))
-
-
 def cluster_spans(volume_rows: DataFrame) -> DataFrame:
     """(cluster, first_at, last_at in microseconds, volumes) per cluster: the query timeline_size runs."""
     at = F.unix_micros("at")
@@ -500,10 +510,10 @@ def cluster_spans(volume_rows: DataFrame) -> DataFrame:
 
 def timeline_size(volume_rows: DataFrame, interval: int) -> dict[str, Any]:
     """The rows the timeline judges, estimated before it is built: per cluster, check instants (span / interval)
-    x the volumes its brokers reported (with volume_rows_of, a broker that reported none counts one); returns the
+    x the volumes its brokers reported (a broker that reported none counts one, its row without log_dir); returns the
     number of clusters and the figures of the cluster with the most rows (None without clusters), which
     refuse_if_too_large holds to the bound. ``volume_rows``: cluster, broker_id, log_dir and at (the VOLUMES frame,
-    or volume_rows_of).
+    or schemas.volume_rows).
 
     Two aggregations in one query (partial aggregates shuffled), one row per cluster to the driver. Every volume
     reported at every interval makes the estimate exact; silences make it an upper bound.
@@ -709,7 +719,7 @@ def check_interval_micros(config: PipelineConfig) -> int:
 
 
 def decision_timeline(
-    messages: DataFrame,
+    volume_rows: DataFrame,
     config: PipelineConfig,
     policies: Iterable[str] | None = None,
     size: dict[str, Any] | None = None,
@@ -717,27 +727,37 @@ def decision_timeline(
 ) -> DataFrame:
     """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
 
-    messages: the MESSAGES frame (schemas.MESSAGES; volumes may also be the snapshot's own structs, as ingest
-    passes them). policies: a subset of ("graded", "strimzi") to compute only those. One row per (cluster, instant,
-    policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the timeline is built, when a cluster's
-    would judge more than config.max_timeline_rows rows: ``size`` is timeline_size's estimate when the caller has it
-    (the job takes it from the volumes it wrote), else it is computed from the messages (one more pass over them).
+    volume_rows: the VOLUMES frame with its message ids (schemas.volume_rows; the job reads back the volumes/ it
+    wrote), or the MESSAGES frame, made into that here. policies: a subset of ("graded", "strimzi") to compute only
+    those. One row per (cluster, instant, policy), columns TIMELINE_COLUMNS. Raises TimelineTooLarge, before the
+    timeline is built, when a cluster's would judge more than config.max_timeline_rows rows: ``size`` is
+    timeline_size's estimate when the caller has it (the job takes it from the forecast's volume spans), else it is
+    computed from the rows (one more pass over them).
     ``observation``: a pyspark Observation that the first action on the result fills with its rows, clusters,
     rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.
 
-    The plan shuffles the messages once, by cluster: the window over each broker's messages, the aggregation per
-    (cluster, instant) and the clock over each cluster's instants all find their rows in place. Run the query that
+    The plan shuffles the volume rows once, by cluster, and sorts them once, by broker and time: the windows over
+    each broker's rows, the aggregation per (cluster, instant) and the clock over each cluster's instants all find
+    their rows in place. Run the query that
     computes it (a write, a collect) under session.timeline_settings: the plan is made for those settings (its rows
     do not depend on them, nor on any other setting: duplicates are settled by the data).
     """
     interval = check_interval_micros(config)
     policies = _policies(config, policies)
+    rows = volume_rows if "message" in volume_rows.columns else schemas.volume_rows(volume_rows)
     if size is None and config.max_timeline_rows is not None:
-        size = timeline_size(volume_rows_of(messages), interval)
+        size = timeline_size(rows, interval)
     if size is not None:
         refuse_if_too_large(size, interval, config.max_timeline_rows)
-    keyed = messages.select(
-        "cluster", "broker_id", F.unix_micros("at").alias("at_micros"), *LIMIT_COLUMNS, "volumes"
+    keyed = rows.select(
+        "cluster",
+        "broker_id",
+        F.unix_micros("at").alias("at_micros"),
+        "message",
+        *LIMIT_COLUMNS,
+        "log_dir",
+        "total_bytes",
+        "usable_bytes",
     ).repartition("cluster")
     per_instant = _per_instant(_judged_rows(_timed(keyed, interval), config, interval, policies), policies)
     # One window over each cluster's instants runs the clock and finds the cluster's last message's instant: the

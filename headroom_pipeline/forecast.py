@@ -198,7 +198,8 @@ def _window_micros(window_seconds: float) -> int:
 
 
 def _rows(volumes: DataFrame) -> DataFrame:
-    return volumes.select(
+    """The rows of real volumes (a row without log_dir is a snapshot of a broker without volumes)."""
+    return volumes.where(F.col("log_dir").isNotNull()).select(
         *VOLUME_KEY,
         "total_bytes",
         "usable_bytes",

@@ -34,8 +34,7 @@ class Ingested:
     ``rows``: the accepted records, normalized. ``accepted_raw``: the same records with fields kept as the input has
     them where the normalized form would cost a per-record lambda (a snapshot's Volumes), for the stages that take
     either. ``check_counts``: an Observation that counts, during the first action on ``rows`` or ``accepted_raw`` (no
-    pass of its own), the records checked and those rejected (``counts()``). ``all_records_raw``: accepted_raw's
-    columns of every record read, accepted or not (see reread_accepted_raw).
+    pass of its own), the records checked and those rejected (``counts()``).
     """
 
     rows: DataFrame
@@ -44,19 +43,12 @@ class Ingested:
     time_bounds: TimeBounds
     accepted_raw: DataFrame
     check_counts: Observation
-    all_records_raw: DataFrame
 
     def counts(self) -> dict[str, int]:
         """{"checked", "rejected"} as counted during the first action on the accepted rows (it blocks
         until one ran)."""
         figures = self.check_counts.get
         return {"checked": int(figures["checked"]), "rejected": int(figures["rejected"])}
-
-    def reread_accepted_raw(self) -> DataFrame:
-        """accepted_raw for a query after the first use: when that use counted no rejected record, every record passed
-        the checks, and the same rows are read without them (checking a volume list costs as much as reading it);
-        otherwise accepted_raw, checked again."""
-        return self.all_records_raw if self.counts()["rejected"] == 0 else self.accepted_raw
 
 
 # The caller's first action on an input's frames (the job's write of volumes/), which load_snapshots and load_traffic
@@ -177,8 +169,7 @@ def _raw(spark, location, schema, option, kafka_records=None, history_kind=None)
 
 
 def _split(raw, reason, raw_columns, input_name, observed=None):
-    """(accepted raw, rejected, observation, all records raw) from raw records and their first failing check;
-    all records raw: the same columns of every record, no check applied (Ingested.reread_accepted_raw).
+    """(accepted raw, rejected, observation) from raw records and their first failing check.
 
     The observation counts the records checked and rejected during the first action on the accepted rows; it sits
     after the projection to the accepted columns, so that Spark still prunes what the accepted rows do not use
@@ -196,7 +187,7 @@ def _split(raw, reason, raw_columns, input_name, observed=None):
     rejected = checked.where(F.col("reason").isNotNull()).select(
         F.lit(input_name).alias("input"), "source", "record", "reason"
     )
-    return accepted_raw, rejected, observation, raw.select(*raw_columns)
+    return accepted_raw, rejected, observation
 
 
 def _timed(raw, field):
@@ -283,7 +274,7 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
         checks.limit_type(hard).alias("hard_type"),
         hard["level"].alias("hard_level"),
     ]
-    accepted_raw, rejected, observation, all_records_raw = _split(
+    accepted_raw, rejected, observation = _split(
         raw, reason, common + [parsed["Volumes"].alias("volumes")], "snapshots", observed
     )
     normalized = F.transform(
@@ -295,34 +286,7 @@ def _snapshot_frames(raw, bounds, read, observed, cluster_default):
         ),
     )
     rows = accepted_raw.withColumn("volumes", normalized)
-    return Ingested(rows, rejected, read, bounds, accepted_raw, observation, all_records_raw)
-
-
-def explode_volumes(messages: DataFrame) -> DataFrame:
-    """The VOLUMES frame: one row per (cluster, broker_id, log_dir, at). ``messages``: MESSAGES, or as read."""
-    exploded = messages.select(
-        "cluster",
-        "broker_id",
-        "at",
-        "soft_type",
-        "soft_level",
-        "hard_type",
-        "hard_level",
-        F.explode("volumes").alias("volume"),
-    )
-    log_dir, total, usable = schemas.volume_fields(F.col("volume"), schemas.volume_element(messages))
-    return exploded.select(
-        "cluster",
-        "broker_id",
-        "at",
-        "soft_type",
-        "soft_level",
-        "hard_type",
-        "hard_level",
-        log_dir.alias("log_dir"),
-        total.alias("total_bytes"),
-        usable.alias("usable_bytes"),
-    )
+    return Ingested(rows, rejected, read, bounds, accepted_raw, observation)
 
 
 # -- traffic -----------------------------------------------------------------------------------------------------
@@ -346,8 +310,8 @@ def _traffic_frames(raw, bounds, read, observed):
     accepted_columns = [F.col("at").alias("ts")] + [
         parsed[name].alias(name) for name in schemas.TRAFFIC.fieldNames() if name != "ts"
     ]
-    accepted, rejected, observation, all_records_raw = _split(raw, reason, accepted_columns, "traffic", observed)
-    return Ingested(accepted, rejected, read, bounds, accepted, observation, all_records_raw)
+    accepted, rejected, observation = _split(raw, reason, accepted_columns, "traffic", observed)
+    return Ingested(accepted, rejected, read, bounds, accepted, observation)
 
 
 # -- the disk guard's decisions -----------------------------------------------------------------------------------
@@ -391,10 +355,8 @@ def _guard_decision_frames(raw, bounds, read, observed, cluster_default):
         quota_changes.alias("quota_changes"),
         F.col("source"),
     ]
-    accepted, rejected, observation, all_records_raw = _split(
-        raw, reason, accepted_columns, "guard_decisions", observed
-    )
-    return Ingested(accepted, rejected, read, bounds, accepted, observation, all_records_raw)
+    accepted, rejected, observation = _split(raw, reason, accepted_columns, "guard_decisions", observed)
+    return Ingested(accepted, rejected, read, bounds, accepted, observation)
 
 
 # -- quotas ------------------------------------------------------------------------------------------------------

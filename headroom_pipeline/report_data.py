@@ -170,7 +170,8 @@ def _volume_history(volumes_frame, have_forecast, volumes, clusters):
     """{(cluster, broker_id, log_dir): ([datetime], [usable bytes])}, the lowest free space of each time bucket."""
     if volumes_frame is None or not clusters:
         return {}
-    frame = volumes_frame.where(F.col("cluster").isin(clusters))
+    # a row without log_dir is a snapshot of a broker without volumes (schemas.volume_rows): no free space to draw
+    frame = volumes_frame.where(F.col("cluster").isin(clusters) & F.col("log_dir").isNotNull())
     if have_forecast:
         keys = [(row["cluster"], row["broker_id"], row["log_dir"]) for rows in volumes.values() for row in rows]
         if not keys:

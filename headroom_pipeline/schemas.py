@@ -1,6 +1,7 @@
 """Explicit schemas: the inputs as written by their producers, and the normalized frames the stages share."""
 
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 LIMIT = T.StructType([T.StructField("type", T.StringType()), T.StructField("level", T.DoubleType())])
@@ -75,8 +76,13 @@ MESSAGES = T.StructType(
         T.StructField("volumes", T.ArrayType(MESSAGE_VOLUME, False), False),
     ]
 )
-# volumes: messages exploded, one row per (cluster, broker_id, log_dir, at).
-VOLUMES = T.StructType([f for f in MESSAGES.fields if f.name != "volumes"] + list(MESSAGE_VOLUME.fields))
+# volumes: messages exploded, one row per (cluster, broker_id, log_dir, at), and per message without volumes one row
+# without log_dir and sizes; ``message`` names the message a row comes from (see volume_rows).
+VOLUMES = T.StructType(
+    [f for f in MESSAGES.fields if f.name != "volumes"]
+    + [T.StructField("message", T.LongType(), False)]
+    + [T.StructField(f.name, f.dataType, True) for f in MESSAGE_VOLUME.fields]
+)
 # traffic: accepted traffic rows.
 TRAFFIC_ROWS = T.StructType(
     [
@@ -127,3 +133,27 @@ def volume_element(frame: DataFrame, column: str = "volumes") -> T.StructType:
     if not (isinstance(volumes, T.ArrayType) and isinstance(volumes.elementType, T.StructType)):
         raise TypeError(f"{column} must be an array of structs (got {volumes.simpleString()})")
     return volumes.elementType
+
+
+def volume_rows(messages: DataFrame) -> DataFrame:
+    """The VOLUMES frame of ``messages`` (MESSAGES, or as ingest reads them): one row per volume of each message.
+
+    ``message`` names the message the row comes from: a 64-bit hash (xxhash64) of its whole content, so that the
+    rows of one message are found together after any shuffle, and two copies of one message (read twice) are one
+    message; a message without volumes gives one row whose log_dir and sizes are null, as it still tells that its
+    broker reported (ingest accepts no volume without a name).
+    """
+    message_columns = [name for name in MESSAGES.fieldNames() if name != "volumes"]
+    exploded = messages.select(
+        *message_columns,
+        F.xxhash64(*message_columns, "volumes").alias("message"),
+        F.explode_outer("volumes").alias("volume"),
+    )
+    log_dir, total, usable = volume_fields(F.col("volume"), volume_element(messages))
+    return exploded.select(
+        *message_columns,
+        "message",
+        log_dir.alias("log_dir"),
+        total.alias("total_bytes"),
+        usable.alias("usable_bytes"),
+    )

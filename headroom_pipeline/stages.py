@@ -2,12 +2,11 @@
 figures in the summary. job.PIPELINE pairs each function with its stage (stage_registry.py) and runs them in order;
 each takes the run's shared state (Run) and returns the detail of its progress line.
 
-Each stage reads its input where it is cheapest: the snapshots are checked as they are read, never held in memory
-or on local disk, and the write of volumes/, first, also finds their median time stamp (ingest._checked); volumes/
-feeds the forecast, which first collects every volume's span, from which the decision timeline's size is also
-bounded before it is built; the decision timeline reads the snapshots once more (a columnar scan costs less than
-keeping them), checked again only when the first pass rejected some (ingest.Ingested.reread_accepted_raw); rejected
-records are read only when the first pass counted some.
+Each stage reads its input where it is cheapest: the snapshots are read once, checked as they are read, never held in
+memory or on local disk, and the write of volumes/, first, also finds their median time stamp (ingest._checked);
+volumes/ feeds the forecast, which first collects every volume's span, from which the decision timeline's size is also
+bounded before it is built, and then the decision timeline, which never reads the snapshots again; rejected records are
+read only when the first pass counted some.
 """
 
 import dataclasses
@@ -118,7 +117,7 @@ def read_snapshots(run: Run) -> str:
         config.cluster,
         kafka_records=run.inputs.kafka_records,
         window=run.time_window(),
-        first_use=lambda checked: _write(ingest.explode_volumes(checked.accepted_raw), run.path("volumes")),
+        first_use=lambda checked: _write(schemas.volume_rows(checked.accepted_raw), run.path("volumes")),
     )
     run.ingested["snapshots"] = snapshots
     figures = run.summary["inputs"]["snapshots"] = _input_figures(snapshots)
@@ -193,9 +192,8 @@ def build_decision_timeline(run: Run) -> str:
         else None
     )
     observation = Observation("decisions")
-    timeline = decisions.decision_timeline(
-        run.ingested["snapshots"].reread_accepted_raw(), config, size=size, observation=observation
-    )
+    volumes = run.started_spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
+    timeline = decisions.decision_timeline(volumes, config, size=size, observation=observation)
     with timeline_settings(run.started_spark):  # the query is planned and run by the write
         _write(timeline, run.path("decisions"), "policy")
     observed = observation.get

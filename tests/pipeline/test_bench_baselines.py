@@ -14,6 +14,7 @@ import pytest
 import vector_cases
 from bench_modules import bench_module
 
+from headroom_pipeline import schemas
 from headroom_pipeline.config import PipelineConfig
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -315,7 +316,7 @@ def test_baselines_match_spark_on_the_same_parquet_files(spark, baselines, gener
         )
     spark_forecast = {
         (row.cluster, row.broker_id, row.log_dir): row.asDict()
-        for row in forecast.volume_forecast(ingest.explode_volumes(messages), config).collect()
+        for row in forecast.volume_forecast(schemas.volume_rows(messages), config).collect()
     }
     messages.unpersist()
 

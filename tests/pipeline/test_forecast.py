@@ -44,6 +44,7 @@ def volume_rows(
             None,
             hard_type,
             hard_level,
+            0,  # the message: the forecast reads the volume rows alone
             log_dir,
             total_bytes,
             total_bytes - round(used),
@@ -299,6 +300,7 @@ def vector_rows(case):
                 None,
                 row["hard_type"],
                 None if row["hard_level"] is None else float(row["hard_level"]),
+                0,  # the message: the forecast reads the volume rows alone
                 row["log_dir"],
                 row["total_bytes"],
                 row["total_bytes"] - row["used_bytes"],

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from headroom_pipeline import checks, decisions, ingest, job, sources
+from headroom_pipeline import checks, decisions, ingest, job, schemas, sources, stages
 from headroom_pipeline.config import ConfigError, PipelineConfig
+from headroom_pipeline.stage_registry import FORECAST
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PASSWORD = "hunter2-Sekr3t"
@@ -187,15 +188,35 @@ def test_the_first_use_finds_the_bounds_on_the_way_with_the_same_result(spark, t
 
 
 @pytest.mark.parametrize("far", FAR_STAMPS, ids=str)
-def test_rows_read_again_are_the_accepted_rows_and_skip_the_checks_only_when_none_was_rejected(spark, tmp_path, far):
-    """A later query (the decision timeline) reads the snapshots again: without the checks when the first use counted
-    no rejected record, which yields the same rows, volume-less messages and duplicates included."""
+def test_the_snapshots_are_read_once_whether_or_not_a_record_was_rejected(spark, tmp_path, monkeypatch, far):
+    """The forecast and the decision timeline read the checked rows the job wrote (volumes/), never the snapshots
+    again: with the input gone once it was read (and its rejected records written), the decisions are those of the
+    messages the checks accepted, volume-less messages and exact copies included."""
     lines = minutes(5) + [snapshot(at="2026-11-22T04:01:00Z", volumes=[]), snapshot(broker_id=2)] + FAR_STAMPS[far]
+    lines += [snapshot(at="2026-11-22T04:03:00Z")]  # a copy of a message, read twice
     path = write_lines(tmp_path / "s.jsonl", lines)
-    loaded = ingest.load_snapshots(spark, path, first_use=lambda used: used.accepted_raw.count())
-    again = loaded.reread_accepted_raw()
-    assert sorted(map(repr, again.collect())) == sorted(map(repr, loaded.accepted_raw.collect()))
-    assert (again is loaded.all_records_raw) == (not reasons_of(loaded))
+    expected = ingest.load_snapshots(spark, write_lines(tmp_path / "kept.jsonl", lines))
+
+    def remove_then_forecast(run):  # rejected records are read again for rejected/, only when there are some
+        os.remove(path)
+        return stages.forecast_volumes(run)
+
+    pipeline = [(stage, remove_then_forecast if stage is FORECAST else work) for stage, work in job.PIPELINE]
+    monkeypatch.setattr(job, "PIPELINE", tuple(pipeline))
+    out = tmp_path / "out"
+    summary = job.run(
+        PipelineConfig(snapshots=path, out=str(out), min_available_ratio=0.1, report=False, progress=False)
+    )
+    assert not os.path.exists(path)
+    assert summary["rows_rejected"] == len(reasons_of(expected))
+    timeline = decisions.decision_timeline(
+        expected.accepted_raw, PipelineConfig(snapshots=path, out="", min_available_ratio=0.1)
+    )
+    written = spark.read.parquet(str(out / "decisions"))
+    columns = ["cluster", "at", "policy", "throttle_factor", "state", "violations", "brokers_considered"]
+    assert sorted(map(repr, written.select(*columns).collect())) == sorted(
+        map(repr, timeline.select(*columns).collect())
+    )
 
 
 def test_traffic_stamps_are_held_to_the_same_rules(spark, tmp_path):
@@ -258,7 +279,7 @@ def test_the_forecasts_volume_spans_size_the_timeline_as_the_volume_rows_do(spar
         snapshot(at="2026-11-23T00:00:30Z", cluster="c2", broker_id=7),
     ]
     path = write_lines(tmp_path / "s.jsonl", lines)
-    volumes = ingest.explode_volumes(ingest.load_snapshots(spark, path).rows)
+    volumes = schemas.volume_rows(ingest.load_snapshots(spark, path).rows)
     spans = forecast.volume_spans(volumes, PipelineConfig(snapshots=path, out="")).spans
     for interval in (1, 60 * decisions.MICROS, 7 * 60 * decisions.MICROS):
         by_rows = decisions.timeline_size(volumes, interval)

@@ -23,8 +23,8 @@ instants all accept rows partitioned by cluster), so the plan has one shuffle an
 1. an aggregation per (cluster, broker, time) puts the rows of each message back together (copies of one message are
    one), keeps one message per time (duplicates: the rows of that time alone decide), and one window over each broker's
    times gives each its next (first instant, next message);
-2. each message is exploded over the instants from its first through the last at which it still counts for some
-   policy (its broker's next message, capped by V for strimzi and F for graded), then over its volumes; each row
+2. each kept message's volume rows are exploded over the instants from its first through the last at which it still
+   counts for some policy (its broker's next message, capped by V for strimzi and F for graded); each row
    carries whether it is the message's arrival and, per policy, whether it counts, and is judged by every policy's
    per-volume rule (column expressions);
 3. those rows are grouped by (cluster, instant): numeric figures and the violation lists in one aggregation;
@@ -408,12 +408,20 @@ def _timed(rows: DataFrame, interval: int) -> DataFrame:
         (F.min("message") != F.max("message")).alias("shared"),
     )
     group = F.col("group")
-    unique = F.when(F.size(group) > 1, F.array_distinct(group)).otherwise(group)
-    kept = F.when(F.col("shared"), F.filter(unique, lambda row: row["message"] == _kept_message(unique))).otherwise(
-        unique
+    unique = per_time.select(
+        "cluster",
+        "broker_id",
+        "at_micros",
+        "shared",
+        F.when(F.size(group) > 1, F.array_distinct(group)).otherwise(group).alias("unique"),
+    )
+    # the kept message is chosen once per shared time, then its rows are taken from the list
+    chosen = unique.withColumn("kept_message", F.when(F.col("shared"), _kept_message(F.col("unique"))))
+    kept = F.when(F.col("shared"), F.filter("unique", lambda row: row["message"] == F.col("kept_message"))).otherwise(
+        F.col("unique")
     )
     by_broker = Window.partitionBy("cluster", "broker_id").orderBy("at_micros")
-    timed = per_time.select(
+    timed = chosen.select(
         "cluster",
         "broker_id",
         "at_micros",
@@ -738,9 +746,9 @@ def decision_timeline(
 
     The plan shuffles the volume rows once, by cluster, and sorts them once, by broker and time: the windows over
     each broker's rows, the aggregation per (cluster, instant) and the clock over each cluster's instants all find
-    their rows in place. Run the query that
-    computes it (a write, a collect) under session.timeline_settings: the plan is made for those settings (its rows
-    do not depend on them, nor on any other setting: duplicates are settled by the data).
+    their rows in place. Run the query that computes it (a write, a collect) under session.timeline_settings: the
+    plan is made for those settings (its rows do not depend on them, nor on any other setting: duplicates are settled
+    by the data).
     """
     interval = check_interval_micros(config)
     policies = _policies(config, policies)

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 
+from headroom_pipeline import schemas
+
 if TYPE_CHECKING:  # the configuration's module sets up the collection's imports, which the forecast does not need
     from headroom_pipeline.config import PipelineConfig
 
@@ -198,8 +200,7 @@ def _window_micros(window_seconds: float) -> int:
 
 
 def _rows(volumes: DataFrame) -> DataFrame:
-    """The rows of real volumes (a row without log_dir is a snapshot of a broker without volumes)."""
-    return volumes.where(F.col("log_dir").isNotNull()).select(
+    return schemas.reported_volumes(volumes).select(
         *VOLUME_KEY,
         "total_bytes",
         "usable_bytes",

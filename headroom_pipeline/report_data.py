@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
-from headroom_pipeline import guard_comparison, stage_registry
+from headroom_pipeline import guard_comparison, schemas, stage_registry
 from headroom_pipeline.report_charts import VOLUMES_PER_CHART
 from headroom_pipeline.report_format import utc
 
@@ -170,8 +170,7 @@ def _volume_history(volumes_frame, have_forecast, volumes, clusters):
     """{(cluster, broker_id, log_dir): ([datetime], [usable bytes])}, the lowest free space of each time bucket."""
     if volumes_frame is None or not clusters:
         return {}
-    # a row without log_dir is a snapshot of a broker without volumes (schemas.volume_rows): no free space to draw
-    frame = volumes_frame.where(F.col("cluster").isin(clusters) & F.col("log_dir").isNotNull())
+    frame = schemas.reported_volumes(volumes_frame).where(F.col("cluster").isin(clusters))
     if have_forecast:
         keys = [(row["cluster"], row["broker_id"], row["log_dir"]) for rows in volumes.values() for row in rows]
         if not keys:

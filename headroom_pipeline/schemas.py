@@ -157,3 +157,9 @@ def volume_rows(messages: DataFrame) -> DataFrame:
         total.alias("total_bytes"),
         usable.alias("usable_bytes"),
     )
+
+
+def reported_volumes(volume_rows: DataFrame) -> DataFrame:
+    """The rows of VOLUMES that are volumes: a row without log_dir tells only that a broker without volumes
+    reported (volume_rows)."""
+    return volume_rows.where(F.col("log_dir").isNotNull())

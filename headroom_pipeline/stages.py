@@ -171,7 +171,7 @@ def forecast_volumes(run: Run) -> str:
     observation = Observation("forecast")
     spark = run.started_spark
     with global_window_warnings_quiet(spark):  # the ranking of all volumes is one window on purpose
-        volumes = spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
+        volumes = _read_volumes(run)
         run.volume_spans = forecast.volume_spans(volumes, run.config)
         _write(
             forecast.volume_forecast(volumes, run.config, spans=run.volume_spans, observation=observation),
@@ -192,8 +192,7 @@ def build_decision_timeline(run: Run) -> str:
         else None
     )
     observation = Observation("decisions")
-    volumes = run.started_spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
-    timeline = decisions.decision_timeline(volumes, config, size=size, observation=observation)
+    timeline = decisions.decision_timeline(_read_volumes(run), config, size=size, observation=observation)
     with timeline_settings(run.started_spark):  # the query is planned and run by the write
         _write(timeline, run.path("decisions"), "policy")
     observed = observation.get
@@ -272,6 +271,11 @@ def _input_figures(ingested):
         "rejected_counted": counts["rejected"],
         "time_bounds": ingested.time_bounds.describe(),
     }
+
+
+def _read_volumes(run):
+    """volumes/ as read_snapshots wrote it: the checked snapshots, which the forecast and the timeline read."""
+    return run.started_spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
 
 
 def _write(frame, path, partition_by=None):

@@ -55,6 +55,9 @@ MIN_AVAILABLE_RATIO = 0.1
 RUN_TIME_LIMIT = 20 * 60  # seconds; a pandas or DuckDB run that takes longer is stopped and reported
 SPARK_TIME_LIMIT = 60 * 60  # seconds; the same for a Spark run
 MEMORY_HEADROOM = 0.9  # a run is stopped when the machine's available memory falls below 10 % of its total
+SAMPLE_SECONDS = 0.25  # how often a run's processes are sampled (peak memory, per stage too; the limits)
+# The job's progress line as a stage starts (headroom_pipeline.job.Progress): "[headroom_pipeline  12.3s] 3/9 name ..."
+STAGE_STARTED = re.compile(r"\] \d+/\d+ (?P<stage>.+) \.\.\.$")
 FLOOR_TARGETS = {10_000: 2.0, 1_000_000: 2.0, 10_000_000: 2.0}  # the job's work at most this many times the floor's
 # Where one run takes seconds, the machine's noise (runs vary by a tenth and more) is larger than a target's margin: the
 # job and the floor run this many times there, one after the other in turn, and each is judged by its median run.
@@ -397,26 +400,31 @@ def _memory_available_share():
 
 
 class Watch(threading.Thread):
-    """Samples the run's processes: peak VmHWM of the JVM and of the worker; stops the run on the time or memory
-    limit."""
+    """Samples the run's processes: peak VmHWM of the JVM and of the worker, and the JVM's resident set every
+    SAMPLE_SECONDS (``samples``: (seconds since the start, KiB), for the peak per stage); stops the run on the time or
+    memory limit."""
 
     def __init__(self, process, time_limit, roots=()):
         super().__init__(daemon=True)
         self.process, self.time_limit, self.roots = process, time_limit, tuple(roots)
         self.began = time.monotonic()
         self.jvm_peak_kib = self.worker_peak_kib = self.executor_peak_kib = 0
+        self.samples = []
         self.stopped_because = None
         self.done = threading.Event()
 
     def run(self):
-        while not self.done.wait(0.25):
+        while not self.done.wait(SAMPLE_SECONDS):
             if self.process.poll() is not None:
                 return
             self.worker_peak_kib = max(self.worker_peak_kib, _status_kib(self.process.pid, "VmHWM") or 0)
             # the JVMs the run started (spark-submit becomes one itself) and, on a cluster, the executors the workers
             # started
+            resident = 0
             for pid in _java_pids(self.process.pid) + ([self.process.pid] if _name(self.process.pid) == "java" else []):
                 self.jvm_peak_kib = max(self.jvm_peak_kib, _status_kib(pid, "VmHWM") or 0)
+                resident += _status_kib(pid, "VmRSS") or 0
+            self.samples.append((time.monotonic() - self.began, resident))
             for pid in [child for root in self.roots for child in _java_pids(root)]:
                 self.executor_peak_kib = max(self.executor_peak_kib, _status_kib(pid, "VmHWM") or 0)
             if time.monotonic() - self.began > self.time_limit:
@@ -430,6 +438,43 @@ class Watch(threading.Thread):
             os.killpg(self.process.pid, 9)
         except ProcessLookupError:
             pass
+
+
+def _communicate(process, began):
+    """(stdout, stderr, stage starts) of a run: its output, read as it comes, and for the job each stage's start
+    ((stage, seconds since ``began``), from its progress lines)."""
+    starts, chunks = [], {"stdout": [], "stderr": []}
+
+    def read(name, stream):
+        for line in stream:
+            chunks[name].append(line)
+            started = STAGE_STARTED.search(line.rstrip("\n")) if name == "stderr" else None
+            if started:
+                starts.append((started["stage"], time.monotonic() - began))
+
+    readers = [
+        threading.Thread(target=read, args=(name, getattr(process, name)), daemon=True) for name in ("stdout", "stderr")
+    ]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    process.wait()
+    return "".join(chunks["stdout"]), "".join(chunks["stderr"]), starts
+
+
+def stage_peaks(starts, samples, end):
+    """{stage: peak resident MiB of the JVM while it ran} from the stages' starts and the samples ((seconds, KiB));
+    a stage shorter than the sampling takes the first sample after its start."""
+    peaks = {}
+    bounds = [seconds for _, seconds in starts[1:]] + [end]
+    for (stage, start), stop in zip(starts, bounds, strict=True):
+        inside = [kib for seconds, kib in samples if start <= seconds < stop]
+        after = [kib for seconds, kib in samples if seconds >= start][:1]
+        chosen = inside or after
+        if chosen:
+            peaks[stage] = round(max(chosen) / 1024.0, 1)
+    return peaks
 
 
 def _error_lines(stderr):
@@ -555,7 +600,7 @@ def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
     )
     watch = Watch(process, time_limit, roots=cluster.worker_pids() if cluster else ())
     watch.start()
-    stdout, stderr = process.communicate()
+    stdout, stderr, stage_starts = _communicate(process, watch.began)
     watch.done.set()
     watch.join()
     wall = time.monotonic() - began
@@ -583,6 +628,8 @@ def measure(run, data, time_limit, progress, spark_conf=None, cluster=None):
         run.update(status="ok", **result)
     if engine in SPARK_ENGINES:
         run["jvm_peak_rss_mib"] = round(watch.jvm_peak_kib / 1024.0, 1)
+        if stage_starts:
+            run["stage_peak_rss_mib"] = stage_peaks(stage_starts, watch.samples, wall)
         if cluster:
             run["executor_peak_rss_mib"] = round(watch.executor_peak_kib / 1024.0, 1)
     else:
@@ -827,6 +874,9 @@ def print_report(runs, comparisons, verdicts, exchanges, out=sys.stdout):
                 f"{stage} {seconds:.1f}" for stage, seconds in run["phases"].items() if stage != "start Spark"
             )
             print(f"{_shown(run)} {run['rows']:,} rows: {stages}", file=out)
+            if run.get("stage_peak_rss_mib"):
+                peaks = ", ".join(f"{stage} {mib:,.0f}" for stage, mib in run["stage_peak_rss_mib"].items())
+                print(f"{_shown(run)} {run['rows']:,} rows, peak JVM resident MiB per stage: {peaks}", file=out)
         if run["status"] != "ok":
             print(
                 f"{_shown(run)} {run['rows']:,} rows {run['status']} after {run['process_seconds']:,.0f}s "

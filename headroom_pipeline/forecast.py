@@ -58,6 +58,8 @@ MAX_WINDOW_MICROS = 2**62  # any longer window keeps all history; keeps the subt
 # A bucket's peak and its time as one number (see _bucket_peaks): the parts, and the factor of the first.
 PAIR_PART = "decimal(20,0)"
 PAIR_SHIFT = str(2**63)  # a text: Py4J passes a Python int only up to 2^63 - 1
+# A volume's latest row (step 5), in the order that settles two rows at its last instant.
+LATEST_FIELDS = ("used_bytes", "total_bytes", "usable_bytes", "hard_type", "hard_level")
 
 OUTPUT_COLUMNS = [
     "cluster",
@@ -162,7 +164,7 @@ def volume_forecast(
     """
     if spans is None:
         spans = volume_spans(volumes, config)
-    trends = _trends(_bucket_peaks(_in_window(volumes, spans.frame)), _latest(volumes, spans), spans.frame)
+    trends = _trends(_bucket_peaks(_in_window(volumes, spans.frame)), spans.frame)
     with_limits = trends.select(
         "*",
         _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias(
@@ -213,8 +215,7 @@ def _rows(volumes: DataFrame) -> DataFrame:
 
 
 def _in_window(volumes: DataFrame, spans: DataFrame) -> DataFrame:
-    """(volume, used_bytes, at_us, first_us, bucket) of the rows within the forecast window of their volume's last
-    row.
+    """The rows within the forecast window of their volume's last row, with their volume, bucket and span.
 
     Each volume's span (volume_spans, one row per volume, kept by Spark) joins the rows by broadcast, so that no
     row is shuffled or sorted by volume. The volumes are matched null-safely, as a grouping groups them.
@@ -226,6 +227,8 @@ def _in_window(volumes: DataFrame, spans: DataFrame) -> DataFrame:
         "used_bytes",
         "at_us",
         "first_us",
+        "last_us",
+        *LATEST_FIELDS,
         _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")).alias("bucket"),
     )
 
@@ -247,44 +250,48 @@ def _bucket(offset_micros: Column, span_micros: Column) -> Column:
 
 
 def _bucket_peaks(windowed: DataFrame) -> DataFrame:
-    """Per volume and bucket: the peak used bytes, its time (among equal peaks the latest) and the rows.
+    """Per volume and bucket: the peak used bytes, its time (among equal peaks the latest), the rows, and the
+    volume's latest row (step 5) in the bucket that holds its last instant: the forecast's one pass over the rows.
 
-    One aggregation of numbers, which Spark hashes where the rows are: the (used bytes, time) pair whose maximum is
-    the peak and its time is one whole number, used * 2^63 + (at - first_us), both parts below 2^63, so that the
-    pair's order is the number's (a maximum of a struct would sort every row instead). The number takes 126 bits:
-    a decimal of 38 digits holds it exactly.
+    One aggregation, which Spark hashes where the rows are (partial on each task, one row per group shuffled):
+
+    - the (used bytes, time) pair whose maximum is the peak and its time is one whole number,
+      used * 2^63 + (at - first_us), both parts below 2^63, so that the pair's order is the number's (a maximum of a
+      struct would sort every row instead). The number takes 126 bits: a decimal of 38 digits holds it exactly.
+    - the rows at the volume's last instant are grouped by their content (a key that is null on every other row), so
+      that the few candidates for the latest row reach the second, small aggregation whole, and their order there is
+      the reference's (more used bytes, then the rest in order).
     """
     pair = F.col("used_bytes").cast(PAIR_PART) * F.lit(PAIR_SHIFT).cast(PAIR_PART) + (
         F.col("at_us") - F.col("first_us")
     ).cast(PAIR_PART)
-    peaks = windowed.groupBy("volume", "bucket").agg(
+    at_last = F.when(F.col("at_us") == F.col("last_us"), F.struct(*LATEST_FIELDS))
+    parts = windowed.groupBy("volume", "bucket", at_last.alias("candidate")).agg(
         F.max("used_bytes").alias("peak_used"),
         F.max(pair).alias("peak_pair"),
         F.count(F.lit(1)).alias("rows"),
         F.min("first_us").alias("first_us"),  # the volume's, the same on each row
     )
+    peaks = parts.groupBy("volume", "bucket").agg(
+        F.max("peak_used").alias("peak_used"),
+        F.max("peak_pair").alias("peak_pair"),
+        F.sum("rows").alias("rows"),
+        F.min("first_us").alias("first_us"),
+        F.max("candidate").alias("latest"),
+    )
     offset = F.col("peak_pair") - F.col("peak_used").cast(PAIR_PART) * F.lit(PAIR_SHIFT).cast(PAIR_PART)
     return peaks.select(
-        "volume", "bucket", "first_us", "peak_used", "rows", (F.col("first_us") + offset.cast("long")).alias("peak_at")
+        "volume",
+        "bucket",
+        "first_us",
+        "peak_used",
+        "rows",
+        "latest",
+        (F.col("first_us") + offset.cast("long")).alias("peak_at"),
     )
 
 
-def _latest(volumes: DataFrame, spans: VolumeSpans) -> DataFrame:
-    """Per volume, the row at its last instant (ties: more used bytes, then the rest in order) as ``latest``: a
-    struct whose maximum is taken over the few rows at that instant only. The rows before the earliest of those
-    instants are filtered where they are read (Parquet skips the row groups that hold only such rows, when the files
-    are in time order)."""
-    earliest_last = min((span.last_us for span in spans.spans), default=0)
-    rows = _rows(volumes).where(F.col("at") >= F.timestamp_micros(F.lit(earliest_last)))
-    at_last = _joined(rows, spans.frame.select("volume", *VOLUME_KEY, "last_us")).where(
-        F.col("at_us") == F.col("last_us")
-    )
-    return at_last.groupBy("volume").agg(
-        F.max(F.struct("used_bytes", "total_bytes", "usable_bytes", "hard_type", "hard_level")).alias("latest")
-    )
-
-
-def _trends(peaks: DataFrame, latest: DataFrame, span_frame: DataFrame) -> DataFrame:
+def _trends(peaks: DataFrame, span_frame: DataFrame) -> DataFrame:
     """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets) and the latest figures."""
     peak_seconds = (F.col("peak_at") - F.col("first_us")) / MICROS_PER_SECOND
     fitted = peaks.groupBy("volume").agg(
@@ -293,8 +300,9 @@ def _trends(peaks: DataFrame, latest: DataFrame, span_frame: DataFrame) -> DataF
         ).alias("fitted_slope"),
         F.count(F.lit(1)).alias("buckets"),
         F.sum("rows").alias("samples"),
+        F.max("latest").alias("latest"),  # the bucket with the last instant holds it; the others null
     )
-    per_volume = fitted.join(latest, "volume").join(F.broadcast(span_frame), "volume")
+    per_volume = fitted.join(F.broadcast(span_frame), "volume")
     slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
     return per_volume.select(
         *VOLUME_KEY,

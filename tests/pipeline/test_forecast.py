@@ -183,6 +183,31 @@ def test_a_single_sample_has_no_trend(spark):
     assert row.crosses_hard_limit_at is None
 
 
+def test_rows_at_the_last_instant_are_settled_by_used_bytes_then_the_rest_in_order(spark):
+    """Duplicates at a volume's last instant: the latest figures come whole from one row (more used bytes, then more
+    total bytes, then the hard limit's type and level), never a mix of rows, and every row counts as a sample."""
+    earlier = volume_rows({0: 100 * GIB, 3600: 200 * GIB})
+    at_last = [
+        *volume_rows({7200: 300 * GIB}, total_bytes=2000 * GIB, hard=("consumed_space", 1800.0 * GIB)),
+        *volume_rows({7200: 300 * GIB}, total_bytes=1000 * GIB, hard=("min_free_percentage", 10.0)),
+        *volume_rows({7200: 250 * GIB}, total_bytes=4000 * GIB, hard=("min_free_bytes", 1.0 * GIB)),
+    ]
+    row = only(forecast(spark, earlier + at_last))
+    assert (row.samples, row.used_bytes, row.total_bytes, row.usable_bytes) == (5, 300 * GIB, 2000 * GIB, 1700 * GIB)
+    assert (row.hard_limit_type, row.hard_limit_level) == ("consumed_space", 1800.0 * GIB)
+    same_sizes = [
+        *volume_rows({7200: 300 * GIB}, hard=("min_free_bytes", 50.0 * GIB)),
+        *volume_rows({7200: 300 * GIB}, hard=("min_free_percentage", 10.0)),
+        *volume_rows({7200: 300 * GIB}, hard=None),
+    ]
+    row = only(forecast(spark, earlier + same_sizes))
+    assert (row.hard_limit_type, row.hard_limit_level, row.hard_limit_usable_bytes) == (
+        "min_free_percentage",
+        10.0,
+        100.0 * GIB,
+    )
+
+
 def test_plugin_ratio_limit(spark):
     rate = 1_000_000
     row = only(forecast(spark, volume_rows(linear(rate, hours=24)), min_available_ratio=0.2))

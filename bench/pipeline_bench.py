@@ -467,7 +467,7 @@ def stage_peaks(starts, samples, end):
     """{stage: peak resident MiB of the JVM while it ran} from the stages' starts and the samples ((seconds, KiB));
     a stage shorter than the sampling takes the first sample after its start."""
     peaks = {}
-    bounds = [seconds for _, seconds in starts[1:]] + [end]
+    bounds = [seconds for _stage, seconds in starts[1:]] + [end]
     for (stage, start), stop in zip(starts, bounds, strict=True):
         inside = [kib for seconds, kib in samples if start <= seconds < stop]
         after = [kib for seconds, kib in samples if seconds >= start][:1]

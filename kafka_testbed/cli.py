@@ -98,6 +98,17 @@ def _parser():
         help="fetch the jars of real Kafka and archive the classes its nodes load "
         "(once; KAFKA_VERSION, KAFKA_HOME) and print where they are",
     )
+    witness = commands.add_parser(
+        "witness",
+        help="produce with acks=all and idempotence until interrupted, then read everything back and report "
+        "what was lost, duplicated or refused and the longest stalls",
+    )
+    where = witness.add_mutually_exclusive_group(required=True)
+    where.add_argument("--dir", help="a test cluster's directory (its cluster.json gives the address and credentials)")
+    where.add_argument("--bootstrap-servers", help="HOST:PORT[,HOST:PORT...] of a plaintext listener")
+    witness.add_argument("--report", required=True, help="where to write the report (JSON)")
+    witness.add_argument("--topic", default="headroom-witness")
+    witness.add_argument("--rate", type=int, default=400, help="records a second (default 400)")
     _hosts_parser(commands)
     broker = commands.add_parser("broker", help="run one model broker in the foreground from its properties file")
     broker.add_argument("--config", required=True)
@@ -196,6 +207,8 @@ def _run(args):
         return run(args.config)
     if args.command == "hosts":
         return _run_hosts(args)
+    if args.command == "witness":
+        return _run_witness(args)
     if args.command == "libs":
         libs = ensure_libs()
         print(
@@ -256,6 +269,22 @@ def _run(args):
     elif args.command == "add-scram-user":
         cluster.add_scram_user(args.user, args.password, args.mechanism)
     return 0
+
+
+def _run_witness(args):
+    from kafka_testbed import witness  # pylint: disable=import-outside-toplevel
+    from kafka_testbed.client_config import confluent_config  # pylint: disable=import-outside-toplevel
+
+    if args.dir:
+        cluster = Cluster(args.dir)
+        if cluster.info is None:
+            raise ClusterError(f"--dir {args.dir}: no cluster.json there; run 'up' first")
+        config = confluent_config(cluster)
+    else:
+        config = {"bootstrap.servers": args.bootstrap_servers}
+    report = witness.run_until_interrupted(config, args.report, topic=args.topic, rate=args.rate)
+    print(json.dumps({key: report[key] for key in ("produced", "acknowledged", "missing", "duplicates", "refused")}))
+    return 0 if report["missing"] == 0 and report["duplicates"] == 0 else 1
 
 
 def main(argv=None):

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 
 def judge(
@@ -64,3 +64,86 @@ def judge(
         "healthy": not problems,
         "problems": problems,
     }
+
+
+# How many partitions a problem names before it counts the rest: a message a person reads, not a listing.
+NAMED_PARTITIONS = 5
+
+
+def _named(partitions: List[Dict[str, Any]], describe: Callable[[Dict[str, Any]], str]) -> str:
+    shown = ", ".join(describe(p) for p in partitions[:NAMED_PARTITIONS])
+    more = len(partitions) - NAMED_PARTITIONS
+    return shown + (" and {0} more".format(more) if more > 0 else "")
+
+
+def in_sync_partitions(partitions: List[Dict[str, Any]], broker_id: int) -> List[Dict[str, Any]]:
+    """The partitions whose ISR holds ``broker_id``, as {topic, partition}: what the broker must rejoin after its
+    restart."""
+    return [{"topic": p["topic"], "partition": p["partition"]} for p in partitions if broker_id in p["isr"]]
+
+
+def below_min_isr_without(
+    partitions: List[Dict[str, Any]], min_insync_replicas: Dict[str, int], broker_id: int
+) -> List[Dict[str, Any]]:
+    """The partitions whose ISR would be smaller than their topic's min.insync.replicas once ``broker_id`` stops:
+    producers with acks=all would be refused on them (NotEnoughReplicas), and a partition whose only in-sync replica
+    is that broker would go offline. A partition the broker is not in sync for loses nothing by its stop; one whose
+    topic's setting is unknown counts with Kafka's default, 1."""
+    at_risk = []
+    for p in partitions:
+        if broker_id not in p["isr"]:
+            continue
+        remaining = [b for b in p["isr"] if b != broker_id]
+        required = min_insync_replicas.get(p["topic"], 1)
+        if len(remaining) < required:
+            at_risk.append(
+                {
+                    "topic": p["topic"],
+                    "partition": p["partition"],
+                    "isr": list(p["isr"]),
+                    "isr_without_broker": remaining,
+                    "min_insync_replicas": required,
+                }
+            )
+    return at_risk
+
+
+def stopping_problem(broker_id: int, at_risk: List[Dict[str, Any]]) -> Optional[str]:
+    """One sentence for below_min_isr_without's result, None when nothing is at risk."""
+    if not at_risk:
+        return None
+    return "stopping broker {0} would leave {1} partitions below min.insync.replicas: {2}".format(
+        broker_id,
+        len(at_risk),
+        _named(
+            at_risk,
+            lambda p: "{0}-{1} (isr {2}, min.insync.replicas {3})".format(
+                p["topic"], p["partition"], p["isr"], p["min_insync_replicas"]
+            ),
+        ),
+    )
+
+
+def not_rejoined(
+    partitions: List[Dict[str, Any]], broker_id: int, rejoin: Iterable[Dict[str, Any]]
+) -> List[Dict[str, Any]]:
+    """The partitions of ``rejoin`` ({topic, partition}) whose ISR does not hold ``broker_id`` yet, with their ISR. A
+    partition that no longer exists (its topic was deleted meanwhile) has nothing to rejoin."""
+    current = {(p["topic"], p["partition"]): p for p in partitions}
+    lagging = []
+    for wanted in rejoin:
+        found = current.get((wanted["topic"], int(wanted["partition"])))
+        if found is not None and broker_id not in found["isr"]:
+            lagging.append({"topic": found["topic"], "partition": found["partition"], "isr": list(found["isr"])})
+    return lagging
+
+
+def rejoin_problem(broker_id: int, lagging: List[Dict[str, Any]]) -> Optional[str]:
+    """One sentence for not_rejoined's result, None when the broker is back in every ISR."""
+    if not lagging:
+        return None
+    return "broker {0} is not back in the ISR of {1} partitions it was in sync for: {2}".format(
+        broker_id,
+        len(lagging),
+        _named(lagging, lambda p: "{0}-{1} (isr {2})".format(p["topic"], p["partition"], p["isr"])),
+    )

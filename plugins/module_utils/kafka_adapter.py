@@ -25,6 +25,7 @@ try:
     from kafka.admin import KafkaAdminClient
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
+    from kafka.protocol.admin.configs import DescribeConfigsRequest
     from kafka.protocol.metadata.metadata import MetadataRequest
 
     HAS_KAFKA_PYTHON = True
@@ -59,6 +60,9 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 # librdkafka reports a refused login or TLS session only to the error callback, served between calls: waits for a
 # broker are cut into slices (the first this long), so that a refusal ends them within a slice, not at the timeout.
 CONFLUENT_WAIT_SLICE = 0.2
+# DescribeConfigs: the resource type of a topic, and the setting a rolling restart must keep every partition at.
+TOPIC_RESOURCE = 2
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 # kafka-python has no public API to send a request it has no admin method for (DescribeLogDirs to several brokers at
@@ -545,6 +549,38 @@ class KafkaAdapter:
                     }
                 )
         return rows
+
+    def min_insync_replicas(self, topics: Iterable[str]) -> Dict[str, int]:
+        """{topic: min.insync.replicas} as the brokers apply it (the topic's own setting, else the broker's default),
+        in one DescribeConfigs request; a topic deleted meanwhile is left out."""
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        resource = DescribeConfigsRequest.DescribeConfigsResource
+        request = DescribeConfigsRequest(
+            resources=[
+                resource(resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=[MIN_INSYNC_REPLICAS])
+                for name in names
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        response = self._send(request)
+        settings = {}
+        for result in response.results:
+            if result.error_code:
+                if kafka_error_name(result.error_code) == "UNKNOWN_TOPIC_OR_PARTITION":
+                    continue
+                raise KafkaAdapterError(
+                    "DescribeConfigs of topic {0} via {1} failed: {2}: {3}".format(
+                        result.resource_name, self.where, kafka_error_name(result.error_code), result.error_message
+                    ),
+                    broker=self.where,
+                )
+            for config in result.configs:
+                if config.name == MIN_INSYNC_REPLICAS and config.value is not None:
+                    settings[result.resource_name] = int(config.value)
+        return settings
 
     def describe_log_dirs(
         self, broker_ids: Iterable[int], timeout_ms: Optional[int] = None

@@ -17,6 +17,10 @@ description:
     whether the cluster is healthy enough for the next step of a rolling restart.
   - Healthy means every expected broker is active, no partition is under-replicated (ISR smaller than its replicas)
     and every partition has a leader.
+  - With O(stopping_broker) it also judges whether that broker can stop without leaving any partition with fewer
+    in-sync replicas than its topic's C(min.insync.replicas) (producers with C(acks=all) would be refused there); with
+    O(rejoining_broker) whether that broker is back in the ISR of every partition of O(rejoin_partitions). A rolling
+    restart asks the first before it stops a broker and waits for the second after it started it again.
   - The module only reports; poll it with C(until) to wait for a restarted broker to catch up.
 author:
   - Headroom maintainers (!UNKNOWN)
@@ -52,6 +56,35 @@ options:
         see enough polls.
     type: int
     default: 3
+  stopping_broker:
+    description:
+      - The broker about to stop. The cluster is healthy only when every partition this broker is in sync for keeps at
+        least its topic's C(min.insync.replicas) in-sync replicas without it (a partition whose only in-sync replica
+        it is would go offline).
+      - Returns RV(in_sync_partitions), what the broker must rejoin after its restart, and
+        RV(below_min_insync_partitions).
+      - From V(0) to V(2147483647).
+    type: int
+  rejoining_broker:
+    description:
+      - The broker just restarted. The cluster is healthy only when it is back in the ISR of every partition of
+        O(rejoin_partitions) that still exists; the ones it is not back in are RV(lagging_partitions).
+      - From V(0) to V(2147483647).
+    type: int
+  rejoin_partitions:
+    description:
+      - The partitions O(rejoining_broker) was in sync for before it stopped, as RV(in_sync_partitions) returned them.
+    type: list
+    elements: dict
+    suboptions:
+      topic:
+        description: The topic.
+        type: str
+        required: true
+      partition:
+        description: The partition number, from V(0) to V(2147483647).
+        type: int
+        required: true
 seealso:
   - module: headroom.kafka.log_dirs_info
 """
@@ -71,6 +104,22 @@ EXAMPLES = r"""
     bootstrap_servers: [kafka-1:9092]
     expected_brokers: [1, 2, 3]
     wait_timeout: 120
+
+- name: Before stopping broker 2, check that no partition would fall below its min.insync.replicas
+  headroom.kafka.cluster_health_info:
+    bootstrap_servers: [kafka-1:9092]
+    expected_brokers: [1, 2, 3]
+    stopping_broker: 2
+  register: before_stop
+  failed_when: not before_stop.healthy
+
+- name: After its restart, wait until broker 2 is back in every ISR it was in
+  headroom.kafka.cluster_health_info:
+    bootstrap_servers: [kafka-1:9092]
+    expected_brokers: [1, 2, 3]
+    rejoining_broker: 2
+    rejoin_partitions: "{{ before_stop.in_sync_partitions }}"
+    wait_timeout: 300
 """
 
 RETURN = r"""
@@ -121,6 +170,24 @@ active_controller:
     - Node id of the active KRaft controller (DescribeQuorum), null when the cluster cannot tell.
   returned: when the cluster is healthy
   type: int
+in_sync_partitions:
+  description: The partitions whose ISR holds O(stopping_broker), as C(topic) and C(partition).
+  returned: when O(stopping_broker) is given and the cluster could be read
+  type: list
+  elements: dict
+below_min_insync_partitions:
+  description:
+    - The partitions that would be left with fewer in-sync replicas than their topic's C(min.insync.replicas) once
+      O(stopping_broker) stops, with C(topic), C(partition), C(isr), C(isr_without_broker) and
+      C(min_insync_replicas).
+  returned: when O(stopping_broker) is given and the cluster could be read
+  type: list
+  elements: dict
+lagging_partitions:
+  description: The partitions of O(rejoin_partitions) whose ISR does not hold O(rejoining_broker) yet, with C(isr).
+  returned: when O(rejoining_broker) is given and the cluster could be read
+  type: list
+  elements: dict
 waited:
   description: Seconds spent waiting for the cluster to become healthy.
   returned: always
@@ -143,19 +210,49 @@ ARGUMENT_SPEC = connection.argument_spec(
     wait_timeout=dict(type="float", default=0),
     wait_interval=dict(type="float", default=0.5),
     wait_consecutive=dict(type="int", default=3),
+    stopping_broker=dict(type="int"),
+    rejoining_broker=dict(type="int"),
+    rejoin_partitions=dict(
+        type="list",
+        elements="dict",
+        options=dict(topic=dict(type="str", required=True), partition=dict(type="int", required=True)),
+    ),
 )
 OPTION_RANGES = {
     "expected_brokers": option_checks.BROKER_IDS,
     "wait_timeout": option_checks.seconds(0, 86400),
     "wait_interval": option_checks.seconds(0.05, 3600),
     "wait_consecutive": option_checks.Number(1, 1000, integer=True),
+    "stopping_broker": option_checks.BROKER_ID,
+    "rejoining_broker": option_checks.BROKER_ID,
+    "rejoin_partitions[].partition": option_checks.Number(0, option_checks.KAFKA_ID_MAX, integer=True),
 }
+
+
+def _broker_checks(adapter, partitions, params):
+    """The results of stopping_broker's and rejoining_broker's checks, and the problems they found."""
+    checked = {}
+    extra = []
+    stopping = params["stopping_broker"]
+    if stopping is not None:
+        in_sync = health.in_sync_partitions(partitions, stopping)
+        settings = adapter.min_insync_replicas(p["topic"] for p in in_sync)
+        at_risk = health.below_min_isr_without(partitions, settings, stopping)
+        checked.update(in_sync_partitions=in_sync, below_min_insync_partitions=at_risk)
+        extra.append(health.stopping_problem(stopping, at_risk))
+    rejoining = params["rejoining_broker"]
+    if rejoining is not None:
+        lagging = health.not_rejoined(partitions, rejoining, params["rejoin_partitions"] or [])
+        checked["lagging_partitions"] = lagging
+        extra.append(health.rejoin_problem(rejoining, lagging))
+    return checked, [problem for problem in extra if problem]
 
 
 def main():
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
-        required_together=connection.CONNECTION_REQUIRED_TOGETHER,
+        required_together=connection.CONNECTION_REQUIRED_TOGETHER + [["rejoining_broker", "rejoin_partitions"]],
+        mutually_exclusive=[["stopping_broker", "rejoining_broker"]],
         required_if=connection.CONNECTION_REQUIRED_IF,
         supports_check_mode=True,
     )
@@ -178,7 +275,12 @@ def main():
             polls += 1
             try:
                 cluster = adapter.describe_cluster()
-                result = health.judge(cluster, adapter.partitions(), params["expected_brokers"])
+                partitions = adapter.partitions()
+                result = health.judge(cluster, partitions, params["expected_brokers"])
+                checked, problems = _broker_checks(adapter, partitions, params)
+                result.update(checked)
+                result["problems"] += problems
+                result["healthy"] = not result["problems"]
                 result["cluster_id"] = cluster["cluster_id"]
             except KafkaAdapterError as exc:
                 if params["wait_timeout"] <= 0:

@@ -148,6 +148,8 @@ def tame_args(module, workdir):
                 "wait_timeout": st.sampled_from([0, 2]),
                 "wait_interval": st.sampled_from([0.05, 0.2]),
                 "wait_consecutive": st.integers(1, 3),
+                # a broker that holds no partition: nothing falls below min.insync.replicas without it
+                "stopping_broker": st.just(7),
             },
         )
     if module == "log_dirs_info":

@@ -43,6 +43,21 @@ def refused(module, args, *expected):
         ),
         ({"expected_brokers": [2**31]}, "expected_brokers[0] must be a broker id"),
         ({"expected_brokers": [1, 1]}, "expected_brokers lists 1 twice"),
+        ({"stopping_broker": -1}, "stopping_broker must be a broker id, a whole number from 0 to 2147483647 (got -1)"),
+        (
+            {"rejoining_broker": 2**31, "rejoin_partitions": []},
+            "rejoining_broker must be a broker id, a whole number from 0 to 2147483647",
+        ),
+        (
+            {"rejoining_broker": 1, "rejoin_partitions": [{"topic": "t", "partition": -2}]},
+            "rejoin_partitions[0].partition must be a whole number from 0 to 2147483647 (got -2)",
+        ),
+        ({"rejoining_broker": 1}, "parameters are required together: rejoining_broker, rejoin_partitions"),
+        (
+            {"stopping_broker": 1, "rejoining_broker": 1, "rejoin_partitions": []},
+            "parameters are mutually exclusive: stopping_broker|rejoining_broker",
+        ),
+        ({"rejoining_broker": 1, "rejoin_partitions": [{"topic": "t"}]}, "missing required arguments: partition"),
     ],
 )
 def test_health_gate_options(args, expected):

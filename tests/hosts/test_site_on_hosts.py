@@ -6,20 +6,27 @@ What the roles install on the hosts (the jars with their checksums, the properti
 the running node) and that a second run changes nothing is the molecule scenario hosts (extensions/molecule/hosts,
 with idempotence)."""
 
+import itertools
+import json
 import os
 import re
 import time
 
 import pytest
 import yaml
+from confluent_kafka.admin import AdminClient
 from fleet_playbooks import SITE, run_playbook
 
+from kafka_testbed.client_config import confluent_config
 from kafka_testbed.traffic import create_topic, metric, produce, wait_until
+from kafka_testbed.witness import Witness
 
 BASE_RATE = 1 << 20  # the plugin's produce quota, bytes/s
 LIMIT = 32 << 20  # min.available.bytes per volume, of 64 MiB volumes
 CHECK_INTERVAL = 5
 REACTION = CHECK_INTERVAL + 10
+SNAPSHOT_TOPIC = "__headroom_volume_usage"
+ROLLS = 1  # a roll of every node under traffic (CI time; ten in a row are for a benchmark)
 TOPIC = "traffic"
 SITE_VARS = {
     "kafka_quotas": {
@@ -113,3 +120,66 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     result = run_playbook([cp_ansible, layered[1]], SITE)
     assert result.returncode == 0, result.stdout[-20000:]
     assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
+
+
+def _main_process_started(fleet, entry):
+    """When the node's unit last started its main process, in this machine's monotonic seconds (a container shares the
+    kernel's monotonic clock)."""
+    text = fleet.systemctl(entry["id"], "show", entry["service"], "--property", "ExecMainStartTimestampMonotonic")
+    return int(text.strip().split("=", 1)[1]) / 1e6
+
+
+def _delete_topics(fleet, *names):
+    admin = AdminClient(confluent_config(fleet))
+    existing = [name for name in names if name in admin.list_topics(timeout=30).topics]
+    for future in admin.delete_topics(existing, operation_timeout=30).values() if existing else ():
+        future.result(60)
+    wait_until(lambda: not set(existing) & set(admin.list_topics(timeout=30).topics), 60, what="topics deleted")
+
+
+def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insync(fleet, configured):
+    """A topic whose only replica is on broker 1: restarting broker 1 would take it offline, so the roll stops before
+    any node restarts, naming the partition."""
+    create_topic(fleet, "single", replicas_on=1)
+    try:
+        before = {entry["id"]: _main_process_started(fleet, entry) for entry in fleet.info["brokers"]}
+        result = site(fleet, configured["directory"], "-e", json.dumps({"kafka_restart_needed": True}))
+        assert result.returncode != 0
+        refusal = re.search(
+            r"broker-1 was not restarted: stopping broker 1 would leave \d+ partitions below "
+            r"min.insync.replicas: [^\n]*single-0 \(isr \[1\], min.insync.replicas 1\)",
+            result.stdout,
+        )
+        assert refusal, result.stdout[-5000:]
+        after = {entry["id"]: _main_process_started(fleet, entry) for entry in fleet.info["brokers"]}
+        assert after == before, "no node restarted"
+    finally:
+        _delete_topics(fleet, "single")
+
+
+def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(fleet, configured):
+    """site.yml with every node needing a restart (the brokers, then the controller) (ROLLS times), while an idempotent
+    acks=all producer writes to a topic of replication factor 3 and min.insync.replicas 2."""
+    # The throttling test's topic, and the snapshot topic the fleet's brokers created with their default of one replica:
+    # no broker could stop. The snapshot topic comes back with three.
+    _delete_topics(fleet, TOPIC, SNAPSHOT_TOPIC)
+    nodes = fleet.info["brokers"]
+    restarts = []
+    with Witness(confluent_config(fleet)) as witness:
+        for _roll in range(ROLLS):
+            before = {entry["id"]: _main_process_started(fleet, entry) for entry in nodes}
+            rolled = {"kafka_restart_needed": True, "kafka_usage_replication_factor": 3}
+            result = site(fleet, configured["directory"], "-e", json.dumps(rolled))
+            assert result.returncode == 0, result.stdout[-20000:]
+            after = {entry["id"]: _main_process_started(fleet, entry) for entry in nodes}
+            assert all(after[node] > before[node] for node in before), f"every node restarted: {before} -> {after}"
+            restarts += sorted(after.values())
+    report = witness.report
+    summary = report.as_dict()
+    assert report.acknowledged == report.produced > 1000, summary
+    assert (report.missing, report.duplicates, report.refused) == ([], [], {}), summary
+    windows = list(itertools.pairwise([report.began, *restarts]))
+    waits = [round(report.longest_wait_in(start, end), 3) for start, end in windows]
+    stalls = [round(report.longest_stall_in(start, end), 3) for start, end in windows]
+    print(f"witness on hosts: {summary}; per restart: longest wait {waits}, longest stall {stalls}")
+    assert max(waits) < 30, f"longest waits for an acknowledgement per restart: {waits}"

@@ -56,12 +56,13 @@ SITE_VARS = {
 }
 
 
-def _playbook(inventories, playbook, workdir):
+def run_playbook(inventories, playbook, workdir, *args):
+    """ansible-playbook with these inventories (and ``args``) as a user runs it; its wall seconds."""
     command = [PLAYBOOK]
     for inventory in inventories:
         command += ["-i", inventory]
     env = playbook_environment(COLLECTIONS, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return timed_playbook([*command, playbook], env, workdir, 1800, playbook)[0]
+    return timed_playbook([*command, playbook, *args], env, workdir, 1800, playbook)[0]
 
 
 def _image_figures(cold):
@@ -111,11 +112,13 @@ def _roll(fleet, workdir, needs_restart):
             "roles": [{"role": "headroom.kafka.rolling_restart"}],
         }
     ]
-    return _playbook([fleet.info["inventory"], extra], write_yaml(os.path.join(workdir, "roll.yml"), play), workdir)
+    return run_playbook([fleet.info["inventory"], extra], write_yaml(os.path.join(workdir, "roll.yml"), play), workdir)
 
 
-def _baseline(fleet, workdir):
-    """cp-ansible's way: restart through systemd, a fixed 20 s wait, then poll every 5 s; one broker at a time."""
+def cp_ansible_restart(fleet, workdir, controllers=False):
+    """cp-ansible's way: restart through systemd, a fixed 20 s wait, then poll every 5 s; one broker at a time (and
+    each controller-only node too with ``controllers``)."""
+    restarted = "true" if controllers else "'broker' in kafka_process_roles"
     play = [
         {
             "name": "Restart like cp-ansible",
@@ -128,12 +131,12 @@ def _baseline(fleet, workdir):
                 {
                     "name": "Restart the broker",
                     "ansible.builtin.systemd_service": {"name": "kafka", "state": "restarted"},
-                    "when": "'broker' in kafka_process_roles",
+                    "when": restarted,
                 },
                 {
                     "name": "Wait a fixed time",
                     "ansible.builtin.pause": {"seconds": BASELINE_PAUSE_S},
-                    "when": "'broker' in kafka_process_roles",
+                    "when": restarted,
                 },
                 {
                     "name": "Poll until no partition is under-replicated",
@@ -144,12 +147,12 @@ def _baseline(fleet, workdir):
                     "until": "health.healthy | default(false)",
                     "retries": 60,
                     "delay": BASELINE_POLL_S,
-                    "when": "'broker' in kafka_process_roles",
+                    "when": restarted,
                 },
             ],
         }
     ]
-    return _playbook([fleet.info["inventory"]], write_yaml(os.path.join(workdir, "baseline.yml"), play), workdir)
+    return run_playbook([fleet.info["inventory"]], write_yaml(os.path.join(workdir, "baseline.yml"), play), workdir)
 
 
 def _measure(args, workdir):
@@ -163,9 +166,9 @@ def _measure(args, workdir):
         site_vars = dict(SITE_VARS, quota_plugin_admin={"bootstrap_servers": fleet.info["bootstrap_servers"]})
         site_inventory = write_yaml(os.path.join(workdir, "site-vars.yml"), {"kafka": {"vars": site_vars}})
         progress("site.yml from the bare fleet")
-        figures["site_first_s"] = _playbook([fleet.info["inventory"], site_inventory], SITE, workdir)
+        figures["site_first_s"] = run_playbook([fleet.info["inventory"], site_inventory], SITE, workdir)
         progress("site.yml again")
-        figures["site_second_s"] = _playbook([fleet.info["inventory"], site_inventory], SITE, workdir)
+        figures["site_second_s"] = run_playbook([fleet.info["inventory"], site_inventory], SITE, workdir)
         from confluent_kafka.admin import AdminClient, NewTopic  # pylint: disable=import-outside-toplevel
 
         admin = AdminClient({"bootstrap.servers": fleet.info["bootstrap_servers"]})
@@ -189,7 +192,7 @@ def _measure(args, workdir):
         )
         if not args.no_baseline:
             progress(f"baseline: restart, wait {BASELINE_PAUSE_S} s, poll every {BASELINE_POLL_S} s")
-            figures["baseline_total_s"] = _baseline(fleet, workdir)
+            figures["baseline_total_s"] = cp_ansible_restart(fleet, workdir)
     finally:
         without_interrupts(fleet.down)
     return figures

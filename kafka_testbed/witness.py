@@ -23,6 +23,7 @@ import dataclasses
 import json
 import threading
 import time
+import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -132,6 +133,8 @@ class Witness:
             min_insync_replicas,
         )
         self.report = None
+        # Every record's key is "<run>:<number>": a topic written by earlier runs is read back for this run's only.
+        self.run = uuid.uuid4().hex[:12]
         self._acks = {}  # id -> (partition, offset)
         self._acked_at = {}  # id -> monotonic time of its acknowledgement
         self._ack_times = []  # monotonic time of each acknowledgement, in order
@@ -202,7 +205,7 @@ class Witness:
             self._failure = exc
 
     def _send(self, number):
-        key = str(number).encode()
+        key = f"{self.run}:{number}".encode()
 
         def delivered(error, message):
             now = self.clock()
@@ -245,9 +248,11 @@ class Witness:
                 for message in consumer.consume(1000, timeout=1.0):
                     if message.error():
                         continue
-                    found.setdefault(int(message.key()), []).append((message.partition(), message.offset()))
                     if message.offset() + 1 >= ends[message.partition()]:
                         pending.discard(message.partition())
+                    run, _colon, number = (message.key() or b"").decode(errors="replace").partition(":")
+                    if run == self.run:
+                        found.setdefault(int(number), []).append((message.partition(), message.offset()))
             if pending:
                 raise RuntimeError(
                     f"the witness could not read partitions {sorted(pending)} of {self.topic} to their end"

@@ -49,13 +49,8 @@ ROLLS = 10
 
 
 def _started(fleet):
-    """{node id: when its unit last started its main process}, in this machine's monotonic seconds (a container
-    shares the kernel's monotonic clock, the witness's clock)."""
-    started = {}
-    for entry in fleet.info["brokers"]:
-        text = fleet.systemctl(entry["id"], "show", entry["service"], "--property", "ExecMainStartTimestampMonotonic")
-        started[entry["id"]] = int(text.strip().split("=", 1)[1]) / 1e6
-    return started
+    """{node id: when its unit last started its main process}, on the witness's clock."""
+    return {entry["id"]: fleet.main_process_started(entry["id"]) for entry in fleet.info["brokers"]}
 
 
 def _under_traffic(fleet, rolls, roll):

@@ -137,7 +137,6 @@ class Witness:
         self.run = uuid.uuid4().hex[:12]
         self._acks = {}  # id -> (partition, offset)
         self._acked_at = {}  # id -> monotonic time of its acknowledgement
-        self._ack_times = []  # monotonic time of each acknowledgement, in order
         self._refused = {}  # id -> error name
         self._sent_at = []  # monotonic time each record was handed to the producer, by id
         self._lock = threading.Lock()
@@ -213,7 +212,6 @@ class Witness:
                 if error is None:
                     self._acks[number] = (message.partition(), message.offset())
                     self._acked_at[number] = now
-                    self._ack_times.append(now)
                 else:
                     self._refused[number] = error.name()
 
@@ -263,8 +261,8 @@ class Witness:
 
     def _judge(self, found, unsettled):
         with self._lock:
-            acks, refused, ack_times = dict(self._acks), dict(self._refused), list(self._ack_times)
-            acked_at = dict(self._acked_at)
+            acks, refused, acked_at = dict(self._acks), dict(self._refused), dict(self._acked_at)
+        ack_times = sorted(acked_at.values())
         missing = [
             (number, partition, offset)
             for number, (partition, offset) in sorted(acks.items())

@@ -106,6 +106,13 @@ class HostFleet(KafkaCluster):
     def systemctl(self, node_id, *args, check=True):
         return self.exec(node_id, "systemctl", *args, check=check)
 
+    def main_process_started(self, node_id):
+        """When the node's unit last started its main process, in this machine's monotonic seconds (a container shares
+        the kernel's monotonic clock): restarts can be lined up with what a client on this machine saw."""
+        service = self.broker(node_id)["service"]
+        text = self.systemctl(node_id, "show", service, "--property", "ExecMainStartTimestampMonotonic")
+        return int(text.strip().split("=", 1)[1]) / 1e6
+
     def journal(self, node_id, lines=40, unit=image.KAFKA_SERVICE):
         return self.exec(node_id, "journalctl", "-u", unit, "-n", str(lines), "--no-pager", check=False)
 

@@ -108,18 +108,23 @@ def below_min_isr_without(
     return at_risk
 
 
+def _problem(
+    lead: str, partitions: List[Dict[str, Any]], tail: str, describe: Callable[[Dict[str, Any]], str]
+) -> Optional[str]:
+    """The sentence LEAD N partitions TAIL: the first of them; None when there are none."""
+    if not partitions:
+        return None
+    return "{0} {1} partitions {2}: {3}".format(lead, len(partitions), tail, _named(partitions, describe))
+
+
 def stopping_problem(broker_id: int, at_risk: List[Dict[str, Any]]) -> Optional[str]:
     """One sentence for below_min_isr_without's result, None when nothing is at risk."""
-    if not at_risk:
-        return None
-    return "stopping broker {0} would leave {1} partitions below min.insync.replicas: {2}".format(
-        broker_id,
-        len(at_risk),
-        _named(
-            at_risk,
-            lambda p: "{0}-{1} (isr {2}, min.insync.replicas {3})".format(
-                p["topic"], p["partition"], p["isr"], p["min_insync_replicas"]
-            ),
+    return _problem(
+        "stopping broker {0} would leave".format(broker_id),
+        at_risk,
+        "below min.insync.replicas",
+        lambda p: "{0}-{1} (isr {2}, min.insync.replicas {3})".format(
+            p["topic"], p["partition"], p["isr"], p["min_insync_replicas"]
         ),
     )
 
@@ -140,10 +145,9 @@ def not_rejoined(
 
 def rejoin_problem(broker_id: int, lagging: List[Dict[str, Any]]) -> Optional[str]:
     """One sentence for not_rejoined's result, None when the broker is back in every ISR."""
-    if not lagging:
-        return None
-    return "broker {0} is not back in the ISR of {1} partitions it was in sync for: {2}".format(
-        broker_id,
-        len(lagging),
-        _named(lagging, lambda p: "{0}-{1} (isr {2})".format(p["topic"], p["partition"], p["isr"])),
+    return _problem(
+        "broker {0} is not back in the ISR of".format(broker_id),
+        lagging,
+        "it was in sync for",
+        lambda p: "{0}-{1} (isr {2})".format(p["topic"], p["partition"], p["isr"]),
     )

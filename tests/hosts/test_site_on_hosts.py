@@ -122,13 +122,6 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
 
 
-def _main_process_started(fleet, entry):
-    """When the node's unit last started its main process, in this machine's monotonic seconds (a container shares the
-    kernel's monotonic clock)."""
-    text = fleet.systemctl(entry["id"], "show", entry["service"], "--property", "ExecMainStartTimestampMonotonic")
-    return int(text.strip().split("=", 1)[1]) / 1e6
-
-
 def _delete_topics(fleet, *names):
     admin = AdminClient(confluent_config(fleet))
     existing = [name for name in names if name in admin.list_topics(timeout=30).topics]
@@ -142,7 +135,7 @@ def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insyn
     any node restarts, naming the partition."""
     create_topic(fleet, "single", replicas_on=1)
     try:
-        before = {entry["id"]: _main_process_started(fleet, entry) for entry in fleet.info["brokers"]}
+        before = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in fleet.info["brokers"]}
         result = site(fleet, configured["directory"], "-e", json.dumps({"kafka_restart_needed": True}))
         assert result.returncode != 0
         refusal = re.search(
@@ -151,7 +144,7 @@ def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insyn
             result.stdout,
         )
         assert refusal, result.stdout[-5000:]
-        after = {entry["id"]: _main_process_started(fleet, entry) for entry in fleet.info["brokers"]}
+        after = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in fleet.info["brokers"]}
         assert after == before, "no node restarted"
     finally:
         _delete_topics(fleet, "single")
@@ -167,11 +160,11 @@ def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(f
     restarts = []
     with Witness(confluent_config(fleet)) as witness:
         for _roll in range(ROLLS):
-            before = {entry["id"]: _main_process_started(fleet, entry) for entry in nodes}
+            before = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in nodes}
             rolled = {"kafka_restart_needed": True, "kafka_usage_replication_factor": 3}
             result = site(fleet, configured["directory"], "-e", json.dumps(rolled))
             assert result.returncode == 0, result.stdout[-20000:]
-            after = {entry["id"]: _main_process_started(fleet, entry) for entry in nodes}
+            after = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in nodes}
             assert all(after[node] > before[node] for node in before), f"every node restarted: {before} -> {after}"
             restarts += sorted(after.values())
     report = witness.report

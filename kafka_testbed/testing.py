@@ -101,3 +101,11 @@ def kafka_cluster_factory(kafka_cluster_root):
 
 def running_as_root():
     return os.geteuid() == 0
+
+
+def skip_without_own_volumes(cluster):
+    """Skip unless every data log dir is a volume of its own: without one (mounting tmpfs needs root), filling a log
+    dir would fill the host's filesystem."""
+    mounted = {volume["path"] for volume in cluster.info["volumes"]}
+    if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
+        pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))

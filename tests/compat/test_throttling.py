@@ -23,7 +23,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin
 from kafka_testbed.client_config import confluent_config, module_connection_options
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.nodes import HOST, tail
-from kafka_testbed.testing import ClusterFactory, base_port_for
+from kafka_testbed.testing import ClusterFactory, base_port_for, skip_without_own_volumes
 from kafka_testbed.traffic import (
     admin,
     assert_at_floor,
@@ -84,13 +84,6 @@ MEASURED = 2 * WINDOW - 0.5
 OFFERED = 2
 FLOOR_SECONDS = 5  # at 1 byte/s, one batch is all that gets through in this time
 DECISION = re.compile(r"^headroom_guard: \S+ factor (\S+) (OPEN|THROTTLE|PAUSE) \((?:strimzi|graded), .*\): .*$")
-
-
-def skip_without_own_volumes(cluster):
-    """Without volumes of their own (mounting tmpfs needs root), filling one would fill the host's filesystem."""
-    mounted = {volume["path"] for volume in cluster.info["volumes"]}
-    if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
-        pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))
 
 
 def plugin_view(entry):

@@ -22,7 +22,7 @@ from ansible_run import run_module
 from test_integration_targets import connection_options
 
 from kafka_testbed.log_dir_probe import fill_volume
-from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes
 from kafka_testbed.traffic import (
     allow_all_on_topic,
     assert_at_floor,
@@ -87,10 +87,7 @@ def guarded(kafka_cluster_root, tmp_path_factory):
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
     cluster = factory(2, scram=True, volume_size=f"{VOLUME_SIZE // MIB}M")
     try:
-        mounted = {volume["path"] for volume in cluster.info["volumes"]}
-        if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
-            # Without volumes of their own (mounting tmpfs needs root), filling one would fill the host's filesystem.
-            pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))
+        skip_without_own_volumes(cluster)
         for user in USERS:
             cluster.add_scram_user(user, password_of(user), "SCRAM-SHA-512")
         create_topic(cluster, TOPIC, replicas_on=1)

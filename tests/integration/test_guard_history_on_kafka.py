@@ -16,7 +16,7 @@ from held_quotas import held_quotas
 from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 from kafka_testbed.log_dir_probe import fill_volume
-from kafka_testbed.testing import ClusterFactory
+from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes
 from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,9 +36,7 @@ def cluster(kafka_cluster_root):
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
     try:
         cluster = factory(2, volume_size=f"{VOLUME_SIZE // MIB}M")
-        mounted = {volume["path"] for volume in cluster.info["volumes"]}
-        if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
-            pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))
+        skip_without_own_volumes(cluster)
         yield cluster
     finally:
         factory.close()

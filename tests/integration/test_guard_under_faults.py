@@ -1,0 +1,225 @@
+"""The guard under faults, on real Kafka: killed (SIGKILL) at every moment of a quota change, many times, the cluster
+holds the whole old set or the whole new set, never a mix; two guards running at once on one cluster take the same
+decisions and Kafka changes each quota once (counted in the controller's metadata log, not in what the guards say).
+"""
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from guard_failpoint import MOMENTS, REQUESTS
+from held_quotas import held_quotas
+
+from kafka_testbed.log_dir_probe import fill_volume
+from kafka_testbed.metadata_log import quota_records
+from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes
+from kafka_testbed.traffic import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAILPOINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard_failpoint.py")
+MIB = 1 << 20
+VOLUME_SIZE = 64 * MIB
+LOW_WATER = 16 * MIB  # the strimzi limit of the two-guards test: below 16 MiB free, producers pause
+USERS = [f"user-{number:03d}" for number in range(120)]  # one AlterClientQuotas of 122 entities: not one write
+DEFAULT_RATE = 50000
+STATE = re.compile(r"^headroom_guard: \S+ factor \S+ (OPEN|THROTTLE|PAUSE) \(.*\): (.*)$")
+RANDOM_KILLS = 20
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka_cluster_root):
+    factory = ClusterFactory(kafka_cluster_root, engine="kafka")
+    try:
+        cluster = factory(2, volume_size=f"{VOLUME_SIZE // MIB}M")
+        skip_without_own_volumes(cluster)
+        yield cluster
+    finally:
+        factory.close()
+
+
+def write_config(path, cluster, **limits):
+    config = {
+        "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+        "default_producer_byte_rate": DEFAULT_RATE,
+        "quotas": [
+            {"entity": {"user": user}, "producer_byte_rate": 100000 + index, "consumer_byte_rate": 70000}
+            for index, user in enumerate(USERS)
+        ],
+        **limits,
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return str(path)
+
+
+def run_guard(*args):
+    """One guard decision to its end: (exit status, stderr, seconds)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "headroom_guard", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    return done.returncode, done.stderr, time.monotonic() - started
+
+
+def killed(process):
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    return process.returncode == -signal.SIGKILL
+
+
+def test_a_guard_killed_at_any_moment_of_a_quota_change_leaves_the_whole_old_set_or_the_whole_new_one(
+    cluster, tmp_path
+):
+    bootstrap = cluster.info["bootstrap_servers"]
+    configs = {
+        "open": write_config(tmp_path / "open.yml", cluster, min_available_ratio=0.01),
+        "paused": write_config(tmp_path / "paused.yml", cluster, min_available_bytes=1 << 62),
+    }
+    state_file = str(tmp_path / "state.json")
+    sets, durations = {}, []
+    for name in ("paused", "open"):
+        status, err, seconds = run_guard("--config", configs[name], "--once", "--state-file", state_file)
+        assert status == 0, err
+        sets[name], durations = held_quotas(bootstrap), durations + [seconds]
+    assert all(sets["open"][f"user={user}"] != sets["paused"][f"user={user}"] for user in USERS)
+    assert len(sets["open"]) == len(USERS) + 1, "the declared users and the <default> user"
+
+    def holding():
+        found = held_quotas(bootstrap)
+        if found not in (sets["open"], sets["paused"]):
+            opened = sorted(entity for entity, values in found.items() if values == sets["open"].get(entity))
+            paused = sorted(entity for entity, values in found.items() if values == sets["paused"].get(entity))
+            raise AssertionError(
+                f"a mix of the two sets: {len(opened)} entities open ({', '.join(opened[:3])}, ...), "
+                f"{len(paused)} paused ({', '.join(paused[:3])}, ...)"
+            )
+        return "open" if found == sets["open"] else "paused"
+
+    # At each moment of each request, in both directions: where the guard stands when it dies decides which set.
+    for point in [f"{request}:{moment}" for request in REQUESTS for moment in MOMENTS]:
+        for target in ("paused", "open"):
+            before = holding()
+            if before == target:
+                status, err, _seconds = run_guard("--config", configs[other(target)], "--once")
+                assert status == 0, err
+            process = subprocess.Popen(
+                [sys.executable, FAILPOINT, point, "--", "--config", configs[target], "--once", "--state-file",
+                 state_file],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            try:
+                line = process.stdout.readline()
+                assert line.strip() == f"halted at {point}", line + process.stderr.read()
+                if point == "apply:sent":
+                    # The broker applies the whole request while its sender is still alive and waiting...
+                    wait_until(lambda wanted=target: holding() == wanted, 30, what=f"the {target} set applied")
+            finally:
+                assert killed(process)
+            # ...and nothing but the request that arrived whole applies anything.
+            assert holding() == (target if point == "apply:sent" else other(target)), point
+
+    # Many kills at moments nobody chose, spread over a whole decision.
+    outcomes = {"killed, old set": 0, "killed, new set": 0, "finished": 0}
+    chooser = random.Random(32)
+    for kill in range(RANDOM_KILLS):
+        target = "open" if kill % 2 else "paused"
+        before = holding()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "headroom_guard", "--config", configs[target], "--once", "--state-file", state_file],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(chooser.uniform(0.0, min(durations)))
+        if process.poll() is None and killed(process):
+            outcomes["killed, new set" if holding() != before else "killed, old set"] += 1
+        else:
+            process.wait(timeout=60)
+            outcomes["finished"] += 1
+            assert holding() == target
+    assert outcomes["killed, old set"] + outcomes["killed, new set"] >= RANDOM_KILLS // 2, outcomes
+
+    # The state file the killed guards shared still reads, and the next decision completes the change.
+    status, err, _seconds = run_guard("--config", configs["open"], "--once", "--state-file", state_file)
+    assert status == 0, err
+    assert holding() == "open"
+
+
+def other(name):
+    return "open" if name == "paused" else "paused"
+
+
+def guard_loop(config, state_file):
+    return subprocess.Popen(
+        [sys.executable, "-m", "headroom_guard", "--config", config, "--interval", "1", "--state-file", state_file],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+class DecisionLines:
+    """The decision lines one guard process writes, read as they come."""
+
+    def __init__(self, process):
+        self.process, self.states = process, []
+
+    def read_until(self, state, count, timeout):
+        """Read lines until ``count`` decisions in a row said ``state``."""
+        deadline = time.monotonic() + timeout
+        while not (len(self.states) >= count and self.states[-count:] == [state] * count):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {count} decisions {state} in a row within {timeout} s: {self.states}")
+            line = self.process.stderr.readline()
+            if not line:
+                raise AssertionError(f"the guard stopped: {self.states}")
+            match = STATE.match(line.strip())
+            if match:
+                self.states.append(match.group(1))
+
+    def transitions(self):
+        return [state for index, state in enumerate(self.states) if index == 0 or self.states[index - 1] != state]
+
+
+def test_two_guards_on_one_cluster_take_the_same_decisions_and_kafka_changes_each_quota_once(cluster, tmp_path):
+    config = write_config(tmp_path / "guard.yml", cluster, min_available_bytes=LOW_WATER)
+    volume = cluster.broker(cluster.broker_nodes[-1]["id"])["log_dirs"][0]
+    controller = next(entry for entry in cluster.info["brokers"] if "controller" in entry["roles"])
+    guards = [guard_loop(config, str(tmp_path / f"state-{name}.json")) for name in ("a", "b")]
+    lines = [DecisionLines(process) for process in guards]
+    filler = None
+    try:
+        for reader in lines:
+            reader.read_until("OPEN", 2, 120)
+        already = len(quota_records(controller["metadata_dir"]))
+        filler = fill_volume(volume, leave=LOW_WATER // 2)
+        for reader in lines:
+            reader.read_until("PAUSE", 3, 60)
+        os.remove(filler)
+        filler = None
+        for reader in lines:
+            reader.read_until("OPEN", 3, 60)
+    finally:
+        if filler:
+            os.remove(filler)
+        for process in guards:
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in guards:
+            process.communicate(timeout=60)
+    for reader in lines:
+        assert reader.transitions() == ["OPEN", "PAUSE", "OPEN"], reader.states
+    # Kafka records a quota value only when it changes: once paused and once opened, whichever guard asked first.
+    written = quota_records(controller["metadata_dir"])[already:]
+    per_entity = {}
+    for record in written:
+        key = ",".join(f"{kind}={name or '<default>'}" for kind, name in sorted(record["entity"].items()))
+        per_entity.setdefault(key, []).append((record["key"], record["value"]))
+    assert per_entity["user=<default>"] == [("producer_byte_rate", 1.0), ("producer_byte_rate", DEFAULT_RATE)]
+    for index, user in enumerate(USERS):
+        assert per_entity[f"user={user}"] == [("producer_byte_rate", 1.0), ("producer_byte_rate", 100000 + index)]
+    assert len(per_entity) == len(USERS) + 1

@@ -318,6 +318,7 @@ class HostFleet(KafkaCluster):
                 }
             )
         props.update(small_node_properties())
+        props.update(internal_topic_replication(len([e for e in self.info["brokers"] if "broker" in e["roles"]])))
         props.update(security_settings)
         if tls and is_broker:
             props.update(self._host_tls(entry))
@@ -496,3 +497,18 @@ class HostFleet(KafkaCluster):
             }
             for entry in self.info["brokers"]
         ]
+
+
+def internal_topic_replication(brokers):
+    """Kafka's own topics replicated as on a production cluster of this many brokers (three replicas, two in sync, at
+    most one replica per broker): a consumer's offsets topic of one replica would keep a broker from stopping under the
+    rolling restart's min.insync.replicas check, as it would keep a real cluster's broker."""
+    replicas = min(3, max(brokers, 1))
+    in_sync = str(min(2, replicas))
+    return {
+        "offsets.topic.replication.factor": str(replicas),
+        "transaction.state.log.replication.factor": str(replicas),
+        "transaction.state.log.min.isr": in_sync,
+        "share.coordinator.state.topic.replication.factor": str(replicas),
+        "share.coordinator.state.topic.min.isr": in_sync,
+    }

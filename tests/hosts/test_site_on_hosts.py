@@ -8,53 +8,29 @@ with idempotence)."""
 
 import itertools
 import json
-import os
 import re
 import time
 
 import pytest
-import yaml
-from confluent_kafka.admin import AdminClient
 from fleet_playbooks import SITE, run_playbook
+from site_runs import (
+    BASE_RATE,
+    CHECK_INTERVAL,
+    LIMIT,
+    SNAPSHOT_TOPIC,
+    delete_topics,
+    site,
+    site_inventory,
+    started_times,
+)
 
 from kafka_testbed.client_config import confluent_config
 from kafka_testbed.traffic import create_topic, metric, produce, wait_until
 from kafka_testbed.witness import Witness
 
-BASE_RATE = 1 << 20  # the plugin's produce quota, bytes/s
-LIMIT = 32 << 20  # min.available.bytes per volume, of 64 MiB volumes
-CHECK_INTERVAL = 5
 REACTION = CHECK_INTERVAL + 10
-SNAPSHOT_TOPIC = "__headroom_volume_usage"
 ROLLS = 1  # a roll of every node under traffic (CI time; ten in a row are for a benchmark)
 TOPIC = "traffic"
-SITE_VARS = {
-    "kafka_quotas": {
-        "type": "strimzi",
-        "producer_byte_rate": BASE_RATE,
-        "min_available_bytes_per_volume": LIMIT,
-        "excluded_principals": ["User:ops"],
-        "check_interval": CHECK_INTERVAL,
-    },
-    "kafka_jmx_exporter": True,
-    "kafka_client_quotas": [{"entity": {"user": "alice"}, "producer_byte_rate": 4096}],
-    "rolling_restart_health_timeout": 120,
-    "rolling_restart_poll_interval": 0.5,
-}
-
-
-def site_inventory(fleet, directory, **overrides):
-    """The fleet's inventory and a second one with the site's settings, as a user layers group variables."""
-    variables = dict(SITE_VARS, quota_plugin_admin={"bootstrap_servers": fleet.info["bootstrap_servers"]})
-    variables.update(overrides)
-    path = os.path.join(directory, "site-vars.yml")
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"kafka": {"vars": variables}}, handle)
-    return [fleet.info["inventory"], path]
-
-
-def site(fleet, directory, *args, **overrides):
-    return run_playbook(site_inventory(fleet, directory, **overrides), SITE, *args)
 
 
 def changed_counts(stdout):
@@ -122,20 +98,12 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
 
 
-def _delete_topics(fleet, *names):
-    admin = AdminClient(confluent_config(fleet))
-    existing = [name for name in names if name in admin.list_topics(timeout=30).topics]
-    for future in admin.delete_topics(existing, operation_timeout=30).values() if existing else ():
-        future.result(60)
-    wait_until(lambda: not set(existing) & set(admin.list_topics(timeout=30).topics), 60, what="topics deleted")
-
-
 def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insync(fleet, configured):
     """A topic whose only replica is on broker 1: restarting broker 1 would take it offline, so the roll stops before
     any node restarts, naming the partition."""
     create_topic(fleet, "single", replicas_on=1)
     try:
-        before = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in fleet.info["brokers"]}
+        before = started_times(fleet)
         result = site(fleet, configured["directory"], "-e", json.dumps({"kafka_restart_needed": True}))
         assert result.returncode != 0
         refusal = re.search(
@@ -144,10 +112,10 @@ def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insyn
             result.stdout,
         )
         assert refusal, result.stdout[-5000:]
-        after = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in fleet.info["brokers"]}
+        after = started_times(fleet)
         assert after == before, "no node restarted"
     finally:
-        _delete_topics(fleet, "single")
+        delete_topics(fleet, "single")
 
 
 def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(fleet, configured):
@@ -155,16 +123,15 @@ def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(f
     acks=all producer writes to a topic of replication factor 3 and min.insync.replicas 2."""
     # The throttling test's topic, and the snapshot topic the fleet's brokers created with their default of one replica:
     # no broker could stop. The snapshot topic comes back with three.
-    _delete_topics(fleet, TOPIC, SNAPSHOT_TOPIC)
-    nodes = fleet.info["brokers"]
+    delete_topics(fleet, TOPIC, SNAPSHOT_TOPIC)
     restarts = []
     with Witness(confluent_config(fleet)) as witness:
         for _roll in range(ROLLS):
-            before = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in nodes}
+            before = started_times(fleet)
             rolled = {"kafka_restart_needed": True, "kafka_usage_replication_factor": 3}
             result = site(fleet, configured["directory"], "-e", json.dumps(rolled))
             assert result.returncode == 0, result.stdout[-20000:]
-            after = {entry["id"]: fleet.main_process_started(entry["id"]) for entry in nodes}
+            after = started_times(fleet)
             assert all(after[node] > before[node] for node in before), f"every node restarted: {before} -> {after}"
             restarts += sorted(after.values())
     report = witness.report

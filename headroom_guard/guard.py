@@ -65,6 +65,10 @@ class Guard:
         self.adapter: KafkaAdapter | None = None
         self.topic_ready = False
 
+    def _store_memory(self, memory: guard_run.disk_guard.GuardMemory) -> None:
+        if self.state_file and not self.dry_run:
+            guard_memory.save_memory(self.state_file, memory)
+
     def say(self, text: str) -> None:
         print(f"headroom_guard: {text}", file=self.stream, flush=True)
 
@@ -76,7 +80,13 @@ class Guard:
             if self.adapter is None:
                 self.adapter = KafkaAdapter.from_module_params(self.params)
             result, memory = guard_run.guard_once(
-                self.adapter, self.settings, self.memory, now, check_mode=self.dry_run, observe_only=self.observe_only
+                self.adapter,
+                self.settings,
+                self.memory,
+                now,
+                check_mode=self.dry_run,
+                observe_only=self.observe_only,
+                before_apply=self._store_memory,
             )
         except (KafkaAdapterError, QuotaApplyError) as exc:
             self._close_adapter()
@@ -85,9 +95,9 @@ class Guard:
             self.say(f"{_stamp(now.timestamp())} decision failed, quotas left as they are: {exc}")
             self._write_metrics()
             return None
+        if memory.to_json() != self.memory.to_json():
+            self._store_memory(memory)
         self.memory = memory
-        if self.state_file and result["observed"] and not self.dry_run:
-            guard_memory.save_memory(self.state_file, memory)
         self._record(result)
         seconds = time.monotonic() - started
         with self.lock:

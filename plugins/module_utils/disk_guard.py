@@ -243,32 +243,83 @@ class Policy(object):
 
 class GuardMemory(object):
     """What a decision leaves for the next one: when the last complete observation was (epoch seconds) and, per
-    broker, the volumes it saw and when. Plain JSON, so the module can keep it in a file."""
+    broker, the volumes it saw and when; and, for other writers of the same quotas (see other_writer), the factor this
+    guard last made Kafka hold (``applied``), the one it is about to apply (``applying``, kept before the request so
+    that a guard killed in between still knows it as its own) and a factor found held that it did not apply, with when
+    it was first seen (``foreign``: {"factor", "since"}). Plain JSON, so the module can keep it in a file."""
 
     def __init__(
-        self, observed_at: Optional[float] = None, brokers: Optional[Dict[int, Dict[str, Any]]] = None
+        self,
+        observed_at: Optional[float] = None,
+        brokers: Optional[Dict[int, Dict[str, Any]]] = None,
+        applied: Optional[float] = None,
+        foreign: Optional[Dict[str, float]] = None,
+        applying: Optional[float] = None,
     ) -> None:
         self.observed_at = observed_at
         self.brokers = dict(brokers or {})  # {broker_id: {"observed_at": seconds, "volumes": [...]}}
+        self.applied, self.foreign, self.applying = applied, foreign, applying
 
     def to_json(self) -> Dict[str, Any]:
         return {
             "observed_at": self.observed_at,
             "brokers": dict((str(broker), entry) for broker, entry in sorted(self.brokers.items())),
+            "applied": self.applied,
+            "applying": self.applying,
+            "foreign": self.foreign,
         }
 
     @classmethod
     def from_json(cls, document: Any) -> "GuardMemory":
-        """A memory from to_json's form; anything else (a file from elsewhere, a truncated write) is no memory."""
+        """A memory from to_json's form; anything else (a file from elsewhere, a truncated write) is no memory. A memory
+        written before ``applied``, ``applying`` and ``foreign`` existed has none of them."""
         try:
             brokers = dict(
                 (int(broker), {"observed_at": float(entry["observed_at"]), "volumes": list(entry["volumes"])})
                 for broker, entry in document["brokers"].items()
             )
             observed_at = document["observed_at"]
-            return cls(None if observed_at is None else float(observed_at), brokers)
+            applied, applying = document.get("applied"), document.get("applying")
+            foreign = document.get("foreign")
+            return cls(
+                None if observed_at is None else float(observed_at),
+                brokers,
+                None if applied is None else float(applied),
+                None if foreign is None else {"factor": float(foreign["factor"]), "since": float(foreign["since"])},
+                None if applying is None else float(applying),
+            )
         except (KeyError, TypeError, ValueError, AttributeError):
             return cls()
+
+
+def other_writer(
+    factor: float, held: Optional[float], memory: GuardMemory, now: float, validity: float
+) -> Tuple[float, Optional[Dict[str, float]], Optional[str]]:
+    """Two guards on one cluster (or a guard and a person): (the factor to apply, the ``foreign`` memory to keep, why
+    the factor was kept or None).
+
+    ``held``: the factor Kafka holds (Declaration.factor_applied, None: none); ``factor``: this guard's decision. When
+    Kafka holds a factor this guard did not apply (neither its memory's ``applied`` nor ``applying``) and that factor
+    is stricter than
+    the decision, the guard keeps it, for at most ``validity`` seconds from when it first saw it: another guard may
+    remember a broker this one never saw (a broker that left before this guard started), and each applying its own
+    decision in turn would flap the cluster's quotas every interval. The stricter holds until the other guard
+    loosens it or the validity has passed. A guard that never applied anything cannot tell another writer's factor from
+    its own past and applies its decision.
+    """
+    own = [value for value in (memory.applied, memory.applying) if value is not None]
+    if not own or held is None or held in own:
+        return factor, None, None
+    foreign = memory.foreign
+    if foreign is None or foreign["factor"] != held:
+        foreign = {"factor": held, "since": now}
+    if factor > held and factor_valid(foreign["since"], now, validity):
+        why = (
+            "factor {0:g} held by another writer since {1:.0f} s ago is stricter than this decision's {2:g}: kept for "
+            "up to {3:g} s"
+        ).format(held, now - foreign["since"], factor, validity)
+        return held, foreign, why
+    return factor, foreign, None
 
 
 # The shipped plugin's two time rules, in any one unit of time (the guard counts epoch seconds, the decision timeline

@@ -8,9 +8,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, quota_apply, volume_sources
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    disk_guard,
+    quota_apply,
+    volume_limits,
+    volume_sources,
+)
 
 if TYPE_CHECKING:
     import datetime
@@ -26,6 +31,7 @@ def guard_once(
     now: "datetime.datetime",
     check_mode: bool = False,
     observe_only: bool = False,
+    before_apply: Optional[Callable[[disk_guard.GuardMemory], None]] = None,
 ) -> Tuple[Dict[str, Any], disk_guard.GuardMemory]:
     """(result, memory for the next decision). Requests: DescribeClientQuotas, what the volume source needs
     (DescribeCluster, DescribeLogDirs), and only when the quota set must change one validate-only AlterClientQuotas
@@ -34,6 +40,10 @@ def guard_once(
     ``observe_only``: decide and report, and neither read nor change client quotas (a cluster where the quota plugin
     enforces, whose brokers ignore client quotas, or limits being tried out); the decision then knows no factor
     already applied, as on a cluster the guard never touched.
+
+    ``before_apply``: called with the memory to keep (its ``applying`` set) before the requests that change the
+    quotas, so that the caller can store it first: a guard killed after Kafka applied its change but before it stored
+    its memory must still know the factor Kafka holds as its own (disk_guard.other_writer).
 
     Raises quota_apply.QuotaApplyError (nothing applied when the validation refused) and KafkaAdapterError when
     the cluster cannot be asked at all (no volumes, no quotas: nothing is changed then).
@@ -46,19 +56,35 @@ def guard_once(
         "missing_brokers": found["missing_brokers"],
     }
     seconds = now.timestamp()
-    decision, remembered = disk_guard.decide(
-        settings.policy,
-        view,
-        seconds,
-        memory,
-        None if current is None else settings.declaration.factor_applied(current),
-    )
+    held = None if current is None else settings.declaration.factor_applied(current)
+    decision, remembered = disk_guard.decide(settings.policy, view, seconds, memory, held)
     result = dict(decision)
+    # A new memory: decide may hand back the one it was given, which check mode must return untouched.
+    remembered = disk_guard.GuardMemory(remembered.observed_at, remembered.brokers, memory.applied)
     if current is None:
         result.update(changed=False, changes=[], quotas=None, diff=None)
     else:
-        target = settings.declaration.quotas_at(decision["throttle_factor"])
+        factor, remembered.foreign, kept = disk_guard.other_writer(
+            decision["throttle_factor"], held, memory, seconds, settings.policy.validity
+        )
+        if kept:
+            result.update(
+                throttle_factor=factor,
+                state=volume_limits.state_of(factor),
+                reason="{0}; {1}".format(decision["reason"], kept),
+            )
+        target = settings.declaration.quotas_at(factor)
+        # The factor Kafka will hold, read the way the next decision reads it (rates are whole bytes).
+        after = settings.declaration.factor_applied(target)
+        if not check_mode and not kept and after != held and before_apply is not None:
+            before_apply(
+                disk_guard.GuardMemory(
+                    remembered.observed_at, remembered.brokers, remembered.applied, remembered.foreign, after
+                )
+            )
         result.update(quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current))
+        if not kept:
+            remembered.applied = after
     result.update(
         volumes=found["volumes"],
         source=found["source"],

@@ -178,9 +178,12 @@ options:
   state_file:
     description:
       - A JSON file on the host the module runs on, where the time and the volumes of the last complete observation
-        are kept between runs (O(policy=strimzi)); written atomically after each complete observation.
+        are kept between runs (O(policy=strimzi)), with the factor the module last applied and the one it is about to
+        apply (written before the request that applies it); written atomically whenever it changes.
       - Without it, an incomplete observation has no valid factor to keep and applies O(throttle_factor_fallback) at
         once.
+      - With it, a factor stricter than the decision that another writer (a second guard) made Kafka hold is kept for
+        at most O(throttle_factor_validity), so that two guards remembering different brokers do not flap the quotas.
     type: path
 notes:
   - Needs C(DESCRIBE) on the cluster (DescribeCluster, DescribeLogDirs), C(DESCRIBE_CONFIGS) and C(ALTER_CONFIGS)
@@ -360,12 +363,14 @@ def main():
         module.fail_json(msg="state_file: the directory of {0!r} does not exist".format(state_file))
     adapter = connection.connect(module, "to read every log dir and to read and set its client quotas")
     try:
+        before = guard_memory.load_memory(state_file)
         result, memory = guard_run.guard_once(
             adapter,
             settings,
-            guard_memory.load_memory(state_file),
+            before,
             datetime.datetime.now(datetime.timezone.utc),
             check_mode=module.check_mode,
+            before_apply=(lambda ahead: guard_memory.save_memory(state_file, ahead)) if state_file else None,
         )
     except QuotaApplyError as exc:
         module.fail_json(msg=str(exc), **exc.result)
@@ -375,7 +380,7 @@ def main():
         adapter.close()
     for warning in result["declaration_warnings"]:
         module.warn(warning)
-    if state_file and not module.check_mode and result["observed"]:
+    if state_file and not module.check_mode and memory.to_json() != before.to_json():
         guard_memory.save_memory(state_file, memory)
     module.exit_json(changed=result["changed"], **dict((key, result[key]) for key in PUBLIC_KEYS if key in result))
 

@@ -3,6 +3,7 @@ holds the whole old set or the whole new set, never a mix; two guards running at
 decisions and Kafka changes each quota once (counted in the controller's metadata log, not in what the guards say).
 """
 
+import itertools
 import os
 import random
 import re
@@ -61,7 +62,12 @@ def run_guard(*args):
     """One guard decision to its end: (exit status, stderr, seconds)."""
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "headroom_guard", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "headroom_guard", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     return done.returncode, done.stderr, time.monotonic() - started
 
@@ -105,7 +111,9 @@ def test_a_guard_killed_at_any_moment_of_a_quota_change_leaves_the_whole_old_set
         for target in ("paused", "open"):
             before = holding()
             if before == target:
-                status, err, _seconds = run_guard("--config", configs[other(target)], "--once")
+                status, err, _seconds = run_guard(
+                    "--config", configs[other(target)], "--once", "--state-file", state_file
+                )
                 assert status == 0, err
             process = subprocess.Popen(
                 [sys.executable, FAILPOINT, point, "--", "--config", configs[target], "--once", "--state-file",
@@ -223,3 +231,37 @@ def test_two_guards_on_one_cluster_take_the_same_decisions_and_kafka_changes_eac
     for index, user in enumerate(USERS):
         assert per_entity[f"user={user}"] == [("producer_byte_rate", 1.0), ("producer_byte_rate", 100000 + index)]
     assert len(per_entity) == len(USERS) + 1
+
+
+def volume_row(broker_id, usable):
+    return {"broker_id": broker_id, "log_dir": "/data/0", "total_bytes": 64 * MIB, "usable_bytes": usable}
+
+
+def test_two_guards_that_remember_different_brokers_hold_the_stricter_factor_instead_of_flapping(cluster, tmp_path):
+    """Guard A saw broker 3 full before it left and remembers it for the validity, as the plugin does; guard B started
+    after and never saw it (the volumes are given, so that a broker can leave without a broker stopping). Run in turn,
+    each applying its own decision would flap the quotas at every decision."""
+    bootstrap = cluster.info["bootstrap_servers"]
+    limits = {"min_available_bytes": LOW_WATER, "throttle_factor_validity": "PT20S"}
+    healthy = [volume_row(1, 48 * MIB), volume_row(2, 48 * MIB)]
+    with_full = write_config(tmp_path / "a-first.yml", cluster, log_dirs=[*healthy, volume_row(3, MIB)], **limits)
+    without = write_config(tmp_path / "left.yml", cluster, log_dirs=healthy, **limits)
+    states = {name: str(tmp_path / f"state-{name}.json") for name in ("a", "b")}
+    status, err, _seconds = run_guard("--config", with_full, "--once", "--state-file", states["a"])
+    assert status == 0, err
+    started = time.monotonic()
+    paused = held_quotas(bootstrap)
+    assert paused["user=<default>"] == {"producer_byte_rate": 1}
+    held, lines = [], []
+    while time.monotonic() - started < 30:  # past A's memory of broker 3 (20 s)
+        for name in ("b", "a"):
+            status, err, _seconds = run_guard("--config", without, "--once", "--state-file", states[name])
+            assert status == 0, err
+            held.append(held_quotas(bootstrap)["user=<default>"]["producer_byte_rate"])
+            lines.append(f"{name} at {time.monotonic() - started:.1f} s: {err.strip().splitlines()[-1]}")
+    changes = sum(1 for before, after in itertools.pairwise([1, *held]) if before != after)
+    # B's first decision opens (it cannot tell A's factor from one of its own past), A closes at once, B then keeps
+    # A's stricter factor, and A opens once broker 3 has been gone 20 s: four changes, not one per decision.
+    assert held[:4] == [DEFAULT_RATE, 1, 1, 1], "\n".join(lines)
+    assert held[-1] == DEFAULT_RATE and changes == 3, "\n".join(lines)
+    assert any("held by another writer" in line for line in lines if line.startswith("b ")), "\n".join(lines)

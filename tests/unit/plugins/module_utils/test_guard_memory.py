@@ -43,3 +43,16 @@ def test_a_failed_write_keeps_the_previous_memory(tmp_path):
         guard_memory.save_memory(str(path), GuardMemory(2.0, {3: {"observed_at": 2.0, "volumes": [object()]}}))
     assert guard_memory.load_memory(str(path)).observed_at == 1.0
     assert os.listdir(tmp_path) == ["guard.json"]
+
+
+def test_what_the_guard_applied_and_a_factor_another_writer_holds_are_kept_and_older_files_load_without_them(
+    tmp_path,
+):
+    path = tmp_path / "guard.json"
+    memory = GuardMemory(5.0, {}, applied=0.5, foreign={"factor": 0.0, "since": 4.0})
+    guard_memory.save_memory(str(path), memory)
+    loaded = guard_memory.load_memory(str(path))
+    assert (loaded.applied, loaded.foreign) == (0.5, {"factor": 0.0, "since": 4.0})
+    path.write_text('{"observed_at": 5.0, "brokers": {}}', encoding="utf-8")
+    older = guard_memory.load_memory(str(path))
+    assert (older.observed_at, older.applied, older.foreign) == (5.0, None, None)

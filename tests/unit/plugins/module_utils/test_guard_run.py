@@ -111,3 +111,75 @@ def test_the_declaration_warns_about_client_id_produce_rates_the_default_user_sh
     assert warning.startswith(
         "client_id=legacy: a client_id-only produce rate never applies while the <default> user has one"
     )
+
+
+def held_factor(adapter):
+    declaration = settings().declaration
+    return declaration.factor_applied(quota_apply.read_state(adapter))
+
+
+def test_two_guards_that_remember_different_brokers_settle_on_the_stricter_factor_instead_of_flapping():
+    """Guard A saw broker 3 full before it left the cluster and remembers it for the validity (the plugin's rule);
+    guard B started after it left and never saw it. Each applying its own decision in turn would flap the quotas at
+    every decision; the factor A applied holds until A's memory of broker 3 runs out."""
+    adapter = FakeAdapter(log_dirs={1: rows(5 * GIB), 2: rows(5 * GIB), 3: rows(GIB // 2)})
+    start = NOW.timestamp()
+    _result, memory_a = guard_run.guard_once(adapter, settings(), guard_run.disk_guard.GuardMemory(), NOW)
+    assert held_factor(adapter) == 0.0
+    del adapter.log_dirs[3]  # broker 3 leaves the cluster
+    memories = {"a": memory_a, "b": guard_run.disk_guard.GuardMemory()}
+    held, reasons = [], []
+    for step in range(1, 41):  # A and B in turn, 10 s apart, past A's memory of broker 3 (300 s)
+        name = "ab"[step % 2]
+        now = NOW + datetime.timedelta(seconds=10 * step)
+        result, memories[name] = guard_run.guard_once(adapter, settings(), memories[name], now)
+        held.append(held_factor(adapter))
+        reasons.append((name, now.timestamp() - start, result["reason"]))
+    changes = [index for index in range(1, len(held)) if held[index] != held[index - 1]]
+    # B's first decision opens (it cannot tell A's factor from a stale one), A closes again at once, B then keeps
+    # A's stricter factor; A opens when broker 3 is 300 s gone, and B agrees.
+    assert held[:4] == [1.0, 0.0, 0.0, 0.0], reasons[:4]
+    assert len(changes) == 2 and held[-1] == 1.0, (held, reasons)
+    assert reasons[changes[-1]][0] == "a" and reasons[changes[-1]][1] >= 300
+    assert any("held by another writer" in reason for name, _at, reason in reasons if name == "b")
+
+
+def test_a_foreign_factor_is_kept_no_longer_than_the_validity():
+    memory = guard_run.disk_guard.GuardMemory(applied=1.0)
+    keep = guard_run.disk_guard.other_writer
+    factor, foreign, why = keep(1.0, 0.0, memory, 1000.0, 300.0)
+    assert (factor, foreign) == (0.0, {"factor": 0.0, "since": 1000.0}) and "kept for up to 300 s" in why
+    memory.foreign = foreign
+    assert keep(1.0, 0.0, memory, 1300.0, 300.0)[0] == 0.0, "inclusive, as the plugin's validity"
+    assert keep(1.0, 0.0, memory, 1300.5, 300.0) == (1.0, foreign, None)
+    assert keep(0.0, 0.5, memory, 1000.0, 300.0)[0] == 0.0, "a stricter decision is applied at once"
+    assert keep(1.0, 1.0, memory, 1000.0, 300.0) == (1.0, None, None), "Kafka holds what this guard applied"
+    assert keep(1.0, 0.0, guard_run.disk_guard.GuardMemory(), 1000.0, 300.0) == (1.0, None, None)
+
+
+def test_the_factor_about_to_be_applied_is_handed_over_first_so_a_guard_killed_after_kafka_applied_it_knows_it():
+    adapter = FakeAdapter(log_dirs={1: rows(5 * GIB)})
+    _result, opened = decide(adapter)
+    assert opened.applied == 1.0
+    adapter.log_dirs[1] = rows(GIB // 2)
+    stored = []
+    result, _memory = guard_run.guard_once(adapter, settings(), opened, NOW, before_apply=stored.append)
+    assert result["throttle_factor"] == 0.0 and held_factor(adapter) == 0.0
+    assert [(memory.applied, memory.applying) for memory in stored] == [(1.0, 0.0)]
+    # Killed before it stored what it returned: the next decision starts from the memory it handed over, and a looser
+    # decision is its own to make, not another writer's factor to keep.
+    adapter.log_dirs[1] = rows(5 * GIB)
+    later = NOW + datetime.timedelta(seconds=10)
+    result, memory = guard_run.guard_once(adapter, settings(), stored[0], later, before_apply=stored.append)
+    assert result["throttle_factor"] == 1.0 and "another writer" not in result["reason"]
+    assert (memory.applied, memory.applying) == (1.0, None) and held_factor(adapter) == 1.0
+
+
+def test_nothing_is_handed_over_when_nothing_changes_or_in_check_mode():
+    adapter = FakeAdapter(log_dirs={1: rows(5 * GIB)})
+    _result, memory = decide(adapter)
+    stored = []
+    guard_run.guard_once(adapter, settings(), memory, NOW, before_apply=stored.append)
+    adapter.log_dirs[1] = rows(GIB // 2)
+    guard_run.guard_once(adapter, settings(), memory, NOW, check_mode=True, before_apply=stored.append)
+    assert stored == []

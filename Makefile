@@ -85,7 +85,7 @@ lint: venv collection-link
 # Test files run on PYTEST_WORKERS processes (pytest-xdist), each file in one process so that a module's cluster is
 # started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible.
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 PYTEST := $(VENV)/bin/python -m pytest
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is

@@ -1,6 +1,11 @@
 """site.yml over SSH onto brokers run by systemd, from a fleet with no quota plugin and no metrics exporter: once the
 roles installed both, every broker's exporter shows the plugin loaded, the real plugin throttles a producer from this
-machine when a volume fills, and a cp-ansible inventory drives the same plays.
+machine when a volume fills, and a cp-ansible inventory drives the same plays. Rolls of every node under the traffic
+witness (an idempotent acks=all producer to a topic of replication factor 3 and min.insync.replicas 2) lose nothing,
+also with faults during the roll: a broker killed while another restarts, the host being restarted cut off from the
+network for 30 s, the controller restarted mid-roll, a volume past the quota plugin's limit. Each time the play stops
+or waits as the rolling_restart role says, and no second broker is down by the play's doing (a watcher samples every
+broker's unit).
 
 What the roles install on the hosts (the jars with their checksums, the properties, the exporter's drop-in loaded by
 the running node) and that a second run changes nothing is the molecule scenario hosts (extensions/molecule/hosts,
@@ -13,6 +18,7 @@ import time
 
 import pytest
 from fleet_playbooks import SITE, run_playbook
+from roll_watch import OnRestart, UnitWatch
 from site_runs import (
     BASE_RATE,
     CHECK_INTERVAL,
@@ -31,6 +37,8 @@ from kafka_testbed.witness import Witness
 REACTION = CHECK_INTERVAL + 10
 ROLLS = 1  # a roll of every node under traffic (CI time; ten in a row are for a benchmark)
 TOPIC = "traffic"
+CUT_SECONDS = 30
+FAULT_SITE = {"kafka_usage_replication_factor": 3, "rolling_restart_health_timeout": 40}
 
 
 def changed_counts(stdout):
@@ -143,3 +151,100 @@ def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(f
     stalls = [round(report.longest_stall_in(start, end), 3) for start, end in windows]
     print(f"witness on hosts: {summary}; per restart: longest wait {waits}, longest stall {stalls}")
     assert max(waits) < 30, f"longest waits for an acknowledgement per restart: {waits}"
+
+
+# -- faults during a roll (after the roll above: no topic of one replica is left, the snapshot topic has three) ------
+
+
+def roll(fleet, directory, hosts, **overrides):
+    """site.yml with ``hosts`` needing a restart; (result, restart times before, after)."""
+    before = started_times(fleet)
+    result = site(fleet, directory, restart_hosts=hosts, **dict(FAULT_SITE, **overrides))
+    return result, before, started_times(fleet)
+
+
+def restarted(before, after):
+    return sorted(node for node in before if after[node] > before[node])
+
+
+def assert_nothing_lost(report):
+    summary = report.as_dict()
+    assert report.acknowledged > 1000, summary
+    assert (report.missing, report.duplicates) == ([], []), summary
+    print(f"witness: {json.dumps(summary)[:600]}")
+
+
+def test_a_volume_past_the_plugins_limit_stops_the_roll_before_any_restart(fleet, configured):
+    fleet.fill_volume(3, leave_bytes=LIMIT // 2)
+    try:
+        result, before, after = roll(fleet, configured["directory"], ["broker-1", "broker-3"])
+    finally:
+        fleet.free_volume(3)
+    assert result.returncode != 0
+    assert restarted(before, after) == [], "no node restarted"
+    said = (
+        r"broker-1 was not restarted: broker 3 log dir \S+ has \d+ of \d+ bytes free, at or below the quota plugin's "
+        r"limit \(min_available_bytes 33554432\)"
+    )
+    assert re.search(said, result.stdout), result.stdout[-5000:]
+    assert "strimzi/kafka-quotas-plugin#40" in result.stdout
+
+
+def test_a_broker_killed_while_another_restarts_stops_the_roll_there(fleet, configured):
+    with Witness(confluent_config(fleet)) as witness, UnitWatch(fleet) as units:
+        try:
+            with OnRestart(fleet, 1, lambda: fleet.kill(3)) as fault:
+                result, before, after = roll(fleet, configured["directory"], ["broker-1", "broker-2"])
+            assert fault.ran
+            assert result.returncode != 0
+            assert restarted(before, after) == [1], "broker-2 was not restarted after the failure"
+            assert not fleet.unit_active(fleet.broker(3)), "the killed broker was left as the fault left it"
+            said = re.search(
+                r"broker-1 came back after its restart, but the cluster did not recover \(Wait until the cluster is "
+                r"healthy again after restarting broker-1: the cluster was not healthy 3 polls in a row within 40.0s: "
+                r"brokers not active: 3[;)]",
+                result.stdout,
+            )
+            assert said, result.stdout[-5000:]
+        finally:
+            play_ended = time.monotonic()
+            fleet.start(3)
+            broker_3_back = time.monotonic()
+    assert units.most_down_at_once(besides=[3]) <= 1
+    report = witness.report
+    assert_nothing_lost(report)
+    sent, waited = max(report.waits, key=lambda item: item[1])
+    print(
+        f"longest wait {waited:.1f} s: sent {sent - report.began:.1f} s into the run, acknowledged "
+        f"{sent + waited - play_ended:.1f} s after the play stopped; broker 3 was started again "
+        f"{broker_3_back - play_ended:.1f} s after the play stopped"
+    )
+
+
+def test_the_controller_restarted_mid_roll_is_waited_for(fleet, configured):
+    with Witness(confluent_config(fleet)) as witness, UnitWatch(fleet) as units:
+        with OnRestart(fleet, 1, lambda: fleet.systemctl(4, "restart", fleet.broker(4)["service"])) as fault:
+            result, before, after = roll(fleet, configured["directory"], ["broker-1"])
+    assert fault.ran
+    assert result.returncode == 0, result.stdout[-20000:]
+    assert restarted(before, after) == [1, 4], "the broker restarted, and the controller by the fault"
+    assert units.most_down_at_once() <= 1
+    assert_nothing_lost(witness.report)
+
+
+def test_the_host_being_restarted_cut_off_for_30_seconds_is_waited_for(fleet, configured):
+    def cut_off():
+        fleet.cut_network(2)
+        time.sleep(CUT_SECONDS)
+        fleet.restore_network(2)
+
+    with Witness(confluent_config(fleet)) as witness, UnitWatch(fleet) as units:
+        with OnRestart(fleet, 2, cut_off) as fault:
+            result, before, after = roll(
+                fleet, configured["directory"], ["broker-2"], rolling_restart_health_timeout=120
+            )
+    assert fault.ran
+    assert result.returncode == 0, result.stdout[-20000:]
+    assert restarted(before, after) == [2]
+    assert units.most_down_at_once() <= 1
+    assert_nothing_lost(witness.report)

@@ -42,15 +42,15 @@ def _ref_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     return [docutils.nodes.literal(rawtext, text)], []
 
 
-docutils.parsers.rst.roles.register_local_role("ref", _ref_role)
-
-
 def rel(path):
     return os.path.relpath(path, ROOT)
 
 
 def parse_rst(path):
     """The guide's doctree and the docutils messages of level warning and above."""
+    # Registered for each parse: docutils keeps roles in a process-wide table that other code run earlier in the same
+    # test process (Sphinx, ansible-doc's rst handling) may reset.
+    docutils.parsers.rst.roles.register_local_role("ref", _ref_role)
     messages = io.StringIO()
     with open(path, encoding="utf-8") as handle:
         text = handle.read()

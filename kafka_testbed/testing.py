@@ -109,3 +109,15 @@ def skip_without_own_volumes(cluster):
     mounted = {volume["path"] for volume in cluster.info["volumes"]}
     if not all(path in mounted for entry in cluster.broker_nodes for path in entry["log_dirs"]):
         pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))
+
+
+def own_volume_cluster(root, brokers, volume_size):
+    """For a module-scoped fixture (``yield from``): a real-Kafka cluster whose data log dirs are volumes of
+    ``volume_size`` bytes of their own, for tests that fill them; stopped when the fixture ends."""
+    factory = ClusterFactory(root, engine="kafka")
+    try:
+        cluster = factory(brokers, volume_size=f"{volume_size >> 20}M")
+        skip_without_own_volumes(cluster)
+        yield cluster
+    finally:
+        factory.close()

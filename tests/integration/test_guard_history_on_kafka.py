@@ -16,7 +16,7 @@ from held_quotas import held_quotas
 from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 from kafka_testbed.log_dir_probe import fill_volume
-from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes
+from kafka_testbed.testing import own_volume_cluster
 from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,13 +33,7 @@ GRADED = {
 
 @pytest.fixture(scope="module")
 def cluster(kafka_cluster_root):
-    factory = ClusterFactory(kafka_cluster_root, engine="kafka")
-    try:
-        cluster = factory(2, volume_size=f"{VOLUME_SIZE // MIB}M")
-        skip_without_own_volumes(cluster)
-        yield cluster
-    finally:
-        factory.close()
+    yield from own_volume_cluster(kafka_cluster_root, 2, VOLUME_SIZE)
 
 
 @pytest.fixture

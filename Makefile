@@ -26,7 +26,10 @@
 #                     mode and the 3.x lines in ZooKeeper mode, then the conformance suite on each KRaft release;
 #                     writes docs/docsite/rst/compatibility_matrix.rst (COMPAT_RELEASES, COMPAT_CONFORMANCE below)
 #   make test         sanity, lint, then every lane in one pytest run (both workers shared across the lanes), then
-#                     the conformance suite on real Kafka; everything runs, and it fails when something failed
+#                     the conformance suite on real Kafka; everything runs, and it fails when something failed, or when
+#                     a test left a process, a mount or a container behind
+#   make test-fresh   make test as on a fresh machine (a clean clone of HEAD, an empty HOME, an empty Docker store)
+#   make test-one-core  make test on one CPU, as on a machine with half the CPU: the timeouts' margins must hold
 #
 #   make demo     run the demo (scripts/demo.sh)
 #   make demo-hosts  the demo's story over SSH on a fleet of test hosts (scripts/demo_hosts.sh)
@@ -48,7 +51,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint unit integration hosts pipeline molecule conformance \
-	conformance-kafka compat test demo bench clean collection-link
+	conformance-kafka compat test test-fresh test-one-core demo bench clean collection-link
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -83,9 +86,10 @@ lint: venv collection-link
 		-p headroom_pipeline -p headroom_guard
 
 # Test files run on PYTEST_WORKERS processes (pytest-xdist), each file in one process so that a module's cluster is
-# started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible.
+# started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible. The groups are the files,
+# except the tests that start a fleet of test hosts, which form one group and so take turns (tests/conftest.py).
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 PYTEST := $(VENV)/bin/python -m pytest
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is
@@ -158,6 +162,16 @@ test: venv kafka-libs hosts-prerequisites
 	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
 	$(MAKE) --no-print-directory conformance-kafka || status=1; \
 	exit $$status
+
+# make test as CI may run it, on a fresh machine: a clean clone of HEAD, an empty HOME and a Docker daemon of its own on
+# an empty store (scripts/test-fresh.sh; FRESH_TARGET=demo for make demo). Prints its wall time.
+test-fresh:
+	scripts/test-fresh.sh
+
+# make test on one CPU (every process it starts inherits the affinity, the fleets' Docker daemon and containers too,
+# when the run starts the daemon): a machine with half the CPU, on which every test must still pass, only slower.
+test-one-core:
+	taskset -c 0 $(MAKE) --no-print-directory test
 
 demo: venv kafka-libs
 	scripts/demo.sh

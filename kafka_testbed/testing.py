@@ -63,18 +63,21 @@ class ClusterFactory:
             base_port_for(brokers, options.get("combined", 0), options.get("controllers_only", 0), cluster.engine),
         )
         timeout = options.pop("timeout", 120.0)
+        # Listed before it is created: a cluster that fails or times out half-way (some nodes started, volumes
+        # mounted) is still stopped by close().
+        self.clusters.append(cluster)
         try:
             cluster.create(brokers, **options)
         except NotInRelease as exc:
             # What the release lacks (SCRAM in KRaft before 3.5) is not a failure of the test: it does not apply.
             pytest.skip(str(exc))
-        self.clusters.append(cluster)
         cluster.up(timeout)
         return cluster
 
     def close(self):
         for cluster in self.clusters:
-            cluster.down()
+            if cluster.info is not None:  # None: its creation failed before it described anything to stop
+                cluster.down()
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from kafka_testbed import lanes
+from kafka_testbed import lanes, leftovers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -90,6 +90,54 @@ def _longest_first(item):
     return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
+# The tests that start a fleet of test hosts (four containers with systemd, sshd and Kafka each): the lane hosts, and
+# the molecule scenarios marked ``fleet``. Two fleets at once on two cores made each take twice as long and run past
+# its timeout, so they take turns: they form one scheduling group (pytest-xdist's --dist loadgroup, which make's
+# targets use), which one worker runs from start to end while the other worker runs everything else. Every other test
+# file is a group of its own, so that a module's cluster is still started once.
+FLEET_GROUP = "fleets"
+
+
+def _scheduling_group(item, lane):
+    if lane == "hosts" or item.get_closest_marker("fleet") is not None:
+        return FLEET_GROUP
+    return os.path.relpath(str(item.path), TESTS)
+
+
+# Timeouts. pytest.ini's timeout (DEFAULT_TIMEOUT) is for every test that takes at most DEFAULT_TIMEOUT / HEADROOM
+# in make test. The longer ones get their own: each file's longest test, its module fixtures' setup included
+# (pytest-timeout counts a module fixture's setup to the module's first test), as measured in make test on two cores,
+# and a timeout of at least HEADROOM times that, so that a machine twice as slow still passes. The end of every run
+# lists the tests whose margin is less (pytest_terminal_summary below): their line here is measured again.
+HEADROOM = 2.5
+DEFAULT_TIMEOUT = 300
+LONG_TESTS = {
+    # test file: (seconds measured, timeout)
+    "hosts/test_site_on_hosts.py": (360, 900),
+    "hosts/test_site_refusals_on_hosts.py": (360, 900),
+    "hosts/test_disk_guard_on_host.py": (360, 900),
+    "hosts/test_fleet.py": (360, 900),
+    "molecule/test_molecule.py": (360, 900),
+    "integration/test_guard_history_on_kafka.py": (240, 600),
+    "compat/test_plays.py": (240, 600),
+    "integration/test_site.py": (240, 600),
+    "integration/test_integration_targets.py": (240, 600),
+    "integration/test_alerts_on_kafka.py": (240, 600),
+    "compat/test_throttling.py": (240, 600),
+    "integration/test_rolling_restart_under_traffic.py": (240, 600),
+    "integration/test_jmx_exporter_role.py": (240, 600),
+}
+TIMEOUT_PROPERTY = "timeout_seconds"
+
+
+def _timeout(item):
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and marker.args:
+        return float(marker.args[0])
+    return float(item.config.getini("timeout") or 0)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     items.sort(key=_longest_first)  # stable: the order within a file, and of every other file, stays
     for item in items:
@@ -97,6 +145,11 @@ def pytest_collection_modifyitems(items):
             continue  # not a test of this directory (a molecule scenario's testinfra checks)
         lane = _lane(item)
         item.add_marker(getattr(pytest.mark, lane))
+        item.add_marker(pytest.mark.xdist_group(_scheduling_group(item, lane)))
+        long_test = LONG_TESTS.get(os.path.relpath(str(item.path), TESTS))
+        if long_test is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(long_test[1]))
+        item.user_properties.append((TIMEOUT_PROPERTY, _timeout(item)))
         item.stash[LANE_KEY] = lane
 
 
@@ -126,3 +179,72 @@ def spark():
     session = spark_session("local[2]", app_name="headroom-pipeline-tests", conf={"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+# -- nothing left behind ---------------------------------------------------------------------------------------------
+# The run's controller (the only process without workerinput: pytest-xdist's, or pytest alone) lists the processes,
+# tmpfs mounts and fleet containers of the kinds the tests start when the run begins, and again once every worker is
+# done. Whatever is new is removed and fails the run, by name (kafka_testbed/leftovers.py).
+CENSUS_KEY = pytest.StashKey[object]()
+
+
+def _is_controller(config):
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if _is_controller(session.config):
+        session.config.stash[CENSUS_KEY] = leftovers.Census.take()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    before = session.config.stash.get(CENSUS_KEY, None)
+    if before is None or not _is_controller(session.config):
+        return
+    now, found = leftovers.collect_leftovers(before)
+    if not found:
+        return
+    leftovers.remove_leftovers(before, now)
+    leftovers.stop_fleet_daemon()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"left behind by the tests: {len(found)} (now removed; the fixture that started each must stop it)"]
+    lines += [f"  {thing}" for thing in found]
+    if reporter is not None:
+        reporter.write_sep("=", "left behind", red=True)
+        reporter.write_line("\n".join(lines))
+    else:
+        print("\n".join(lines), file=sys.stderr)
+    if exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- margins ---------------------------------------------------------------------------------------------------------
+# Each test's time (setup, call and teardown) against its timeout, in the process that reports (the controller under
+# pytest-xdist): a test that used more than 1 / HEADROOM of its timeout is listed at the end of the run.
+_DURATIONS = {}
+
+
+def pytest_runtest_logreport(report):
+    timeout = dict(report.user_properties).get(TIMEOUT_PROPERTY)
+    if timeout:
+        seconds, _ = _DURATIONS.get(report.nodeid, (0.0, timeout))
+        _DURATIONS[report.nodeid] = (seconds + report.duration, timeout)
+
+
+def short_margins(durations, headroom=HEADROOM):
+    """(nodeid, seconds, timeout) of each test that took more than timeout / headroom, the smallest margin first."""
+    short = [
+        (nodeid, seconds, timeout) for nodeid, (seconds, timeout) in durations.items() if seconds * headroom > timeout
+    ]
+    return sorted(short, key=lambda entry: -entry[1] / entry[2])
+
+
+def pytest_terminal_summary(terminalreporter):
+    short = short_margins(_DURATIONS)
+    if not short:
+        return
+    terminalreporter.write_sep("=", f"tests with less than {HEADROOM}x headroom under their timeout", yellow=True)
+    for nodeid, seconds, timeout in short:
+        terminalreporter.write_line(f"{seconds:7.1f} s of {timeout:.0f} s  {nodeid}")
+    terminalreporter.write_line("measure them again and raise their timeouts in LONG_TESTS (tests/conftest.py)")

@@ -18,6 +18,9 @@ _STARTED_FILE = "dockerd.pid"
 # to that caller, which stops it once at the end ('hosts stop-daemon'); otherwise one worker could stop it while
 # another starts a fleet.
 KEEP_VARIABLE = "HEADROOM_KEEP_DOCKERD"
+# A Docker store of its own for the daemon started here (images, containers, its state and socket below it), as on a
+# machine that never built an image: 'make test-fresh' sets it, with DOCKER_HOST on the socket below it.
+ROOT_VARIABLE = "HEADROOM_DOCKER_ROOT"
 
 
 def docker(*args, check=True, input_text=None, timeout=300.0):
@@ -59,7 +62,7 @@ def ensure_daemon(state_dir):
     log_path = os.path.join(state_dir, "dockerd.log")
     with open(log_path, "ab") as log:
         process = subprocess.Popen(  # pylint: disable=consider-using-with  # the daemon outlives this call
-            [dockerd],
+            daemon_command(dockerd),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -74,6 +77,30 @@ def ensure_daemon(state_dir):
         time.sleep(0.2)
     with open(os.path.join(state_dir, _STARTED_FILE), "w", encoding="utf-8") as handle:
         handle.write(str(process.pid))
+
+
+def daemon_command(dockerd):
+    """dockerd's command line: the machine's default store, or the one below ``HEADROOM_DOCKER_ROOT``."""
+    root = os.environ.get(ROOT_VARIABLE)
+    if not root:
+        return [dockerd]
+    host = os.environ.get("DOCKER_HOST", "")
+    if not host.startswith("unix://"):
+        raise ClusterError(f"{ROOT_VARIABLE}={root} needs DOCKER_HOST set to a unix:// socket for the daemon's clients")
+    paths = {"data": os.path.join(root, "data"), "exec": os.path.join(root, "exec")}
+    for path in paths.values():
+        os.makedirs(path, exist_ok=True)
+    return [
+        dockerd,
+        "--data-root",
+        paths["data"],
+        "--exec-root",
+        paths["exec"],
+        "--pidfile",
+        os.path.join(root, "dockerd.pid"),
+        "--host",
+        host,
+    ]
 
 
 def stop_daemon_if_started(state_dir, force=False):

@@ -1,17 +1,31 @@
-"""Run every molecule scenario of the collection (extensions/molecule/) with ``molecule test`` and expect success."""
+"""Run every molecule scenario of the collection (extensions/molecule/) with ``molecule test`` and expect success.
+
+A scenario that starts a fleet of test hosts (its create step runs ``kafka_testbed hosts up``) is marked ``fleet``: it
+takes turns with the other fleets (tests/conftest.py). A scenario that runs past its time is stopped with everything
+it started (molecule runs in a process group of its own), and ``molecule destroy`` removes its cluster or fleet, so
+that a timeout leaves nothing behind."""
 
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MOLECULE_DIR = os.path.join(ROOT, "extensions", "molecule")
 SCENARIOS = sorted(
-    name
-    for name in os.listdir(os.path.join(ROOT, "extensions", "molecule"))
-    if os.path.isfile(os.path.join(ROOT, "extensions", "molecule", name, "molecule.yml"))
+    name for name in os.listdir(MOLECULE_DIR) if os.path.isfile(os.path.join(MOLECULE_DIR, name, "molecule.yml"))
 )
+# molecule test of one scenario, at most (the test's own timeout, tests/conftest.py, leaves room for the destroy).
+SCENARIO_SECONDS = {"hosts": 720}
+DEFAULT_SCENARIO_SECONDS = 600
+DESTROY_SECONDS = 120
+
+
+def starts_a_fleet(scenario):
+    with open(os.path.join(MOLECULE_DIR, scenario, "create.yml"), encoding="utf-8") as handle:
+        return "hosts, up" in handle.read()
 
 
 def molecule_env():
@@ -28,11 +42,41 @@ def molecule_env():
     )
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+def molecule(action, scenario, timeout):
+    """``molecule ACTION -s SCENARIO`` in a process group of its own: (exit status, output), or (None, output) when
+    it ran past ``timeout`` and was killed with everything it started."""
+    command = [os.path.join(os.path.dirname(sys.executable), "molecule"), action, "-s", scenario]
+    with subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=molecule_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+            return process.returncode, output
+        except BaseException as error:  # the timeout, or pytest's own timeout interrupting the wait
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            output, _ = process.communicate()
+            if action != "destroy":
+                molecule("destroy", scenario, DESTROY_SECONDS)
+            if not isinstance(error, subprocess.TimeoutExpired):
+                raise
+            return None, output
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [pytest.param(name, marks=pytest.mark.fleet) if starts_a_fleet(name) else name for name in SCENARIOS],
+)
 def test_molecule_scenario(scenario):
-    command = [os.path.join(os.path.dirname(sys.executable), "molecule"), "test", "-s", scenario]
-    result = subprocess.run(
-        command, cwd=ROOT, env=molecule_env(), capture_output=True, text=True, timeout=300, check=False
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-20000:]
+    seconds = SCENARIO_SECONDS.get(scenario, DEFAULT_SCENARIO_SECONDS)
+    status, output = molecule("test", scenario, seconds)
+    assert status is not None, f"molecule test -s {scenario} ran past {seconds} s (destroyed):\n{output[-20000:]}"
+    assert status == 0, output[-20000:]

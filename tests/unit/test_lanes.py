@@ -3,10 +3,12 @@ may not start a cluster, a fleet, Spark or Prometheus fails at once with a messa
 belongs; in a subprocess too, and never outside pytest."""
 
 import glob
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -112,3 +114,70 @@ def test_a_cluster_started_by_a_subprocess_of_a_unit_test_fails_and_starts_nothi
         "integration, hosts, pipeline, molecule, conformance, compat)"
     )
     assert os.listdir(tmp_path) == []
+
+
+GROUPS_PROBE = """
+import json, sys
+import pytest
+
+class Groups:
+    def __init__(self):
+        self.groups = {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            marks = [mark.args[0] for mark in item.iter_markers("xdist_group")]
+            self.groups[item.nodeid] = marks
+
+groups = Groups()
+status = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[groups])
+print("GROUPS " + json.dumps(groups.groups))
+sys.exit(status)
+"""
+
+
+def test_the_fleets_take_turns_and_every_other_file_is_a_group_of_its_own():
+    """Under --dist loadgroup one worker runs a group from start to end: every test that starts a fleet of test hosts
+    is in one group (two fleets at once on two cores each ran past their timeouts), every other file in its own."""
+    result = subprocess.run(
+        [sys.executable, "-c", GROUPS_PROBE, "tests/hosts", "tests/molecule", "tests/unit/test_lanes.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    groups = json.loads(result.stdout.rsplit("GROUPS ", 1)[1])
+    assert all(len(marks) == 1 for marks in groups.values()), groups
+    by_test = {nodeid: marks[0] for nodeid, marks in groups.items()}
+    fleets = {nodeid for nodeid, group in by_test.items() if group == "fleets"}
+    assert {nodeid for nodeid in by_test if nodeid.startswith("tests/hosts/")} <= fleets
+    assert "tests/molecule/test_molecule.py::test_molecule_scenario[hosts]" in fleets
+    assert by_test["tests/molecule/test_molecule.py::test_molecule_scenario[default]"] == "molecule/test_molecule.py"
+    assert {group for nodeid, group in by_test.items() if nodeid.startswith("tests/unit/test_lanes.py")} == {
+        "unit/test_lanes.py"
+    }
+
+
+def test_a_run_that_leaves_a_node_behind_fails_naming_it_and_removes_it(tmp_path):
+    """Its only test passes; the run fails all the same, and the process is gone (the end-of-run check in
+    tests/conftest.py, kafka_testbed/leftovers.py)."""
+    pid_file = tmp_path / "pid"
+    probe = "tests/unit/lane_probes/leaves_a_node_behind.py"
+    result = _run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", probe],
+        PROBE_PID_FILE=str(pid_file),
+        HEADROOM_LEFTOVER_GRACE="0",
+    )
+    output = result.stdout + result.stderr
+    pid = int(pid_file.read_text(encoding="utf-8"))
+    assert result.returncode == 1, output
+    assert "1 passed" in output, output
+    assert "left behind by the tests: 1 (now removed; the fixture that started each must stop it)" in output, output
+    assert f"a Kafka node (pid {pid}): " in output and "kafka.Kafka leftover.properties" in output, output
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}"), "the leftover process was killed"

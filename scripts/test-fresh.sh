@@ -50,9 +50,8 @@ echo "test-fresh: make ${FRESH_TARGET:-test} in a clean clone of $(git -C "$work
 status=0
 pin=()
 if [ -n "${FRESH_CPUS:-}" ]; then pin=(taskset -c "$FRESH_CPUS"); fi
-"${pin[@]}" env HOME="$work/home" \
-    HEADROOM_DOCKER_ROOT="$work/docker" DOCKER_HOST="unix://$work/docker/docker.sock" \
-    -u XDG_CACHE_HOME -u PIP_CACHE_DIR -u MAVEN_OPTS -u ANSIBLE_HOME -u MOLECULE_EPHEMERAL_DIRECTORY \
+"${pin[@]}" env -u XDG_CACHE_HOME -u PIP_CACHE_DIR -u MAVEN_OPTS -u ANSIBLE_HOME -u MOLECULE_EPHEMERAL_DIRECTORY \
+    HOME="$work/home" HEADROOM_DOCKER_ROOT="$work/docker" DOCKER_HOST="unix://$work/docker/docker.sock" \
     make -C "$work/clone" "${FRESH_TARGET:-test}" || status=$?
 
 elapsed=$(($(date +%s) - started))

@@ -57,4 +57,6 @@ if [ -n "${FRESH_CPUS:-}" ]; then pin=(taskset -c "$FRESH_CPUS"); fi
 elapsed=$(($(date +%s) - started))
 printf 'test-fresh: make %s on a fresh machine: exit %d in %d min %02d s\n' \
     "${FRESH_TARGET:-test}" "$status" $((elapsed / 60)) $((elapsed % 60))
+trap - EXIT
+cleanup
 exit "$status"

@@ -228,7 +228,7 @@ _DURATIONS = {}
 def pytest_runtest_logreport(report):
     timeout = dict(report.user_properties).get(TIMEOUT_PROPERTY)
     if timeout:
-        seconds, _ = _DURATIONS.get(report.nodeid, (0.0, timeout))
+        seconds = _DURATIONS.get(report.nodeid, (0.0, timeout))[0]
         _DURATIONS[report.nodeid] = (seconds + report.duration, timeout)
 
 

@@ -56,14 +56,14 @@ def molecule(action, scenario, timeout):
         start_new_session=True,
     ) as process:
         try:
-            output, _ = process.communicate(timeout=timeout)
+            output = process.communicate(timeout=timeout)[0]
             return process.returncode, output
         except BaseException as error:  # the timeout, or pytest's own timeout interrupting the wait
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            output, _ = process.communicate()
+            output = process.communicate()[0]
             if action != "destroy":
                 molecule("destroy", scenario, DESTROY_SECONDS)
             if not isinstance(error, subprocess.TimeoutExpired):

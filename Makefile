@@ -86,10 +86,11 @@ lint: venv collection-link
 		-p headroom_pipeline -p headroom_guard
 
 # Test files run on PYTEST_WORKERS processes (pytest-xdist), each file in one process so that a module's cluster is
-# started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible. The groups are the files,
-# except the tests that start a fleet of test hosts, which form one group and so take turns (tests/conftest.py).
+# started once; the real-Kafka tests spend much of their time waiting on brokers and Ansible. tests/conftest.py's
+# scheduler for loadfile keeps every file together and puts the tests that start a fleet of test hosts in one group,
+# so that two fleets never run at once.
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 PYTEST := $(VENV)/bin/python -m pytest
 
 # The test hosts (tests/hosts, molecule) are containers built from Debian packages: Debian's docker.io (the daemon is

@@ -56,6 +56,37 @@ class LaneError(ClusterError):
     """A test started a cluster its lane may not start."""
 
 
+# Scheduling under make's pytest-xdist run (tests/conftest.py's scheduler): a group runs on one worker from start to
+# end. Every test that starts a fleet of test hosts (four containers with systemd, sshd and a Kafka JVM each) is in
+# FLEET_GROUP, so that two fleets never run at once; every other test file is a group of its own, so that a module's
+# cluster is started once.
+FLEET_GROUP = "fleets"
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MOLECULE_DIR = os.path.join(_ROOT, "extensions", "molecule")
+
+
+def molecule_scenario_starts_a_fleet(scenario):
+    """True when the molecule scenario's create step starts a fleet of test hosts (``kafka_testbed hosts up``)."""
+    try:
+        with open(os.path.join(MOLECULE_DIR, scenario, "create.yml"), encoding="utf-8") as handle:
+            return "hosts, up" in handle.read()
+    except FileNotFoundError:
+        return False
+
+
+def scheduling_group(nodeid):
+    """The scheduling group of a test, from its node id (``tests/hosts/test_fleet.py::test_x``)."""
+    path = nodeid.split("::", 1)[0]
+    relative = path[len("tests/") :] if path.startswith("tests/") else path
+    if lane_of(relative) == "hosts":
+        return FLEET_GROUP
+    if relative == "molecule/test_molecule.py" and "[" in nodeid:
+        scenario = nodeid.rsplit("[", 1)[1].rstrip("]")
+        if molecule_scenario_starts_a_fleet(scenario):
+            return FLEET_GROUP
+    return path
+
+
 def lane_of(relative_path):
     """The lane of a test file given by its path below tests/ (``unit/test_x.py``), or None when it is in none."""
     parts = relative_path.replace(os.sep, "/").split("/")[:-1]

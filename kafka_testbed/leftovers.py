@@ -1,21 +1,22 @@
-"""What a test run leaves behind: the processes, tmpfs mounts and containers the tests started and did not remove.
+"""What a test run leaves behind: the processes, tmpfs mounts and containers its tests started and did not remove.
 
-``Census.take()`` lists them when the run starts; ``Census.leftovers(before)`` lists what is new at its end, once every
-worker is done. The test run's plugin (``kafka_testbed.testing``) removes what is left (containers, processes,
-mounts, the Docker daemon the fleets started) and fails the run, naming each thing: a fixture that failed or timed out
-in its setup must still clean up, and a leak found only by the next run on the same machine is found too late.
+``Census.take(run_id)`` lists what belongs to the run ``run_id`` (``kafka_testbed.test_run``): processes of the kinds
+the tests start whose environment carries the run's id, the test clusters' tmpfs volumes named after it, the fleets'
+containers labelled with it. The run's controller takes one census when the run starts and one when every worker is
+done (tests/conftest.py); whatever is new is removed and fails the run, by name: a fixture that failed or timed out in
+its setup must still clean up, and a leak found only by the next run on the same machine is found too late. What
+another run started (a test that runs pytest inside the run, a developer's cluster beside it) is never counted, and
+never removed.
 """
 
 import os
 import signal
 import subprocess
-import tempfile
 import time
 
+from kafka_testbed import test_run
 from kafka_testbed.hosts.docker import daemon_running, docker, stop_daemon_if_started
-from kafka_testbed.hosts.fleet import LABEL
 from kafka_testbed.hosts.image import IMAGE_DIR
-from kafka_testbed.nodes import process_alive
 
 # What the tests start, by a piece of its command line (a JVM by its main class).
 PROCESS_KINDS = (
@@ -29,25 +30,23 @@ PROCESS_KINDS = (
     ("an Ansible play", "bin/ansible-playbook"),
     ("a Docker daemon", "dockerd"),
 )
-# A process the tests started has the test run's variables in its environment (the conftest sets the lane while a
-# test runs, and every launcher inherits it): a cluster a developer starts by hand beside the run is not the run's.
-TEST_MARKERS = (b"HEADROOM_TEST_LANE=", b"PYTEST_CURRENT_TEST=", b"PYTEST_XDIST_WORKER=")
 # How long what is still stopping (a worker's Spark session, a node's controlled shutdown) may take to go
 # (HEADROOM_LEFTOVER_GRACE sets another, for the test of this check).
 GRACE_SECONDS = float(os.environ.get("HEADROOM_LEFTOVER_GRACE", "30"))
 
 
-def _started_by_tests(pid):
+def belongs_to(pid, run_id):
+    """True when the process ``pid`` was started in the test run ``run_id`` (its environment says so)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             environment = handle.read()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return False
-    return any(b"\0" + marker in b"\0" + environment for marker in TEST_MARKERS)
+    return test_run.environment_marker(run_id) in environment.split(b"\0")
 
 
-def _processes():
-    """{(pid, start time): (kind, command line)} of every process of a kind above that the tests started."""
+def _processes(run_id):
+    """{(pid, start time): (kind, command line)} of every process of a kind above that belongs to the run."""
     found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -56,56 +55,61 @@ def _processes():
             with open(f"/proc/{name}/cmdline", "rb") as handle:
                 command = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
             with open(f"/proc/{name}/stat", encoding="utf-8") as handle:
-                started = handle.read().rsplit(")", 1)[1].split()[19]
+                fields = handle.read().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
             continue
         kind = next((kind for kind, piece in PROCESS_KINDS if piece in command), None)
-        if kind and process_alive(int(name)) and _started_by_tests(name):
-            found[(int(name), started)] = (kind, command)
+        if kind and fields[0] != "Z" and belongs_to(name, run_id):
+            found[(int(name), fields[19])] = (kind, command)
     return found
 
 
-def tmpfs_mounts(mounts_text, roots):
-    """The mount points of tmpfs filesystems below one of ``roots`` (where the test clusters mount their volumes), from
-    the text of /proc/self/mounts."""
+def tmpfs_mounts(mounts_text, source):
+    """The mount points of the tmpfs filesystems named ``source``, from the text of /proc/self/mounts."""
     mounts = set()
     for line in mounts_text.splitlines():
         fields = line.split()
-        if len(fields) > 2 and fields[2] == "tmpfs":
-            path = fields[1].replace("\\040", " ")
-            if any(path.startswith(root.rstrip("/") + "/") for root in roots):
-                mounts.add(path)
+        if len(fields) > 2 and fields[0] == source and fields[2] == "tmpfs":
+            mounts.add(fields[1].replace("\\040", " "))
     return mounts
 
 
-def _tmpfs_mounts(roots):
+def _tmpfs_mounts(run_id):
     with open("/proc/self/mounts", encoding="utf-8") as handle:
-        return tmpfs_mounts(handle.read(), roots)
+        return tmpfs_mounts(handle.read(), test_run.mount_source(run_id))
 
 
-def _containers():
-    """{container id: name} of the fleets' containers (none when no Docker daemon answers)."""
+def _containers(run_id):
+    """{container id: name} of the run's fleet containers (none when no Docker daemon answers)."""
     if not daemon_running():
         return {}
-    text = docker("ps", "-a", "--filter", f"label={LABEL}", "--format", "{{.ID}} {{.Names}}", check=False)
+    text = docker(
+        "ps",
+        "-a",
+        "--filter",
+        f"label={test_run.CONTAINER_LABEL}={run_id}",
+        "--format",
+        "{{.ID}} {{.Names}}",
+        check=False,
+    )
     return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
 
 
 class Census:
-    """The processes, mounts and containers of the kinds the tests start, at one moment."""
+    """The processes, mounts and containers of one test run at one moment."""
 
-    def __init__(self, roots):
-        self.roots = tuple(roots)
+    def __init__(self, run_id):
+        self.run_id = run_id
         self.processes = {}
         self.mounts = set()
         self.containers = {}
 
     @classmethod
-    def take(cls, roots=None):
-        census = cls(roots or (tempfile.gettempdir(),))
-        census.processes = _processes()
-        census.mounts = _tmpfs_mounts(census.roots)
-        census.containers = _containers()
+    def take(cls, run_id):
+        census = cls(run_id)
+        census.processes = _processes(run_id)
+        census.mounts = _tmpfs_mounts(run_id)
+        census.containers = _containers(run_id)
         return census
 
     def leftovers(self, before):
@@ -127,24 +131,32 @@ class Census:
         return [key for key in self.processes if key not in before.processes]
 
 
+def stop_fleet_daemon(run_id):
+    """Stop the Docker daemon the run's fleets started (they leave it to the run's end: HEADROOM_KEEP_DOCKERD), once
+    no container of theirs is left; a daemon another run started is left alone."""
+    path = os.path.join(IMAGE_DIR, "dockerd.pid")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            pid = int(handle.read().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return
+    if belongs_to(pid, run_id):
+        stop_daemon_if_started(IMAGE_DIR, force=True)
+
+
 def collect_leftovers(before, grace=GRACE_SECONDS):
-    """What the run left that ``before`` had not, after ``grace`` seconds for what is still stopping; the fleets'
-    Docker daemon (started by the tests, kept for the whole run) is stopped first, once no container is left."""
+    """What the run left that ``before`` had not, after ``grace`` seconds for what is still stopping; the run's
+    Docker daemon is stopped first, once no container is left."""
     deadline = time.monotonic() + grace
     while True:
-        now = Census.take(before.roots)
+        now = Census.take(before.run_id)
         if not now.containers:
-            stop_fleet_daemon()
-            now = Census.take(before.roots)
+            stop_fleet_daemon(before.run_id)
+            now = Census.take(before.run_id)
         found = now.leftovers(before)
         if not found or time.monotonic() >= deadline:
             return now, found
         time.sleep(1.0)
-
-
-def stop_fleet_daemon():
-    """Stop the Docker daemon the fleets started for the run, once no container of theirs is left."""
-    stop_daemon_if_started(IMAGE_DIR, force=True)
 
 
 def remove_leftovers(before, now):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from kafka_testbed import properties, security
+from kafka_testbed import properties, security, test_run
 
 CLUSTER_FILE = "cluster.json"
 HOST = "127.0.0.1"
@@ -314,7 +314,7 @@ class ClusterBase:
         if os.path.ismount(path):
             return
         result = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", test_run.mount_source(), path],
             capture_output=True,
             text=True,
             check=False,

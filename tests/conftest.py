@@ -10,10 +10,12 @@ While a test runs, its lane is in ``HEADROOM_TEST_LANE``, where the launchers of
 
 import os
 import sys
+import uuid
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
-from kafka_testbed import lanes, leftovers
+from kafka_testbed import lanes, leftovers, test_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
@@ -90,18 +92,21 @@ def _longest_first(item):
     return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
-# The tests that start a fleet of test hosts (four containers with systemd, sshd and Kafka each): the lane hosts, and
-# the molecule scenarios marked ``fleet``. Two fleets at once on two cores made each take twice as long and run past
-# its timeout, so they take turns: they form one scheduling group (pytest-xdist's --dist loadgroup, which make's
-# targets use), which one worker runs from start to end while the other worker runs everything else. Every other test
-# file is a group of its own, so that a module's cluster is still started once.
-FLEET_GROUP = "fleets"
+# make's targets run pytest-xdist with --dist loadfile, whose scheduler this conftest replaces with one that groups the
+# tests that start a fleet of test hosts into one group (kafka_testbed.lanes.scheduling_group): one worker runs a group
+# from start to end, so two fleets never run at once (on two cores each took twice as long and ran past its timeout),
+# while the other worker runs everything else. Every other file stays a group of its own. (pytest-xdist's own
+# --dist loadgroup does not group anything under pytest 9.2, whose node ids no longer come from the attribute that
+# pytest-xdist suffixes with the group.)
+class FleetsTakeTurns(LoadScopeScheduling):
+    def _split_scope(self, nodeid):
+        return lanes.scheduling_group(nodeid)
 
 
-def _scheduling_group(item, lane):
-    if lane == "hosts" or item.get_closest_marker("fleet") is not None:
-        return FLEET_GROUP
-    return os.path.relpath(str(item.path), TESTS)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadfile":
+        return FleetsTakeTurns(config, log)
+    return None
 
 
 # Timeouts. pytest.ini's timeout (DEFAULT_TIMEOUT) is for every test that takes at most DEFAULT_TIMEOUT / HEADROOM
@@ -137,7 +142,6 @@ def _timeout(item):
     return float(item.config.getini("timeout") or 0)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     items.sort(key=_longest_first)  # stable: the order within a file, and of every other file, stays
     for item in items:
@@ -145,7 +149,6 @@ def pytest_collection_modifyitems(items):
             continue  # not a test of this directory (a molecule scenario's testinfra checks)
         lane = _lane(item)
         item.add_marker(getattr(pytest.mark, lane))
-        item.add_marker(pytest.mark.xdist_group(_scheduling_group(item, lane)))
         long_test = LONG_TESTS.get(os.path.relpath(str(item.path), TESTS))
         if long_test is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(long_test[1]))
@@ -182,9 +185,9 @@ def spark():
 
 
 # -- nothing left behind ---------------------------------------------------------------------------------------------
-# The run's controller (the only process without workerinput: pytest-xdist's, or pytest alone) lists the processes,
-# tmpfs mounts and fleet containers of the kinds the tests start when the run begins, and again once every worker is
-# done. Whatever is new is removed and fails the run, by name (kafka_testbed/leftovers.py).
+# The run's controller (the only process without workerinput: pytest-xdist's, or pytest alone) gives the run an id and
+# lists the processes, tmpfs mounts and fleet containers of the run when it begins, and again once every worker is
+# done. Whatever is new is removed and fails the run, by name (kafka_testbed/leftovers.py, kafka_testbed/test_run.py).
 CENSUS_KEY = pytest.StashKey[object]()
 
 
@@ -193,8 +196,11 @@ def _is_controller(config):
 
 
 def pytest_sessionstart(session):
+    """The run's id in the environment before pytest-xdist starts its workers (its own sessionstart hook runs last),
+    so that the workers and everything the tests start carry it; then the first census."""
     if _is_controller(session.config):
-        session.config.stash[CENSUS_KEY] = leftovers.Census.take()
+        os.environ[test_run.VARIABLE] = uuid.uuid4().hex
+        session.config.stash[CENSUS_KEY] = leftovers.Census.take(test_run.current())
 
 
 @pytest.hookimpl(trylast=True)
@@ -206,7 +212,7 @@ def pytest_sessionfinish(session, exitstatus):
     if not found:
         return
     leftovers.remove_leftovers(before, now)
-    leftovers.stop_fleet_daemon()
+    leftovers.stop_fleet_daemon(before.run_id)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     lines = [f"left behind by the tests: {len(found)} (now removed; the fixture that started each must stop it)"]
     lines += [f"  {thing}" for thing in found]

@@ -13,7 +13,7 @@ import os
 import subprocess
 import time
 
-from kafka_testbed import lanes, properties, security
+from kafka_testbed import lanes, properties, security, test_run
 from kafka_testbed.hosts import image
 from kafka_testbed.hosts.docker import docker, ensure_daemon, stop_daemon_if_started
 from kafka_testbed.hosts.inventory import render_inventory
@@ -129,6 +129,7 @@ class HostFleet(KafkaCluster):
             name.split("-", 2)[2],
             "--label",
             f"{LABEL}={self.directory}",
+            *test_run.container_labels(),
             *SYSTEMD_RUN_OPTIONS,
             *mounts,
             tag,

@@ -1,9 +1,9 @@
 """Run every molecule scenario of the collection (extensions/molecule/) with ``molecule test`` and expect success.
 
-A scenario that starts a fleet of test hosts (its create step runs ``kafka_testbed hosts up``) is marked ``fleet``: it
-takes turns with the other fleets (tests/conftest.py). A scenario that runs past its time is stopped with everything
-it started (molecule runs in a process group of its own), and ``molecule destroy`` removes its cluster or fleet, so
-that a timeout leaves nothing behind."""
+A scenario that starts a fleet of test hosts (its create step runs ``kafka_testbed hosts up``) takes turns with the
+other fleets (kafka_testbed.lanes.scheduling_group). A scenario that runs past its time is stopped with everything it
+started (molecule runs in a process group of its own), and ``molecule destroy`` removes its cluster or fleet, so that
+a timeout leaves nothing behind."""
 
 import os
 import signal
@@ -21,11 +21,6 @@ SCENARIOS = sorted(
 SCENARIO_SECONDS = {"hosts": 720}
 DEFAULT_SCENARIO_SECONDS = 600
 DESTROY_SECONDS = 120
-
-
-def starts_a_fleet(scenario):
-    with open(os.path.join(MOLECULE_DIR, scenario, "create.yml"), encoding="utf-8") as handle:
-        return "hosts, up" in handle.read()
 
 
 def molecule_env():
@@ -71,10 +66,7 @@ def molecule(action, scenario, timeout):
             return None, output
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [pytest.param(name, marks=pytest.mark.fleet) if starts_a_fleet(name) else name for name in SCENARIOS],
-)
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_molecule_scenario(scenario):
     seconds = SCENARIO_SECONDS.get(scenario, DEFAULT_SCENARIO_SECONDS)
     status, output = molecule("test", scenario, seconds)

@@ -3,7 +3,6 @@ may not start a cluster, a fleet, Spark or Prometheus fails at once with a messa
 belongs; in a subprocess too, and never outside pytest."""
 
 import glob
-import json
 import os
 import re
 import subprocess
@@ -116,49 +115,36 @@ def test_a_cluster_started_by_a_subprocess_of_a_unit_test_fails_and_starts_nothi
     assert os.listdir(tmp_path) == []
 
 
-GROUPS_PROBE = """
-import json, sys
-import pytest
-
-class Groups:
-    def __init__(self):
-        self.groups = {}
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items):
-        for item in items:
-            marks = [mark.args[0] for mark in item.iter_markers("xdist_group")]
-            self.groups[item.nodeid] = marks
-
-groups = Groups()
-status = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[groups])
-print("GROUPS " + json.dumps(groups.groups))
-sys.exit(status)
-"""
-
-
 def test_the_fleets_take_turns_and_every_other_file_is_a_group_of_its_own():
-    """Under --dist loadgroup one worker runs a group from start to end: every test that starts a fleet of test hosts
-    is in one group (two fleets at once on two cores each ran past their timeouts), every other file in its own."""
-    result = subprocess.run(
-        [sys.executable, "-c", GROUPS_PROBE, "tests/hosts", "tests/molecule", "tests/unit/test_lanes.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+    """One worker runs a scheduling group from start to end: every test that starts a fleet of test hosts is in one
+    group (two fleets at once on two cores each ran past their timeouts), every other file in its own."""
+    assert lanes.scheduling_group("tests/hosts/test_fleet.py::test_down_removes_every_host") == "fleets"
+    assert lanes.scheduling_group("tests/hosts/test_site_on_hosts.py::test_x[a::b]") == "fleets"
+    assert lanes.scheduling_group("tests/molecule/test_molecule.py::test_molecule_scenario[hosts]") == "fleets"
+    assert (
+        lanes.scheduling_group("tests/molecule/test_molecule.py::test_molecule_scenario[default]")
+        == "tests/molecule/test_molecule.py"
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    groups = json.loads(result.stdout.rsplit("GROUPS ", 1)[1])
-    assert all(len(marks) == 1 for marks in groups.values()), groups
-    by_test = {nodeid: marks[0] for nodeid, marks in groups.items()}
-    fleets = {nodeid for nodeid, group in by_test.items() if group == "fleets"}
-    assert {nodeid for nodeid in by_test if nodeid.startswith("tests/hosts/")} <= fleets
-    assert "tests/molecule/test_molecule.py::test_molecule_scenario[hosts]" in fleets
-    assert by_test["tests/molecule/test_molecule.py::test_molecule_scenario[default]"] == "molecule/test_molecule.py"
-    assert {group for nodeid, group in by_test.items() if nodeid.startswith("tests/unit/test_lanes.py")} == {
-        "unit/test_lanes.py"
-    }
+    assert lanes.scheduling_group("tests/unit/test_lanes.py::test_y") == "tests/unit/test_lanes.py"
+    assert lanes.scheduling_group("tests/integration/test_site.py::Test::test_z") == "tests/integration/test_site.py"
+    scenarios = sorted(os.listdir(lanes.MOLECULE_DIR))
+    assert [name for name in scenarios if lanes.molecule_scenario_starts_a_fleet(name)] == ["hosts"]
+
+
+def test_make_s_scheduler_is_the_one_that_groups_the_fleets():
+    """make's targets run --dist loadfile; the conftest's scheduler replaces pytest-xdist's for it."""
+    result = _run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "-v"]
+        + ["tests/kafka_testbed/unit/test_ports.py", "tests/kafka_testbed/unit/test_kafka_versions.py"]
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    by_file = {}
+    for line in output.splitlines():
+        if " PASSED " in line:
+            by_file.setdefault(re.search(r"tests/[^:]+", line).group(0), set()).add(line.split("]", 1)[0])
+    assert len(by_file) == 2, output
+    assert all(len(seen) == 1 for seen in by_file.values()), f"a file's tests ran on more than one worker: {by_file}"
 
 
 def test_a_run_that_leaves_a_node_behind_fails_naming_it_and_removes_it(tmp_path):

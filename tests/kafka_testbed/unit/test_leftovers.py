@@ -1,6 +1,7 @@
-"""What a test run leaves behind (kafka_testbed/leftovers.py): a process of a kind the tests start, with the test run's
-variables in its environment, that appeared during the run is a leftover and is removed; one started outside the run
-(a developer's cluster beside it) is not; tmpfs mounts count below the roots the clusters mount in."""
+"""What a test run leaves behind (kafka_testbed/leftovers.py): a process of a kind the tests start that carries the
+run's id in its environment and appeared during the run is a leftover and is removed; one started by another run (a
+test that runs pytest inside this one, a developer's cluster beside it) is not; tmpfs mounts count when they are named
+after the run."""
 
 import os
 import subprocess
@@ -9,28 +10,28 @@ import time
 
 import pytest
 
-from kafka_testbed import leftovers
+from kafka_testbed import leftovers, test_run
 
 MOUNTS = """\
 proc /proc proc rw,nosuid 0 0
 tmpfs /run tmpfs rw,nosuid 0 0
-tmpfs /tmp/kafka-sim-x/cluster-1/broker-1/logdir-0 tmpfs rw,size=65536k 0 0
-tmpfs /tmp/pytest-of-root/with\\040space tmpfs rw 0 0
-/dev/vda /tmp/kafka-sim-x/disk ext4 rw 0 0
-tmpfs /tmpother/logdir tmpfs rw 0 0
+headroom-test-run-abc /tmp/kafka-sim-x/cluster-1/broker-1/logdir-0 tmpfs rw,size=65536k 0 0
+headroom-test-run-abc /tmp/pytest-of-root/with\\040space tmpfs rw 0 0
+headroom-test-run-other /tmp/kafka-sim-y/cluster-1/broker-1/logdir-0 tmpfs rw 0 0
+headroom-test-run-abc /tmp/kafka-sim-x/disk ext4 rw 0 0
 """
 
 
-def test_tmpfs_mounts_below_the_roots_only():
-    assert leftovers.tmpfs_mounts(MOUNTS, ["/tmp"]) == {
+def test_the_run_s_tmpfs_volumes_only():
+    assert leftovers.tmpfs_mounts(MOUNTS, test_run.mount_source("abc")) == {
         "/tmp/kafka-sim-x/cluster-1/broker-1/logdir-0",
         "/tmp/pytest-of-root/with space",
     }
-    assert leftovers.tmpfs_mounts(MOUNTS, ["/tmp/pytest-of-root/"]) == {"/tmp/pytest-of-root/with space"}
+    assert test_run.mount_source("abc") == "headroom-test-run-abc"
 
 
 def census(processes=(), mounts=(), containers=()):
-    taken = leftovers.Census(["/tmp"])
+    taken = leftovers.Census("abc")
     taken.processes = dict(processes)
     taken.mounts = set(mounts)
     taken.containers = dict(containers)
@@ -61,8 +62,11 @@ def test_only_what_is_new_is_left_over():
     assert after.leftovers(after) == []
 
 
-def sleeper(environment):
-    """A process that looks like a Kafka node (its command line names kafka.Kafka)."""
+def sleeper(run_id):
+    """A process that looks like a Kafka node (its command line names kafka.Kafka), of the run ``run_id``."""
+    environment = {"PATH": os.environ.get("PATH", "")}
+    if run_id:
+        environment[test_run.VARIABLE] = run_id
     return subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(120)", "kafka.Kafka", "server.properties"],
         env=environment,
@@ -73,28 +77,24 @@ def sleeper(environment):
 @pytest.fixture
 def processes():
     started = []
-    yield lambda environment: started.append(sleeper(environment)) or started[-1]
+    yield lambda run_id: started.append(sleeper(run_id)) or started[-1]
     for process in started:
         process.kill()
         process.wait()
 
 
-def test_a_node_the_run_started_is_found_and_removed_and_one_started_beside_it_is_not(processes):
-    before = leftovers.Census.take()
-    mine = processes({"PATH": os.environ.get("PATH", ""), "HEADROOM_TEST_LANE": "integration"})
-    theirs = processes({"PATH": os.environ.get("PATH", "")})
-    now = leftovers.Census.take()
-    found = now.leftovers(before)
-    assert [line for line in found if f"(pid {mine.pid})" in line] == [
+def test_a_node_of_the_run_is_found_and_removed_and_one_of_another_run_is_not(processes):
+    before = leftovers.Census.take("this-run")
+    mine = processes("this-run")
+    other_run = processes("another-run")
+    no_run = processes(None)
+    now = leftovers.Census.take("this-run")
+    assert now.leftovers(before) == [
         f"a Kafka node (pid {mine.pid}): {sys.executable} -c import time; time.sleep(120) kafka.Kafka server.properties"
     ]
-    assert not [line for line in found if f"(pid {theirs.pid})" in line]
-    # Only this test's process is removed: the other worker of a full run may have started clusters meanwhile.
-    now.processes = {key: value for key, value in now.processes.items() if key[0] == mine.pid}
-    now.containers, now.mounts = before.containers, before.mounts
     leftovers.remove_leftovers(before, now)
     deadline = time.monotonic() + 10
     while mine.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert mine.returncode is not None, "the leftover was killed"
-    assert theirs.poll() is None, "what the run did not start is left alone"
+    assert other_run.poll() is None and no_run.poll() is None, "what the run did not start is left alone"

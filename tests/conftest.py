@@ -109,29 +109,8 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
-# Timeouts. pytest.ini's timeout (DEFAULT_TIMEOUT) is for every test that takes at most DEFAULT_TIMEOUT / HEADROOM
-# in make test. The longer ones get their own: each file's longest test, its module fixtures' setup included
-# (pytest-timeout counts a module fixture's setup to the module's first test), as measured in make test on two cores,
-# and a timeout of at least HEADROOM times that, so that a machine twice as slow still passes. The end of every run
-# lists the tests whose margin is less (pytest_terminal_summary below): their line here is measured again.
-HEADROOM = 2.5
-DEFAULT_TIMEOUT = 300
-LONG_TESTS = {
-    # test file: (seconds measured, timeout)
-    "hosts/test_site_on_hosts.py": (360, 900),
-    "hosts/test_site_refusals_on_hosts.py": (360, 900),
-    "hosts/test_disk_guard_on_host.py": (360, 900),
-    "hosts/test_fleet.py": (360, 900),
-    "molecule/test_molecule.py": (360, 900),
-    "integration/test_guard_history_on_kafka.py": (240, 600),
-    "compat/test_plays.py": (240, 600),
-    "integration/test_site.py": (240, 600),
-    "integration/test_integration_targets.py": (240, 600),
-    "integration/test_alerts_on_kafka.py": (240, 600),
-    "compat/test_throttling.py": (240, 600),
-    "integration/test_rolling_restart_under_traffic.py": (240, 600),
-    "integration/test_jmx_exporter_role.py": (240, 600),
-}
+# Timeouts: kafka_testbed.lanes.LONG_TESTS gives the long test files theirs (at least HEADROOM times their measured
+# time); the end of every run lists the tests with a smaller margin (pytest_terminal_summary below).
 TIMEOUT_PROPERTY = "timeout_seconds"
 
 
@@ -149,7 +128,7 @@ def pytest_collection_modifyitems(items):
             continue  # not a test of this directory (a molecule scenario's testinfra checks)
         lane = _lane(item)
         item.add_marker(getattr(pytest.mark, lane))
-        long_test = LONG_TESTS.get(os.path.relpath(str(item.path), TESTS))
+        long_test = lanes.LONG_TESTS.get(os.path.relpath(str(item.path), TESTS))
         if long_test is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(long_test[1]))
         item.user_properties.append((TIMEOUT_PROPERTY, _timeout(item)))
@@ -227,7 +206,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 # -- margins ---------------------------------------------------------------------------------------------------------
 # Each test's time (setup, call and teardown) against its timeout, in the process that reports (the controller under
-# pytest-xdist): a test that used more than 1 / HEADROOM of its timeout is listed at the end of the run.
+# pytest-xdist): a test that used more than 1 / lanes.HEADROOM of its timeout is listed at the end of the run.
 _DURATIONS = {}
 
 
@@ -238,7 +217,7 @@ def pytest_runtest_logreport(report):
         _DURATIONS[report.nodeid] = (seconds + report.duration, timeout)
 
 
-def short_margins(durations, headroom=HEADROOM):
+def short_margins(durations, headroom=lanes.HEADROOM):
     """(nodeid, seconds, timeout) of each test that took more than timeout / headroom, the smallest margin first."""
     short = [
         (nodeid, seconds, timeout) for nodeid, (seconds, timeout) in durations.items() if seconds * headroom > timeout
@@ -250,7 +229,7 @@ def pytest_terminal_summary(terminalreporter):
     short = short_margins(_DURATIONS)
     if not short:
         return
-    terminalreporter.write_sep("=", f"tests with less than {HEADROOM}x headroom under their timeout", yellow=True)
+    terminalreporter.write_sep("=", f"tests with less than {lanes.HEADROOM}x headroom under their timeout", yellow=True)
     for nodeid, seconds, timeout in short:
         terminalreporter.write_line(f"{seconds:7.1f} s of {timeout:.0f} s  {nodeid}")
-    terminalreporter.write_line("measure them again and raise their timeouts in LONG_TESTS (tests/conftest.py)")
+    terminalreporter.write_line("measure them again and raise their timeouts in LONG_TESTS (kafka_testbed/lanes.py)")

@@ -167,3 +167,10 @@ def test_a_run_that_leaves_a_node_behind_fails_naming_it_and_removes_it(tmp_path
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{pid}"), "the leftover process was killed"
+
+
+def test_every_long_test_s_timeout_leaves_at_least_two_and_a_half_times_its_measured_time():
+    assert lanes.DEFAULT_TIMEOUT >= lanes.HEADROOM * 120
+    for path, (measured, timeout) in lanes.LONG_TESTS.items():
+        assert os.path.exists(os.path.join(TESTS, path)), path
+        assert timeout >= lanes.HEADROOM * measured, path

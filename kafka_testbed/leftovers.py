@@ -15,7 +15,7 @@ import subprocess
 import time
 
 from kafka_testbed import test_run
-from kafka_testbed.hosts.docker import daemon_running, docker, stop_daemon_if_started
+from kafka_testbed.hosts.docker import daemon_running, docker, started_daemon_pid, stop_daemon_if_started
 from kafka_testbed.hosts.image import IMAGE_DIR
 
 # What the tests start, by a piece of its command line (a JVM by its main class).
@@ -98,76 +98,65 @@ def _containers(run_id):
 class Census:
     """The processes, mounts and containers of one test run at one moment."""
 
-    def __init__(self, run_id):
+    def __init__(self, run_id, processes=None, mounts=None, containers=None):
         self.run_id = run_id
-        self.processes = {}
-        self.mounts = set()
-        self.containers = {}
+        self.processes = processes or {}
+        self.mounts = mounts or set()
+        self.containers = containers or {}
 
     @classmethod
     def take(cls, run_id):
-        census = cls(run_id)
-        census.processes = _processes(run_id)
-        census.mounts = _tmpfs_mounts(run_id)
-        census.containers = _containers(run_id)
-        return census
+        return cls(run_id, _processes(run_id), _tmpfs_mounts(run_id), _containers(run_id))
 
-    def leftovers(self, before):
-        """What this census has that ``before`` had not, as sentences."""
-        found = [
-            f"container {name.strip()} ({cid})"
-            for cid, name in sorted(self.containers.items())
-            if cid not in before.containers
-        ]
+    def since(self, before):
+        """What this census has that ``before`` had not."""
+        return Census(
+            self.run_id,
+            {key: value for key, value in self.processes.items() if key not in before.processes},
+            self.mounts - before.mounts,
+            {cid: name for cid, name in self.containers.items() if cid not in before.containers},
+        )
+
+    def describe(self):
+        """Each thing of the census, as a sentence."""
+        found = [f"container {name.strip()} ({cid})" for cid, name in sorted(self.containers.items())]
         found += [
             f"{kind} (pid {pid}): {command[:200]}"
-            for (pid, started), (kind, command) in sorted(self.processes.items())
-            if (pid, started) not in before.processes
+            for (pid, _started), (kind, command) in sorted(self.processes.items())
         ]
-        found += [f"tmpfs mount {path}" for path in sorted(self.mounts - before.mounts)]
-        return found
+        return found + [f"tmpfs mount {path}" for path in sorted(self.mounts)]
 
-    def new_processes(self, before):
-        return [key for key in self.processes if key not in before.processes]
+    def remove(self):
+        """Remove every thing of the census: containers, then processes (SIGKILL), then mounts."""
+        if self.containers:
+            docker("rm", "-f", "-v", *self.containers, check=False, timeout=180)
+        for pid, _started in self.processes:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for path in sorted(self.mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", path], capture_output=True, check=False)
 
 
 def stop_fleet_daemon(run_id):
     """Stop the Docker daemon the run's fleets started (they leave it to the run's end: HEADROOM_KEEP_DOCKERD), once
     no container of theirs is left; a daemon another run started is left alone."""
-    path = os.path.join(IMAGE_DIR, "dockerd.pid")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            pid = int(handle.read().strip() or 0)
-    except (FileNotFoundError, ValueError):
-        return
-    if belongs_to(pid, run_id):
+    pid = started_daemon_pid(IMAGE_DIR)
+    if pid is not None and belongs_to(pid, run_id):
         stop_daemon_if_started(IMAGE_DIR, force=True)
 
 
 def collect_leftovers(before, grace=GRACE_SECONDS):
-    """What the run left that ``before`` had not, after ``grace`` seconds for what is still stopping; the run's
-    Docker daemon is stopped first, once no container is left."""
+    """What the run left that ``before`` had not (a Census), after ``grace`` seconds for what is still stopping; the
+    run's Docker daemon is stopped first, once no container is left."""
     deadline = time.monotonic() + grace
     while True:
         now = Census.take(before.run_id)
         if not now.containers:
             stop_fleet_daemon(before.run_id)
             now = Census.take(before.run_id)
-        found = now.leftovers(before)
-        if not found or time.monotonic() >= deadline:
-            return now, found
+        left = now.since(before)
+        if not left.describe() or time.monotonic() >= deadline:
+            return left
         time.sleep(1.0)
-
-
-def remove_leftovers(before, now):
-    """Remove what ``now`` has that ``before`` had not: containers, then processes (SIGKILL), then mounts."""
-    removed = [cid for cid in now.containers if cid not in before.containers]
-    if removed:
-        docker("rm", "-f", "-v", *removed, check=False, timeout=180)
-    for pid, _started in now.new_processes(before):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for path in sorted(now.mounts - before.mounts, key=len, reverse=True):
-        subprocess.run(["umount", "-l", path], capture_output=True, check=False)

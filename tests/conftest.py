@@ -187,10 +187,11 @@ def pytest_sessionfinish(session, exitstatus):
     before = session.config.stash.get(CENSUS_KEY, None)
     if before is None or not _is_controller(session.config):
         return
-    now, found = leftovers.collect_leftovers(before)
+    left = leftovers.collect_leftovers(before)
+    found = left.describe()
     if not found:
         return
-    leftovers.remove_leftovers(before, now)
+    left.remove()
     leftovers.stop_fleet_daemon(before.run_id)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     lines = [f"left behind by the tests: {len(found)} (now removed; the fixture that started each must stop it)"]

@@ -103,14 +103,22 @@ def daemon_command(dockerd):
     ]
 
 
+def started_daemon_pid(state_dir):
+    """The pid of the daemon ``ensure_daemon`` started with this ``state_dir``, or None when it started none."""
+    try:
+        with open(os.path.join(state_dir, _STARTED_FILE), encoding="utf-8") as handle:
+            return int(handle.read().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def stop_daemon_if_started(state_dir, force=False):
     """Stop the daemon ``ensure_daemon`` started with this ``state_dir``, once no container of ours is left (unless
     ``HEADROOM_KEEP_DOCKERD`` leaves that to the caller and ``force`` is false)."""
     path = os.path.join(state_dir, _STARTED_FILE)
-    if not os.path.exists(path) or (os.environ.get(KEEP_VARIABLE) and not force):
+    pid = started_daemon_pid(state_dir)
+    if pid is None or (os.environ.get(KEEP_VARIABLE) and not force):
         return False
-    with open(path, encoding="utf-8") as handle:
-        pid = int(handle.read().strip() or 0)
     if docker("ps", "-q", "--filter", "label=headroom.fleet", check=False).strip():
         return False
     os.remove(path)

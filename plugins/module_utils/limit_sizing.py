@@ -58,6 +58,11 @@ def reaction_seconds(
     )
 
 
+def _arriving_after(in_flight_bytes: float, replication_bytes: float) -> float:
+    """The bytes that land once the throttle holds: requests in flight and what followers still fetch."""
+    return _number("in_flight_bytes", in_flight_bytes) + _number("replication_bytes", replication_bytes)
+
+
 def least_limit_bytes(
     peak_fill_rate: float,
     check_interval: float,
@@ -69,8 +74,7 @@ def least_limit_bytes(
     """The least free space, in bytes, a limit must keep for a volume that fills at ``peak_fill_rate`` bytes/s."""
     seconds = reaction_seconds(check_interval, observation_seconds, propagation_seconds)
     rate = _number("peak_fill_rate", peak_fill_rate)
-    after = _number("in_flight_bytes", in_flight_bytes) + _number("replication_bytes", replication_bytes)
-    return int(math.ceil(rate * seconds + after))
+    return int(math.ceil(rate * seconds + _arriving_after(in_flight_bytes, replication_bytes)))
 
 
 def longest_check_interval(
@@ -86,8 +90,8 @@ def longest_check_interval(
     volume that does not fill."""
     limit = _number("limit_bytes", limit_bytes)
     rate = _number("peak_fill_rate", peak_fill_rate)
-    fixed = _number("observation_seconds", observation_seconds) + _number("propagation_seconds", propagation_seconds)
-    after = _number("in_flight_bytes", in_flight_bytes) + _number("replication_bytes", replication_bytes)
+    fixed = reaction_seconds(0, observation_seconds, propagation_seconds)  # the reaction less the interval
+    after = _arriving_after(in_flight_bytes, replication_bytes)
     if rate == 0:
         return None if after > limit else LONGEST_INTERVAL
     seconds = int(math.floor((limit - after) / rate - fixed))

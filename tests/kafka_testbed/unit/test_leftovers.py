@@ -31,11 +31,7 @@ def test_the_run_s_tmpfs_volumes_only():
 
 
 def census(processes=(), mounts=(), containers=()):
-    taken = leftovers.Census("abc")
-    taken.processes = dict(processes)
-    taken.mounts = set(mounts)
-    taken.containers = dict(containers)
-    return taken
+    return leftovers.Census("abc", dict(processes), set(mounts), dict(containers))
 
 
 def test_only_what_is_new_is_left_over():
@@ -53,13 +49,13 @@ def test_only_what_is_new_is_left_over():
         mounts={"/tmp/a", "/tmp/b"},
         containers={"c1": "headroom-old-broker-1", "c2": "headroom-new-broker-1"},
     )
-    assert after.leftovers(before) == [
+    assert after.since(before).describe() == [
         "container headroom-new-broker-1 (c2)",
         "a Kafka node (pid 10): java kafka.Kafka reused pid",
         "a Spark JVM (pid 11): java org.apache.spark.deploy.SparkSubmit",
         "tmpfs mount /tmp/b",
     ]
-    assert after.leftovers(after) == []
+    assert after.since(after).describe() == []
 
 
 def sleeper(run_id):
@@ -89,10 +85,11 @@ def test_a_node_of_the_run_is_found_and_removed_and_one_of_another_run_is_not(pr
     other_run = processes("another-run")
     no_run = processes(None)
     now = leftovers.Census.take("this-run")
-    assert now.leftovers(before) == [
+    left = now.since(before)
+    assert left.describe() == [
         f"a Kafka node (pid {mine.pid}): {sys.executable} -c import time; time.sleep(120) kafka.Kafka server.properties"
     ]
-    leftovers.remove_leftovers(before, now)
+    left.remove()
     deadline = time.monotonic() + 10
     while mine.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -28,6 +28,8 @@
 #   make test         sanity, lint, then every lane in one pytest run (both workers shared across the lanes), then
 #                     the conformance suite on real Kafka; everything runs, and it fails when something failed, or when
 #                     a test left a process, a mount or a container behind
+#   make test-long    the tests make test leaves out to stay within its budget (kafka_testbed/lanes.py, LEFT_OUT_OF_CI,
+#                     says why make test proves each one's claim without it); CI does not run them
 #   make test-fresh   make test as on a fresh machine (a clean clone of HEAD, an empty HOME, an empty Docker store)
 #   make test-one-core  make test on one CPU, as on a machine with half the CPU: the timeouts' margins must hold
 #
@@ -51,7 +53,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint unit integration hosts pipeline molecule conformance \
-	conformance-kafka compat test test-fresh test-one-core demo bench clean collection-link
+	conformance-kafka compat test test-long test-fresh test-one-core demo bench clean collection-link
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -155,14 +157,19 @@ compat: venv kafka-libs
 # Every lane in one pytest run (every test file is in a lane, and the tests of all lanes share both workers: lane by
 # lane, each lane's slowest file would run alone at its end), then the conformance suite once more on real Kafka. Each
 # test still runs under its lane's rules. The Docker daemon the fleets started is stopped once at the end.
+# Sanity and lint run side by side (each keeps one core busy), each one's output printed whole when it ends. The tests
+# of LEFT_OUT_OF_CI (kafka_testbed/lanes.py, with why each is not needed) are make test-long's.
 test: venv kafka-libs hosts-prerequisites
-	$(MAKE) --no-print-directory sanity
-	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target sanity lint
 	@status=0; \
-	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) tests || status=1; \
+	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m "not long" tests || status=1; \
 	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
 	$(MAKE) --no-print-directory conformance-kafka || status=1; \
 	exit $$status
+
+# The tests make test leaves out (marker long): not run by CI, run before a release and after changing what they test.
+test-long: venv kafka-libs hosts-prerequisites
+	$(call fleet_lane,long)
 
 # make test as CI may run it, on a fresh machine: a clean clone of HEAD, an empty HOME and a Docker daemon of its own on
 # an empty store (scripts/test-fresh.sh; FRESH_TARGET=demo for make demo). Prints its wall time.

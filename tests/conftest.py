@@ -133,6 +133,9 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.timeout(long_test[1]))
         item.user_properties.append((TIMEOUT_PROPERTY, _timeout(item)))
         item.stash[LANE_KEY] = lane
+        relative = os.path.relpath(str(item.path), TESTS) + "::" + item.nodeid.split("::", 1)[-1]
+        if lanes.left_out_of_ci(relative):
+            item.add_marker(getattr(pytest.mark, lanes.LONG_MARKER))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -11,6 +11,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
+ROLL = os.path.join(ROOT, "playbooks", "rolling_restart.yml")
 
 
 def ansible_env(**extra):

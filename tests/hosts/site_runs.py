@@ -7,7 +7,7 @@ import os
 
 import yaml
 from confluent_kafka.admin import AdminClient
-from fleet_playbooks import SITE, run_playbook
+from fleet_playbooks import ROLL, SITE, run_playbook
 
 from kafka_testbed.client_config import confluent_config
 from kafka_testbed.traffic import wait_until
@@ -47,6 +47,11 @@ def site_inventory(fleet, directory, restart_hosts=(), **overrides):
 
 def site(fleet, directory, *args, restart_hosts=(), **overrides):
     return run_playbook(site_inventory(fleet, directory, restart_hosts, **overrides), SITE, *args)
+
+
+def rolling_restart(fleet, directory, restart_hosts, **overrides):
+    """playbooks/rolling_restart.yml with the site's settings: the roll alone, as an operator runs it after a patch."""
+    return run_playbook(site_inventory(fleet, directory, restart_hosts, **overrides), ROLL)
 
 
 def delete_topics(fleet, *names):

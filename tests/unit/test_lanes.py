@@ -174,3 +174,57 @@ def test_every_long_test_s_timeout_leaves_at_least_two_and_a_half_times_its_meas
     for path, (measured, timeout) in lanes.LONG_TESTS.items():
         assert os.path.exists(os.path.join(TESTS, path)), path
         assert timeout >= lanes.HEADROOM * measured, path
+
+
+def test_every_test_left_out_of_ci_exists_and_says_why():
+    for key, reason in lanes.LEFT_OUT_OF_CI.items():
+        path, _, name = key.partition("::")
+        with open(os.path.join(TESTS, path), encoding="utf-8") as handle:
+            source = handle.read()
+        test = name.split("[", 1)[0]
+        assert not name or re.search(rf"^def {re.escape(test)}\(", source, re.M), key
+        assert len(reason) > 40, key
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "left_out"),
+    [
+        ("pipeline/test_bench_baselines.py::test_decision_vector[case-1]", True),
+        ("pipeline/test_spark_cluster.py::test_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode", True),
+        (
+            "pipeline/test_spark_cluster.py::test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_"
+            "of_local_mode",
+            False,
+        ),
+        ("pipeline/test_job.py::test_the_command_line_runs_the_job", False),
+        ("compat/test_modules.py::test_scram_connection[4.4.0-kraft]", True),
+        ("compat/test_modules.py::test_scram_connection[3.3.2-zookeeper]", False),
+    ],
+)
+def test_make_test_leaves_out_the_listed_files_and_tests_only(nodeid, left_out):
+    assert bool(lanes.left_out_of_ci(nodeid)) is left_out
+
+
+def test_make_test_deselects_the_tests_left_out_and_make_test_long_selects_them(pytestconfig):
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            "long",
+            "-p",
+            "no:cacheprovider",
+            "tests/pipeline",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    selected = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert selected and all(lanes.left_out_of_ci(line[len("tests/") :]) for line in selected), listed.stdout[-3000:]
+    assert any("test_bench_baselines.py" in line for line in selected)

@@ -99,7 +99,7 @@ LONG_MARKER = "long"
 def left_out_of_ci(relative_nodeid):
     """Why make test leaves out the test of ``relative_nodeid`` (below tests/: ``dir/test_x.py::test_y[param]``), or
     None when make test runs it."""
-    path, _, name = relative_nodeid.partition("::")
+    path, _separator, name = relative_nodeid.partition("::")
     if not name:
         return LEFT_OUT_OF_CI.get(path)
     test = name.split("[", 1)[0]

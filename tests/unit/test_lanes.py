@@ -178,7 +178,7 @@ def test_every_long_test_s_timeout_leaves_at_least_two_and_a_half_times_its_meas
 
 def test_every_test_left_out_of_ci_exists_and_says_why():
     for key, reason in lanes.LEFT_OUT_OF_CI.items():
-        path, _, name = key.partition("::")
+        path, _separator, name = key.partition("::")
         with open(os.path.join(TESTS, path), encoding="utf-8") as handle:
             source = handle.read()
         test = name.split("[", 1)[0]

@@ -100,10 +100,8 @@ def left_out_of_ci(relative_nodeid):
     """Why make test leaves out the test of ``relative_nodeid`` (below tests/: ``dir/test_x.py::test_y[param]``), or
     None when make test runs it."""
     path, _separator, name = relative_nodeid.partition("::")
-    if not name:
-        return LEFT_OUT_OF_CI.get(path)
-    test = name.split("[", 1)[0]
-    return LEFT_OUT_OF_CI.get(path) or LEFT_OUT_OF_CI.get(f"{path}::{test}") or LEFT_OUT_OF_CI.get(f"{path}::{name}")
+    keys = (path, f"{path}::{name.split('[', 1)[0]}", f"{path}::{name}")
+    return next((LEFT_OUT_OF_CI[key] for key in keys if key in LEFT_OUT_OF_CI), None)
 
 
 class LaneError(ClusterError):

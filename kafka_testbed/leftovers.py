@@ -117,6 +117,9 @@ class Census:
             {cid: name for cid, name in self.containers.items() if cid not in before.containers},
         )
 
+    def __bool__(self):
+        return bool(self.processes or self.mounts or self.containers)
+
     def describe(self):
         """Each thing of the census, as a sentence."""
         found = [f"container {name.strip()} ({cid})" for cid, name in sorted(self.containers.items())]
@@ -157,6 +160,6 @@ def collect_leftovers(before, grace=GRACE_SECONDS):
             stop_fleet_daemon(before.run_id)
             now = Census.take(before.run_id)
         left = now.since(before)
-        if not left.describe() or time.monotonic() >= deadline:
+        if not left or time.monotonic() >= deadline:
             return left
         time.sleep(1.0)

@@ -128,13 +128,13 @@ def pytest_collection_modifyitems(items):
             continue  # not a test of this directory (a molecule scenario's testinfra checks)
         lane = _lane(item)
         item.add_marker(getattr(pytest.mark, lane))
-        long_test = lanes.LONG_TESTS.get(os.path.relpath(str(item.path), TESTS))
+        path = os.path.relpath(str(item.path), TESTS)
+        long_test = lanes.LONG_TESTS.get(path)
         if long_test is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(long_test[1]))
         item.user_properties.append((TIMEOUT_PROPERTY, _timeout(item)))
         item.stash[LANE_KEY] = lane
-        relative = os.path.relpath(str(item.path), TESTS) + "::" + item.nodeid.split("::", 1)[-1]
-        if lanes.left_out_of_ci(relative):
+        if lanes.left_out_of_ci(path + "::" + item.nodeid.split("::", 1)[-1]):
             item.add_marker(getattr(pytest.mark, lanes.LONG_MARKER))
 
 
@@ -191,9 +191,9 @@ def pytest_sessionfinish(session, exitstatus):
     if before is None or not _is_controller(session.config):
         return
     left = leftovers.collect_leftovers(before)
-    found = left.describe()
-    if not found:
+    if not left:
         return
+    found = left.describe()
     left.remove()
     leftovers.stop_fleet_daemon(before.run_id)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -205,7 +205,7 @@ def test_make_test_leaves_out_the_listed_files_and_tests_only(nodeid, left_out):
     assert bool(lanes.left_out_of_ci(nodeid)) is left_out
 
 
-def test_make_test_deselects_the_tests_left_out_and_make_test_long_selects_them(pytestconfig):
+def test_make_test_deselects_the_tests_left_out_and_make_test_long_selects_them():
     listed = subprocess.run(
         [
             sys.executable,

@@ -7,7 +7,8 @@ offset, time) or the refusal (the error librdkafka gave up with). Afterwards it 
 to its end and reports:
 
 * ``missing``: acknowledged records not in the log, or not at the offset they were acknowledged at (must be 0);
-* ``duplicates``: records in the log more than once (the idempotent producer must make this 0);
+* ``duplicates``: records in the log more than once (0 under controlled restarts; a broker lost in the middle of a
+  produce request may make librdkafka bump its epoch and send the batch again: confluentinc/librdkafka#4953);
 * ``refused``: records the producer gave up on, by error, and how many of them reached the log all the same;
 * ``stalls``: the gaps in which no acknowledgement came back while records were waiting for one, longest first;
   ``longest_stall_in`` gives the longest gap that overlaps a time window (a restart);

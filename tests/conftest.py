@@ -154,6 +154,13 @@ def pytest_runtest_protocol(item, nextitem):
             os.environ[lanes.LANE_VARIABLE] = saved
 
 
+# Tests run many small jobs once each: HotSpot's C2 compiler costs them more CPU than it wins back (test_decisions.py
+# alone: 54 s of CPU with C1 alone, 77 s with both tiers, the same wall time). The job's own command-line runs keep
+# the settings users get.
+TEST_SPARK_SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+GATEWAY_EXIT_SECONDS = 60
+
+
 @pytest.fixture(scope="session")
 def spark():
     """Starting a JVM costs seconds: one session per pytest process, which no test may stop (a job run in-process
@@ -161,9 +168,27 @@ def spark():
     lanes.require_lane(lanes.SPARK_SESSION)
     from headroom_pipeline.session import spark_session
 
-    session = spark_session("local[2]", app_name="headroom-pipeline-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    session = spark_session("local[2]", app_name="headroom-pipeline-tests", conf=TEST_SPARK_SETTINGS)
     yield session
     session.stop()
+    stop_spark_gateway()
+
+
+def stop_spark_gateway():
+    """Ends the JVM PySpark started for the session: SparkSession.stop() leaves it running until Python exits, and
+    the end-of-run check (which runs before that in a pytest without workers) would find it left behind."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway  # pylint: disable=protected-access  # PySpark has no public way to end it
+    if gateway is None:
+        return
+    gateway.shutdown()
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        process.stdin.close()  # the JVM exits when its stdin closes
+        process.wait(timeout=GATEWAY_EXIT_SECONDS)
+    SparkContext._gateway = None  # pylint: disable=protected-access
+    SparkContext._jvm = None  # pylint: disable=protected-access
 
 
 # -- nothing left behind ---------------------------------------------------------------------------------------------

@@ -170,10 +170,20 @@ def restarted(before, after):
     return sorted(node for node in before if after[node] > before[node])
 
 
-def assert_nothing_lost(report):
+def assert_nothing_lost(report, broker_lost_mid_request=False):
+    """Every acknowledged record is where it was acknowledged. No record is stored twice, unless the fault took a
+    broker away in the middle of a produce request (a kill, a network cut): the idempotent producer cannot tell then
+    whether that request was written, and librdkafka may bump its epoch and send the batch again, which the broker
+    takes as new (confluentinc/librdkafka#4953; only a transactional producer rules it out). Such a copy sits in the
+    partition the record was sent to, never in another."""
     summary = report.as_dict()
     assert report.acknowledged > 1000, summary
-    assert (report.missing, report.duplicates) == ([], []), summary
+    assert report.missing == [], summary
+    if broker_lost_mid_request:
+        partitions_of_each = [{partition for partition, _offset in places} for _key, places in report.duplicates]
+        assert all(len(partitions) == 1 for partitions in partitions_of_each), summary
+    else:
+        assert report.duplicates == [], summary
     print(f"witness: {json.dumps(summary)[:600]}")
 
 
@@ -215,7 +225,7 @@ def test_a_broker_killed_while_another_restarts_stops_the_roll_there(fleet, conf
             broker_3_back = time.monotonic()
     assert units.most_down_at_once(besides=[3]) <= 1
     report = witness.report
-    assert_nothing_lost(report)
+    assert_nothing_lost(report, broker_lost_mid_request=True)
     sent, waited = max(report.waits, key=lambda item: item[1])
     print(
         f"longest wait {waited:.1f} s: sent {sent - report.began:.1f} s into the run, acknowledged "
@@ -250,4 +260,4 @@ def test_the_host_being_restarted_cut_off_for_30_seconds_is_waited_for(fleet, co
     assert result.returncode == 0, result.stdout[-20000:]
     assert restarted(before, after) == [2]
     assert units.most_down_at_once() <= 1
-    assert_nothing_lost(witness.report)
+    assert_nothing_lost(witness.report, broker_lost_mid_request=True)

@@ -25,6 +25,7 @@ import tempfile
 import time
 
 import yaml
+from bench_io import load_quota_plugin, plugin_spec
 from disk_guard_reaction_bench import MIB, BenchError, SideProducer, pump_until, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,16 +35,12 @@ if ROOT not in sys.path:
 # pylint: disable=wrong-import-position
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from headroom_pipeline.collection import ensure_importable  # noqa: E402
-from kafka_testbed import properties  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules  # noqa: E402
 from kafka_testbed.client_config import confluent_config  # noqa: E402
 from kafka_testbed.cluster import Cluster  # noqa: E402
 from kafka_testbed.log_dir_probe import fill_volume  # noqa: E402
 from kafka_testbed.prometheus import PrometheusServer  # noqa: E402
 from kafka_testbed.testing import base_port_for  # noqa: E402
-
-ensure_importable()
-from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules, quota_plugin_spec  # noqa: E402
 
 # pylint: enable=wrong-import-position
 
@@ -59,19 +56,8 @@ ROLE_EXPORTER_RULES = os.path.join(ROOT, "roles", "jmx_exporter", "files", "jmx-
 def start_cluster(workdir, check_interval):
     cluster = Cluster(os.path.join(workdir, "cluster"), "kafka")
     cluster.create(2, base_port=base_port_for(2, engine="kafka"), volume_size="128M")
-    spec = {
-        "type": "strimzi",
-        "producer_byte_rate": BASE_RATE,
-        "min_available_bytes_per_volume": LIMIT,
-        "check_interval": check_interval,
-    }
-    block = quota_plugin_spec.quota_plugin_properties(
-        spec, admin={"bootstrap_servers": cluster.info["bootstrap_servers"]}
-    )
-    for entry in cluster.broker_nodes:
-        props = properties.load(entry["properties"])
-        props.update(block)
-        properties.write_atomic(entry["properties"], properties.render(props), mode=0o600)
+    spec = plugin_spec(BASE_RATE, LIMIT, check_interval)
+    load_quota_plugin(cluster, spec)
     shutil.copyfile(ROLE_EXPORTER_RULES, cluster.info["exporter_config"])
     cluster.up(180)
     client = AdminClient(confluent_config(cluster, log_level=4))

@@ -16,7 +16,6 @@ loopback ports; every cluster is torn down again, also on Ctrl-C or SIGTERM:
 """
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -34,6 +33,7 @@ if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
 # pylint: disable=wrong-import-position
+from bench_io import finish  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 from kafka.protocol.admin.cluster import DescribeLogDirsRequest  # noqa: E402
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse  # noqa: E402
@@ -584,11 +584,7 @@ def main(argv=None):
     except (BenchError, ClusterError) as exc:
         log(f"error: {exc}")
         return 1
-    print(report(results))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(results, handle, indent=2)
-            handle.write("\n")
+    finish(results, report(results), args.json)
     return 0
 
 

@@ -99,7 +99,6 @@ Clocks: the plugin's log timestamps are the broker's wall clock in milliseconds,
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import random
@@ -119,10 +118,11 @@ if ROOT not in sys.path:
 
 # pylint: disable=wrong-import-position
 import yaml  # noqa: E402
+from bench_io import finish, load_quota_plugin, plugin_spec  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from headroom_pipeline.collection import ensure_importable  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec  # noqa: E402
 from kafka_testbed import properties  # noqa: E402
 from kafka_testbed.client_config import confluent_config  # noqa: E402
 from kafka_testbed.cluster import Cluster, ClusterError  # noqa: E402
@@ -130,9 +130,6 @@ from kafka_testbed.kafka_libs import ensure_libs  # noqa: E402
 from kafka_testbed.log_dir_probe import fill_volume  # noqa: E402
 from kafka_testbed.testing import base_port_for  # noqa: E402
 from kafka_testbed.traffic import PRODUCER_SETTINGS, plugin_gauge  # noqa: E402
-
-ensure_importable()
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec  # noqa: E402
 
 # pylint: enable=wrong-import-position
 
@@ -489,20 +486,8 @@ class ReactionBench:
 
     def _configure_plugin(self, cluster):
         """Broker 1 only: the plugin block the collection renders for site.yml (no other broker loads the plugin)."""
-        spec = {
-            "type": "strimzi",
-            "producer_byte_rate": BASE_RATE,
-            "min_available_bytes_per_volume": LIMIT,
-            "check_interval": self.interval,
-        }
-        block = quota_plugin_spec.quota_plugin_properties(
-            spec, admin={"bootstrap_servers": cluster.info["bootstrap_servers"]}
-        )
-        entry = cluster.broker(PLUGIN_BROKER)
-        props = properties.load(entry["properties"])
-        props.update(block)
-        properties.write_atomic(entry["properties"], properties.render(props), mode=0o600)
-        self.plugin_block = block
+        spec = plugin_spec(BASE_RATE, LIMIT, self.interval)
+        self.plugin_block = load_quota_plugin(cluster, spec, broker_ids=[PLUGIN_BROKER])
 
     def write_guard_config(self):
         config = {
@@ -1078,11 +1063,7 @@ def main(argv=None):
     except (BenchError, ClusterError) as exc:
         log(f"error: {exc}")
         return 1
-    print(report(results))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(results, handle, indent=2)
-            handle.write("\n")
+    finish(results, report(results), args.json)
     return 0 if results["summary"]["passed"] else 1
 
 

@@ -80,6 +80,7 @@ options:
         description:
           - V(strimzi) only. How often the plugin reads the cluster's volumes, in whole seconds or as an ISO 8601
             duration such as V(PT1M); written as seconds. V(0) turns the storage checks off. The plugin's default is 60.
+          - V(1) is refused - the plugin gives each check the interval less one second, so every check would time out.
         type: raw
       throttle_factor_fallback:
         description:

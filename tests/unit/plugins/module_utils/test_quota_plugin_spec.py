@@ -500,6 +500,13 @@ def test_excluded_principals_never_written_empty(internal, user):
         ),
         # durations and the fallback
         (strimzi(check_interval=-1), None, None, "kafka_quotas.check_interval must not be negative (got -1)"),
+        (
+            strimzi(check_interval="PT1S"),
+            None,
+            None,
+            "kafka_quotas.check_interval must be 0 (storage checks off) or at least 2 seconds (got 'PT1S'): the plugin "
+            "gives each check the interval less one second, so at 1 every check times out",
+        ),
         (strimzi(check_interval="PT-1M"), None, None, "kafka_quotas.check_interval must not be negative (got 'PT-1M')"),
         (
             strimzi(check_interval="PT1.5S"),

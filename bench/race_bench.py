@@ -105,13 +105,15 @@ class Writer(threading.Thread):
     """One producer writing RECORD_SIZE records to the topic as fast as it may (``rate`` None) or at ``rate`` bytes/s;
     notes the first produce response that carried a throttle time."""
 
-    def __init__(self, cluster, number, rate, stop):
+    def __init__(self, cluster, number, rate, stop, in_flight=None):
         super().__init__(name=f"writer-{number}", daemon=True)
         self.rate, self.stop = rate, stop
         self.first_throttled = None
         self.offered = self.acked = self.errors = 0
         self.acked_after_throttle = 0  # bytes the leaders accepted after this producer's first throttled response
         settings = dict(PRODUCER_SETTINGS, **{"client.id": f"race-bench-{number}", "throttle_cb": self._throttle})
+        if in_flight is not None:
+            settings["max.in.flight.requests.per.connection"] = in_flight
         self.producer = Producer(confluent_config(cluster, **settings))
         self.payload = os.urandom(RECORD_SIZE)
 
@@ -191,9 +193,9 @@ def bench_ports():
 
 # -- one trial ------------------------------------------------------------------------------------------------------
 class Trial:
-    def __init__(self, workdir, decider, interval, rate, volume_size, limit):
+    def __init__(self, workdir, decider, interval, rate, settings):
         self.workdir, self.decider, self.interval, self.rate = workdir, decider, interval, rate
-        self.volume_size, self.limit = volume_size, limit
+        self.volume_size, self.limit, self.in_flight = settings.volume_size, settings.limit, settings.in_flight
         self.cluster = None
         self.guard = None
 
@@ -265,7 +267,7 @@ class Trial:
         sampler = Sampler(log_dirs, stop_sampling)
         sampler.start()
         rate_each = None if self.rate is None else self.rate / PRODUCERS
-        writers = [Writer(self.cluster, number, rate_each, stop_writing) for number in range(PRODUCERS)]
+        writers = [Writer(self.cluster, number, rate_each, stop_writing, self.in_flight) for number in range(PRODUCERS)]
         began = time.time()
         for writer in writers:
             writer.start()
@@ -339,6 +341,7 @@ class Trial:
             "offered_rate": self.rate,
             "limit": self.limit,
             "volume_size": self.volume_size,
+            "in_flight_requests": self.in_flight,
             "fill_rate": rate,
             "crossed_after": crossed - began if crossed else None,
             "detect": decided - crossed if decided and crossed else None,
@@ -412,6 +415,11 @@ def parse_args(argv):
     )
     parser.add_argument("--volume-size", default="512M", help="every data log dir's tmpfs (default: 512M)")
     parser.add_argument("--limit", default="64M", help="free bytes per volume the throttle keeps (default: 64M)")
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        help="requests each producer may have in flight per connection (default: librdkafka's, unbounded)",
+    )
     parser.add_argument("--json", help="write every trial's figures to this file")
     args = parser.parse_args(argv)
     args.deciders = [name for name in args.deciders.split(",") if name]
@@ -431,6 +439,8 @@ def parse_args(argv):
                 f"{option} {text!r}: expected sizes such as 64M or 1G" + (" or full" if option == "--rates" else "")
             )
     args.rates, (args.volume_size,), (args.limit,) = sizes["--rates"], sizes["--volume-size"], sizes["--limit"]
+    if args.in_flight is not None and args.in_flight < 1:
+        parser.error(f"--in-flight {args.in_flight}: expected 1 or more requests")
     if args.limit >= args.volume_size:
         parser.error(f"--limit {args.limit} must be less than --volume-size {args.volume_size}")
     return args
@@ -448,7 +458,7 @@ def main(argv=None):
         for decider in args.deciders:
             for interval in args.intervals:
                 for rate in args.rates:
-                    trial = Trial(workdir, decider, interval, rate, args.volume_size, args.limit)
+                    trial = Trial(workdir, decider, interval, rate, args)
                     trials.append(trial.run())
     except (BenchError, ClusterError) as exc:
         log(f"error: {exc}")

@@ -53,7 +53,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint unit integration hosts pipeline molecule conformance \
-	conformance-kafka compat test test-long test-fresh test-one-core demo bench clean collection-link
+	conformance-kafka compat test test-long test-fresh test-one-core demo bench clean collection-link hosts-image
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -103,9 +103,16 @@ hosts-prerequisites:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			docker.io debootstrap prometheus >/dev/null; }
 
-# The fleets' Docker daemon, when the tests started it, is stopped once after every worker is done (pass or fail).
+# The test hosts' image (debootstrap, then Kafka on it), built before pytest so that no test's timeout holds the build;
+# it starts the fleets' Docker daemon when none answers.
+hosts-image: venv kafka-libs hosts-prerequisites
+	$(VENV)/bin/python -m kafka_testbed hosts image
+
+# The fleets' Docker daemon, when the image build or the tests started it, is stopped once after every worker is done
+# (pass or fail).
 define fleet_lane
-	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m $(1) tests; status=$$?; \
+	status=0; $(MAKE) --no-print-directory hosts-image || status=1; \
+		if [ $$status = 0 ]; then HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m $(1) tests || status=1; fi; \
 		$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; exit $$status
 endef
 
@@ -157,11 +164,14 @@ compat: venv kafka-libs
 # Every lane in one pytest run (every test file is in a lane, and the tests of all lanes share both workers: lane by
 # lane, each lane's slowest file would run alone at its end), then the conformance suite once more on real Kafka. Each
 # test still runs under its lane's rules. The Docker daemon the fleets started is stopped once at the end.
-# Sanity and lint run side by side (each keeps one core busy), each one's output printed whole when it ends. The tests
-# of LEFT_OUT_OF_CI (kafka_testbed/lanes.py, with why each is not needed) are make test-long's.
+# Sanity, lint and the test hosts' image build run side by side, each one's output printed whole when it ends; the
+# image is built before pytest so that no test's timeout holds its debootstrap (on one core that took a fleet's first
+# test past its timeout). The tests of LEFT_OUT_OF_CI (kafka_testbed/lanes.py, with why each is not needed) are make
+# test-long's.
 test: venv kafka-libs hosts-prerequisites
-	$(MAKE) --no-print-directory -j2 --output-sync=target sanity lint
-	@status=0; \
+	@$(MAKE) --no-print-directory -j3 --output-sync=target sanity lint hosts-image || { \
+		$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; exit 1; }; \
+	status=0; \
 	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m "not long" tests || status=1; \
 	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
 	$(MAKE) --no-print-directory conformance-kafka || status=1; \

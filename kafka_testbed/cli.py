@@ -126,6 +126,11 @@ def _hosts_parser(commands):
     actions.add_parser(
         "stop-daemon", help="stop the Docker daemon 'hosts up' started, once no fleet is left (the test suite's end)"
     )
+    actions.add_parser(
+        "image",
+        help="build the hosts' image for the Kafka release of KAFKA_VERSION (debootstrap, then Kafka on it) when "
+        "missing, starting a Docker daemon when none answers; leaves the daemon running for the fleets",
+    )
     for sub in (up, down, status):
         sub.add_argument("--dir", required=True, help="the fleet's directory")
     up.add_argument("--brokers", type=int, default=3)
@@ -155,6 +160,9 @@ def _run_hosts(args):
 
         stop_daemon_if_started(IMAGE_DIR, force=True)
         return 0
+    if args.hosts_command == "image":
+        print(f"test hosts' image: {build_image()}")
+        return 0
     fleet = HostFleet(args.dir)
     if args.hosts_command == "up":
         fleet.up_fleet(
@@ -179,6 +187,17 @@ def _run_hosts(args):
             raise ClusterError(f"--dir {args.dir}: no cluster.json there; run 'hosts up' first")
         print(json.dumps(fleet.status(), indent=2))
     return 0
+
+
+def build_image():
+    """The hosts' image tag, built first when missing (make test builds it before pytest, beside sanity and lint, so
+    that no test's timeout holds a debootstrap)."""
+    # pylint: disable=import-outside-toplevel  # Docker's only
+    from kafka_testbed.hosts.docker import ensure_daemon
+    from kafka_testbed.hosts.image import IMAGE_DIR, kafka_image
+
+    ensure_daemon(IMAGE_DIR)
+    return kafka_image(ensure_libs())
 
 
 def _extra(pairs):

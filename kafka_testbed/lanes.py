@@ -61,9 +61,11 @@ HEADROOM = 2.5
 DEFAULT_TIMEOUT = 300
 LONG_TESTS = {
     # test file: (seconds its longest test took, timeout), measured in make test-fresh on two cores on 2026-12-02
-    # (the fleet's debootstrap, Kafka's downloads and a first site.yml included where a module's setup does them)
-    "hosts/test_site_on_hosts.py": (215, 540),
-    "molecule/test_molecule.py": (207, 720),  # the scenario's own limit (540 s) and molecule destroy (120 s) inside
+    # (Kafka's downloads and a first site.yml included where a module's setup does them). A fleet's tests get more than
+    # HEADROOM: on one core (make test-one-core) the first site.yml on a fleet and the molecule scenario hosts ran past
+    # 540 s, as the four containers' JVMs, sshd and Ansible share that core with the other worker.
+    "hosts/test_site_on_hosts.py": (215, 720),
+    "molecule/test_molecule.py": (207, 1080),  # the scenario's own limit (900 s) and molecule destroy (120 s) inside
     "compat/test_plays.py": (157, 420),
     "integration/test_guard_history_on_kafka.py": (152, 390),
     "integration/test_site.py": (131, 330),

@@ -42,9 +42,13 @@ def test_xdist_workers_draw_from_disjoint_slices(monkeypatch, workers):
 
 
 def test_a_free_block_is_free_and_inside_its_span():
-    span = port_range(COUNT)
+    # This worker's slice: the other worker's clusters never bind there, so nothing can take the block between the
+    # draw and the binds below (drawn from the whole range, one of its brokers once did). SO_REUSEADDR as a broker
+    # binds: a port left in TIME_WAIT by an earlier cluster of this worker is free for a broker.
+    span = worker_ports(COUNT)
     base = free_port_block(COUNT, span=span)
     assert span[0] <= base <= span[1]
     for port in range(base, base + COUNT):
         with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", port))

@@ -30,7 +30,7 @@ class PrometheusServer:
 
     def __init__(self, jobs, rule_files=(), interval="1s", labels=None):
         self.jobs, self.rule_files, self.interval, self.labels = jobs, list(rule_files), interval, labels or {}
-        self.directory = tempfile.mkdtemp(prefix="prometheus-")
+        self.directory = None  # made on entering: a server its lane refuses leaves no directory behind
         self.port = free_port()
         self.process = None
 
@@ -40,6 +40,7 @@ class PrometheusServer:
 
     def __enter__(self):
         lanes.require_lane(lanes.PROMETHEUS)
+        self.directory = tempfile.mkdtemp(prefix="prometheus-")
         config = {
             "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
             "rule_files": self.rule_files,

@@ -8,6 +8,7 @@ succeeds. A refusal names an option the task was given, and a non-finite number 
 
 import math
 import os
+import shutil
 import sys
 import tempfile
 
@@ -245,6 +246,7 @@ def cluster():
         yield factory(1)
     finally:
         factory.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _wait_seconds(module, args):

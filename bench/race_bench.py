@@ -63,7 +63,7 @@ from kafka_testbed.client_config import confluent_config  # noqa: E402
 from kafka_testbed.cluster import Cluster, ClusterError, engine_class, parse_size, process_alive  # noqa: E402
 from kafka_testbed.kafka_libs import ensure_libs  # noqa: E402
 from kafka_testbed.log_dir_probe import fill_volume  # noqa: E402
-from kafka_testbed.nodes import free_port_block  # noqa: E402
+from kafka_testbed.nodes import ephemeral_port_range, free_port_block  # noqa: E402
 from kafka_testbed.traffic import plugin_gauge  # noqa: E402
 
 # pylint: enable=wrong-import-position
@@ -173,8 +173,8 @@ def fill_rate_before(samples, moment, window=1.0):
     return max(first[broker] - last[broker] for broker in first) / (last_at - first_at)
 
 
-def least_free(samples, since=None):
-    return min((min(free.values()) for at, free in samples if since is None or at >= since), default=None)
+def least_free(samples):
+    return min((min(free.values()) for _at, free in samples), default=None)
 
 
 def free_at(samples, moment):
@@ -186,9 +186,33 @@ def bench_ports():
     """A base port above the kernel's ephemeral range: the test clusters draw theirs below it, so a bench run beside
     the tests never takes a block one of them has just found free."""
     count = engine_class("kafka").ports_needed(BROKERS, 0, 0)
-    with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as handle:
-        high = int(handle.read().split()[1])
-    return free_port_block(count, span=(high + 1, 65535 - count))
+    return free_port_block(count, span=(ephemeral_port_range()[1] + 1, 65535 - count))
+
+
+class OfflineWatch:
+    """The brokers that logged a log dir failing for lack of space, or exited, since it was made: each broker's log is
+    read on from where the last look stopped, and a broker once down stays in the answer."""
+
+    def __init__(self, brokers):
+        self.brokers = brokers
+        self.offsets = {entry["id"]: os.path.getsize(entry["log_file"]) for entry in brokers}
+        self.tails = {entry["id"]: b"" for entry in brokers}  # a marker may span two reads
+        self.down = set()
+
+    def look(self):
+        for entry in self.brokers:
+            broker = entry["id"]
+            if broker in self.down:
+                continue
+            with open(entry["log_file"], "rb") as handle:
+                handle.seek(self.offsets[broker])
+                text = handle.read()
+            self.offsets[broker] += len(text)
+            text = self.tails[broker] + text
+            self.tails[broker] = text[-max(len(marker) for marker in NO_SPACE) :]
+            if any(marker in text for marker in NO_SPACE) or not process_alive(entry["pid"]):
+                self.down.add(broker)
+        return sorted(self.down)
 
 
 # -- one trial ------------------------------------------------------------------------------------------------------
@@ -259,7 +283,7 @@ class Trial:
         margin = FULL_SPEED_MARGIN if self.rate is None else max(int(self.rate * LEAD), 4 * MIB)
         for path in log_dirs.values():
             fill_volume(path, leave=self.limit + margin)
-        offsets = {entry["id"]: os.path.getsize(entry["log_file"]) for entry in self.cluster.broker_nodes}
+        offline = OfflineWatch(self.cluster.broker_nodes)
         plugin_logs = [PluginLog(entry["log_file"]) for entry in self.cluster.broker_nodes]
         for plugin_log in plugin_logs:
             plugin_log.refresh()
@@ -280,7 +304,7 @@ class Trial:
                 if throttled is not None and time.time() - throttled >= SETTLE:
                     ended_because = "throttle held"
                     break
-                if self._offline(offsets):
+                if offline.look():
                     time.sleep(OFFLINE_GRACE)
                     ended_because = "log dir offline"
                     break
@@ -290,18 +314,7 @@ class Trial:
                 writer.join(30)
             stop_sampling.set()
             sampler.join(5)
-        return self._measure(sampler.samples, writers, plugin_logs, offsets, began, ended_because)
-
-    def _offline(self, offsets):
-        """The brokers whose log says a log dir failed for lack of space since the race began, or that exited."""
-        down = []
-        for entry in self.cluster.broker_nodes:
-            with open(entry["log_file"], "rb") as handle:
-                handle.seek(offsets[entry["id"]])
-                text = handle.read()
-            if any(marker in text for marker in NO_SPACE) or not process_alive(entry["pid"]):
-                down.append(entry["id"])
-        return down
+        return self._measure(sampler.samples, writers, plugin_logs, offline, began, ended_because)
 
     def _decided(self, plugin_logs, since):
         """When the first decision to throttle was taken, how long a check takes (seconds) and how many checks failed
@@ -319,7 +332,7 @@ class Trial:
         failures = sum(1 for at, _text in self.guard.failures if at >= since)
         return (throttling[0]["end"] if throttling else None), (max(seconds) if seconds else 0.0), failures
 
-    def _measure(self, samples, writers, plugin_logs, offsets, began, ended_because):
+    def _measure(self, samples, writers, plugin_logs, offline, began, ended_because):
         crossed = crossing(samples, self.limit)
         throttled = min((w.first_throttled for w in writers if w.first_throttled), default=None)
         decided, check_seconds, check_failures = self._decided(plugin_logs, crossed or began)
@@ -353,7 +366,7 @@ class Trial:
             "least_free": lowest,
             "after_throttle": after,
             "in_flight": sum(w.acked_after_throttle for w in writers),
-            "offline": self._offline(offsets),
+            "offline": offline.look(),
             "least_limit": least,
             "acked": sum(w.acked for w in writers),
             "errors": sum(w.errors for w in writers),

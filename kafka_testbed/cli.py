@@ -161,7 +161,10 @@ def _run_hosts(args):
         stop_daemon_if_started(IMAGE_DIR, force=True)
         return 0
     if args.hosts_command == "image":
-        print(f"test hosts' image: {build_image()}")
+        # make test builds it before pytest, beside sanity and lint, so that no test's timeout holds a debootstrap.
+        from kafka_testbed.hosts.image import ready_image  # pylint: disable=import-outside-toplevel
+
+        print(f"test hosts' image: {ready_image(ensure_libs())}")
         return 0
     fleet = HostFleet(args.dir)
     if args.hosts_command == "up":
@@ -187,17 +190,6 @@ def _run_hosts(args):
             raise ClusterError(f"--dir {args.dir}: no cluster.json there; run 'hosts up' first")
         print(json.dumps(fleet.status(), indent=2))
     return 0
-
-
-def build_image():
-    """The hosts' image tag, built first when missing (make test builds it before pytest, beside sanity and lint, so
-    that no test's timeout holds a debootstrap)."""
-    # pylint: disable=import-outside-toplevel  # Docker's only
-    from kafka_testbed.hosts.docker import ensure_daemon
-    from kafka_testbed.hosts.image import IMAGE_DIR, kafka_image
-
-    ensure_daemon(IMAGE_DIR)
-    return kafka_image(ensure_libs())
 
 
 def _extra(pairs):

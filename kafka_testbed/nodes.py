@@ -113,14 +113,20 @@ def answers(host, port):
 RANDOM_PORTS_FROM = 20000
 
 
-def port_range(count):
-    """Where to look for broker ports: below the kernel's ephemeral range if there is room, so that no outgoing
-    connection takes a port between the check and the broker's bind."""
+def ephemeral_port_range():
+    """The kernel's range for outgoing connections' ports (first, last); Linux's default when it cannot be read."""
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as handle:
             low, high = (int(value) for value in handle.read().split())
     except (OSError, ValueError):
-        low, high = 32768, 60999
+        return 32768, 60999
+    return low, high
+
+
+def port_range(count):
+    """Where to look for broker ports: below the kernel's ephemeral range if there is room, so that no outgoing
+    connection takes a port between the check and the broker's bind."""
+    low, high = ephemeral_port_range()
     if low - RANDOM_PORTS_FROM >= 100 * count:
         return RANDOM_PORTS_FROM, low - count
     if high + 100 * count < 65535:

@@ -15,7 +15,7 @@ import time
 
 from kafka_testbed import lanes, properties, security, test_run
 from kafka_testbed.hosts import image
-from kafka_testbed.hosts.docker import docker, ensure_daemon, stop_daemon_if_started
+from kafka_testbed.hosts.docker import docker, stop_daemon_if_started
 from kafka_testbed.hosts.inventory import render_inventory
 from kafka_testbed.kafka_cluster import STARTED, KafkaCluster, new_cluster_id, small_node_properties
 from kafka_testbed.kafka_libs import ensure_libs
@@ -177,9 +177,8 @@ class HostFleet(KafkaCluster):
         timings = {}
         started = time.monotonic()
         os.makedirs(self.directory, exist_ok=True)
-        ensure_daemon(image.IMAGE_DIR)
         libs = ensure_libs()
-        tag = image.kafka_image(libs, timings)
+        tag = image.ready_image(libs, timings)
         timings["image_seconds"] = round(time.monotonic() - started, 1)
         self.info = {
             "engine": self.engine,

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 
-from kafka_testbed.hosts.docker import docker
+from kafka_testbed.hosts.docker import docker, ensure_daemon
 from kafka_testbed.kafka_cluster import LOG4J2
 from kafka_testbed.kafka_libs import AGENT_PREFIX, BUILD, PLUGIN_PREFIX
 from kafka_testbed.nodes import ClusterError
@@ -172,6 +172,13 @@ def kafka_jars(libs):
         for name in os.listdir(libs.kafka_libs)
         if name.endswith(".jar") and not name.startswith((PLUGIN_PREFIX, AGENT_PREFIX))
     )
+
+
+def ready_image(libs, timings=None):
+    """The tag of the image with Kafka ``libs.version`` installed, a Docker daemon answering (started when none did,
+    and left running for the fleets), the image built first when missing."""
+    ensure_daemon(IMAGE_DIR)
+    return kafka_image(libs, timings)
 
 
 def kafka_image(libs, timings=None):

@@ -138,7 +138,7 @@ conformance: venv kafka-libs
 		$(MAKE) --no-print-directory conformance-kafka; exit $$(( model || $$? ))
 
 conformance-kafka: venv kafka-libs
-	HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -m conformance tests
+	HEADROOM_CONFORMANCE_ENGINE=kafka $(PYTEST) $(PYTEST_PARALLEL) -m conformance tests $(if $(JUNIT),--junitxml=$(JUNIT))
 
 # The compatibility suite on the releases of COMPAT_RELEASES (all: kafka_testbed/kafka_versions.py's matrix; or a list
 # such as "3.9.1/zookeeper 4.4.0/kraft"), then the conformance suite on real Kafka of each KRaft release in
@@ -167,14 +167,15 @@ compat: venv kafka-libs
 # Sanity, lint and the test hosts' image build run side by side, each one's output printed whole when it ends; the
 # image is built before pytest so that no test's timeout holds its debootstrap (on one core that took a fleet's first
 # test past its timeout). The tests of LEFT_OUT_OF_CI (kafka_testbed/lanes.py, with why each is not needed) are make
-# test-long's.
+# test-long's. Each test's time is kept in build/test-results (JUnit XML), to see where the time goes.
+RESULTS := build/test-results
 test: venv kafka-libs hosts-prerequisites
 	@$(MAKE) --no-print-directory -j3 --output-sync=target sanity lint hosts-image || { \
 		$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; exit 1; }; \
 	status=0; \
-	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m "not long" tests || status=1; \
+	HEADROOM_KEEP_DOCKERD=1 $(PYTEST) $(PYTEST_PARALLEL) -m "not long" tests --junitxml=$(RESULTS)/test.xml || status=1; \
 	$(VENV)/bin/python -m kafka_testbed hosts stop-daemon; \
-	$(MAKE) --no-print-directory conformance-kafka || status=1; \
+	$(MAKE) --no-print-directory conformance-kafka JUNIT=$(RESULTS)/conformance-kafka.xml || status=1; \
 	exit $$status
 
 # The tests make test leaves out (marker long): not run by CI, run before a release and after changing what they test.

@@ -25,14 +25,22 @@ DEFAULT_INTERVAL = 30.0
 DEFAULT_RETENTION = "P7D"
 
 
-def _interval(text: str) -> float:
+def _seconds(text: str, option: str, low: float, allowed: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not math.isfinite(value) or not 1.0 <= value <= 86400.0:
-        raise argparse.ArgumentTypeError(f"--interval must be a number of seconds from 1 to 86400 (got {text!r})")
+    if not math.isfinite(value) or not low <= value <= 86400.0:
+        raise argparse.ArgumentTypeError(f"{option} must be {allowed} (got {text!r})")
     return value
+
+
+def _interval(text: str) -> float:
+    return _seconds(text, "--interval", 1.0, "a number of seconds from 1 to 86400")
+
+
+def _fastest(text: str) -> float:
+    return _seconds(text, "--fastest-interval", 0.1, "a number of seconds from 0.1 to 86400, at most --interval")
 
 
 def _retention(text: str) -> float:
@@ -93,6 +101,14 @@ def parser() -> argparse.ArgumentParser:
         help=f"seconds from the start of one decision to the next (default {DEFAULT_INTERVAL:g})",
     )
     command.add_argument(
+        "--fastest-interval",
+        type=_fastest,
+        metavar="SECONDS",
+        help="while a volume closes in on its limit at its current fill rate, decide again after half its time to "
+        "the limit, down to this (default 1, or --interval when that is shorter; --interval itself keeps the "
+        "interval fixed)",
+    )
+    command.add_argument(
         "--state-file",
         metavar="PATH",
         help="where the last complete observation is kept across restarts (policy strimzi's validity clock); "
@@ -150,7 +166,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    command = parser()
+    args = command.parse_args(argv)
+    if args.fastest_interval is not None and args.fastest_interval > args.interval:
+        command.error(
+            f"--fastest-interval must be at most --interval {args.interval:g} (got {args.fastest_interval:g}): it is "
+            "the shortest wait between decisions"
+        )
+    from ansible_collections.headroom.kafka.plugins.module_utils import guard_polling
     from headroom_guard import config  # imported here: --help needs no Kafka client
     from headroom_guard.guard import Guard
     from headroom_guard.history import HistoryWriter
@@ -201,11 +224,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return EXIT_BAD_CONFIG
         guard.say(f"metrics on http://{args.metrics_address}:{server.port}/metrics")
+    fastest = (
+        min(guard_polling.FASTEST_INTERVAL, args.interval) if args.fastest_interval is None else args.fastest_interval
+    )
+    sooner = f", down to {fastest:g} s while a volume closes in on its limit" if fastest < args.interval else ""
     guard.say(
-        f"deciding every {args.interval:g} s ({settings.policy.name}); SIGTERM stops after the decision under way"
+        f"deciding every {args.interval:g} s{sooner} ({settings.policy.name}); SIGTERM stops after the decision under "
+        "way"
     )
     try:
-        guard.run(args.interval, stop)
+        guard.run(args.interval, stop, fastest)
     finally:
         if server is not None:
             server.stop()

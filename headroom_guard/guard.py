@@ -10,7 +10,13 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, guard_memory, guard_run, snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    guard_history,
+    guard_memory,
+    guard_polling,
+    guard_run,
+    snapshots,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError
@@ -64,6 +70,12 @@ class Guard:
         self.memory = guard_memory.load_memory(state_file)
         self.adapter: KafkaAdapter | None = None
         self.topic_ready = False
+        # Set by run: the longest and shortest waits between decisions, the wait after the last decision, and the last
+        # observation (guard_polling's fill rates come from two).
+        self.interval: float | None = None
+        self.fastest = guard_polling.FASTEST_INTERVAL
+        self.wait: float | None = None
+        self.observation: tuple[float, list[dict[str, Any]]] | None = None
 
     def _store_memory(self, memory: guard_run.disk_guard.GuardMemory) -> None:
         if self.state_file and not self.dry_run:
@@ -105,8 +117,26 @@ class Guard:
         self.say(decision_line(result, seconds))
         for warning in result["declaration_warnings"]:
             self.say(f"warning: {warning}")
+        self._plan_next(result)
         self._write_metrics()
         return result
+
+    def _plan_next(self, result: dict[str, Any]) -> None:
+        """The wait before the next decision (guard_polling), said when a volume closing in on its limit shortens it."""
+        if self.interval is None:
+            return
+        observation = (result["decided_at"], result["volumes"])
+        wait, closing = guard_polling.next_wait(
+            self.settings.policy, self.observation, observation, self.interval, self.fastest
+        )
+        self.observation = observation
+        with self.lock:
+            self.wait = self.metrics.wait = wait
+        if closing is not None:
+            self.say(
+                f"next decision in {wait:.3g} s: broker {closing['broker_id']} log dir {closing['log_dir']} reaches "
+                f"its limit in {closing['seconds_to_limit']:.3g} s at {closing['fill_rate'] / 1048576:.3g} MiB/s"
+            )
 
     def _record(self, result: dict[str, Any]) -> None:
         """The decision and its observation into the history and the snapshot topic. A failure to record is said and
@@ -144,17 +174,21 @@ class Guard:
             self.metrics.record_failed()
         self.say(f"warning: {reason}")
 
-    def run(self, interval: float, stop: threading.Event) -> None:
-        """Decide every ``interval`` seconds until ``stop`` (a threading.Event) is set; the interval counts from the
-        start of each decision, so a slow cluster does not stretch it."""
+    def run(self, interval: float, stop: threading.Event, fastest: float | None = None) -> None:
+        """Decide every ``interval`` seconds until ``stop`` (a threading.Event) is set, or sooner while a volume closes
+        in on its limit, down to ``fastest`` seconds (guard_polling; ``fastest`` equal to ``interval`` keeps the
+        interval fixed). The wait counts from the start of each decision, so a slow cluster does not stretch it."""
+        self.interval = interval
+        self.fastest = min(guard_polling.FASTEST_INTERVAL if fastest is None else fastest, interval)
         with self.lock:
             self.metrics.interval = interval
         try:
             while not stop.is_set():
                 started = datetime.datetime.now(datetime.timezone.utc)
+                self.wait = None
                 self.decide(started)
                 elapsed = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
-                stop.wait(max(interval - elapsed, 0.0))
+                stop.wait(max((interval if self.wait is None else self.wait) - elapsed, 0.0))
         finally:
             self._close_adapter()
             if self.history is not None:

@@ -66,6 +66,7 @@ class GuardMetrics:
         self.quota_changes = 0
         self.record_failures = 0
         self.interval: float | None = None  # seconds between decisions, when running as a loop
+        self.wait: float | None = None  # seconds from the last decision to the next (shorter while a volume closes in)
         self.observe_only = False
 
     def decided(self, result: Mapping[str, Any], seconds: float) -> None:
@@ -114,6 +115,15 @@ class GuardMetrics:
                     "Seconds from the start of one decision to the next (--interval); alerts count missed decisions "
                     "in it.",
                 ).add(float(self.interval))
+            )
+        if self.wait is not None:
+            families.append(
+                Family(
+                    "headroom_guard_next_decision_seconds",
+                    "gauge",
+                    "Seconds from the start of the last decision to the next: the interval, or less while a volume "
+                    "closes in on its limit (--fastest-interval is the least).",
+                ).add(float(self.wait))
             )
         if self.last is not None:
             families.extend(self._decision_families(self.last))

@@ -90,6 +90,28 @@ LEFT_OUT_OF_CI = {
         "rolls of every node under the same idempotent acks=all producer losing nothing is proven on systemd hosts, "
         "as users run Kafka, by tests/hosts/test_site_on_hosts.py (a roll of every node, and three faults mid-roll)"
     ),
+    "molecule/test_molecule.py::test_molecule_scenario[hosts]": (
+        "its claims run on tests/hosts/test_site_on_hosts.py's fleet: the same site.yml from a bare fleet (the "
+        "module's first run), the scenario's own testinfra checks over SSH (imported by "
+        "test_the_roles_installed_what_the_molecule_scenario_checks_on_every_host) and a second run that changes "
+        "nothing on any host (test_a_cp_ansible_inventory_drives_the_same_plays); the scenario starts a fleet of its "
+        "own for them"
+    ),
+    "molecule/test_molecule.py::test_molecule_scenario[preflight]": (
+        "site.yml stopping at its pre-flight task with no broker file changed is proven on systemd hosts by "
+        "tests/hosts/test_site_refusals_on_hosts.py (a full metadata disk, the same task and limits); that a full data "
+        "log dir counts in that verdict is the volume_limits integration target's, and a data volume past the plugin's "
+        "limit stopping a roll before any restart is tests/hosts/test_site_on_hosts.py's"
+    ),
+    "compat/test_plays.py::test_site_converges_and_a_second_run_changes_nothing[4.4.0-kraft]": (
+        "what site.yml asks of the release is its modules' requests (test_modules on 4.4.0) and the plugin loading and "
+        "throttling (test_throttling on 4.4.0); the plays' own steps do not depend on the release and converge twice "
+        "in make test on 3.3.2 in both modes and, in the full suite, on 4.3.1"
+    ),
+    "compat/test_plays.py::test_the_active_controller_restarts_last[4.4.0-kraft]": (
+        "the roll's order comes from the quorum's description, whose request test_modules runs on 4.4.0 "
+        "(cluster_health_info); the order itself is proven in make test on 3.3.2 in both modes and in the full suite"
+    ),
     "compat/test_modules.py::test_scram_connection[4.4.0-kraft]": (
         "SCRAM in KRaft mode on 4.x is the integration target connection_scram's, on 4.3.1; the compatibility suite "
         "keeps it where SCRAM differs, ZooKeeper mode (3.3.2), and make compat runs it on every release"

@@ -9,6 +9,7 @@
 #   FRESH_KEEP=1    keep the clone, HOME and Docker store afterwards (to look at what failed)
 #   FRESH_TARGET    the make target to run in the clone (default: test)
 #   FRESH_CPUS=0    run it on these CPUs only (taskset's list): a machine with less CPU, as make test-one-core does
+# make test's JUnit XML (each test's time) is copied to build/test-fresh-results of this checkout.
 set -uo pipefail
 
 checkout=$(git -C "$(dirname "${BASH_SOURCE[0]}")/.." rev-parse --show-toplevel)
@@ -54,6 +55,11 @@ if [ -n "${FRESH_CPUS:-}" ]; then pin=(taskset -c "$FRESH_CPUS"); fi
     HOME="$work/home" HEADROOM_DOCKER_ROOT="$work/docker" DOCKER_HOST="unix://$work/docker/docker.sock" \
     make -C "$work/clone" "${FRESH_TARGET:-test}" || status=$?
 
+# Each test's time (make test's JUnit XML), kept beside the checkout: the clone goes with the fresh machine.
+if [ -d "$work/clone/build/test-results" ]; then
+    rm -rf "$checkout/build/test-fresh-results" && mkdir -p "$checkout/build" &&
+        cp -r "$work/clone/build/test-results" "$checkout/build/test-fresh-results"
+fi
 elapsed=$(($(date +%s) - started))
 printf 'test-fresh: make %s on a fresh machine: exit %d in %d min %02d s\n' \
     "${FRESH_TARGET:-test}" "$status" $((elapsed / 60)) $((elapsed % 60))

@@ -92,6 +92,26 @@ options:
           - V(strimzi) only. How long a throttle factor stays valid without a fresh reading, as an ISO 8601 duration
             such as V(PT5M) (or a number of seconds); longer than zero. The plugin's default is V(PT5M).
         type: raw
+      peak_fill_rate:
+        description:
+          - V(strimzi) only. The fastest, in bytes per second, that a volume can fill (producers at full speed and
+            the replication of what they write); not a plugin setting, written nowhere.
+          - With O(_input.min_available_bytes_per_volume), the limit must cover what arrives before the throttle
+            acts - C(peak_fill_rate * (check_interval + 1 + 0.6 + 2)), the plugin's check, the throttle reaching the
+            producers and what still lands afterwards, as measured on real Kafka with writers at full speed (the
+            performance guide's race section). A limit that does not is refused, naming the least limit and the longest
+            check interval that would hold it.
+          - Without O(_input.check_interval), the longest whole-second interval the limit holds is written, up to the
+            plugin's default of 60.
+          - With O(_input.min_available_ratio_per_volume) the bytes depend on each volume's size, so this only warns;
+            M(headroom.kafka.volume_limits) checks it with its O(headroom.kafka.volume_limits#module:sizing) option.
+        type: float
+      accept_uncovered_limit:
+        description:
+          - V(strimzi) only. Apply a limit that does not cover O(_input.peak_fill_rate), with a warning instead of the
+            refusal (the override for a limit known to be short, for example while disks are being added).
+        type: bool
+        default: false
   admin:
     description:
       - The plugin's own Kafka admin client, with which it reads the volumes of every broker. Required with

@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Tuple
 from ansible_collections.headroom.kafka.plugins.module_utils import (
     durations,
     limit_options,
+    limit_sizing,
     quota_plugin_spec,
     volume_limits,
 )
@@ -78,6 +79,9 @@ PLUGIN_CHECK_INTERVAL = 60
 PLUGIN_FALLBACK_FACTOR = 1.0
 PLUGIN_VALIDITY = "PT5M"
 GUARD_MISSED_INTERVALS = 3
+# The window of the fill rate a limit must cover (KafkaLogDirLimitTooSmall): short, since a backfill at full speed
+# that lasts minutes is the case the limit is for, and long enough for a fit over scrapes up to a minute apart.
+COVER_WINDOW = 300
 
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # One PromQL label matcher: name, operator, double-quoted value (Go escapes); a selector is a comma-separated list.
@@ -726,6 +730,54 @@ def _fill_alerts(settings):
     return alerts
 
 
+def reaction_seconds(settings: Dict[str, Any]) -> float:
+    """The seconds of fill a limit must cover (limit_sizing's rule with the throttle's measured parts): its check
+    interval (the plugin's, or the guard's), its check, the throttle reaching the producers, what lands afterwards."""
+    throttle = settings["throttle"]
+    interval = throttle["check_interval"] if throttle["source"] == "plugin" else settings["guard_interval"]
+    return interval + limit_sizing.measured_margin_seconds()
+
+
+def _cover_alerts(settings):
+    """The limit no longer covers the recent fill rate: at that rate more arrives while the throttle reacts than the
+    limit keeps free, so the volume would fill before producers are held."""
+    cluster, throttle = settings["cluster"], settings["throttle"]
+    matcher = 'cluster="{0}"'.format(cluster)
+    reaction = reaction_seconds(settings)
+    limit = throttle["limit"] if throttle["policy"] == "strimzi" else throttle["hard"]
+    which = "the limit" if throttle["policy"] == "strimzi" else "the hard limit"
+    window = duration_text(COVER_WINDOW)
+    arriving = "clamp_min(-deriv({0}[{1}]), 0) * {2}".format(
+        _select("headroom:volume_available_bytes", matcher), window, promql_number(reaction)
+    )
+    interval = throttle["check_interval"] if throttle["source"] == "plugin" else settings["guard_interval"]
+    return [
+        _alert(
+            settings,
+            "KafkaLogDirLimitTooSmall",
+            "{0} > {1}".format(arriving, _select("headroom:volume_hard_limit_free_bytes", matcher)),
+            "warning",
+            (
+                "{0}{1}: at its fill rate of the last {2}, {{{{ $value | humanize1024 }}}}B arrive in the {3} s the "
+                "throttle takes to hold it ({4} s between checks, then the check, the throttle reaching producers and "
+                "what lands after it), more than the {5} that {6} ({7}) keeps free"
+            ).format(
+                _volume_var(cluster),
+                _VOLUME,
+                window,
+                promql_number(reaction),
+                promql_number(interval),
+                _figure("headroom:volume_hard_limit_free_bytes", "humanize1024", "B"),
+                which,
+                limit_text(limit),
+            ),
+            "A log dir fills faster than its limit covers: at this rate it fills before the throttle holds producers, "
+            "and a full log dir goes offline. Raise the limit, or check more often (limit_sizing's rule, the "
+            "performance guide's race section), or find the writer.",
+        )
+    ]
+
+
 def _throttle_alerts(settings):
     cluster, throttle = settings["cluster"], settings["throttle"]
     minutes = settings["throttled_minutes"]
@@ -926,6 +978,7 @@ def render(settings: object) -> Dict[str, Any]:
     rules: List[Dict[str, Any]] = _records(checked)
     rules.extend(_limit_alerts(checked))
     rules.extend(_fill_alerts(checked))
+    rules.extend(_cover_alerts(checked))
     rules.extend(_throttle_alerts(checked))
     rules.extend(_missing_data_alerts(checked))
     if checked["guard_watched"]:

@@ -37,6 +37,16 @@ from ansible_collections.headroom.kafka.plugins.module_utils import volume_limit
 LONGEST_INTERVAL = 2**31 - 1
 
 
+# The Strimzi plugin's reaction beside its check interval, from bench/race_bench.py (writers at full speed on real
+# Kafka, 3 brokers, a topic of 3 replicas; the performance guide's race section): a check took up to 0.5 s from the
+# crossing to the plugin's decision, produce responses carried the throttle up to 0.6 s later, and what still landed
+# afterwards (requests in flight, then replication, which client quotas never throttle) was up to 1.8 s of the fill.
+# Each is rounded up.
+PLUGIN_OBSERVATION_SECONDS = 1.0
+PLUGIN_PROPAGATION_SECONDS = 0.6
+PLUGIN_AFTER_THROTTLE_SECONDS = 2.0
+
+
 class SizingError(ValueError):
     """An invalid input of the rule; the message names it, its value and what is allowed."""
 
@@ -98,10 +108,39 @@ def longest_check_interval(
     return seconds if seconds >= 1 else None
 
 
+def plugin_parts(peak_fill_rate: float) -> Dict[str, float]:
+    """The plugin's measured parts of the reaction for a volume filling at ``peak_fill_rate`` bytes/s (what lands after
+    the throttle grows with the rate)."""
+    rate = _number("peak_fill_rate", peak_fill_rate)
+    return {
+        "observation_seconds": PLUGIN_OBSERVATION_SECONDS,
+        "propagation_seconds": PLUGIN_PROPAGATION_SECONDS,
+        "replication_bytes": rate * PLUGIN_AFTER_THROTTLE_SECONDS,
+    }
+
+
+def measured_margin_seconds() -> float:
+    """The seconds of fill beyond the check interval that a limit must cover: the check, the throttle reaching the
+    producers, and what lands after it (the plugin's measured parts; the guard's were within them)."""
+    return PLUGIN_OBSERVATION_SECONDS + PLUGIN_PROPAGATION_SECONDS + PLUGIN_AFTER_THROTTLE_SECONDS
+
+
 def limit_bytes_of(
-    volume: Dict[str, Any], min_available_bytes: Optional[int] = None, min_available_ratio: Optional[float] = None
+    volume: Dict[str, Any],
+    min_available_bytes: Optional[int] = None,
+    min_available_ratio: Optional[float] = None,
+    hard_limit: Optional[Dict[str, Any]] = None,
 ) -> float:
-    """The free space, in bytes, at which the plugin's per-volume limit trips on this volume."""
+    """The free space, in bytes, at which producers are paused on this volume: the plugin's per-volume limit
+    (``min_available_bytes`` or ``min_available_ratio``), or the graded policy's ``hard_limit`` (the soft limit only
+    slows writers down; the hard limit is the one that must hold)."""
+    if hard_limit is not None:
+        level = float(hard_limit["level"])
+        if hard_limit["type"] == "min_free_bytes":
+            return level
+        if hard_limit["type"] == "min_free_percentage":
+            return level / 100.0 * volume["total_bytes"]
+        return max(volume["total_bytes"] - level, 0.0)  # consumed_space: paused once this much is used
     if min_available_bytes is not None:
         return float(min_available_bytes)
     if min_available_ratio is None:
@@ -156,17 +195,22 @@ def uncovered_limits(  # pylint: disable=too-many-arguments
     propagation_seconds: float = 0.0,
     in_flight_bytes: float = 0,
     replication_bytes: float = 0,
+    hard_limit: Optional[Dict[str, Any]] = None,
 ) -> List[Dict[str, Any]]:
     """The volumes whose limit is smaller than the rule's least limit at their fill rate, the largest shortfall first:
-    each with its limit, its least limit, its fill rate and the longest check interval that its limit would cover."""
-    volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
+    each with its limit, its least limit, its fill rate and the longest check interval that its limit would cover.
+    The limit is the plugin's (``min_available_bytes`` or ``min_available_ratio``) or the graded ``hard_limit``."""
+    if hard_limit is None:
+        volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
+    else:
+        volume_limits.validate_limit("hard_limit", hard_limit)
     found = []
     for volume in volumes:
         key = volume_limits.volume_key(volume)
         rate = fill_rate_by_volume.get(key)
         if rate is None or volume_limits.volume_problem(volume) is not None:
             continue
-        limit = limit_bytes_of(volume, min_available_bytes, min_available_ratio)
+        limit = limit_bytes_of(volume, min_available_bytes, min_available_ratio, hard_limit)
         least = least_limit_bytes(
             rate, check_interval, observation_seconds, propagation_seconds, in_flight_bytes, replication_bytes
         )
@@ -207,3 +251,79 @@ def uncovered_warning(item: Dict[str, Any], check_interval: float) -> str:
             remedy,
         )
     )
+
+
+# The parts of the reaction a caller may give (volume_limits' sizing option), each a number >= 0.
+REACTION_PARTS = ("observation_seconds", "propagation_seconds", "in_flight_bytes", "replication_bytes")
+
+
+def fill_rates_of(
+    volumes: Iterable[Dict[str, Any]],
+    peak_fill_rate: Optional[float] = None,
+    earlier_volumes: Optional[Iterable[Dict[str, Any]]] = None,
+    seconds_between: Optional[float] = None,
+) -> Dict[Tuple[int, str], float]:
+    """Each volume's fill rate: ``peak_fill_rate`` for every volume that can be judged, or the fill between
+    ``earlier_volumes`` and ``volumes``, ``seconds_between`` apart."""
+    if peak_fill_rate is not None:
+        rate = _number("peak_fill_rate", peak_fill_rate)
+        return {volume_limits.volume_key(v): rate for v in volumes if volume_limits.volume_problem(v) is None}
+    if earlier_volumes is None or seconds_between is None:
+        raise SizingError("a fill rate needs peak_fill_rate, or earlier volumes with the seconds between (got neither)")
+    return fill_rates(earlier_volumes, volumes, seconds_between)
+
+
+def sizing_check(  # pylint: disable=too-many-arguments
+    volumes: List[Dict[str, Any]],
+    fill_rate_by_volume: Dict[Tuple[int, str], float],
+    check_interval: float,
+    parts: Optional[Dict[str, float]] = None,
+    min_available_bytes: Optional[int] = None,
+    min_available_ratio: Optional[float] = None,
+    hard_limit: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The rule applied to every volume with a fill rate: the reaction in seconds, each volume's figures (``covered``
+    when its limit is at least its least limit), the uncovered ones largest shortfall first, and one warning for each
+    of those."""
+    given = dict((name, value) for name, value in (parts or {}).items() if value is not None)
+    unknown = sorted(set(given) - set(REACTION_PARTS))
+    if unknown:
+        raise SizingError(
+            "unknown parts of the reaction: {0} (allowed: {1})".format(unknown, ", ".join(REACTION_PARTS))
+        )
+    uncovered = uncovered_limits(
+        volumes,
+        fill_rate_by_volume,
+        check_interval,
+        min_available_bytes=min_available_bytes,
+        min_available_ratio=min_available_ratio,
+        hard_limit=hard_limit,
+        **given,
+    )
+    rows = []
+    for volume in volumes:
+        key = volume_limits.volume_key(volume)
+        if key not in fill_rate_by_volume or volume_limits.volume_problem(volume) is not None:
+            continue
+        limit = limit_bytes_of(volume, min_available_bytes, min_available_ratio, hard_limit)
+        least = least_limit_bytes(fill_rate_by_volume[key], check_interval, **given)
+        rows.append(
+            {
+                "broker_id": volume["broker_id"],
+                "log_dir": volume["log_dir"],
+                "fill_rate": fill_rate_by_volume[key],
+                "limit_bytes": int(limit),
+                "least_limit_bytes": least,
+                "covered": limit >= least,
+            }
+        )
+    rows.sort(key=lambda row: (row["broker_id"], row["log_dir"]))
+    return {
+        "check_interval": check_interval,
+        "reaction_seconds": reaction_seconds(
+            check_interval, given.get("observation_seconds", 0.0), given.get("propagation_seconds", 0.0)
+        ),
+        "volumes": rows,
+        "uncovered": uncovered,
+        "warnings": [uncovered_warning(item, check_interval) for item in uncovered],
+    }

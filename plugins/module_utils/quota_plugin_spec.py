@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ansible_collections.headroom.kafka.plugins.module_utils import durations, quota_spec
+from ansible_collections.headroom.kafka.plugins.module_utils import durations, limit_sizing, quota_spec
 
 STATIC_QUOTA_CALLBACK = "io.strimzi.kafka.quotas.StaticQuotaCallback"
 CALLBACK_CLASS_KEY = "client.quota.callback.class"
@@ -60,6 +60,8 @@ STRIMZI_ONLY = (
     "check_interval",
     "throttle_factor_fallback",
     "throttle_factor_validity",
+    "peak_fill_rate",
+    "accept_uncovered_limit",
 )
 KAFKA_FIELDS = ("producer_byte_rate", "consumer_byte_rate") + KAFKA_ONLY
 STRIMZI_FIELDS = ("producer_byte_rate", "consumer_byte_rate") + STRIMZI_ONLY
@@ -103,6 +105,10 @@ _OWNED_ADMIN_KEYS = dict(
 
 
 _LONG_MAX = 2**63 - 1
+# The plugin's default storage.check-interval: the longest interval the collection chooses from a fill rate.
+DEFAULT_CHECK_INTERVAL = 60
+# The shortest interval the plugin can keep (each check gets the interval less one second).
+SHORTEST_CHECK_INTERVAL = 2
 _INT_MAX = 2**31 - 1
 _NUMBER = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Za-z:.%]+\]|[^\s:,\[\]/]+):([0-9]{1,5})$")
@@ -284,6 +290,7 @@ def _validate_strimzi(given, name):
         result["excluded_principals"] = validate_principals(given["excluded_principals"], name + ".excluded_principals")
     if "check_interval" in given:
         result["check_interval"] = _check_interval(name + ".check_interval", given["check_interval"])
+    _size_limit(given, result, name)
     if "throttle_factor_fallback" in given:
         result["throttle_factor_fallback"] = _fraction(
             name + ".throttle_factor_fallback",
@@ -298,6 +305,98 @@ def _validate_strimzi(given, name):
             raise QuotaPluginSpecError(str(exc)) from exc
         result["throttle_factor_validity"] = durations.format_duration(delta)
     return result
+
+
+def _size_limit(given, result, name):
+    """With peak_fill_rate: refuse a limit that the check interval cannot hold at that rate (limit_sizing's rule with
+    the plugin's measured reaction), unless accept_uncovered_limit; without a check interval, choose the longest that
+    holds, up to the plugin's default."""
+    if "peak_fill_rate" not in given:
+        if "accept_uncovered_limit" in given:
+            raise QuotaPluginSpecError(
+                "{0}.accept_uncovered_limit applies only with {0}.peak_fill_rate, which it lets a limit fall short "
+                "of: give peak_fill_rate or remove it".format(name)
+            )
+        return
+    rate = _number(name + ".peak_fill_rate", given["peak_fill_rate"])
+    if rate < 0:
+        raise QuotaPluginSpecError(
+            "{0}.peak_fill_rate must be >= 0 bytes per second, the fastest a volume fills (got {1!r})".format(
+                name, given["peak_fill_rate"]
+            )
+        )
+    accept = given.get("accept_uncovered_limit", False)
+    if not isinstance(accept, bool):
+        raise QuotaPluginSpecError("{0}.accept_uncovered_limit must be true or false (got {1!r})".format(name, accept))
+    result.update(peak_fill_rate=rate, accept_uncovered_limit=accept)
+    limit = result.get("min_available_bytes_per_volume")
+    if limit is None:
+        return  # a ratio's bytes depend on each volume's size: plugin_sizing_warnings says how to check it
+    parts = limit_sizing.plugin_parts(rate)
+    longest = limit_sizing.longest_check_interval(limit, rate, **parts)
+    interval = result.get("check_interval")
+    if interval is None:
+        if longest is not None and longest >= SHORTEST_CHECK_INTERVAL:
+            result["check_interval"] = min(longest, DEFAULT_CHECK_INTERVAL)
+            return
+        interval = SHORTEST_CHECK_INTERVAL
+        if accept:
+            result["check_interval"] = interval
+    if interval == 0 or limit >= limit_sizing.least_limit_bytes(rate, interval, **parts) or accept:
+        return
+    raise QuotaPluginSpecError(uncovered_plugin_limit(name, limit, rate, interval, longest))
+
+
+def uncovered_plugin_limit(name: str, limit: int, rate: float, interval: int, longest: Optional[int]) -> str:
+    """Why a plugin limit does not hold at a fill rate, and what would."""
+    least = limit_sizing.least_limit_bytes(rate, interval, **limit_sizing.plugin_parts(rate))
+    remedy = (
+        "check_interval {0} or less would hold it".format(longest)
+        if longest is not None and longest >= SHORTEST_CHECK_INTERVAL
+        else "no check interval the plugin can keep would: raise the limit"
+    )
+    return (
+        "{0}.min_available_bytes_per_volume {1} cannot hold at {0}.peak_fill_rate {2:.0f} bytes/s with a check "
+        "interval of {3} s: a volume needs at least {4} bytes free when it crosses the limit to cover the interval, "
+        "the plugin's check and what lands after the throttle ({5:g} s of the fill in all); {6}, or set "
+        "{0}.accept_uncovered_limit: true to apply it anyway".format(
+            name,
+            limit,
+            rate,
+            interval,
+            least,
+            interval
+            + limit_sizing.PLUGIN_OBSERVATION_SECONDS
+            + limit_sizing.PLUGIN_PROPAGATION_SECONDS
+            + limit_sizing.PLUGIN_AFTER_THROTTLE_SECONDS,
+            remedy,
+        )
+    )
+
+
+def plugin_sizing_warnings(checked: Dict[str, Any], name: str = "kafka_quotas") -> List[str]:
+    """The sizing warnings of a checked strimzi spec with peak_fill_rate: a limit applied although it cannot hold
+    (accept_uncovered_limit), or a ratio limit that this check cannot size."""
+    rate = checked.get("peak_fill_rate")
+    if rate is None:
+        return []
+    limit = checked.get("min_available_bytes_per_volume")
+    if limit is None:
+        return [
+            "{0}.peak_fill_rate is not checked against min_available_ratio_per_volume here, since the ratio's bytes "
+            "depend on each volume's size: check it with headroom.kafka.volume_limits and its sizing option".format(
+                name
+            )
+        ]
+    interval = checked.get("check_interval", DEFAULT_CHECK_INTERVAL)
+    parts = limit_sizing.plugin_parts(rate)
+    if interval == 0 or limit >= limit_sizing.least_limit_bytes(rate, interval, **parts):
+        return []
+    longest = limit_sizing.longest_check_interval(limit, rate, **parts)
+    return [
+        uncovered_plugin_limit(name, limit, rate, interval, longest).rsplit(", or set", 1)[0] + " (applied anyway: "
+        "accept_uncovered_limit)"
+    ]
 
 
 def _check_interval(where, value):
@@ -609,6 +708,7 @@ def render(
         ):
             if field in checked:
                 properties[key] = format_value(checked[field])
+        warnings.extend(plugin_sizing_warnings(checked))
         if checked.get("check_interval") == 0:
             warnings.append(
                 "kafka_quotas.check_interval is 0, which turns the quota plugin's storage checks off: "

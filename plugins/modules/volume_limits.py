@@ -129,6 +129,65 @@ options:
     type: str
     choices: [never, throttle, pause]
     default: never
+  sizing:
+    description:
+      - Checks that each volume's limit covers every byte that can arrive before the throttle acts, by the sizing rule
+        C(least limit = fill rate * (check_interval + observation_seconds + propagation_seconds) + in_flight_bytes +
+        replication_bytes). The limit is the plugin's per-volume limit (O(policy=strimzi)) or the free space at the
+        O(hard_limit) (O(policy=graded)).
+      - A limit smaller than its volume's least limit is a warning, or fails the task with O(sizing.on_uncovered=fail),
+        naming the volume, the rate, the least limit and the longest check interval the limit would cover. The figures
+        are in RV(sizing).
+      - The fill rate is O(sizing.peak_fill_rate) for every volume, or each volume's own fill between
+        O(sizing.earlier_log_dirs) and the volumes evaluated now, O(sizing.seconds_between) apart.
+      - The performance guide's race section has the parts measured on real Kafka with writers at full speed.
+    type: dict
+    suboptions:
+      check_interval:
+        description:
+          - The throttle's period in seconds - the plugin's C(storage.check-interval), or the guard's interval.
+        type: float
+        required: true
+      peak_fill_rate:
+        description: The highest rate, in bytes per second, at which any volume can fill (writes and replication).
+        type: float
+      earlier_log_dirs:
+        description:
+          - An earlier observation of the same volumes, as RV(headroom.kafka.log_dirs_info#module:log_dirs) returns
+            them; each volume's rate is the free space it lost since, per second. A volume missing from it, or of
+            another size now, has no rate and is not checked.
+        type: list
+        elements: dict
+      seconds_between:
+        description: The seconds between O(sizing.earlier_log_dirs) and the volumes evaluated now.
+        type: float
+      observation_seconds:
+        description: Seconds from the start of a check to its decision (reading every log dir).
+        type: float
+        default: 0
+      propagation_seconds:
+        description:
+          - Seconds from the decision to every broker enforcing it - none for the plugin, which decides on each
+            broker; for the guard, its quota write through the controller to every broker.
+        type: float
+        default: 0
+      in_flight_bytes:
+        description: Bytes of produce requests already sent when the throttle starts; Kafka appends them anyway.
+        type: int
+        default: 0
+      replication_bytes:
+        description:
+          - Bytes the leaders accepted before the throttle that followers have not fetched yet; client quotas never
+            throttle replication, so they arrive afterwards.
+        type: int
+        default: 0
+      on_uncovered:
+        description:
+          - V(warn) - a warning per volume whose limit does not cover its rate.
+          - V(fail) - fail the task instead (after evaluating the limits, whose result is returned too).
+        type: str
+        choices: [warn, fail]
+        default: warn
 notes:
   - Volumes are keyed by broker and log dir; several log dirs on one filesystem count separately, as in the plugin.
   - The proposal's message-level limits in O(snapshots) (C(SoftLimit), C(HardLimit)) are informational; the limits
@@ -198,6 +257,27 @@ EXAMPLES = r"""
         soft_limit: {type: min_free_bytes, level: 53687091200}
         hard_limit: {type: min_free_bytes, level: 10737418240}
         missing_data_action: open
+
+- name: Does each limit cover the fill rate seen over the last 10 seconds, with the plugin checking every 2 s?
+  block:
+    - name: Read the log dirs once
+      headroom.kafka.log_dirs_info:
+      register: before
+
+    - name: Wait between the two observations
+      ansible.builtin.wait_for:
+        timeout: 10
+
+    - name: Fail when a limit does not cover the bytes that arrive before the throttle acts
+      headroom.kafka.volume_limits:
+        min_available_bytes: 1073741824
+        sizing:
+          check_interval: 2
+          earlier_log_dirs: "{{ before.log_dirs }}"
+          seconds_between: 10
+          observation_seconds: 1
+          replication_bytes: 67108864
+          on_uncovered: fail
 """
 
 RETURN = r"""
@@ -291,6 +371,42 @@ effective_produce_byte_rate:
   returned: when O(produce_byte_rate) is given
   type: float
   sample: 1.0
+sizing:
+  description: The sizing rule applied to every volume with a fill rate (see O(sizing)).
+  returned: when O(sizing) is given
+  type: dict
+  contains:
+    check_interval: {description: The throttle's period in seconds., type: float}
+    reaction_seconds:
+      description: C(check_interval + observation_seconds + propagation_seconds).
+      type: float
+    volumes:
+      description: Each volume with a fill rate, by broker and log dir.
+      type: list
+      elements: dict
+      contains:
+        broker_id: {description: Broker id., type: int}
+        log_dir: {description: Path of the log dir., type: str}
+        fill_rate: {description: Bytes per second., type: float}
+        limit_bytes: {description: The free space at which producers are paused on this volume., type: int}
+        least_limit_bytes: {description: The least limit the rule asks for at this rate., type: int}
+        covered: {description: Whether the limit is at least the least limit., type: bool}
+    uncovered:
+      description:
+        - The volumes whose limit is smaller than their least limit, the largest shortfall first, each with
+          C(covering_check_interval), the longest whole-second check interval the limit would cover (null when not
+          even one second would).
+      type: list
+      elements: dict
+    warnings:
+      description: One sentence per uncovered volume.
+      type: list
+      elements: str
+  sample: {"check_interval": 2.0, "reaction_seconds": 2.0, "volumes": [{"broker_id": 1, "log_dir": "/data-0",
+           "fill_rate": 96468992.0, "limit_bytes": 100663296, "least_limit_bytes": 192937984, "covered": false}],
+           "uncovered": [{"broker_id": 1, "log_dir": "/data-0", "fill_rate": 96468992.0, "limit_bytes": 100663296,
+           "least_limit_bytes": 192937984, "covering_check_interval": null}],
+           "warnings": ["broker 1 log dir /data-0: the limit keeps 100663296 bytes free, but ..."]}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -298,7 +414,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.headroom.kafka.plugins.module_utils import (
     connection,
     limit_options,
+    limit_sizing,
     option_checks,
+    snapshots,
     volume_limits,
     volume_sources,
 )
@@ -311,6 +429,14 @@ def check_options(module):
     problem = limit_options.policy_problem(params)
     if problem:
         module.fail_json(msg=problem)
+    sizing = params["sizing"]
+    if sizing is not None and sizing["earlier_log_dirs"] is not None:
+        try:
+            sizing["earlier_log_dirs"] = snapshots.normalize_log_dirs(
+                sizing["earlier_log_dirs"], "sizing.earlier_log_dirs"
+            )
+        except snapshots.SnapshotError as exc:
+            module.fail_json(msg=str(exc))
     try:
         return volume_sources.given(params["log_dirs"], params["snapshots"], params["max_age"])
     except volume_sources.VolumeSourceError as exc:
@@ -382,6 +508,26 @@ def failure_message(result):
     return "; ".join(parts)
 
 
+def size_limits(module, volumes):
+    """limit_sizing's rule for every volume with a fill rate (sizing option)."""
+    params, sizing = module.params, module.params["sizing"]
+    try:
+        rates = limit_sizing.fill_rates_of(
+            volumes, sizing["peak_fill_rate"], sizing["earlier_log_dirs"], sizing["seconds_between"]
+        )
+        return limit_sizing.sizing_check(
+            volumes,
+            rates,
+            sizing["check_interval"],
+            parts=dict((name, sizing[name]) for name in limit_sizing.REACTION_PARTS),
+            min_available_bytes=params["min_available_bytes"] if params["policy"] == "strimzi" else None,
+            min_available_ratio=params["min_available_ratio"] if params["policy"] == "strimzi" else None,
+            hard_limit=limit_options.graded_limit(params["hard_limit"]) if params["policy"] == "graded" else None,
+        )
+    except limit_sizing.SizingError as exc:
+        module.fail_json(msg="sizing: {0}".format(exc))
+
+
 ARGUMENT_SPEC = connection.argument_spec(
     log_dirs=dict(type="list", elements="dict"),
     complete=dict(type="bool", default=True),
@@ -390,6 +536,23 @@ ARGUMENT_SPEC = connection.argument_spec(
     max_age=dict(type="str"),
     produce_byte_rate=dict(type="float"),
     fail_on=dict(type="str", default="never", choices=["never", "throttle", "pause"]),
+    sizing=dict(
+        type="dict",
+        options=dict(
+            check_interval=dict(type="float", required=True),
+            peak_fill_rate=dict(type="float"),
+            earlier_log_dirs=dict(type="list", elements="dict"),
+            seconds_between=dict(type="float"),
+            observation_seconds=dict(type="float", default=0.0),
+            propagation_seconds=dict(type="float", default=0.0),
+            in_flight_bytes=dict(type="int", default=0),
+            replication_bytes=dict(type="int", default=0),
+            on_uncovered=dict(type="str", default="warn", choices=["warn", "fail"]),
+        ),
+        mutually_exclusive=[["peak_fill_rate", "earlier_log_dirs"]],
+        required_one_of=[["peak_fill_rate", "earlier_log_dirs"]],
+        required_together=[["earlier_log_dirs", "seconds_between"]],
+    ),
     **limit_options.POLICY_ARGUMENT_SPEC,
 )
 OPTION_RANGES = dict(
@@ -397,6 +560,13 @@ OPTION_RANGES = dict(
     **{
         "expected_brokers": option_checks.BROKER_IDS,
         "produce_byte_rate": option_checks.Number(0, option_checks.LONG_MAX, unit="bytes per second", above=True),
+        "sizing.check_interval": option_checks.seconds(0, option_checks.LONG_MAX, above=True),
+        "sizing.peak_fill_rate": option_checks.Number(0, option_checks.LONG_MAX, unit="bytes per second"),
+        "sizing.seconds_between": option_checks.seconds(0, option_checks.LONG_MAX, above=True),
+        "sizing.observation_seconds": option_checks.seconds(0, option_checks.LONG_MAX),
+        "sizing.propagation_seconds": option_checks.seconds(0, option_checks.LONG_MAX),
+        "sizing.in_flight_bytes": option_checks.BYTES,
+        "sizing.replication_bytes": option_checks.BYTES,
     },
 )
 
@@ -434,7 +604,24 @@ def main():
         result["effective_produce_byte_rate"] = volume_limits.effective_produce_quota(
             params["produce_byte_rate"], result["throttle_factor"]
         )
+    uncovered_failure = None
+    if params["sizing"] is not None:
+        result["sizing"] = size_limits(module, volumes)
+        for warning in result["sizing"]["warnings"]:
+            if params["sizing"]["on_uncovered"] == "fail":
+                uncovered_failure = uncovered_failure or warning
+            else:
+                module.warn(warning)
     fail_on = params["fail_on"]
+    if uncovered_failure:
+        count = len(result["sizing"]["uncovered"])
+        module.fail_json(
+            msg="{0} limit{1} cannot hold at the fill rate: {2}".format(
+                count, "s" if count > 1 else "", uncovered_failure
+            ),
+            changed=False,
+            **result,
+        )
     if (fail_on == "throttle" and result["throttle_factor"] < 1.0) or (
         fail_on == "pause" and result["throttle_factor"] <= 0.0
     ):

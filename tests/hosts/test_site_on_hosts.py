@@ -8,16 +8,21 @@ playbooks/rolling_restart.yml, the same roll without the roles that find nothing
 or waits as the rolling_restart role says, and no second broker is down by the play's doing (a watcher samples every
 broker's unit).
 
-What the roles install on the hosts (the jars with their checksums, the properties, the exporter's drop-in loaded by
-the running node) and that a second run changes nothing is the molecule scenario hosts (extensions/molecule/hosts,
-with idempotence)."""
+What the roles installed on the hosts (the units, the jars with their checksums, the properties, the exporter's drop-in
+loaded by the running node) is checked over SSH with the molecule scenario hosts' own testinfra checks
+(extensions/molecule/hosts/tests), and a second run that changes nothing is the cp-ansible inventory's: so make test
+runs that scenario's claims here, on this fleet, and the scenario itself is make test-long's
+(kafka_testbed/lanes.py)."""
 
+import importlib.util
 import itertools
 import json
+import os
 import re
 import time
 
 import pytest
+import testinfra
 from fleet_playbooks import SITE, run_playbook
 from roll_watch import OnRestart, UnitWatch
 from site_runs import (
@@ -70,6 +75,40 @@ def test_every_broker_exporter_shows_the_plugin_loaded_with_factor_one(fleet, co
             60,
             what=f"broker {entry['id']}'s exporter showing throttle factor 1.0",
         )
+
+
+SCENARIO_CHECKS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "extensions",
+    "molecule",
+    "hosts",
+    "tests",
+    "test_hosts.py",
+)
+
+
+def scenario_checks():
+    """The molecule scenario hosts' testinfra checks: each test_ function of its test file, by name."""
+    spec = importlib.util.spec_from_file_location("molecule_hosts_checks", SCENARIO_CHECKS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: check for name, check in vars(module).items() if name.startswith("test_") and callable(check)}
+
+
+def test_the_roles_installed_what_the_molecule_scenario_checks_on_every_host(fleet, configured):
+    """The units, the plugin's jar with its pinned checksum and the properties block on brokers only, the exporter's
+    agent loaded through a drop-in: the scenario's checks, over SSH, on each host as the fleet's inventory reaches
+    it."""
+    checks = scenario_checks()
+    assert len(checks) == 3, sorted(checks)
+    for entry in fleet.info["brokers"]:  # every node, the controller too
+        name = entry["inventory_host"]
+        host = testinfra.get_host(f"ansible://{name}", ansible_inventory=fleet.info["inventory"])
+        for check_name, check in sorted(checks.items()):
+            try:
+                check(host)
+            except AssertionError as error:
+                raise AssertionError(f"{name}: {check_name}: {error}") from error
 
 
 def test_a_full_volume_throttles_a_producer_and_freeing_it_lifts_the_throttle(fleet, configured):

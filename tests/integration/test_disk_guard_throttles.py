@@ -14,12 +14,18 @@ spread over the window rather than one burst), and is judged over two whole wind
 """
 
 import concurrent.futures
+import json
 import os
+import queue
+import subprocess
+import sys
+import threading
+import time
 import types
 
 import pytest
 from ansible_run import run_module
-from test_integration_targets import connection_options
+from test_integration_targets import ROOT, connection_options
 
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes
@@ -234,6 +240,85 @@ def test_a_freed_volume_restores_the_exact_declared_set_and_the_full_base_rate(g
         assert held.get(entity) == values, f"{dict(entity)}: Kafka holds {held.get(entity)}, declared {values}"
     assert sorted(held) == sorted(HELD_AT_FACTOR_1), "no entity beyond the declared set"
     assert_rate_near(offer_twice(cluster, "carol", BASE_RATE), BASE_RATE, "carol at factor 1")
+
+
+# -- the guard polls faster as a volume closes in -------------------------------------------------------------------
+POLL_INTERVAL, FASTEST = 10, 0.5
+POLL_LIMIT = 16 * MIB  # strimzi min_available_bytes
+FILL_RATE = 4 * MIB  # bytes a second written beside Kafka's data
+ABOVE_LIMIT = 56 * MIB  # where the fill starts: the volume reaches the limit 14 s later, between two fixed decisions
+
+
+class SteadyFill(threading.Thread):
+    """Writes FILL_RATE into broker 2's volume in small steps and notes when its free space reaches POLL_LIMIT."""
+
+    def __init__(self, cluster):
+        super().__init__(daemon=True)
+        self.path = os.path.join(filler_volume(cluster), "filler.bin")
+        self.crossed_at = None
+        self.done = threading.Event()
+
+    def run(self):
+        step = FILL_RATE // 10
+        started = time.monotonic()
+        with open(self.path, "ab") as handle:
+            for count in range(1, 10_000):
+                handle.write(b"\0" * step)
+                handle.flush()
+                stat = os.statvfs(os.path.dirname(self.path))
+                if stat.f_bavail * stat.f_frsize <= POLL_LIMIT:
+                    self.crossed_at = time.monotonic()
+                    break
+                time.sleep(max(started + count / 10 - time.monotonic(), 0))
+        self.done.set()
+
+
+def test_the_guard_polls_faster_as_a_volume_closes_in_and_sees_the_crossing_within_its_fastest_interval(
+    guarded, tmp_path
+):
+    """The guard process at --interval 10 --fastest-interval 0.5, a volume filling at 4 MiB/s from 56 MiB above the
+    limit, starting just after a decision: at a fixed interval the decision 10 s later would see it 4 s away and the
+    next would come about 6 s after the crossing; shortened waits see it within the fastest interval."""
+    cluster = guarded.cluster
+    fill_to(cluster, leave=POLL_LIMIT + ABOVE_LIMIT)
+    config = tmp_path / "guard.json"
+    options = dict(connection_options(cluster.info), **DECLARATION, min_available_bytes=POLL_LIMIT)
+    config.write_text(json.dumps(options), encoding="utf-8")
+    command = [sys.executable, "-m", "headroom_guard", "--config", str(config), "--observe-only"]
+    command += ["--interval", str(POLL_INTERVAL), "--fastest-interval", str(FASTEST)]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    threading.Thread(
+        target=lambda: [lines.put((time.monotonic(), line)) for line in process.stderr], daemon=True
+    ).start()
+
+    def next_line(timeout):
+        seen, line = lines.get(timeout=timeout)
+        assert process.poll() is None or line, "the guard stopped"
+        return seen, line.rstrip("\n")
+
+    fill = SteadyFill(cluster)
+    try:
+        while " factor " not in next_line(60)[1]:
+            pass  # the first decision: the volume is not filling yet
+        fill.start()
+        sooner, paused_at = [], None
+        while paused_at is None:
+            seen, line = next_line(60)
+            if "next decision in" in line:
+                sooner.append(line)
+            elif " factor 0 PAUSE " in line:
+                paused_at = seen
+        assert fill.done.wait(10) and fill.crossed_at is not None
+    finally:
+        process.terminate()
+        process.wait(30)
+        free_volume(cluster)
+    assert sooner, "a volume closing in shortened the wait"
+    assert sooner[0].startswith("headroom_guard: next decision in ") and "broker 2 log dir" in sooner[0]
+    lag = paused_at - fill.crossed_at
+    # The fastest interval, the decision itself and reading its line; a fixed interval would leave about 6 s.
+    assert -0.5 < lag < FASTEST + 2.5, f"the guard saw the crossing {lag:.2f} s after it (waits said: {sooner})"
 
 
 # -- a broker that stops answering ---------------------------------------------------------------------------------

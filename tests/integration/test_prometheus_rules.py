@@ -258,6 +258,17 @@ class Declaration:
             return "has {0} used of {1} ({2} free)".format(used, size, percent)
         return "has {0} free ({1} of {2})".format(percent, free, size)
 
+    @staticmethod
+    def limit_usable(limit, total):
+        """The usable bytes at which ``limit`` trips on a volume of ``total`` bytes, exactly."""
+        level = fractions.Fraction(limit["level"])
+        return {
+            "free_bytes": level,
+            "free_ratio": level * total,
+            "free_percentage": level * total / 100,
+            "consumed_bytes": total - level,
+        }[limit["measure"]]
+
     def total_for(self, limit):
         return 1024 * GIB if limit["measure"] == "consumed_bytes" else 200 * GIB
 
@@ -331,13 +342,7 @@ class Declaration:
         limit = self.throttle["limit"] if self.throttle["policy"] == "strimzi" else self.throttle["hard"]
         which = "the limit" if self.throttle["policy"] == "strimzi" else "the hard limit"
         total = self.total_for(limit)
-        level = fractions.Fraction(limit["level"])
-        limit_usable = {
-            "free_bytes": level,
-            "free_ratio": level * total,
-            "free_percentage": level * total / 100,
-            "consumed_bytes": total - level,
-        }[limit["measure"]]
+        limit_usable = self.limit_usable(limit, total)
         horizons = {
             "warning": self.checked["fill_warning_horizon"] // 60,
             "critical": self.checked["fill_critical_horizon"] // 60,
@@ -390,6 +395,47 @@ class Declaration:
             assert any(alert["exp_labels"]["severity"] == severity for alert in checks[1][2]) and not any(
                 alert["exp_labels"]["severity"] == severity for alert in checks[0][2]
             )
+            self.group(self.volume_series(broker, total, usables, factors), checks)
+
+    def cover_tests(self):
+        """A log dir losing, every minute, what brings 1.5 times the limit's free bytes in the throttle's reaction: the
+        alert fires once the fit has two points, and resolves once the loss has stopped for the whole window; at a
+        quarter of that rate it stays quiet. The volume stays above the limit throughout (its size chosen so)."""
+        limit = self.throttle["limit"] if self.throttle["policy"] == "strimzi" else self.throttle["hard"]
+        which = "the limit" if self.throttle["policy"] == "strimzi" else "the hard limit"
+        total = self.total_for(limit) if limit["measure"] == "consumed_bytes" else 4096 * GIB
+        limit_free = self.limit_usable(limit, total)
+        reaction = alert_rules.reaction_seconds(self.checked)
+        interval = self.throttle["check_interval"] if self.plugin else self.checked["guard_interval"]
+        window = alert_rules.COVER_WINDOW // 60
+        broker = "1"
+        labels = {"broker_id": broker, "log_dir": LOG_DIR}
+        for share, fires in ((fractions.Fraction(3, 2), True), (fractions.Fraction(3, 8), False)):
+            loss = share * limit_free * 60 / fractions.Fraction(reaction)  # bytes a minute
+            usables = [int(round(total - loss * min(minute, 4))) for minute in range(6 + window)]
+            assert min(usables) > limit_free and not self.violates(limit, min(usables), total)
+            factors = [self.factor(u, total) for u in usables]
+            summary = (
+                "broker {0} log dir {1}: at its fill rate of the last {2}m, {3}B arrive in the {4} s the throttle "
+                "takes to hold it ({5} s between checks, then the check, the throttle reaching producers and what "
+                "lands after it), more than the {6}B that {7} ({8}) keeps free"
+            ).format(
+                broker,
+                LOG_DIR,
+                window,
+                humanize1024(float(share * limit_free)),
+                alert_rules.promql_number(reaction),
+                alert_rules.promql_number(interval),
+                humanize1024(float(limit_free)),
+                which,
+                alert_rules.limit_text(limit),
+            )
+            fired = [self.expected("KafkaLogDirLimitTooSmall", "warning", labels, summary)] if fires else []
+            checks = [
+                (0, "KafkaLogDirLimitTooSmall", []),
+                (2, "KafkaLogDirLimitTooSmall", fired),
+                (4 + window, "KafkaLogDirLimitTooSmall", []),
+            ]
             self.group(self.volume_series(broker, total, usables, factors), checks)
 
     def throttled_tests(self):
@@ -691,6 +737,7 @@ class Declaration:
     def unit_tests(self, rule_file):
         self.limit_tests()
         self.fill_tests()
+        self.cover_tests()
         self.throttled_tests()
         self.missing_data_tests()
         if not self.plugin:

@@ -113,3 +113,13 @@ def test_the_endpoint_serves_metrics_and_nothing_else():
         assert refused.value.code == 404
     finally:
         server.stop()
+
+
+def test_the_wait_before_the_next_decision_is_shown_once_the_loop_planned_one():
+    metrics = GuardMetrics()
+    metrics.interval = 30.0
+    assert "headroom_guard_next_decision_seconds" not in metrics.render()
+    metrics.wait = 2.5
+    assert metrics.render().endswith(
+        "# TYPE headroom_guard_next_decision_seconds gauge\nheadroom_guard_next_decision_seconds 2.5\n"
+    )

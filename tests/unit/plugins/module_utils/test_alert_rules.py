@@ -160,6 +160,7 @@ PLUGIN_ALERTS = [
     ("KafkaLogDirAtLimit", "critical"),
     ("KafkaLogDirFillingUp", "warning"),
     ("KafkaLogDirFillingUp", "critical"),
+    ("KafkaLogDirLimitTooSmall", "warning"),
     ("KafkaProducersThrottled", "warning"),
     ("KafkaQuotaPluginFallbackApplied", "warning"),
     ("KafkaLogDirOffline", "critical"),
@@ -171,6 +172,7 @@ GRADED_GUARD_ALERTS = [
     ("KafkaLogDirAtHardLimit", "critical"),
     ("KafkaLogDirFillingUp", "warning"),
     ("KafkaLogDirFillingUp", "critical"),
+    ("KafkaLogDirLimitTooSmall", "warning"),
     ("KafkaProducersThrottled", "warning"),
     ("HeadroomGuardMissingDataApplied", "warning"),
     ("HeadroomGuardNotDeciding", "critical"),
@@ -182,6 +184,7 @@ STRIMZI_GUARD_ALERTS = [
     ("KafkaLogDirAtLimit", "critical"),
     ("KafkaLogDirFillingUp", "warning"),
     ("KafkaLogDirFillingUp", "critical"),
+    ("KafkaLogDirLimitTooSmall", "warning"),
     ("KafkaProducersThrottled", "warning"),
     ("HeadroomGuardFallbackApplied", "warning"),
     ("HeadroomGuardNotDeciding", "critical"),
@@ -210,9 +213,9 @@ STRIMZI_GUARD_ALERTS = [
         # A guard that only observes beside the plugin: the plugin's limits, and the guard's health.
         (
             plugin(kafka_disk_guard=GRADED_PERCENTAGE, guard_observe_only=True),
-            PLUGIN_ALERTS[:5]
+            PLUGIN_ALERTS[:6]
             + [("HeadroomGuardNotDeciding", "critical"), ("HeadroomGuardNotScraped", "critical")]
-            + PLUGIN_ALERTS[5:],
+            + PLUGIN_ALERTS[6:],
         ),
     ],
 )
@@ -538,3 +541,19 @@ def test_refusals_name_the_field(given, message):
 def test_unset_options_take_their_defaults():
     """None (an unset role variable) is the default, as in argument specs."""
     assert alert_rules.render(guard(fill_for=None, brokers=None, runbook_url=None)) == alert_rules.render(guard())
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [
+        (plugin(), 63.6),  # the plugin's default interval, 60 s, and the measured 3.6 s
+        (plugin(dict(PLUGIN_BYTES, check_interval=10)), 13.6),
+        (plugin(dict(PLUGIN_BYTES, peak_fill_rate=1 << 20)), 63.6),  # 10 GiB hold 10,236 s at 1 MiB/s: 60 s chosen
+    ],
+)
+def test_a_limit_too_small_for_the_recent_fill_rate_is_the_sizing_rule(given, seconds):
+    rule = alert(alert_rules.render(given), "KafkaLogDirLimitTooSmall", "warning")
+    assert rule["expr"] == (
+        'clamp_min(-deriv(headroom:volume_available_bytes{{cluster="prod"}}[5m]), 0) * {0} > '
+        'headroom:volume_hard_limit_free_bytes{{cluster="prod"}}'.format(alert_rules.promql_number(seconds))
+    )

@@ -111,3 +111,35 @@ def test_uncovered_volumes_come_largest_shortfall_first_and_need_one_limit():
     assert [item["broker_id"] for item in uncovered] == [2, 1]
     with pytest.raises(ValueError, match="one of min_available_bytes or min_available_ratio is required"):
         limit_sizing.uncovered_limits(volumes, rates, 10)
+
+
+@pytest.mark.parametrize(
+    ("hard_limit", "limit_bytes"),
+    [
+        ({"type": "min_free_bytes", "level": 10 * MIB}, 10 * MIB),
+        ({"type": "min_free_percentage", "level": 25}, 64 * MIB),
+        ({"type": "consumed_space", "level": 200 * MIB}, 56 * MIB),
+        ({"type": "consumed_space", "level": 300 * MIB}, 0),  # past the volume's size: nothing is kept free
+    ],
+)
+def test_the_graded_policy_s_limit_is_the_free_space_at_its_hard_limit(hard_limit, limit_bytes):
+    assert limit_sizing.limit_bytes_of(volume(1, 100 * MIB), hard_limit=hard_limit) == limit_bytes
+
+
+def test_sizing_check_gives_every_volume_with_a_rate_and_the_uncovered_ones_with_a_warning_each():
+    volumes = [volume(2, 100 * MIB), volume(1, 100 * MIB), volume(3, None)]
+    rates = limit_sizing.fill_rates_of(volumes, peak_fill_rate=4 * MIB)
+    assert rates == {(2, "/data-0"): 4 * MIB, (1, "/data-0"): 4 * MIB}
+    checked = limit_sizing.sizing_check(
+        volumes, {**rates, (1, "/data-0"): MIB}, 10, {"observation_seconds": 1}, min_available_bytes=32 * MIB
+    )
+    assert checked["reaction_seconds"] == 11
+    assert [(v["broker_id"], v["least_limit_bytes"], v["covered"]) for v in checked["volumes"]] == [
+        (1, 11 * MIB, True),
+        (2, 44 * MIB, False),
+    ]
+    assert [item["broker_id"] for item in checked["uncovered"]] == [2] and len(checked["warnings"]) == 1
+    with pytest.raises(limit_sizing.SizingError, match=r"unknown parts of the reaction: \['interval'\]"):
+        limit_sizing.sizing_check(volumes, rates, 10, {"interval": 1}, min_available_bytes=1)
+    with pytest.raises(limit_sizing.SizingError, match="a fill rate needs peak_fill_rate"):
+        limit_sizing.fill_rates_of(volumes)

@@ -767,7 +767,7 @@ def test_every_alert_fires_at_the_edge_stays_quiet_short_of_it_and_resolves(name
 
 def test_the_declarations_give_the_alerts_of_their_throttle():
     names = {name: {alert for alert, _severity in Declaration(name).by_name} for name in DECLARATIONS}
-    common = {"KafkaLogDirFillingUp", "KafkaProducersThrottled"}
+    common = {"KafkaLogDirFillingUp", "KafkaLogDirLimitTooSmall", "KafkaProducersThrottled"}
     assert (
         names["plugin-bytes"]
         == names["plugin-ratio"]

@@ -224,9 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return EXIT_BAD_CONFIG
         guard.say(f"metrics on http://{args.metrics_address}:{server.port}/metrics")
-    fastest = (
-        min(guard_polling.FASTEST_INTERVAL, args.interval) if args.fastest_interval is None else args.fastest_interval
-    )
+    fastest = guard_polling.fastest_interval(args.interval, args.fastest_interval)
     sooner = f", down to {fastest:g} s while a volume closes in on its limit" if fastest < args.interval else ""
     guard.say(
         f"deciding every {args.interval:g} s{sooner} ({settings.policy.name}); SIGTERM stops after the decision under "

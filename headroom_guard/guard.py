@@ -179,7 +179,7 @@ class Guard:
         in on its limit, down to ``fastest`` seconds (guard_polling; ``fastest`` equal to ``interval`` keeps the
         interval fixed). The wait counts from the start of each decision, so a slow cluster does not stretch it."""
         self.interval = interval
-        self.fastest = min(guard_polling.FASTEST_INTERVAL if fastest is None else fastest, interval)
+        self.fastest = guard_polling.fastest_interval(interval, fastest)
         with self.lock:
             self.metrics.interval = interval
         try:

@@ -730,12 +730,16 @@ def _fill_alerts(settings):
     return alerts
 
 
+def _check_interval(settings: Dict[str, Any]) -> float:
+    """The throttle's check interval: the plugin's, or the guard's."""
+    throttle = settings["throttle"]
+    return throttle["check_interval"] if throttle["source"] == "plugin" else settings["guard_interval"]
+
+
 def reaction_seconds(settings: Dict[str, Any]) -> float:
     """The seconds of fill a limit must cover (limit_sizing's rule with the throttle's measured parts): its check
-    interval (the plugin's, or the guard's), its check, the throttle reaching the producers, what lands afterwards."""
-    throttle = settings["throttle"]
-    interval = throttle["check_interval"] if throttle["source"] == "plugin" else settings["guard_interval"]
-    return interval + limit_sizing.measured_margin_seconds()
+    interval, its check, the throttle reaching the producers, what lands afterwards."""
+    return _check_interval(settings) + limit_sizing.measured_margin_seconds()
 
 
 def _cover_alerts(settings):
@@ -750,7 +754,7 @@ def _cover_alerts(settings):
     arriving = "clamp_min(-deriv({0}[{1}]), 0) * {2}".format(
         _select("headroom:volume_available_bytes", matcher), window, promql_number(reaction)
     )
-    interval = throttle["check_interval"] if throttle["source"] == "plugin" else settings["guard_interval"]
+    interval = _check_interval(settings)
     return [
         _alert(
             settings,

@@ -30,6 +30,12 @@ from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing
 FASTEST_INTERVAL = 1.0
 
 
+def fastest_interval(interval: float, fastest: Optional[float] = None) -> float:
+    """The shortest wait the guard allows itself: ``fastest`` when given, else FASTEST_INTERVAL, never more than the
+    interval."""
+    return min(FASTEST_INTERVAL, interval) if fastest is None else fastest
+
+
 class PollingError(ValueError):
     """An invalid interval; the message names it, its value and what is allowed."""
 

@@ -185,6 +185,60 @@ def peak_fill_rate(observations: Iterable[Tuple[float, float, float]]) -> Option
     return peak
 
 
+def _sized_volumes(  # pylint: disable=too-many-arguments
+    volumes: Iterable[Dict[str, Any]],
+    fill_rate_by_volume: Dict[Tuple[int, str], float],
+    check_interval: float,
+    min_available_bytes: Optional[int],
+    min_available_ratio: Optional[float],
+    hard_limit: Optional[Dict[str, Any]],
+    parts: Dict[str, float],
+) -> List[Dict[str, Any]]:
+    """Each volume with a fill rate that can be judged, with its limit, its least limit and whether it is covered; the
+    limits are checked first."""
+    if hard_limit is None:
+        volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
+    else:
+        volume_limits.validate_limit("hard_limit", hard_limit)
+    rows = []
+    for volume in volumes:
+        rate = fill_rate_by_volume.get(volume_limits.volume_key(volume))
+        if rate is None or volume_limits.volume_problem(volume) is not None:
+            continue
+        limit = limit_bytes_of(volume, min_available_bytes, min_available_ratio, hard_limit)
+        least = least_limit_bytes(rate, check_interval, **parts)
+        rows.append(
+            {
+                "broker_id": volume["broker_id"],
+                "log_dir": volume["log_dir"],
+                "fill_rate": rate,
+                "limit_bytes": int(limit),
+                "least_limit_bytes": least,
+                "covered": limit >= least,
+                "limit": limit,
+            }
+        )
+    return rows
+
+
+def _uncovered(rows: List[Dict[str, Any]], parts: Dict[str, float]) -> List[Dict[str, Any]]:
+    """The rows whose limit is short, the largest shortfall first, each with the longest check interval it covers."""
+    found = [
+        {
+            "broker_id": row["broker_id"],
+            "log_dir": row["log_dir"],
+            "limit_bytes": row["limit_bytes"],
+            "least_limit_bytes": row["least_limit_bytes"],
+            "fill_rate": row["fill_rate"],
+            "covering_check_interval": longest_check_interval(row["limit"], row["fill_rate"], **parts),
+        }
+        for row in rows
+        if not row["covered"]
+    ]
+    found.sort(key=lambda item: (item["limit_bytes"] - item["least_limit_bytes"], item["broker_id"], item["log_dir"]))
+    return found
+
+
 def uncovered_limits(  # pylint: disable=too-many-arguments
     volumes: Iterable[Dict[str, Any]],
     fill_rate_by_volume: Dict[Tuple[int, str], float],
@@ -200,35 +254,16 @@ def uncovered_limits(  # pylint: disable=too-many-arguments
     """The volumes whose limit is smaller than the rule's least limit at their fill rate, the largest shortfall first:
     each with its limit, its least limit, its fill rate and the longest check interval that its limit would cover.
     The limit is the plugin's (``min_available_bytes`` or ``min_available_ratio``) or the graded ``hard_limit``."""
-    if hard_limit is None:
-        volume_limits.validate_strimzi_limits(min_available_bytes, min_available_ratio)
-    else:
-        volume_limits.validate_limit("hard_limit", hard_limit)
-    found = []
-    for volume in volumes:
-        key = volume_limits.volume_key(volume)
-        rate = fill_rate_by_volume.get(key)
-        if rate is None or volume_limits.volume_problem(volume) is not None:
-            continue
-        limit = limit_bytes_of(volume, min_available_bytes, min_available_ratio, hard_limit)
-        least = least_limit_bytes(
-            rate, check_interval, observation_seconds, propagation_seconds, in_flight_bytes, replication_bytes
-        )
-        if limit < least:
-            found.append(
-                {
-                    "broker_id": volume["broker_id"],
-                    "log_dir": volume["log_dir"],
-                    "limit_bytes": int(limit),
-                    "least_limit_bytes": least,
-                    "fill_rate": rate,
-                    "covering_check_interval": longest_check_interval(
-                        limit, rate, observation_seconds, propagation_seconds, in_flight_bytes, replication_bytes
-                    ),
-                }
-            )
-    found.sort(key=lambda item: (item["limit_bytes"] - item["least_limit_bytes"], item["broker_id"], item["log_dir"]))
-    return found
+    parts = {
+        "observation_seconds": observation_seconds,
+        "propagation_seconds": propagation_seconds,
+        "in_flight_bytes": in_flight_bytes,
+        "replication_bytes": replication_bytes,
+    }
+    rows = _sized_volumes(
+        volumes, fill_rate_by_volume, check_interval, min_available_bytes, min_available_ratio, hard_limit, parts
+    )
+    return _uncovered(rows, parts)
 
 
 def uncovered_warning(item: Dict[str, Any], check_interval: float) -> str:
@@ -291,32 +326,11 @@ def sizing_check(  # pylint: disable=too-many-arguments
         raise SizingError(
             "unknown parts of the reaction: {0} (allowed: {1})".format(unknown, ", ".join(REACTION_PARTS))
         )
-    uncovered = uncovered_limits(
-        volumes,
-        fill_rate_by_volume,
-        check_interval,
-        min_available_bytes=min_available_bytes,
-        min_available_ratio=min_available_ratio,
-        hard_limit=hard_limit,
-        **given,
+    sized = _sized_volumes(
+        volumes, fill_rate_by_volume, check_interval, min_available_bytes, min_available_ratio, hard_limit, given
     )
-    rows = []
-    for volume in volumes:
-        key = volume_limits.volume_key(volume)
-        if key not in fill_rate_by_volume or volume_limits.volume_problem(volume) is not None:
-            continue
-        limit = limit_bytes_of(volume, min_available_bytes, min_available_ratio, hard_limit)
-        least = least_limit_bytes(fill_rate_by_volume[key], check_interval, **given)
-        rows.append(
-            {
-                "broker_id": volume["broker_id"],
-                "log_dir": volume["log_dir"],
-                "fill_rate": fill_rate_by_volume[key],
-                "limit_bytes": int(limit),
-                "least_limit_bytes": least,
-                "covered": limit >= least,
-            }
-        )
+    uncovered = _uncovered(sized, given)
+    rows = [dict((key, value) for key, value in row.items() if key != "limit") for row in sized]
     rows.sort(key=lambda row: (row["broker_id"], row["log_dir"]))
     return {
         "check_interval": check_interval,

@@ -347,9 +347,17 @@ def _size_limit(given, result, name):
     raise QuotaPluginSpecError(uncovered_plugin_limit(name, limit, rate, interval, longest))
 
 
-def uncovered_plugin_limit(name: str, limit: int, rate: float, interval: int, longest: Optional[int]) -> str:
-    """Why a plugin limit does not hold at a fill rate, and what would."""
+def uncovered_plugin_limit(
+    name: str, limit: int, rate: float, interval: int, longest: Optional[int], applied: bool = False
+) -> str:
+    """Why a plugin limit does not hold at a fill rate, and what would; ``applied``: said of a limit applied anyway
+    (accept_uncovered_limit) rather than of one refused."""
     least = limit_sizing.least_limit_bytes(rate, interval, **limit_sizing.plugin_parts(rate))
+    ending = (
+        " (applied anyway: accept_uncovered_limit)"
+        if applied
+        else ", or set {0}.accept_uncovered_limit: true to apply it anyway".format(name)
+    )
     remedy = (
         "check_interval {0} or less would hold it".format(longest)
         if longest is not None and longest >= SHORTEST_CHECK_INTERVAL
@@ -358,18 +366,8 @@ def uncovered_plugin_limit(name: str, limit: int, rate: float, interval: int, lo
     return (
         "{0}.min_available_bytes_per_volume {1} cannot hold at {0}.peak_fill_rate {2:.0f} bytes/s with a check "
         "interval of {3} s: a volume needs at least {4} bytes free when it crosses the limit to cover the interval, "
-        "the plugin's check and what lands after the throttle ({5:g} s of the fill in all); {6}, or set "
-        "{0}.accept_uncovered_limit: true to apply it anyway".format(
-            name,
-            limit,
-            rate,
-            interval,
-            least,
-            interval
-            + limit_sizing.PLUGIN_OBSERVATION_SECONDS
-            + limit_sizing.PLUGIN_PROPAGATION_SECONDS
-            + limit_sizing.PLUGIN_AFTER_THROTTLE_SECONDS,
-            remedy,
+        "the plugin's check and what lands after the throttle ({5:g} s of the fill in all); {6}{7}".format(
+            name, limit, rate, interval, least, interval + limit_sizing.measured_margin_seconds(), remedy, ending
         )
     )
 
@@ -393,10 +391,7 @@ def plugin_sizing_warnings(checked: Dict[str, Any], name: str = "kafka_quotas") 
     if interval == 0 or limit >= limit_sizing.least_limit_bytes(rate, interval, **parts):
         return []
     longest = limit_sizing.longest_check_interval(limit, rate, **parts)
-    return [
-        uncovered_plugin_limit(name, limit, rate, interval, longest).rsplit(", or set", 1)[0] + " (applied anyway: "
-        "accept_uncovered_limit)"
-    ]
+    return [uncovered_plugin_limit(name, limit, rate, interval, longest, applied=True)]
 
 
 def _check_interval(where, value):

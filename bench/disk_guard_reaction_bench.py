@@ -296,6 +296,7 @@ class GuardProcess:
                         "factor": float(match.group("factor")),
                         "state": match.group("state"),
                         "changed": match.group("changed") != "quotas unchanged",
+                        "change": match.group("changed"),
                     }
                 )
             elif "decision failed" in line:

@@ -28,10 +28,15 @@ tests/decision_timeline_reference.py:
 * graded: a broker is known from its first message on and fresh while t - at <= F for its latest message; the data
   is complete when every known broker is fresh. Fresh brokers' volumes of known size are judged with their own
   message's soft and hard limits (skipped when a limit is missing or volume_limits.validate_graded_limits would
-  refuse them): factor 1.0 short of the soft limit, 0.0 at or past the hard limit, linear in between. The instant's
-  factor is the least of them (1.0 with none); incomplete data with missing_data_action pause: 0.0 and
-  fallback_applied. observed = some fresh broker. Violations: judged volumes at or past their soft limit, ordered by
-  (volume factor, usable bytes, broker_id, log_dir).
+  refuse them): volume factor 1.0 short of the soft limit, 0.0 at or past the hard limit, linear in between; position
+  the same line unclamped ((free - hard) / (soft - hard), (hard - consumed) / (hard - soft) for consumed_space), at
+  most 0 at the hard limit. The instant's position is the least of them. Its factor: with incomplete data and
+  missing_data_action pause 0.0 and fallback_applied; else with no volume judged 1.0; else, with throttle_factor_step
+  s > 0, in steps of s with hysteresis (plugins/module_utils/factor_steps.py): with n = round(1 / s), falling =
+  floor(position * n + 1e-9) / n and rising = floor((position - s / 2) * n + 1e-9) / n, both clamped to 0..1, and
+  held = the factor of the cluster's previous instant, the factor is falling at the cluster's first instant or when
+  falling <= held, else max(held, rising); with s = 0 the position clamped to 0..1. observed = some fresh broker.
+  Violations: judged volumes at or past their soft limit, ordered by (volume factor, usable bytes, broker_id, log_dir).
 * Columns: cluster, at, policy, throttle_factor, state (OPEN at factor >= 1, PAUSE at <= 0, else THROTTLE),
   fallback_applied, observed, violations (list of (broker_id, log_dir)), volumes_considered (volumes judged),
   brokers_considered (brokers counted for strimzi, fresh brokers for graded).
@@ -72,6 +77,9 @@ MIN_TREND_BUCKETS = 3
 SECONDS_PER_HOUR = 3600.0
 MAX_TIMESTAMP_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 MAX_WINDOW_US = 2**62
+# As plugins/module_utils/factor_steps.py: a position times the number of steps that should be whole (0.15 x 20) can
+# come out a hair below it.
+STEP_ROUNDING = 1e-9
 
 
 class Settings:
@@ -87,6 +95,8 @@ class Settings:
         self.min_available_ratio = config.min_available_ratio
         self.strimzi = config.min_available_bytes is not None or config.min_available_ratio is not None
         self.pause_on_missing_data = config.missing_data_action == "pause"
+        self.factor_step = float(config.throttle_factor_step)
+        self.steps = round(1.0 / self.factor_step) if self.factor_step > 0 else 0
 
 
 def snapshot_files(location):
@@ -428,7 +438,8 @@ def limit_kinds(types):
 
 
 def graded_volume_figures(limits, total, usable, known):
-    """Per volume: judged (known size, usable limits), volume factor, soft breach."""
+    """Per volume: judged (known size, usable limits), volume factor, soft breach, position (the factor before it is
+    clamped to 0..1, at most 0 at the hard limit)."""
     soft_kind, hard_kind = limits["soft_kind"], limits["hard_kind"]
     soft, hard = limits["soft_level"], limits["hard_level"]
     free = (soft_kind == MIN_FREE_BYTES) | (soft_kind == MIN_FREE_PERCENTAGE)
@@ -457,23 +468,46 @@ def graded_volume_figures(limits, total, usable, known):
         hard_breach = judged & np.where(free, measure <= hard, measure >= hard)
         between = np.where(free, (measure - hard) / (soft - hard), (hard - measure) / (hard - soft))
     factor = np.where(hard_breach, 0.0, np.where(~soft_breach, 1.0, np.clip(between, 0.0, 1.0)))
-    return judged, factor, soft_breach
+    position = np.where(hard_breach, np.minimum(between, 0.0), between)
+    return judged, factor, soft_breach, position
+
+
+def step_at_or_below(value, steps):
+    """The number of the highest step at or below ``value`` (0 to ``steps``)."""
+    return np.clip(np.floor(value * steps + STEP_ROUNDING), 0, steps).astype(np.int64)
+
+
+def held_steps(falling, rising, steps, start):
+    """Per grid instant, the step held: the falling step when it is at or below the previous instant's, else the
+    previous one raised to the rising step; ``start``: the number of each instant's cluster's first instant.
+
+    Held at or below L exactly when some instant so far fell to L or below and none after it rose above L, so the
+    running last instant of each (one accumulated maximum per step, no loop over the instants) gives the smallest step
+    that holds. Instants are numbered cluster by cluster, so a last instant before ``start`` belongs to another
+    cluster: none."""
+    index = np.arange(falling.size)
+    held = np.full(falling.size, steps, dtype=np.int64)  # every instant falls to the top step or below
+    for level in range(steps - 1, -1, -1):
+        fell = np.maximum.accumulate(np.where(falling <= level, index, -1))
+        rose = np.maximum.accumulate(np.where(rising > level, index, -1))
+        held = np.where((fell >= start) & (fell > rose), level, held)
+    return held
 
 
 def _graded(timeline):
     settings, grid = timeline.settings, timeline.grid
-    judged, volume_factor, soft_breach = graded_volume_figures(
+    judged, volume_factor, soft_breach, volume_position = graded_volume_figures(
         timeline.limits, timeline.total, timeline.usable, timeline.known
     )
     judged_count = timeline.per_message(judged)
-    least = np.full(timeline.count, np.inf)
-    np.minimum.at(least, timeline.volume_message[judged], volume_factor[judged])
+    least_position = np.full(timeline.count, np.inf)  # inf: nothing judged
+    np.minimum.at(least_position, timeline.volume_message[judged], volume_position[judged])
 
     message, instant = timeline.covered(np.minimum(timeline.next_at, timeline.at + settings.freshness + 1))
     fresh = grid.count(instant)
     considered = grid.count(instant, judged_count[message])
-    lowest = np.full(grid.size, np.inf)
-    np.minimum.at(lowest, instant, least[message])
+    position = np.full(grid.size, np.inf)
+    np.minimum.at(position, instant, least_position[message])
 
     firsts = timeline.first_of_broker
     joined = grid.count(grid.index(timeline.cluster[firsts], timeline.bucket[firsts]))
@@ -481,7 +515,16 @@ def _graded(timeline):
     start = grid.base[grid.cluster]
     known_brokers = running - running[start] + joined[start]
     fallback_applied = (fresh != known_brokers) & settings.pause_on_missing_data
-    factor = np.where(fallback_applied, 0.0, np.where(np.isinf(lowest), 1.0, lowest))
+    nothing_judged = np.isinf(position)
+    if settings.steps:
+        falling = step_at_or_below(position, settings.steps)
+        rising = step_at_or_below(position - settings.factor_step / 2.0, settings.steps)
+        # the pause falls and rises to step 0, nothing judged to the top step: held_steps holds them like any other
+        falling = np.where(fallback_applied, 0, np.where(nothing_judged, settings.steps, falling))
+        rising = np.where(fallback_applied, 0, np.where(nothing_judged, settings.steps, rising))
+        factor = held_steps(falling, rising, settings.steps, start) / settings.steps
+    else:
+        factor = np.where(fallback_applied, 0.0, np.where(nothing_judged, 1.0, np.clip(position, 0.0, 1.0)))
     usable_key = timeline.usable.astype(np.float64)
     violations = timeline.violation_lists(message, instant, soft_breach, [volume_factor, usable_key])
     return {
@@ -748,11 +791,18 @@ CREATE OR REPLACE TEMP MACRO measure(kind, total, usable) AS CASE kind
     ELSE (total - usable)::DOUBLE END;
 CREATE OR REPLACE TEMP MACRO breaches(kind, value, level) AS CASE WHEN kind = 'consumed_space' THEN value >= level
     ELSE value <= level END;
+CREATE OR REPLACE TEMP MACRO between_limits(kind, value, soft, hard) AS CASE
+    WHEN kind = 'consumed_space' THEN (hard - value) / (hard - soft) ELSE (value - hard) / (soft - hard) END;
 CREATE OR REPLACE TEMP MACRO graded_factor(kind, value, soft, hard) AS CASE
     WHEN breaches(kind, value, hard) THEN 0.0::DOUBLE
     WHEN NOT breaches(kind, value, soft) THEN 1.0::DOUBLE
-    WHEN kind = 'consumed_space' THEN greatest(least((hard - value) / (hard - soft), 1.0::DOUBLE), 0.0::DOUBLE)
-    ELSE greatest(least((value - hard) / (soft - hard), 1.0::DOUBLE), 0.0::DOUBLE) END;
+    ELSE greatest(least(between_limits(kind, value, soft, hard), 1.0::DOUBLE), 0.0::DOUBLE) END;
+CREATE OR REPLACE TEMP MACRO graded_position(kind, value, soft, hard) AS CASE
+    WHEN breaches(kind, value, hard) THEN least(between_limits(kind, value, soft, hard), 0.0::DOUBLE)
+    ELSE between_limits(kind, value, soft, hard) END;
+CREATE OR REPLACE TEMP MACRO step_at_or_below(value, steps) AS
+    greatest(least(floor(value * steps + {step_rounding}), steps), 0)::BIGINT;
+CREATE OR REPLACE TEMP MACRO held_at(fell, rose) AS fell IS NOT NULL AND (rose IS NULL OR fell > rose);
 CREATE OR REPLACE TEMP MACRO state_of(factor) AS CASE WHEN factor >= 1.0 THEN 'OPEN' WHEN factor <= 0.0 THEN 'PAUSE'
     ELSE 'THROTTLE' END;
 CREATE OR REPLACE TEMP MACRO seconds_to(usable, limit_bytes, slope, last_us) AS CASE
@@ -815,6 +865,8 @@ WITH judged AS (
                list_transform(list_filter(k.volumes, lambda v: known_size(v)), lambda v: struct_pack(
                    f := graded_factor(k.soft_type, measure(k.soft_type, v.total_bytes, v.usable_bytes), k.soft_level,
                        k.hard_level),
+                   p := graded_position(k.soft_type, measure(k.soft_type, v.total_bytes, v.usable_bytes),
+                       k.soft_level, k.hard_level),
                    u := v.usable_bytes, b := k.broker_id, d := v.log_dir,
                    soft := breaches(k.soft_type, measure(k.soft_type, v.total_bytes, v.usable_bytes), k.soft_level)))
            ELSE [] END AS graded
@@ -822,7 +874,7 @@ WITH judged AS (
 )
 SELECT cluster, broker_id, at_us, bucket, next_us, last_t, known_volumes, strimzi_violating,
        len(graded) AS judged_volumes,
-       list_min(list_transform(graded, lambda g: g.f)) AS least_factor,
+       list_min(list_transform(graded, lambda g: g.p)) AS least_position,
        list_transform(list_filter(graded, lambda g: g.soft),
            lambda g: struct_pack(f := g.f, u := g.u, b := g.b, d := g.d)) AS graded_violating
 FROM judged
@@ -865,9 +917,9 @@ FROM decided
 
 GRADED = """
 CREATE OR REPLACE TEMP TABLE graded_seen AS
-SELECT cluster, t, count(*) AS fresh, sum(judged_volumes) AS volumes, min(least_factor) AS lowest,
+SELECT cluster, t, count(*) AS fresh, sum(judged_volumes) AS volumes, min(least_position) AS position,
        list_sort(flatten(list(graded_violating) FILTER (WHERE len(graded_violating) > 0))) AS violating
-FROM (SELECT cluster, judged_volumes, least_factor, graded_violating,
+FROM (SELECT cluster, judged_volumes, least_position, graded_violating,
              unnest(range(bucket, least(next_us, at_us + {freshness} + 1, last_t + 1), {interval})) AS t FROM figures)
 GROUP BY cluster, t;
 CREATE OR REPLACE TEMP TABLE graded_rows AS
@@ -875,16 +927,13 @@ WITH joined AS (
     SELECT cluster, t, count(*) AS brokers
         FROM (SELECT cluster, min(bucket) AS t FROM figures GROUP BY cluster, broker_id) GROUP BY cluster, t
 ), base AS (
-    SELECT i.cluster, i.t, coalesce(s.fresh, 0) AS fresh, coalesce(s.volumes, 0) AS volumes, s.lowest, s.violating,
+    SELECT i.cluster, i.t, coalesce(s.fresh, 0) AS fresh, coalesce(s.volumes, 0) AS volumes, s.position, s.violating,
            sum(coalesce(j.brokers, 0)) OVER (PARTITION BY i.cluster ORDER BY i.t ROWS BETWEEN UNBOUNDED PRECEDING
                AND CURRENT ROW) AS known
     FROM instants i LEFT JOIN joined j USING (cluster, t) LEFT JOIN graded_seen s USING (cluster, t)
 ), decided AS (
     SELECT *, fresh <> known AND {pause} AS fallback_applied FROM base
-), factored AS (
-    SELECT *, CASE WHEN fallback_applied THEN 0.0::DOUBLE ELSE coalesce(lowest, 1.0::DOUBLE) END AS throttle_factor
-        FROM decided
-)
+), {factored}
 SELECT cluster, timestamp_of(t) AS at, 'graded' AS policy, throttle_factor, state_of(throttle_factor) AS state,
     fallback_applied, fresh > 0 AS observed,
        coalesce(list_transform(violating, lambda v: struct_pack(broker_id := v.b, log_dir := v.d)),
@@ -892,6 +941,49 @@ SELECT cluster, timestamp_of(t) AS at, 'graded' AS policy, throttle_factor, stat
        volumes::BIGINT AS volumes_considered, fresh::BIGINT AS brokers_considered
 FROM factored
 """
+
+# The graded factor of GRADED's ``factored``: with a step of 0 the exact one.
+EXACT_FACTOR = """factored AS (
+    SELECT *, CASE WHEN fallback_applied THEN 0.0::DOUBLE WHEN position IS NULL THEN 1.0::DOUBLE
+        ELSE greatest(least(position, 1.0::DOUBLE), 0.0::DOUBLE) END AS throttle_factor
+    FROM decided
+)"""
+
+# In steps, with hysteresis: the previous instant's step is held unless the position falls to a lower step or rises
+# half a step past a higher one. A sequence no window carries as such, but the step held is at most L exactly when
+# some instant so far fell to L or below and none after it rose above L: per step below the top ({last_moves}), the
+# last instant so far of each in one window, then the smallest step that holds ({held_cases}).
+STEPPED_FACTOR = """stepped AS (
+    -- the missing-data pause falls and rises to step 0, nothing judged to the top step; both held like any step
+    SELECT *, CASE WHEN fallback_applied THEN 0 WHEN position IS NULL THEN {steps}
+                   ELSE step_at_or_below(position, {steps}) END AS falling,
+              CASE WHEN fallback_applied THEN 0 WHEN position IS NULL THEN {steps}
+                   ELSE step_at_or_below(position - {half_step}, {steps}) END AS rising
+    FROM decided
+), last_moves AS (
+    SELECT *, {last_moves} FROM stepped
+    WINDOW so_far AS (PARTITION BY cluster ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+), factored AS (
+    SELECT *, (CASE {held_cases} ELSE {steps} END)::DOUBLE / {steps} AS throttle_factor FROM last_moves
+)"""
+
+
+def graded_factor_sql(settings):
+    """GRADED's ``factored``: the exact factor, or the one in steps with one pair of columns per step below the top."""
+    if not settings.steps:
+        return EXACT_FACTOR
+    steps = range(settings.steps)
+    return STEPPED_FACTOR.format(
+        steps=_sql_literal(settings.steps),
+        half_step=_sql_literal(settings.factor_step / 2.0),
+        last_moves=",\n        ".join(
+            f"max(CASE WHEN falling <= {step} THEN t END) OVER so_far AS fell_{step}, "
+            f"max(CASE WHEN rising > {step} THEN t END) OVER so_far AS rose_{step}"
+            for step in steps
+        ),
+        held_cases=" ".join(f"WHEN held_at(fell_{step}, rose_{step}) THEN {step}" for step in steps),
+    )
+
 
 # The VOLUMES frame: one row per volume of every message (duplicates included).
 VOLUME_ROWS = """
@@ -978,7 +1070,7 @@ def duckdb_connect(threads=None):
     if threads:
         connection.execute(f"SET threads = {int(threads)}")
     connection.execute(MESSAGES_DDL)
-    for statement in MACROS.strip().split(";\n"):
+    for statement in MACROS.format(step_rounding=_sql_literal(STEP_ROUNDING)).strip().split(";\n"):
         connection.execute(statement)
     return connection
 
@@ -1052,7 +1144,7 @@ def duckdb_decision_timeline(connection, config):
     for script in (
         KEPT.format(**numbers),
         FIGURES.format(strimzi_violates=violates, strimzi_key=key),
-        GRADED.format(**numbers),
+        GRADED.format(**numbers, factored=graded_factor_sql(settings)),
     ):
         _execute_script(connection, script)
     if settings.strimzi:

@@ -14,7 +14,14 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 
-from headroom_pipeline.config import DEFAULT_MAX_TIMELINE_ROWS, ConfigError, PipelineConfig, instant, seconds
+from headroom_pipeline.config import (
+    DEFAULT_MAX_TIMELINE_ROWS,
+    DEFAULT_STEP,
+    ConfigError,
+    PipelineConfig,
+    instant,
+    seconds,
+)
 from headroom_pipeline.sources import SourceUnavailable, mask_secrets
 
 EXIT_BAD_INPUT = 2
@@ -194,6 +201,12 @@ def parser() -> argparse.ArgumentParser:
     graded.add_argument(
         "--missing-data-action", choices=["pause", "open"], default="pause", help="decision when no snapshot is fresh"
     )
+    graded.add_argument(
+        "--throttle-factor-step",
+        type=float,
+        default=DEFAULT_STEP,
+        help="the factor's steps: it falls at once to a step and rises half a step late; 0 follows the exact factor",
+    )
     analysis = run.add_argument_group("forecast and client analysis")
     analysis.add_argument(
         "--forecast-window",
@@ -255,6 +268,7 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
         throttle_factor_fallback=args.throttle_factor_fallback,
         max_age=args.max_age,
         missing_data_action=args.missing_data_action,
+        throttle_factor_step=args.throttle_factor_step,
         forecast_window=args.forecast_window,
         client_window=args.client_window,
         quota_window_num=args.quota_window_num,

@@ -5,6 +5,7 @@ import datetime
 from typing import Optional, Union
 
 from ansible_collections.headroom.kafka.plugins.module_utils.durations import DurationError, parse_positive_duration
+from ansible_collections.headroom.kafka.plugins.module_utils.factor_steps import DEFAULT_STEP, StepError, check_step
 
 # The instants the modules accept are the ones the pipeline accepts.
 from ansible_collections.headroom.kafka.plugins.module_utils.option_checks import OptionError, parse_datetime
@@ -54,6 +55,7 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     # The first proposal (policy graded): limits come from the snapshots' SoftLimit / HardLimit.
     max_age: Optional[float] = None  # seconds a snapshot stays fresh; default 3 check intervals
     missing_data_action: str = "pause"
+    throttle_factor_step: float = DEFAULT_STEP  # the factor's steps (factor_steps); 0: the exact factor
     # Forecast
     forecast_window: float = 7 * 86400.0  # seconds of history the trend is fitted on
     # Client quota analysis
@@ -108,6 +110,10 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
                 "--throttle-factor-fallback must be between 0.0 and 1.0 inclusive "
                 f"(got {self.throttle_factor_fallback!r})"
             )
+        try:
+            check_step(self.throttle_factor_step, "--throttle-factor-step")
+        except StepError as exc:
+            raise ConfigError(str(exc)) from None
         if self.missing_data_action not in MISSING_DATA_ACTIONS:
             raise ConfigError(
                 f"--missing-data-action must be one of {', '.join(MISSING_DATA_ACTIONS)} "

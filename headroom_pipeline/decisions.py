@@ -12,8 +12,10 @@ factor validity and F the freshness (config.freshness), all in whole microsecond
   brokers with such a message or with t < at + V (their latest message) give the volumes for the plugin's binary
   rule; a failed observation keeps the last factor while t - valid_from <= V and applies the fallback after;
 * graded (always): the volumes of brokers whose latest message is fresh (t - at <= F), each judged with its own
-  message's soft and hard limits (missing or unusable limits: skipped); factor = the smallest; when some known
-  broker is stale and missing_data_action is pause, factor 0.0 with fallback_applied.
+  message's soft and hard limits (missing or unusable limits: skipped); factor = the smallest position
+  (volume_limits.graded_position) in steps of config.throttle_factor_step, held from the cluster's previous instant
+  (factor_steps.held_factor; one window over the cluster's instants, _held_factor); when some known broker is stale
+  and missing_data_action is pause, factor 0.0 with fallback_applied, held as any factor.
 
 Plan, linear in the data: the volume rows (schemas.volume_rows: the job's volumes/) are shuffled once, by cluster,
 and sorted once, by broker, time, message and volume; everything after finds its rows in place (an aggregation per
@@ -57,7 +59,7 @@ if TYPE_CHECKING:  # the forecast's spans size the timeline; the module itself i
     from headroom_pipeline.forecast import VolumeSpan
 
 
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
+from ansible_collections.headroom.kafka.plugins.module_utils import factor_steps, volume_limits
 
 VIOLATION = T.StructType([T.StructField("broker_id", T.LongType()), T.StructField("log_dir", T.StringType())])
 VIOLATIONS = T.ArrayType(VIOLATION, False)
@@ -213,7 +215,14 @@ def _judge_graded(rows: DataFrame, prefix: str = "") -> DataFrame:
         .otherwise(F.least(F.greatest(own("between"), F.lit(0.0)), F.lit(1.0)))
     )
     judged = breached.withColumns(
-        {prefix + "violates": own("considered") & own("past_soft"), prefix + "volume_factor": factor}
+        {
+            prefix + "violates": own("considered") & own("past_soft"),
+            prefix + "volume_factor": factor,
+            # volume_limits.graded_position: the factor before it is clamped, which the factor's steps hold on
+            prefix + "position": F.when(own("past_hard"), F.least(own("between"), F.lit(0.0))).otherwise(
+                own("between")
+            ),
+        }
     )
     # volume_limits.graded_decision's order: volume factor, usable bytes, then the volume.
     judged = judged.withColumn(prefix + "sort_key", _sort_key(own("volume_factor"), F.col("usable_bytes")))
@@ -616,6 +625,8 @@ def _per_instant(judged: DataFrame, policies: Sequence[str]) -> DataFrame:
             (served & F.col("broker_marker")).alias(f"{policy}_broker"),
             F.when(served & F.col(f"{policy}_violates"), F.col(f"{policy}_sort_key")).alias(f"{policy}_violation"),
         ]
+        if policy == "graded":
+            figures.append(F.when(considered, F.col("graded_position")).alias("graded_position"))
     narrow = judged.select("cluster", "t", *figures)
     aggregates = [
         F.count(F.when(F.col("arrived"), True)).alias("arrived"),
@@ -628,6 +639,8 @@ def _per_instant(judged: DataFrame, policies: Sequence[str]) -> DataFrame:
             F.count(F.when(F.col(f"{policy}_broker"), True)).cast("int").alias(f"{policy}_brokers"),
             _pairs(F.array_sort(F.collect_list(f"{policy}_violation"))).alias(f"{policy}_violations"),
         ]
+        if policy == "graded":
+            aggregates.append(F.min("graded_position").alias("graded_position"))
     return narrow.groupBy("cluster", "t").agg(*aggregates)
 
 
@@ -651,6 +664,8 @@ def _quiet_instants(clocked: DataFrame, interval: int, policies: Sequence[str]) 
                 f"{policy}_violations": F.when(quiet, nothing).otherwise(F.col(f"{policy}_violations")),
             }
         )
+        if policy == "graded":
+            overrides["graded_position"] = F.when(quiet, F.lit(None)).otherwise(F.col("graded_position"))
     return expanded.withColumns(overrides)
 
 
@@ -674,11 +689,61 @@ def _row(
     )
 
 
+def _graded_paused(config: PipelineConfig) -> Column:
+    return _missing_data_applied(F.col("graded_brokers") == F.col("known_brokers"), config.missing_data_action)
+
+
 def _graded_row(config: PipelineConfig) -> Column:
-    fresh, known = F.col("graded_brokers"), F.col("known_brokers")
-    paused = _missing_data_applied(fresh == known, config.missing_data_action)
-    factor = F.when(paused, F.lit(0.0)).otherwise(F.col("graded_factor"))
-    return _row("graded", factor, paused, fresh > 0, F.col("graded_violations"), F.col("graded_volumes"), fresh)
+    fresh = F.col("graded_brokers")
+    return _row(
+        "graded",
+        F.col("graded_held"),
+        _graded_paused(config),
+        fresh > 0,
+        F.col("graded_violations"),
+        F.col("graded_volumes"),
+        fresh,
+    )
+
+
+def _step_at_or_below(value: Column, count: int) -> Column:
+    """factor_steps' step at or below ``value``, from 0 to 1."""
+    stepped = F.floor(value * count + F.lit(factor_steps.ROUNDING)) / count
+    return F.least(F.greatest(stepped, F.lit(0.0)), F.lit(1.0))
+
+
+def _held_factor(filled: DataFrame, config: PipelineConfig) -> DataFrame:
+    """``filled`` with graded_held: factor_steps.held_factor over each cluster's instants, the missing-data pause (0.0)
+    held like any factor.
+
+    The factor at t is min(falling_t, max(rising_t, factor_t-1)), a sequence a window cannot carry as such; but it is at
+    most a step L exactly when some instant k <= t falls to L or below and no instant after k rises above L. So, over
+    each cluster's instants so far, the last instant that fell to L or below and the last that rose above L give, step
+    by step, the smallest step that holds: one window over the cluster's instants (ordered, as the clock's), two
+    running maxima per step.
+    """
+    step = config.throttle_factor_step
+    position, paused = F.col("graded_position"), _graded_paused(config)
+
+    def decided(value: Column) -> Column:
+        return F.when(paused, F.lit(0.0)).when(position.isNull(), F.lit(1.0)).otherwise(value)
+
+    if step == 0:
+        return filled.withColumn("graded_held", decided(F.least(F.greatest(position, F.lit(0.0)), F.lit(1.0))))
+    count = factor_steps.steps_of(step)
+    staged = filled.withColumns(
+        {
+            "graded_falling": decided(_step_at_or_below(position, count)),
+            "graded_rising": decided(_step_at_or_below(position - F.lit(step / 2.0), count)),
+        }
+    )
+    so_far = Window.partitionBy("cluster").orderBy("t").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    held = F.lit(1.0)  # every instant falls to 1.0 or below
+    for level in reversed([index / count for index in range(count)]):
+        fell = F.max(F.when(F.col("graded_falling") <= level, F.col("t"))).over(so_far)
+        rose = F.max(F.when(F.col("graded_rising") > level, F.col("t"))).over(so_far)
+        held = F.when(fell.isNotNull() & (rose.isNull() | (fell > rose)), F.lit(level)).otherwise(held)
+    return staged.withColumn("graded_held", held).drop("graded_falling", "graded_rising")
 
 
 def _strimzi_row(config: PipelineConfig) -> Column:
@@ -791,6 +856,8 @@ def decision_timeline(
         rows.append(_strimzi_row(config))
     in_range = per_instant.withColumns(clock).where(F.col("t") <= F.col("last_instant")).drop("last_instant")
     filled = _quiet_instants(in_range, interval, policies)
+    if "graded" in policies:
+        filled = _held_factor(filled, config)
     first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
     exploded = filled.select(
         "cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row")

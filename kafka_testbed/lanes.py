@@ -112,6 +112,23 @@ LEFT_OUT_OF_CI = {
         "the roll's order comes from the quorum's description, whose request test_modules runs on 4.4.0 "
         "(cluster_health_info); the order itself is proven in make test on 3.3.2 in both modes and in the full suite"
     ),
+    "compat/test_plays.py::test_site_converges_and_a_second_run_changes_nothing[3.3.2-kraft]": (
+        "site.yml's steps in KRaft mode do not depend on the release: they converge twice on 4.3.1 in "
+        "integration/test_site.py, on the fleet (hosts/test_site_on_hosts.py) and in the molecule scenario default; "
+        "what the plays ask of 3.3.2 is its modules' requests (test_modules on 3.3.2-kraft) and the plugin loading "
+        "and throttling (test_throttling on 3.3.2-kraft), and the roll's order on it is "
+        "test_the_active_controller_restarts_last's"
+    ),
+    "compat/test_throttling.py::test_the_guard_throttles_through_client_quotas[3.3.2-kraft]": (
+        "the guard's requests on 3.3.2 are the disk_guard module's in test_modules (3.3.2-kraft), and client quotas "
+        "are enforced by the broker the same way on every KRaft release: a producer throttled through them is proven "
+        "on 4.3.1 by integration/test_disk_guard_throttles.py and on 3.3.2 in ZooKeeper mode here"
+    ),
+    "compat/test_throttling.py::test_the_guard_throttles_through_client_quotas[4.4.0-kraft]": (
+        "the guard's requests on 4.4.0 are the disk_guard module's in test_modules (4.4.0-kraft), and client quotas "
+        "are enforced by the broker the same way on every KRaft release: a producer throttled through them is proven "
+        "on 4.3.1 by integration/test_disk_guard_throttles.py and on 3.3.2 in ZooKeeper mode here"
+    ),
     "compat/test_modules.py::test_scram_connection[4.4.0-kraft]": (
         "SCRAM in KRaft mode on 4.x is the integration target connection_scram's, on 4.3.1; the compatibility suite "
         "keeps it where SCRAM differs, ZooKeeper mode (3.3.2), and make compat runs it on every release"

@@ -49,9 +49,11 @@ Policy ``graded`` (the first volume-usage proposal):
 * Each volume of a fresh broker is judged with the soft and hard limits of its own message through
   volume_limits.graded_volume_factor and breaches. Volumes whose message lacks a limit, or has limits that
   volume_limits.validate_graded_limits refuses, are skipped like volumes of unknown size.
-* factor = the smallest volume factor (1.0 when no volume is judged). When the data is not complete and the
-  missing-data action is ``pause``, the factor is 0.0 and fallback_applied is true; with ``open`` the volumes
-  decide alone.
+* position = the smallest volume_limits.graded_position of the judged volumes (none when no volume is judged);
+  factor = factor_steps.held_factor of that position in steps of factor_step (0: the exact factor, the smallest
+  volume factor), held from the cluster's previous instant's factor (none at its first instant). When the data is not
+  complete and the missing-data action is ``pause``, the factor is 0.0 (held so by the next instant) and
+  fallback_applied is true; with ``open`` the volumes decide alone.
 * violations = the judged volumes at or past their soft limit, ordered as volume_limits.graded_decision orders
   them: volume factor, then usable bytes, then (broker_id, log_dir). observed = some broker is fresh.
 
@@ -63,7 +65,7 @@ brokers_considered (included brokers for strimzi, fresh brokers for graded). Row
 import datetime
 import math
 
-from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, volume_limits
+from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, factor_steps, volume_limits
 
 POLICIES = ("strimzi", "graded")
 MICROS_PER_SECOND = 1000000
@@ -234,25 +236,31 @@ def _judged_volumes(message):
         return []
     known = volume_limits.usable_volumes(_broker_volumes(message))[0]
     return [
-        (volume_limits.graded_volume_factor(volume, soft_limit, hard_limit), volume, soft_limit) for volume in known
+        (
+            volume_limits.graded_volume_factor(volume, soft_limit, hard_limit),
+            volume,
+            soft_limit,
+            volume_limits.graded_position(volume, soft_limit, hard_limit),
+        )
+        for volume in known
     ]
 
 
-def _graded_row(instant, latest, freshness, missing_data_action):
+def _graded_row(instant, latest, freshness, missing_data_action, step, held):
     fresh = [message for message in latest.values() if instant - message["at_micros"] <= freshness]
     complete = len(fresh) == len(latest)
     judged = [item for message in fresh for item in _judged_volumes(message)]
     # The order of volume_limits.graded_decision: factor, then usable bytes, then (broker_id, log_dir).
     judged.sort(key=lambda item: (item[0], item[1]["usable_bytes"], volume_limits.volume_key(item[1])))
-    factor = judged[0][0] if judged else 1.0
+    position = min((item[3] for item in judged), default=None)
     violations = [
         [volume["broker_id"], volume["log_dir"]]
-        for volume_factor, volume, soft_limit in judged
+        for volume_factor, volume, soft_limit, volume_position in judged
         if volume_limits.breaches(volume, soft_limit)
     ]
     fallback_applied = not complete and missing_data_action == "pause"
     return {
-        "throttle_factor": 0.0 if fallback_applied else factor,
+        "throttle_factor": 0.0 if fallback_applied else factor_steps.held_factor(position, held, step),
         "fallback_applied": fallback_applied,
         "observed": bool(fresh),
         "violations": violations,
@@ -262,11 +270,13 @@ def _graded_row(instant, latest, freshness, missing_data_action):
 
 
 # -- the timeline --------------------------------------------------------------------------------------------------
-def _cluster_rows(cluster, messages, policy, interval, validity, fallback, limits, freshness, missing_data_action):
+def _cluster_rows(
+    cluster, messages, policy, interval, validity, fallback, limits, freshness, missing_data_action, factor_step
+):
     first_instant = instant_on_or_after(messages[0]["at_micros"], interval)
     last_instant = instant_on_or_after(messages[-1]["at_micros"], interval)
     clock = _PluginClock(first_instant, validity, fallback)
-    latest, position, rows = {}, 0, []
+    latest, position, rows, held = {}, 0, [], None
     for instant in range(first_instant, last_instant + 1, interval):
         arrived = 0
         while position < len(messages) and messages[position]["at_micros"] <= instant:
@@ -276,7 +286,8 @@ def _cluster_rows(cluster, messages, policy, interval, validity, fallback, limit
             # Instants are consecutive, so the messages that arrived since the last instant are exactly new(t).
             row = _strimzi_row(instant, latest, arrived > 0, clock, interval, validity, limits)
         else:
-            row = _graded_row(instant, latest, freshness, missing_data_action)
+            row = _graded_row(instant, latest, freshness, missing_data_action, factor_step, held)
+            held = row["throttle_factor"]
         row.update(
             cluster=cluster,
             at=from_micros(instant),
@@ -297,11 +308,13 @@ def decision_timeline(
     min_available_ratio=None,
     freshness=None,
     missing_data_action="pause",
+    factor_step=factor_steps.DEFAULT_STEP,
 ):
     """The decision rows of every cluster and check instant (see the module documentation for the rules).
 
     check_interval, validity and freshness are seconds; freshness defaults to three check intervals.
     """
+    factor_steps.check_step(factor_step, "factor_step")
     interval = _positive_seconds("check_interval", check_interval)
     validity_micros = _positive_seconds("validity", validity)
     freshness_micros = _positive_seconds("freshness", freshness) if freshness is not None else 3 * interval
@@ -320,6 +333,7 @@ def decision_timeline(
                 limits,
                 freshness_micros,
                 missing_data_action,
+                factor_step,
             )
         )
     return rows

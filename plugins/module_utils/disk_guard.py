@@ -35,7 +35,7 @@ __metaclass__ = type
 import math
 from typing import Any, Dict, Iterable, List, Optional, Tuple, cast
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec, volume_limits
+from ansible_collections.headroom.kafka.plugins.module_utils import factor_steps, quota_spec, volume_limits
 
 PRODUCE = "producer_byte_rate"
 DEFAULT_USER = (("user", None),)  # quota_spec.entity_key of the <default> user
@@ -150,6 +150,11 @@ class Declaration(object):
             return 0.0
         return min(max(float(applied) / float(self.default_rate), 0.0), 1.0)
 
+    def read_tolerance(self) -> float:
+        """How far below the factor it was written for factor_applied may read one: the <default> user's rate is whole
+        bytes per second, rounded down, so up to one byte per second of its base."""
+        return 1.0 / float(self.default_rate)
+
     def shadowed_client_ids(self) -> List[Dict[str, str]]:
         """Declared client-id-only entities with a produce rate: below every user entity in Kafka's precedence, so the
         <default> user's rate, which the guard always sets, applies in their place."""
@@ -199,6 +204,7 @@ class Policy(object):
         missing_data_action: str = "pause",
         throttle_factor_fallback: float = 1.0,
         throttle_factor_validity: float = 300.0,
+        throttle_factor_step: float = factor_steps.DEFAULT_STEP,
     ) -> None:
         if policy not in ("strimzi", "graded"):
             raise GuardError("policy must be strimzi or graded (got {0!r})".format(policy))
@@ -214,6 +220,10 @@ class Policy(object):
                         )
                     )
         except volume_limits.LimitError as exc:
+            raise GuardError(str(exc)) from exc
+        try:
+            self.step = factor_steps.check_step(throttle_factor_step)
+        except factor_steps.StepError as exc:
             raise GuardError(str(exc)) from exc
         if (
             isinstance(throttle_factor_fallback, bool)
@@ -337,14 +347,21 @@ def still_remembered(observed_at: float, now: float, validity: float) -> bool:
 
 
 def decide(
-    policy: Policy, view: Dict[str, Any], now: float, memory: GuardMemory, factor_applied: Optional[float]
+    policy: Policy,
+    view: Dict[str, Any],
+    now: float,
+    memory: GuardMemory,
+    factor_applied: Optional[float],
+    tolerance: float = 0.0,
 ) -> Tuple[Dict[str, Any], GuardMemory]:
     """The factor to apply now: (decision, memory for the next one).
 
     ``view``: {"volumes": [volume rows of the brokers that answered], "complete": every broker that should have
     answered did, "missing_brokers": [ids]}. ``now``: epoch seconds. ``factor_applied``: Declaration.factor_applied
-    of the quotas Kafka holds (None: none applied). The decision is volume_limits' result plus ``reason`` (why this
-    factor: observed, kept, fallback or missing data), ``fallback_applied`` and ``observed``.
+    of the quotas Kafka holds (None: none applied), read back within ``tolerance`` (Declaration.read_tolerance).
+    The decision is volume_limits' result plus ``reason`` (why this factor: observed, kept, fallback or missing data),
+    ``fallback_applied`` and ``observed``; graded's factor is in the policy's steps (factor_steps), its exact factor
+    ``exact_throttle_factor``.
     """
     if policy.name == "graded":
         decision = volume_limits.graded_decision(
@@ -354,6 +371,14 @@ def decide(
             complete=view["complete"],
             missing_data_action=policy.missing_data_action,
         )
+        position = decision.pop("position")
+        if not decision["missing_data_applied"]:
+            factor = factor_steps.held_factor(position, factor_applied, policy.step, tolerance)
+            decision.update(
+                exact_throttle_factor=decision["throttle_factor"],
+                throttle_factor=factor,
+                state=volume_limits.state_of(factor),
+            )
         if decision["missing_data_applied"]:
             reason = "data incomplete (no data from brokers {0}): missing_data_action pause".format(
                 _ids(view["missing_brokers"])

@@ -14,6 +14,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     connection,
     disk_guard,
     durations,
+    factor_steps,
     limit_options,
     option_checks,
     quota_options,
@@ -27,6 +28,7 @@ GUARD_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     excluded_producer_byte_rate=dict(type="float"),
     throttle_factor_fallback=dict(type="float", default=1.0),
     throttle_factor_validity=dict(type="str", default="PT5M"),
+    throttle_factor_step=dict(type="float", default=factor_steps.DEFAULT_STEP),
     log_dirs=dict(type="list", elements="dict"),
     snapshots=dict(type="list", elements="dict"),
     max_age=dict(type="str"),
@@ -88,6 +90,7 @@ def settings(params: Dict[str, Any]) -> GuardSettings:
         missing_data_action=params["missing_data_action"],
         throttle_factor_fallback=params["throttle_factor_fallback"],
         throttle_factor_validity=validity.total_seconds(),
+        throttle_factor_step=params["throttle_factor_step"],
     )
     declaration = disk_guard.Declaration(
         quota_options.spec_from_params(params["quotas"]),

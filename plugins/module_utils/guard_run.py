@@ -57,7 +57,9 @@ def guard_once(
     }
     seconds = now.timestamp()
     held = None if current is None else settings.declaration.factor_applied(current)
-    decision, remembered = disk_guard.decide(settings.policy, view, seconds, memory, held)
+    decision, remembered = disk_guard.decide(
+        settings.policy, view, seconds, memory, held, settings.declaration.read_tolerance()
+    )
     result = dict(decision)
     # A new memory: decide may hand back the one it was given, which check mode must return untouched.
     remembered = disk_guard.GuardMemory(remembered.observed_at, remembered.brokers, memory.applied)

@@ -512,12 +512,8 @@ class KafkaAdapter:
         """Node id of the KRaft quorum leader (DescribeQuorum, forwarded by brokers to the controller); in ZooKeeper
         mode, whose brokers have no DescribeQuorum, the broker elected controller (DescribeCluster). None when the
         cluster cannot tell (no quorum reachable)."""
-        topic = DescribeQuorumRequest.TopicData
-        request = DescribeQuorumRequest(
-            topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])]
-        )
         try:
-            response = self._send(request)
+            partition = self._metadata_quorum()
         except KafkaAdapterError as exc:
             if isinstance(exc.error, kafka_errors.IncompatibleBrokerVersion):
                 # KRaft brokers have answered DescribeQuorum since 3.3; a ZooKeeper-mode broker's controller is the
@@ -525,10 +521,25 @@ class KafkaAdapter:
                 controller = self.describe_cluster()["controller_id"]
                 return controller if controller is not None and controller >= 0 else None
             return None
+        return None if partition is None or partition.leader_id < 0 else partition.leader_id
+
+    def metadata_high_watermark(self) -> Optional[int]:
+        """The KRaft metadata log's high watermark (DescribeQuorum): the number of metadata records committed so far,
+        each client quota change one of them. None when the quorum cannot tell; KafkaAdapterError in ZooKeeper mode."""
+        partition = self._metadata_quorum()
+        return None if partition is None or partition.high_watermark < 0 else partition.high_watermark
+
+    def _metadata_quorum(self):
+        """The __cluster_metadata partition of a DescribeQuorum response, None when it carries an error."""
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(
+            topics=[topic(topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)])]
+        )
+        response = self._send(request)
         if response.error_code or not response.topics or not response.topics[0].partitions:
             return None
         partition = response.topics[0].partitions[0]
-        return None if partition.error_code or partition.leader_id < 0 else partition.leader_id
+        return None if partition.error_code else partition
 
     def partitions(self) -> List[Dict[str, Any]]:
         """Every partition as Metadata shows it: [{topic, partition, leader, replicas, isr, offline_replicas,

@@ -221,19 +221,26 @@ def breaches(volume: Dict[str, Any], limit: Dict[str, Any]) -> bool:
     return value >= limit["level"]
 
 
+def graded_position(volume: Dict[str, Any], soft_limit: Dict[str, Any], hard_limit: Dict[str, Any]) -> float:
+    """Where the volume stands between its limits: 1.0 at the soft limit, 0.0 at the hard limit, the share of the
+    soft-to-hard distance left in between, and beyond them on either side (above 1 short of the soft limit, at most 0
+    past the hard limit). factor_steps holds the factor's steps on it."""
+    value = _measure(volume, soft_limit["type"])
+    soft, hard = float(soft_limit["level"]), float(hard_limit["level"])
+    if soft_limit["type"] in FREE_TYPES:
+        position = (value - hard) / (soft - hard)
+    else:
+        position = (hard - value) / (hard - soft)
+    return min(position, 0.0) if breaches(volume, hard_limit) else position
+
+
 def graded_volume_factor(volume: Dict[str, Any], soft_limit: Dict[str, Any], hard_limit: Dict[str, Any]) -> float:
     """1.0 short of the soft limit, 0.0 at or past the hard limit, else the share of the soft-to-hard distance left."""
     if breaches(volume, hard_limit):
         return 0.0
     if not breaches(volume, soft_limit):
         return 1.0
-    value = _measure(volume, soft_limit["type"])
-    soft, hard = float(soft_limit["level"]), float(hard_limit["level"])
-    if soft_limit["type"] in FREE_TYPES:
-        factor = (value - hard) / (soft - hard)
-    else:
-        factor = (hard - value) / (hard - soft)
-    return min(max(factor, 0.0), 1.0)
+    return min(max(graded_position(volume, soft_limit, hard_limit), 0.0), 1.0)
 
 
 def state_of(factor: float) -> str:
@@ -279,6 +286,7 @@ def graded_decision(
                 )
             )
     factor = scored[0][0] if scored else 1.0
+    position = min((graded_position(v, soft_limit, hard_limit) for v in known), default=None)
     missing_data_applied = False
     if not complete and missing_data_action == "pause":
         factor = 0.0
@@ -286,6 +294,7 @@ def graded_decision(
     return {
         "policy": "graded",
         "throttle_factor": factor,
+        "position": position,
         "state": state_of(factor),
         "violations": violations,
         "least_headroom": _figures(scored[0][1], volume_factor=scored[0][0]) if scored else None,

@@ -81,6 +81,17 @@ options:
         such as V(PT5M), or a number of seconds; the plugin's C(throttle.factor.validity.duration)).
     type: str
     default: PT5M
+  throttle_factor_step:
+    description:
+      - With O(policy=graded) - the factor moves in steps of this size, so that the quotas are written again only when
+        the throttle really changes, not at every decision while a volume moves at all.
+      - The factor falls at once to the highest step at or below the exact graded factor, and rises only to the highest
+        step at or below the exact factor less half a step - free space that comes back by less than that leaves the
+        quotas as they are. It is never above the exact factor.
+      - A share of 1 that divides it (V(0.05) is 20 steps, V(0.1) 10); V(0) follows the exact factor, writing every
+        quota entity at every decision in which a volume between the limits moved.
+    type: float
+    default: 0.05
   missing_data_action:
     description:
       - With O(policy=graded) - what incomplete data does; V(pause) holds producers at the floor (factor 0.0), V(open)
@@ -233,10 +244,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 throttle_factor:
-  description: The factor applied to the declared produce rates (0.0 to 1.0).
+  description:
+    - The factor applied to the declared produce rates (0.0 to 1.0); with O(policy=graded), in steps of
+      O(throttle_factor_step).
   returned: always
   type: float
   sample: 0.5
+exact_throttle_factor:
+  description:
+    - With O(policy=graded) - the factor the volumes give before it is held in steps (RV(throttle_factor) is at most
+      this).
+  returned: when O(policy=graded) and no missing-data pause applies
+  type: float
+  sample: 0.49992
 state:
   description: V(OPEN) (1.0), V(THROTTLE) (between) or V(PAUSE) (0.0).
   returned: always
@@ -325,6 +345,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import 
 ARGUMENT_SPEC = dict(guard_options.ARGUMENT_SPEC, state_file=dict(type="path"))
 PUBLIC_KEYS = (
     "throttle_factor",
+    "exact_throttle_factor",
     "state",
     "reason",
     "policy",

@@ -599,6 +599,7 @@ def main():
             complete=complete,
             missing_data_action=params["missing_data_action"],
         )
+        del result["position"]  # what the disk guard's steps hold on; this module reports the exact factor
     result.update(missing_brokers=missing, stale_brokers=found["stale_brokers"], source=found["source"])
     if params["produce_byte_rate"] is not None:
         result["effective_produce_byte_rate"] = volume_limits.effective_produce_quota(

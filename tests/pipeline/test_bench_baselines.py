@@ -122,6 +122,7 @@ def test_decision_vector(baselines, case):
         min_available_ratio=params.get("min_available_ratio"),
         max_age=params.get("freshness"),
         missing_data_action=params.get("missing_data_action", "pause"),
+        throttle_factor_step=params.get("factor_step", 0.05),
     )
     rows = [dict(message, cluster="c1", at=micros(message["at"])) for message in case["messages"]]
     expected = [
@@ -285,6 +286,7 @@ def test_baselines_match_the_reference_on_a_generated_fleet(baselines, generated
             min_available_ratio=config.min_available_ratio,
             freshness=config.freshness,
             missing_data_action=config.missing_data_action,
+            factor_step=config.throttle_factor_step,
         )
     expected = decision_rows(
         [

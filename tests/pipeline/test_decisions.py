@@ -11,6 +11,7 @@ import vector_cases
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ansible_collections.headroom.kafka.plugins.module_utils import factor_steps
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp
 from headroom_pipeline import decisions, schemas, session
 from headroom_pipeline.config import PipelineConfig
@@ -93,6 +94,7 @@ def _config(params):
         min_available_ratio=params.get("min_available_ratio"),
         max_age=params.get("freshness"),
         missing_data_action=params.get("missing_data_action", "pause"),
+        throttle_factor_step=params.get("factor_step", factor_steps.DEFAULT_STEP),
     )
 
 

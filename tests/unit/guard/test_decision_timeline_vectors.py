@@ -58,6 +58,8 @@ def guard_options(case):
     if limits is None:
         return None
     options.update(soft_limit=limits[0], hard_limit=limits[1], missing_data_action=params["missing_data_action"])
+    if "factor_step" in params:
+        options["throttle_factor_step"] = params["factor_step"]
     return options
 
 

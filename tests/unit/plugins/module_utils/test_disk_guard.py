@@ -282,7 +282,7 @@ def test_a_policy_is_checked_before_anything_is_asked(kwargs, message):
     "free_gib, factor, declared_rate, default_rate, state",
     [
         (60, 0.5, 5242880.0, 1048576.0, "THROTTLE"),
-        (30, 0.125, 1310720.0, 262144.0, "THROTTLE"),
+        (30, 0.1, 1048576.0, 209715.0, "THROTTLE"),  # the exact factor 0.125, in steps of 0.05
         (20, 0.0, 1.0, 1.0, "PAUSE"),
         (101, 1.0, 10485760.0, 2097152.0, "OPEN"),
     ],

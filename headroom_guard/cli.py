@@ -62,6 +62,15 @@ def _topic(text: str) -> str:
     return text
 
 
+def _state_file(text: str) -> str:
+    from ansible_collections.headroom.kafka.plugins.module_utils import guard_memory  # pylint: disable=import-outside-toplevel
+
+    problem = guard_memory.path_problem("--state-file", text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem.replace("--state-file: ", "", 1))  # argparse names the option already
+    return text
+
+
 def _port(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"--metrics-port must be a TCP port from 0 to 65535 (got {text!r})")
@@ -110,6 +119,7 @@ def parser() -> argparse.ArgumentParser:
     )
     command.add_argument(
         "--state-file",
+        type=_state_file,
         metavar="PATH",
         help="where the last complete observation is kept across restarts (policy strimzi's validity clock); "
         "in memory only without it",

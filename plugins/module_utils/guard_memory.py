@@ -15,6 +15,24 @@ from typing import Optional
 
 from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard
 
+# The longest file name Linux file systems take (NAME_MAX), in bytes of the name's UTF-8.
+NAME_MAX = 255
+
+
+def path_problem(option: str, path: str) -> Optional[str]:
+    """Why the memory cannot be kept at ``path``, naming ``option``, or None: a null byte, a name longer than the file
+    systems take, or a directory that does not exist. Checked before the cluster is asked anything."""
+    if "\x00" in path:
+        return "{0}: {1!r} contains a null byte, which no file name may hold".format(option, path)
+    for name in path.split(os.sep):
+        if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+            return "{0}: the name {1!r}... is {2} bytes long; a file name may have at most {3}".format(
+                option, name[:40], len(name.encode("utf-8", "surrogateescape")), NAME_MAX
+            )
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        return "{0}: the directory of {1!r} does not exist".format(option, path)
+    return None
+
 
 def load_memory(path: Optional[str]) -> disk_guard.GuardMemory:
     """The memory kept at ``path``: none when there is no file or it is not a memory (the next complete observation

@@ -328,7 +328,6 @@ declaration_warnings:
 """
 
 import datetime
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -380,8 +379,9 @@ def main():
     except disk_guard.GuardError as exc:
         module.fail_json(msg=str(exc))
     state_file = params["state_file"]
-    if state_file and not os.path.isdir(os.path.dirname(os.path.abspath(state_file))):
-        module.fail_json(msg="state_file: the directory of {0!r} does not exist".format(state_file))
+    problem = guard_memory.path_problem("state_file", state_file) if state_file else None
+    if problem:
+        module.fail_json(msg=problem)
     adapter = connection.connect(module, "to read every log dir and to read and set its client quotas")
     try:
         before = guard_memory.load_memory(state_file)

@@ -56,3 +56,22 @@ def test_what_the_guard_applied_and_a_factor_another_writer_holds_are_kept_and_o
     path.write_text('{"observed_at": 5.0, "brokers": {}}', encoding="utf-8")
     older = guard_memory.load_memory(str(path))
     assert (older.observed_at, older.applied, older.foreign) == (5.0, None, None)
+
+
+@pytest.mark.parametrize(
+    "path, said",
+    [
+        ("state\x00.json", "state_file: 'state\\x00.json' contains a null byte"),
+        ("ü" * 200, "is 400 bytes long; a file name may have at most 255"),
+        (
+            "/no/such/directory/state.json",
+            "state_file: the directory of '/no/such/directory/state.json' does not exist",
+        ),
+    ],
+)
+def test_a_state_file_that_cannot_be_written_is_named_before_anything_is_asked(path, said):
+    assert said in guard_memory.path_problem("state_file", path)
+
+
+def test_a_state_file_in_a_directory_that_exists_is_fine(tmp_path):
+    assert guard_memory.path_problem("state_file", str(tmp_path / "state.json")) is None

@@ -65,6 +65,9 @@ def spark_session(
         # PySpark records the Python call site of every column function for error messages, five calls into the JVM
         # each: half the time it takes to build the decision timeline's plan. The job reports failures by stage.
         "spark.python.sql.dataFrameDebugging.enabled": "false",
+        # The decision timeline's held factor is one window with two running maxima per step (41 columns at steps of
+        # 0.05): above Spark's 25 fields its plan's description is cut with a warning on stderr at every run.
+        "spark.sql.debug.maxToStringFields": "200",
     }
     if local:
         # Also under spark-submit: the driver's listeners start with the SparkContext, in getOrCreate below.

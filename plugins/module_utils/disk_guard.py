@@ -372,13 +372,6 @@ def decide(
             missing_data_action=policy.missing_data_action,
         )
         position = decision.pop("position")
-        if not decision["missing_data_applied"]:
-            factor = factor_steps.held_factor(position, factor_applied, policy.step, tolerance)
-            decision.update(
-                exact_throttle_factor=decision["throttle_factor"],
-                throttle_factor=factor,
-                state=volume_limits.state_of(factor),
-            )
         if decision["missing_data_applied"]:
             reason = "data incomplete (no data from brokers {0}): missing_data_action pause".format(
                 _ids(view["missing_brokers"])
@@ -389,6 +382,13 @@ def decide(
             ).format(_ids(view["missing_brokers"]))
         else:
             reason = "observed"
+        if not decision["missing_data_applied"]:
+            factor = factor_steps.held_factor(position, factor_applied, policy.step, tolerance)
+            decision.update(
+                exact_throttle_factor=decision["throttle_factor"],
+                throttle_factor=factor,
+                state=volume_limits.state_of(factor),
+            )
         decision.update(fallback_applied=False, observed=view["complete"], reason=reason)
         return decision, memory
     if view["complete"]:

@@ -25,9 +25,10 @@ def path_problem(option: str, path: str) -> Optional[str]:
     if "\x00" in path:
         return "{0}: {1!r} contains a null byte, which no file name may hold".format(option, path)
     for name in path.split(os.sep):
-        if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        size = len(name.encode("utf-8", "surrogateescape"))
+        if size > NAME_MAX:
             return "{0}: the name {1!r}... is {2} bytes long; a file name may have at most {3}".format(
-                option, name[:40], len(name.encode("utf-8", "surrogateescape")), NAME_MAX
+                option, name[:40], size, NAME_MAX
             )
     if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         return "{0}: the directory of {1!r} does not exist".format(option, path)

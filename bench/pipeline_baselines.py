@@ -55,12 +55,22 @@ of headroom_pipeline/forecast.py:
    the microsecond), else never; a crossing after 9999-12-31 counts as never.
 7. rank: earliest crossing of either limit first (never last), then least usable / total (0 for total 0), then
    cluster, broker_id, log_dir.
+8. Fill rate (module_utils.limit_sizing's rule), over the rows kept in 1 in order of (at, usable, total): each row
+   and the one before it (pandas: the rows sorted by volume, at, usable, total and shifted by one; DuckDB: LAG over
+   that window) give max(previous usable - usable, 0) / seconds between, none at one instant or across a size change;
+   peak_fill_bytes_per_sec = the highest (null when none). recommended_limit_bytes = ceil(rate * seconds + (0.0 +
+   rate * 2.0)) with seconds = limit_sizing.reaction_seconds(check_interval, 1.0, 0.6) (the plugin's measured parts,
+   limit_sizing.plugin_parts; the Spark stage's operations in its order), null without a rate and null at 2^63 or
+   more. plugin_limit_covers_peak and hard_limit_covers_peak: the limit's usable bytes (5) >= the recommended bytes
+   (false at 2^63 or more), null without the limit or without a rate.
 """
 
 import glob
 import os
 
 import numpy as np
+
+from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing
 
 LIMIT_TYPE_OF_NAME = {
     "MinFreeBytes": "min_free_bytes",
@@ -90,6 +100,10 @@ class Settings:
         self.validity = round(config.throttle_factor_validity * MICROS)
         self.freshness = round(config.freshness * MICROS)
         self.window = min(round(config.forecast_window * MICROS), MAX_WINDOW_US)
+        # the forecast's recommended limit: seconds of fill until the plugin throttles, as the Spark stage sums them
+        self.reaction_seconds = limit_sizing.reaction_seconds(
+            config.check_interval, limit_sizing.PLUGIN_OBSERVATION_SECONDS, limit_sizing.PLUGIN_PROPAGATION_SECONDS
+        )
         self.fallback = float(config.throttle_factor_fallback)
         self.min_available_bytes = config.min_available_bytes
         self.min_available_ratio = config.min_available_ratio
@@ -608,6 +622,54 @@ def _crossing_us(last_us, seconds):
     return np.where(finite, last_us + np.floor(np.where(finite, seconds, 0.0) * MICROS + 0.5).astype(np.int64), -1)
 
 
+def _peak_fill_rates(keys, at, usable, total, volumes):
+    """Per volume (``keys`` numbers them 0 .. volumes - 1, each with a row): the highest fill rate between successive
+    rows in order of (at, usable, total), NaN when no pair gives one. The rows sorted by volume and at, the few rows
+    at one volume's same instant then by usable and total (sorting every row by four keys costs ten times as much),
+    and each row against the one before it."""
+    if not volumes:
+        return np.zeros(0)
+    order = np.lexsort((at, keys))
+    keys, at = keys[order], at[order]
+    tied = (keys[1:] == keys[:-1]) & (at[1:] == at[:-1])
+    if tied.any():  # the runs of rows at one instant are contiguous: reordering them keeps (volume, at) in order
+        positions = np.flatnonzero(np.concatenate([tied, [False]]) | np.concatenate([[False], tied]))
+        run = order[positions]
+        order[positions] = run[np.lexsort((total[run], usable[run], at[positions], keys[positions]))]
+    usable, total = usable[order], total[order]
+    del order, tied
+    paired = (keys[1:] == keys[:-1]) & (at[1:] > at[:-1]) & (total[1:] == total[:-1])
+    lost = np.maximum(usable[:-1] - usable[1:], 0).astype(np.float64)
+    seconds = (at[1:] - at[:-1]).astype(np.float64) / MICROS
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(paired, lost / seconds, -1.0)  # rates are >= 0: -1 is no rate
+    del paired, lost, seconds
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    # row i's rate is its pair with row i - 1, and a volume's first row has none
+    peak = np.maximum.reduceat(np.concatenate([[-1.0], rate]), starts)
+    return np.where(peak >= 0.0, peak, np.nan)
+
+
+def _recommended_limit_bytes(rate, reaction_seconds):
+    """limit_sizing.least_limit_bytes at each rate with the plugin's measured parts, in the Spark stage's operations:
+    (whole bytes as floats, known: a rate, and less than 2^63 bytes, over: 2^63 bytes or more)."""
+    least = np.ceil(rate * reaction_seconds + (0.0 + rate * limit_sizing.PLUGIN_AFTER_THROTTLE_SECONDS))
+    rated = ~np.isnan(least)
+    with np.errstate(invalid="ignore"):
+        over = rated & (least >= 2.0**63)
+    return least, rated & ~over, over
+
+
+def _covers(limit, least, known, over):
+    """Whether each limit (usable bytes) is at least the recommended bytes (false past 2^63); null without the limit
+    or a rate."""
+    import pandas as pd
+
+    missing = np.isnan(limit) | ~(known | over)
+    with np.errstate(invalid="ignore"):
+        return pd.arrays.BooleanArray(np.where(missing | over, False, limit >= least), missing)
+
+
 def pandas_volume_forecast(frame, config):
     """The forecast as a pandas DataFrame (the columns of headroom_pipeline.forecast.volume_forecast)."""
     import pandas as pd
@@ -677,6 +739,8 @@ def pandas_volume_forecast(frame, config):
     plugin_seconds = _seconds_to_limit(usable, plugin_limit, slope, last)
     hard_at, plugin_at = _crossing_us(last, hard_seconds), _crossing_us(last, plugin_seconds)
     usable_ratio = np.divide(usable, total, out=np.zeros(total.size), where=total > 0)
+    peak_fill = _peak_fill_rates(keys, at, rows["usable_bytes"].to_numpy(), rows["total_bytes"].to_numpy(), len(last))
+    least, known, over = _recommended_limit_bytes(peak_fill, settings.reaction_seconds)
     result = pd.DataFrame(
         {
             "cluster": latest["cluster"].astype(str).to_numpy(),
@@ -699,6 +763,10 @@ def pandas_volume_forecast(frame, config):
             "plugin_limit_usable_bytes": plugin_limit,
             "crosses_plugin_limit_at": plugin_at,
             "hours_to_plugin_limit": plugin_seconds / SECONDS_PER_HOUR,
+            "peak_fill_bytes_per_sec": peak_fill,
+            "recommended_limit_bytes": pd.arrays.IntegerArray(np.where(known, least, 0.0).astype(np.int64), ~known),
+            "plugin_limit_covers_peak": _covers(plugin_limit, least, known, over),
+            "hard_limit_covers_peak": _covers(hard_limit, least, known, over),
         }
     )
     crossing = np.where(hard_at < 0, plugin_at, np.where(plugin_at < 0, hard_at, np.minimum(hard_at, plugin_at)))
@@ -996,12 +1064,27 @@ FROM (SELECT cluster, broker_id, at_us, hard_type, hard_level, unnest(volumes) A
 FORECAST = """
 CREATE OR REPLACE TEMP TABLE forecast AS
 WITH lasts AS (
-    SELECT cluster, broker_id, log_dir, max(at_us) AS last_us FROM volume_rows GROUP BY ALL
+    -- volume: a number for the volume, which partitions the fill rates' window faster than its three columns
+    SELECT cluster, broker_id, log_dir, max(at_us) AS last_us, row_number() OVER () AS volume
+    FROM volume_rows GROUP BY cluster, broker_id, log_dir
 ), windowed AS (
-    SELECT r.*, l.last_us, r.total_bytes - r.usable_bytes AS used_bytes
+    SELECT r.*, l.last_us, l.volume, r.total_bytes - r.usable_bytes AS used_bytes
     FROM volume_rows r JOIN lasts l USING (cluster, broker_id, log_dir) WHERE r.at_us >= l.last_us - {window}
 ), firsts AS (
     SELECT cluster, broker_id, log_dir, min(at_us) AS first_us FROM windowed GROUP BY ALL
+), successive AS (
+    SELECT volume, at_us, usable_bytes, total_bytes, lag(at_us) OVER previous AS previous_us,
+           lag(usable_bytes) OVER previous AS previous_usable, lag(total_bytes) OVER previous AS previous_total
+    FROM windowed
+    WINDOW previous AS (PARTITION BY volume ORDER BY at_us, usable_bytes, total_bytes)
+), fills AS (
+    SELECT l.cluster, l.broker_id, l.log_dir, f.peak_fill_bytes_per_sec
+    FROM (SELECT volume,
+                 max(CASE WHEN at_us > previous_us AND total_bytes = previous_total
+                     THEN greatest(previous_usable - usable_bytes, 0)::DOUBLE
+                         / ((at_us - previous_us)::DOUBLE / 1000000.0::DOUBLE) END) AS peak_fill_bytes_per_sec
+          FROM successive GROUP BY volume) f
+    JOIN lasts l USING (volume)
 ), bucketed AS (
     SELECT w.*, f.first_us,
            CASE WHEN w.last_us > f.first_us THEN least((w.at_us - f.first_us) * 24 // (w.last_us - f.first_us), 23)
@@ -1032,13 +1115,18 @@ WITH lasts AS (
                WHEN 'min_free_percentage' THEN latest.t * latest.hl / 100.0::DOUBLE
                           WHEN 'consumed_space' THEN latest.t - latest.hl END AS hard_limit_usable_bytes,
            {plugin_limit} AS plugin_limit_usable_bytes
-    FROM trends
+    FROM trends LEFT JOIN fills USING (cluster, broker_id, log_dir)
 ), timed AS (
     SELECT *, seconds_to(usable_bytes, hard_limit_usable_bytes, slope, last_us) AS hard_seconds,
-           seconds_to(usable_bytes, plugin_limit_usable_bytes, slope, last_us) AS plugin_seconds
+           seconds_to(usable_bytes, plugin_limit_usable_bytes, slope, last_us) AS plugin_seconds,
+           -- the Spark stage's operations in its order, not rounded yet
+           peak_fill_bytes_per_sec * {reaction_seconds}
+               + (0.0::DOUBLE + peak_fill_bytes_per_sec * {after_throttle_seconds}) AS least_limit
     FROM limits
 ), crossing AS (
-    SELECT *, last_us + round(hard_seconds * 1000000.0::DOUBLE)::BIGINT AS hard_us,
+    SELECT *, CASE WHEN least_limit < 9223372036854775808.0::DOUBLE THEN ceil(least_limit)::BIGINT END
+               AS recommended_limit_bytes,
+        last_us + round(hard_seconds * 1000000.0::DOUBLE)::BIGINT AS hard_us,
         last_us + round(plugin_seconds * 1000000.0::DOUBLE)::BIGINT AS plugin_us
     FROM timed
 )
@@ -1049,6 +1137,13 @@ SELECT cluster, broker_id, log_dir, timestamp_of(first_us) AS first_at, timestam
            hard_seconds / 3600.0::DOUBLE AS hours_to_hard_limit,
        plugin_limit_usable_bytes, timestamp_of(plugin_us) AS crosses_plugin_limit_at,
            plugin_seconds / 3600.0::DOUBLE AS hours_to_plugin_limit,
+       peak_fill_bytes_per_sec, recommended_limit_bytes,
+       CASE WHEN recommended_limit_bytes IS NOT NULL THEN plugin_limit_usable_bytes >= recommended_limit_bytes
+            WHEN least_limit IS NOT NULL AND plugin_limit_usable_bytes IS NOT NULL THEN false
+       END AS plugin_limit_covers_peak,
+       CASE WHEN recommended_limit_bytes IS NOT NULL THEN hard_limit_usable_bytes >= recommended_limit_bytes
+            WHEN least_limit IS NOT NULL AND hard_limit_usable_bytes IS NOT NULL THEN false
+       END AS hard_limit_covers_peak,
        row_number() OVER (ORDER BY least(hard_us, plugin_us) ASC NULLS LAST, usable_ratio, cluster, broker_id,
            log_dir) AS rank
 FROM crossing
@@ -1175,7 +1270,14 @@ def duckdb_volume_forecast(connection, config, volume_rows=None):
             "log_dir, total_bytes, usable_bytes FROM given_volume_rows"
         )
         connection.unregister("given_volume_rows")
-    connection.execute(FORECAST.format(window=_sql_literal(settings.window), plugin_limit=plugin_limit))
+    connection.execute(
+        FORECAST.format(
+            window=_sql_literal(settings.window),
+            plugin_limit=plugin_limit,
+            reaction_seconds=_sql_literal(settings.reaction_seconds),
+            after_throttle_seconds=_sql_literal(float(limit_sizing.PLUGIN_AFTER_THROTTLE_SECONDS)),
+        )
+    )
 
 
 def _execute_script(connection, script):

@@ -33,6 +33,16 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
 8. Rank (1 = first). By the earliest crossing of either limit (nulls last), then by least headroom ``usable_ratio``
    (usable / total, 0 for a zero-capacity volume, as the plugin counts it), then cluster, broker_id, log_dir.
 
+9. Fill rate (module_utils.limit_sizing, the same rule; both pass tests/vectors/limit_sizing.json). Over the rows
+   kept in step 1, in order of (at, usable_bytes, total_bytes): the rate between two successive rows is the free space
+   lost per second, ``max(usable - next_usable, 0) / seconds between``; a pair at one instant or of two sizes (another
+   filesystem) gives none. ``peak_fill_bytes_per_sec`` = the highest, null when no pair gives one.
+   ``recommended_limit_bytes`` = limit_sizing.least_limit_bytes at that rate with the check interval and the plugin's
+   measured parts (limit_sizing.plugin_parts): ``ceil(rate * (check_interval + 1.0 + 0.6) + rate * 2.0)``, null
+   without a rate, and null when it is 2^63 bytes or more (a hostile input: no volume is that large).
+   ``plugin_limit_covers_peak`` and ``hard_limit_covers_peak``: the limit (step 6) is at least that many bytes (false
+   past 2^63); null without the limit or without a rate.
+
 Rows are assumed valid (ingest rejects the others): sizes known, 0 <= usable <= total.
 """
 
@@ -43,9 +53,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 
+from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing
 from headroom_pipeline import schemas
 
-if TYPE_CHECKING:  # the configuration's module sets up the collection's imports, which the forecast does not need
+if TYPE_CHECKING:  # the caller hands the configuration over; its module is not needed at run time
     from headroom_pipeline.config import PipelineConfig
 
 VOLUME_KEY = ["cluster", "broker_id", "log_dir"]
@@ -54,6 +65,7 @@ MIN_BUCKETS = 3
 MICROS_PER_SECOND = 1_000_000
 SECONDS_PER_HOUR = 3600.0
 MAX_TIMESTAMP_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant a timestamp holds
+LARGEST_BYTES = float(2**63)  # the first whole number of bytes a 64-bit column cannot hold
 MAX_WINDOW_MICROS = 2**62  # any longer window keeps all history; keeps the subtraction in range
 # A bucket's peak and its time as one number (see _bucket_peaks): the parts, and the factor of the first.
 PAIR_PART = "decimal(20,0)"
@@ -82,12 +94,16 @@ OUTPUT_COLUMNS = [
     "plugin_limit_usable_bytes",
     "crosses_plugin_limit_at",
     "hours_to_plugin_limit",
+    "peak_fill_bytes_per_sec",
+    "recommended_limit_bytes",
+    "plugin_limit_covers_peak",
+    "hard_limit_covers_peak",
     "rank",
 ]
 
 
 # What volume_forecast's observation collects for the summary.
-FORECAST_COUNTS = ("volumes", "crossing_hard_limit")
+FORECAST_COUNTS = ("volumes", "crossing_hard_limit", "limits_short_of_peak_fill")
 
 
 class VolumeSpan(NamedTuple):
@@ -164,7 +180,8 @@ def volume_forecast(
     """
     if spans is None:
         spans = volume_spans(volumes, config)
-    trends = _trends(_bucket_peaks(_in_window(volumes, spans.frame)), spans.frame)
+    windowed = _in_window(volumes, spans.frame)
+    trends = _trends(_bucket_peaks(windowed), spans.frame, _peak_fill_rates(windowed))
     with_limits = trends.select(
         "*",
         _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias(
@@ -178,7 +195,15 @@ def volume_forecast(
     plugin_seconds = _seconds_to_limit(
         F.col("usable_bytes"), F.col("plugin_limit_usable_bytes"), F.col("slope"), F.col("last_us")
     )
-    crossings = with_limits.select("*", hard_seconds.alias("hard_seconds"), plugin_seconds.alias("plugin_seconds"))
+    least = least_limit_of_peak(F.col("peak_fill_bytes_per_sec"), config.check_interval)
+    crossings = with_limits.select(
+        "*",
+        hard_seconds.alias("hard_seconds"),
+        plugin_seconds.alias("plugin_seconds"),
+        whole_bytes(least).alias("recommended_limit_bytes"),
+        _covers(F.col("plugin_limit_usable_bytes"), least).alias("plugin_limit_covers_peak"),
+        _covers(F.col("hard_limit_usable_bytes"), least).alias("hard_limit_covers_peak"),
+    )
     ranked = _ranked(
         crossings.select(
             "*",
@@ -193,6 +218,9 @@ def volume_forecast(
             observation,
             F.count(F.lit(1)).alias("volumes"),
             F.count("crosses_hard_limit_at").alias("crossing_hard_limit"),
+            F.count(F.when(~F.col("plugin_limit_covers_peak") | ~F.col("hard_limit_covers_peak"), F.lit(1))).alias(
+                "limits_short_of_peak_fill"
+            ),
         )
     return ranked.select(*OUTPUT_COLUMNS)
 
@@ -291,8 +319,75 @@ def _bucket_peaks(windowed: DataFrame) -> DataFrame:
     )
 
 
-def _trends(peaks: DataFrame, span_frame: DataFrame) -> DataFrame:
-    """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets) and the latest figures."""
+def _peak_fill_rates(windowed: DataFrame) -> DataFrame:
+    """Per volume: the highest fill rate between two successive rows (step 9), null when no pair gives one.
+
+    Unlike the peaks, this needs each row's predecessor: the rows are shuffled by volume and sorted by time, four
+    narrow columns of them.
+    """
+    successive = Window.partitionBy("volume").orderBy("at_us", "usable_bytes", "total_bytes")
+    rows = windowed.select("volume", "at_us", "usable_bytes", "total_bytes")
+    pairs = rows.select(
+        "volume",
+        "at_us",
+        "usable_bytes",
+        "total_bytes",
+        F.lag("at_us").over(successive).alias("previous_us"),
+        F.lag("usable_bytes").over(successive).alias("previous_usable"),
+        F.lag("total_bytes").over(successive).alias("previous_total"),
+    )
+    lost = F.greatest(F.col("previous_usable") - F.col("usable_bytes"), F.lit(0)).cast("double")
+    seconds = (F.col("at_us") - F.col("previous_us")).cast("double") / MICROS_PER_SECOND
+    rate = F.when(
+        (F.col("at_us") > F.col("previous_us")) & (F.col("total_bytes") == F.col("previous_total")), lost / seconds
+    )
+    return pairs.groupBy("volume").agg(F.max(rate).alias("peak_fill_bytes_per_sec"))
+
+
+def least_limit(  # pylint: disable=too-many-arguments
+    rate: Column,
+    check_interval: float,
+    observation_seconds: float = 0.0,
+    propagation_seconds: float = 0.0,
+    in_flight_bytes: float = 0.0,
+    replication_bytes: Column | float = 0.0,
+) -> Column:
+    """limit_sizing.least_limit_bytes before its rounding up, as a column of a rate column: the same operations in
+    the same order (a double; whole_bytes rounds it up)."""
+    seconds = limit_sizing.reaction_seconds(check_interval, observation_seconds, propagation_seconds)
+    after = F.lit(float(in_flight_bytes)) + replication_bytes
+    return rate * F.lit(seconds) + after
+
+
+def least_limit_of_peak(rate: Column, check_interval: float) -> Column:
+    """The least limit at ``rate`` with the plugin's measured parts (limit_sizing.plugin_parts), not rounded yet;
+    null without a rate."""
+    return least_limit(
+        rate,
+        check_interval,
+        limit_sizing.PLUGIN_OBSERVATION_SECONDS,
+        limit_sizing.PLUGIN_PROPAGATION_SECONDS,
+        0.0,
+        rate * limit_sizing.PLUGIN_AFTER_THROTTLE_SECONDS,
+    )
+
+
+def whole_bytes(least: Column) -> Column:
+    """The least limit rounded up to whole bytes; null past the largest 64-bit number (a hostile rate: a limit that
+    large exists on no volume, and Spark's ceil would fail the job)."""
+    return F.when(least < F.lit(LARGEST_BYTES), F.ceil(least))
+
+
+def _covers(limit: Column, least: Column) -> Column:
+    """Whether a limit (usable bytes) keeps at least the least limit, in whole bytes; false past the largest 64-bit
+    number, null without the limit or a rate."""
+    whole = whole_bytes(least)
+    return F.when(whole.isNotNull(), limit >= whole).when(least.isNotNull() & limit.isNotNull(), F.lit(False))
+
+
+def _trends(peaks: DataFrame, span_frame: DataFrame, fill_rates: DataFrame) -> DataFrame:
+    """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets), the latest figures and the
+    peak fill rate."""
     peak_seconds = (F.col("peak_at") - F.col("first_us")) / MICROS_PER_SECOND
     fitted = peaks.groupBy("volume").agg(
         _slope_in_bucket_order(
@@ -302,7 +397,7 @@ def _trends(peaks: DataFrame, span_frame: DataFrame) -> DataFrame:
         F.sum("rows").alias("samples"),
         F.max("latest").alias("latest"),  # the bucket with the last instant holds it; the others null
     )
-    per_volume = fitted.join(F.broadcast(span_frame), "volume")
+    per_volume = fitted.join(F.broadcast(span_frame), "volume").join(fill_rates, "volume", "left")
     slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
     return per_volume.select(
         *VOLUME_KEY,
@@ -323,6 +418,7 @@ def _trends(peaks: DataFrame, span_frame: DataFrame) -> DataFrame:
         F.col("latest.hard_type").alias("hard_limit_type"),
         F.col("latest.hard_level").alias("hard_limit_level"),
         (slope * SECONDS_PER_HOUR).alias("bytes_per_hour"),
+        "peak_fill_bytes_per_sec",
     )
 
 

@@ -214,6 +214,15 @@ def _throttle_timelines(decisions, clusters):
     return timelines
 
 
+# The forecast's sizing columns (its step 9).
+SIZING_COLUMNS = (
+    "peak_fill_bytes_per_sec",
+    "recommended_limit_bytes",
+    "plugin_limit_covers_peak",
+    "hard_limit_covers_peak",
+)
+
+
 def _next_volumes(forecast):
     """The NEXT_VOLUMES volumes that fill up first (forecast rank), as dicts with UTC datetimes."""
     if forecast is None:
@@ -234,6 +243,10 @@ def _next_volumes(forecast):
             "plugin_limit_usable_bytes",
             "bytes_per_hour",
             "hours_to_hard_limit",
+            *[
+                F.col(name) if name in forecast.columns else F.lit(None).alias(name)
+                for name in SIZING_COLUMNS  # an output directory of a release before them has none
+            ],
             _epoch_seconds(F.col("crosses_hard_limit_at")).alias("crosses_hard_limit_at"),
             _epoch_seconds(F.col("crosses_plugin_limit_at")).alias("crosses_plugin_limit_at"),
             _epoch_seconds(F.col("last_at")).alias("last_at"),

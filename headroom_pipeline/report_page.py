@@ -90,6 +90,20 @@ def _plugin_limit_first(volume):
     )
 
 
+def _short_limits(volume):
+    """The limits that do not cover the volume's peak fill rate (forecast step 9), or "-"."""
+    short = [
+        name
+        for name, covers in (("plugin", volume["plugin_limit_covers_peak"]), ("hard", volume["hard_limit_covers_peak"]))
+        if covers is False
+    ]
+    return ", ".join(short) or "-"
+
+
+def _rate(bytes_per_second):
+    return "-" if bytes_per_second is None else human_bytes(bytes_per_second) + "/s"
+
+
 def _count_tables(summary):
     inputs = summary.get("inputs") or {}
     rows = [
@@ -132,6 +146,9 @@ def _volume_table(next_volumes):
             _when(volume["crosses_hard_limit_at"]),
             human_hours(volume["hours_to_hard_limit"]),
             _when(volume["crosses_plugin_limit_at"]),
+            _rate(volume["peak_fill_bytes_per_sec"]),
+            human_bytes(volume["recommended_limit_bytes"]),
+            _short_limits(volume),
         )
         for volume in next_volumes
     ]
@@ -149,9 +166,12 @@ def _volume_table(next_volumes):
             "reaches hard limit",
             "in",
             "reaches plugin limit",
+            "peak fill",
+            "least limit",
+            "limits short of it",
         ],
         rows,
-        (0, 2, 4, 5, 6, 8),
+        (0, 2, 4, 5, 6, 8, 12, 13),
     )
 
 

@@ -15,37 +15,58 @@ import yaml
 from ansible_plays import SPEC, changed_counts, pids, run_site, scrape, serving, write_inventory
 
 
-def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_names(kafka_cluster_factory, tmp_path):
-    """kafka_jmx_exporter: true. The role writes its rules over the configuration file the test cluster's running
-    agents read (the drop-in and the jar go to a scratch directory: these nodes are not systemd units), and the roll
-    restarts every node with the plugin."""
+@pytest.fixture(scope="module")
+def configured(kafka_cluster_root, tmp_path_factory):
+    """One site.yml run from a bare cluster for the tests that read what it left: the quota plugin, the JMX exporter
+    (kafka_jmx_exporter: true) and the usage pipeline over the snapshot topic (usage_pipeline_out). The role writes the
+    exporter's rules over the configuration file the test cluster's running agents read (the drop-in and the jar go
+    to a scratch directory: these nodes are not systemd units), and the roll restarts every node with the plugin."""
     from kafka_testbed.kafka_libs import ensure_libs
+    from kafka_testbed.testing import ClusterFactory
+
+    factory = ClusterFactory(kafka_cluster_root)
+    try:
+        cluster = factory(2, catch_up_ms=500)
+        tmp_path = tmp_path_factory.mktemp("site")
+        scratch = tmp_path / "host"
+        out = tmp_path / "pipeline"
+        inventory = write_inventory(
+            cluster,
+            tmp_path,
+            {
+                "kafka_quotas": dict(SPEC, check_interval=2),
+                "kafka_jmx_exporter": True,
+                "jmx_exporter_jar_source": "file",
+                "jmx_exporter_jar_file": ensure_libs().agent,
+                # Each node's own scratch "host": on one shared directory only the first node to write would see a
+                # change.
+                "jmx_exporter_dir": str(scratch) + "/{{ inventory_hostname }}/opt",
+                "jmx_exporter_config_file": cluster.info["exporter_config"],
+                "jmx_exporter_unit_dir": str(scratch) + "/{{ inventory_hostname }}/systemd",
+                "jmx_exporter_owner": os.getuid(),
+                "jmx_exporter_group": os.getgid(),
+                "broker_jar_cache_dir": str(tmp_path / "cache"),
+                "usage_pipeline_out": str(out),
+                "usage_pipeline_min_available_ratio": 0.1,
+                "usage_pipeline_conf": {"spark.sql.shuffle.partitions": "2"},
+            },
+        )
+        before = pids(cluster)
+        result = run_site(inventory)
+        yield {"cluster": cluster, "result": result, "before": before, "scratch": scratch, "out": out}
+    finally:
+        factory.close()
+
+
+def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_names(configured):
     from kafka_testbed.traffic import wait_until
 
-    cluster = kafka_cluster_factory(2, catch_up_ms=500)
-    scratch = tmp_path / "host"
-    inventory = write_inventory(
-        cluster,
-        tmp_path,
-        {
-            "kafka_quotas": dict(SPEC, check_interval=2),
-            "kafka_jmx_exporter": True,
-            "jmx_exporter_jar_source": "file",
-            "jmx_exporter_jar_file": ensure_libs().agent,
-            # Each node's own scratch "host": on one shared directory only the first node to write would see a change.
-            "jmx_exporter_dir": str(scratch) + "/{{ inventory_hostname }}/opt",
-            "jmx_exporter_config_file": cluster.info["exporter_config"],
-            "jmx_exporter_unit_dir": str(scratch) + "/{{ inventory_hostname }}/systemd",
-            "jmx_exporter_owner": os.getuid(),
-            "jmx_exporter_group": os.getgid(),
-            "broker_jar_cache_dir": str(tmp_path / "cache"),
-        },
-    )
-    before = pids(cluster)
-    first = run_site(inventory)
+    cluster, first, scratch = configured["cluster"], configured["result"], configured["scratch"]
     assert first.returncode == 0, first.stdout[-15000:]
     after = pids(cluster)
-    assert all(after[node_id] != pid for node_id, pid in before.items()), "every node restarts to load the agent"
+    assert all(after[node_id] != pid for node_id, pid in configured["before"].items()), (
+        "every node restarts to load the agent"
+    )
     dropin = (scratch / "broker-1" / "systemd" / "kafka.service.d" / "headroom-jmx-exporter.conf").read_text()
     assert f"-javaagent:{scratch / 'broker-1' / 'opt' / 'jmx_prometheus_javaagent-1.0.1.jar'}=7071:" in dropin
 
@@ -74,6 +95,19 @@ def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_name
     assert "kafka_controller_kafkacontroller_activecontrollercount" in scrape(controller["metrics_url"])
 
 
+@pytest.fixture(scope="module")
+def untouched_cluster(kafka_cluster_root):
+    """One cluster for the tests after which every broker's files and processes are as they were (refusals, check
+    mode): each asserts so, which is what lets them share it (a cluster start is several seconds of both cores)."""
+    from kafka_testbed.testing import ClusterFactory
+
+    factory = ClusterFactory(kafka_cluster_root)
+    try:
+        yield factory(3)
+    finally:
+        factory.close()
+
+
 GUARD = {"policy": "strimzi", "min_available_ratio": 0.1, "default_producer_byte_rate": 1048576}
 KAFKA_SPEC = {"type": "kafka", "producer_byte_rate": 1048576}
 
@@ -92,8 +126,8 @@ KAFKA_SPEC = {"type": "kafka", "producer_byte_rate": 1048576}
     ],
     ids=["both-volume-limits", "guard-with-the-plugin", "guard-host-outside-the-group"],
 )
-def test_a_bad_setting_changes_nothing(kafka_cluster_factory, tmp_path, variables, said):
-    cluster = kafka_cluster_factory(3)
+def test_a_bad_setting_changes_nothing(untouched_cluster, tmp_path, variables, said):
+    cluster = untouched_cluster
     inventory = write_inventory(cluster, tmp_path, variables)
     files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
     result = run_site(inventory)
@@ -102,11 +136,11 @@ def test_a_bad_setting_changes_nothing(kafka_cluster_factory, tmp_path, variable
     assert {p: open(p, encoding="utf-8").read() for p in files} == files
 
 
-def test_a_broker_that_could_not_load_the_plugin_is_neither_configured_nor_restarted(kafka_cluster_factory, tmp_path):
+def test_a_broker_that_could_not_load_the_plugin_is_neither_configured_nor_restarted(untouched_cluster, tmp_path):
     """Broker 2's libs directory has every jar of the cluster's but the plugin's (a distribution without it):
     site.yml stops before any broker's properties change, naming the host, the directory and the class, and restarts
     nothing."""
-    cluster = kafka_cluster_factory(3)
+    cluster = untouched_cluster
     shipped = os.path.dirname(cluster.info["quota_plugin_jar"])
     without_plugin = tmp_path / "libs-without-plugin"
     without_plugin.mkdir()
@@ -141,8 +175,8 @@ def admin_with_secret(cluster):
     }
 
 
-def test_check_mode_with_diff_changes_nothing_and_masks_secrets(kafka_cluster_factory, tmp_path):
-    cluster = kafka_cluster_factory(3)
+def test_check_mode_with_diff_changes_nothing_and_masks_secrets(untouched_cluster, tmp_path):
+    cluster = untouched_cluster
     inventory = write_inventory(cluster, tmp_path, {"quota_plugin_admin": admin_with_secret(cluster)})
     files = {e["properties"]: open(e["properties"], encoding="utf-8").read() for e in cluster.info["brokers"]}
     before = pids(cluster)
@@ -194,19 +228,8 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
     assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
 
 
-def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(kafka_cluster_factory, tmp_path):
-    cluster = kafka_cluster_factory(3, catch_up_ms=1000)
-    out = tmp_path / "pipeline"
-    inventory = write_inventory(
-        cluster,
-        tmp_path,
-        {
-            "usage_pipeline_out": str(out),
-            "usage_pipeline_min_available_ratio": 0.1,
-            "usage_pipeline_conf": {"spark.sql.shuffle.partitions": "2"},
-        },
-    )
-    result = run_site(inventory)
+def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(configured):
+    cluster, result, out = configured["cluster"], configured["result"], configured["out"]
     assert result.returncode == 0, result.stdout[-15000:] + result.stderr[-5000:]
     summary = json.loads((out / "summary.json").read_text())
     servers = cluster.info["bootstrap_servers"].split(",")

@@ -36,6 +36,7 @@ FORECAST_NUMBERS = (
     "hard_limit_usable_bytes",
     "plugin_limit_usable_bytes",
     "usable_ratio",
+    "peak_fill_bytes_per_sec",
 )
 
 
@@ -343,6 +344,9 @@ def test_baselines_match_spark_on_the_same_parquet_files(spark, baselines, gener
                 "used_bytes",
                 "hard_limit_type",
                 "hard_limit_level",
+                "recommended_limit_bytes",
+                "plugin_limit_covers_peak",
+                "hard_limit_covers_peak",
                 "rank",
             ):
                 assert got[column] == want[column], (engine, key, column)

@@ -383,3 +383,58 @@ def test_vectors(vector_results, case):
             column: (actual[column], value) for column, value in expected.items() if not matches(actual[column], value)
         }
         assert not wrong, f"{case['id']}: (actual, expected) {wrong}"
+
+
+# -- the limit sizing rule's shared vectors (tests/vectors/limit_sizing.json), which module_utils passes too ----------
+SIZING = vector_cases.load("limit_sizing.json")
+
+
+def test_peak_fill_rate_vectors(spark):
+    """Each case's observations (seconds, usable bytes, total bytes) as one volume's rows, all in one run."""
+    rows = []
+    for number, case in enumerate(SIZING["peak_fill_rate"]):
+        for seconds, usable, total in case["observations"]:
+            at = START + datetime.timedelta(seconds=seconds)
+            rows.append(("c1", number, at, None, None, None, None, 0, "/data/0", total, usable))
+    result = {
+        row.broker_id: row for row in volume_forecast(spark.createDataFrame(rows, schemas.VOLUMES), config()).collect()
+    }
+    for number, case in enumerate(SIZING["peak_fill_rate"]):
+        assert matches(result[number].peak_fill_bytes_per_sec, case["peak_fill_rate"]), case["name"]
+
+
+def test_least_limit_vectors(spark):
+    from pyspark.sql import functions as F
+
+    from headroom_pipeline.forecast import least_limit, whole_bytes
+
+    for case in SIZING["least_limit"]:
+        given = dict(case["input"])
+        rate = given.pop("peak_fill_rate")
+        frame = spark.createDataFrame([(float(rate),)], "rate double")
+        (row,) = frame.select(whole_bytes(least_limit(F.col("rate"), **given)).alias("least")).collect()
+        assert row.least == case["least_limit_bytes"], case["name"]
+
+
+def test_the_volumes_whose_limits_fall_short_of_their_peak_fill_are_counted(spark):
+    """Two volumes filling at up to 4 MiB/s and 1 KiB/s against the plugin's 8 MiB with a 2 s check interval: the
+    first needs 4 MiB/s x 5.6 s, about 22 MiB, the second about 6 KiB."""
+    from pyspark.sql import Observation
+
+    from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing
+
+    mib = 1 << 20
+    rows = volume_rows({0: 0, 10: 40 * mib, 20: 50 * mib}, log_dir="/data/0", hard=None)
+    rows += volume_rows({0: 0, 10: 10 * 1024, 20: 20 * 1024}, log_dir="/data/1", hard=None)
+    observation = Observation("forecast")
+    settings = config(min_available_bytes=8 * mib, check_interval=2)
+    result = volume_forecast(spark.createDataFrame(rows, schemas.VOLUMES), settings, observation=observation)
+    by_dir = {row.log_dir: row for row in result.collect()}
+    fast, slow = by_dir["/data/0"], by_dir["/data/1"]
+    assert fast.peak_fill_bytes_per_sec == 4 * mib and slow.peak_fill_bytes_per_sec == 1024
+    for row in (fast, slow):
+        rate = row.peak_fill_bytes_per_sec
+        assert row.recommended_limit_bytes == limit_sizing.least_limit_bytes(rate, 2, **limit_sizing.plugin_parts(rate))
+        assert row.hard_limit_covers_peak is None, "no hard limit"
+    assert (fast.plugin_limit_covers_peak, slow.plugin_limit_covers_peak) == (False, True)
+    assert observation.get["limits_short_of_peak_fill"] == 1

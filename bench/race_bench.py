@@ -36,6 +36,16 @@ What each trial reports:
 * ``offline``: the brokers that logged ``No space left on device`` or exited;
 * ``least_limit``: limit_sizing's rule with the measured parts: fill rate x (interval + the check's own duration +
   apply) + after_throttle. A trial whose LIMIT is below that is expected to lose the race.
+
+``--recommended`` proves the collection's sizing instead, per decider at the collection's defaults, writers at full
+speed: first a trial at LIMIT (expected to lose; it measures the full-speed fill rate R), then one at the recommended
+limit for R (limit_sizing.least_limit_bytes with the plugin's measured parts, limit_sizing.plugin_parts), which must
+keep every log dir online, then one at half of it, which must lose. The plugin's check interval is the one the
+collection chooses for that limit and rate (quota_plugin_spec: kafka_quotas with peak_fill_rate and no
+check_interval); the guard's is the disk_guard role's default (roles/disk_guard/defaults/main.yml) with the guard's
+default fastest interval, and since a burst at full speed crosses the limit before the guard has seen it fill, its
+recommended limit covers the whole interval. Each volume is the trial's limit plus the margin filled before the
+writers start plus 64 MiB.
 """
 
 import argparse
@@ -58,7 +68,7 @@ from confluent_kafka import KafkaError, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from disk_guard_reaction_bench import GuardProcess, PluginLog, available, wait_for  # noqa: E402
 
-from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing  # noqa: E402
+from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing, quota_plugin_spec  # noqa: E402
 from kafka_testbed.client_config import confluent_config  # noqa: E402
 from kafka_testbed.cluster import Cluster, ClusterError, engine_class, parse_size, process_alive  # noqa: E402
 from kafka_testbed.kafka_libs import ensure_libs  # noqa: E402
@@ -415,6 +425,84 @@ def report(results):
     return "\n".join(lines)
 
 
+# -- --recommended: the collection's sizing at full speed ----------------------------------------------------------
+ROLE_DEFAULTS = os.path.join(ROOT, "roles", "disk_guard", "defaults", "main.yml")
+SPARE = 64 * MIB  # of each volume, beyond the limit and the margin filled before the writers start
+
+
+def guard_default_interval():
+    with open(ROLE_DEFAULTS, encoding="utf-8") as handle:
+        return float(yaml.safe_load(handle)["disk_guard_interval"])
+
+
+def recommended_limit(rate, interval):
+    """The collection's least limit for a volume filling at ``rate`` with this check interval, in whole MiB."""
+    least = limit_sizing.least_limit_bytes(rate, interval, **limit_sizing.plugin_parts(rate))
+    return -(-least // MIB) * MIB
+
+
+def plugin_interval(limit, rate):
+    """The check interval the collection writes for this limit and peak fill rate when the user sets none."""
+    spec = {"type": "strimzi", "producer_byte_rate": QUOTA, "min_available_bytes_per_volume": limit}
+    checked = quota_plugin_spec.validate_spec(dict(spec, peak_fill_rate=rate))
+    return float(checked["check_interval"])
+
+
+def sized(limit):
+    """The settings of a trial at ``limit``: its volumes are the limit, the margin and SPARE; refused when the
+    brokers' volumes (tmpfs, in memory) would take more than half of the memory available."""
+    volume = limit + FULL_SPEED_MARGIN + SPARE
+    with open("/proc/meminfo", encoding="utf-8") as handle:
+        available = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("MemAvailable:"))
+    if BROKERS * volume > available / 2:
+        raise BenchError(
+            f"a limit of {mib(limit)} MiB needs {BROKERS} volumes of {mib(volume)} MiB in memory (tmpfs), more than "
+            f"half of the {mib(available)} MiB available"
+        )
+    return argparse.Namespace(limit=limit, volume_size=volume, in_flight=None)
+
+
+def recommended_trials(workdir, decider, args):
+    """The three trials of --recommended for one decider; each result gets ``expected`` (lose or hold) and ``as
+    expected``."""
+    # The first trial's plugin checks as often as the collection ever has it check: a limit that loses there loses
+    # at any interval.
+    interval = float(quota_plugin_spec.SHORTEST_CHECK_INTERVAL) if decider == "plugin" else guard_default_interval()
+    first = Trial(workdir, decider, interval, None, args).run()
+    rate = first["fill_rate"]
+    if rate is None:
+        raise BenchError(f"{decider}: the first trial measured no fill rate: {describe(first)}")
+    first["expected"] = "lose"
+    limit = recommended_limit(rate, interval)
+    if decider == "plugin":
+        interval = plugin_interval(limit, rate)
+    results = [first]
+    for share, expected in ((1, "hold"), (2, "lose")):
+        result = Trial(workdir, decider, interval, None, sized(limit // share // MIB * MIB)).run()
+        result.update(expected=expected, measured_rate=rate, recommended=limit)
+        results.append(result)
+    for result in results:
+        result["as_expected"] = bool(result["offline"]) == (result["expected"] == "lose")
+    return results
+
+
+def recommended_report(results):
+    header = (
+        f"{'decider':<7} {'interval':>8} {'limit MiB':>9} {'recommended MiB':>15} {'fill MiB/s':>10} "
+        f"{'overshoot MiB':>13} {'expected':>8}  log dirs"
+    )
+    lines = [header, "-" * len(header)]
+    for result in results["trials"]:
+        lines.append(
+            f"{result['decider']:<7} {result['interval']:>7g}s {mib(result['limit']):>9} "
+            f"{mib(result.get('recommended')):>15} {mib(result['fill_rate']):>10} {mib(result['overshoot']):>13} "
+            f"{result['expected']:>8}  "
+            f"{'offline: ' + ','.join(map(str, result['offline'])) if result['offline'] else 'kept'}"
+            f"{'' if result['as_expected'] else '  (NOT AS EXPECTED)'}"
+        )
+    return "\n".join(lines)
+
+
 def parse_rate(text):
     return None if text == "full" else parse_size(text)
 
@@ -432,6 +520,13 @@ def parse_args(argv):
         "--in-flight",
         type=int,
         help="requests each producer may have in flight per connection (default: librdkafka's, unbounded)",
+    )
+    parser.add_argument(
+        "--recommended",
+        action="store_true",
+        help="per decider, at the collection's defaults and full speed: a trial at --limit (measures the fill rate), "
+        "one at the recommended limit for it (must keep every log dir) and one at half (must lose); --intervals "
+        "and --rates do not apply",
     )
     parser.add_argument("--json", help="write every trial's figures to this file")
     args = parser.parse_args(argv)
@@ -469,6 +564,9 @@ def main(argv=None):
     trials = []
     try:
         for decider in args.deciders:
+            if args.recommended:
+                trials += recommended_trials(workdir, decider, args)
+                continue
             for interval in args.intervals:
                 for rate in args.rates:
                     trial = Trial(workdir, decider, interval, rate, args)
@@ -482,8 +580,8 @@ def main(argv=None):
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results = {"machine": platform.node(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "trials": trials}
-    finish(results, report(results), args.json)
-    return 0
+    finish(results, (recommended_report if args.recommended else report)(results), args.json)
+    return 0 if all(trial.get("as_expected", True) for trial in trials) else 1
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def render(
         else [],
         count_tables=_count_tables(summary or {}),
         volume_table=_volume_table(data.next_volumes or []),
+        sizing_interval=((summary or {}).get("settings") or {}).get("check_interval"),
         charts=charts,
         cluster_count=data.cluster_count,
         clients_chart=clients_chart,

@@ -114,6 +114,17 @@ def skip_without_own_volumes(cluster):
         pytest.skip("needs every data log dir on a tmpfs volume of its own: " + "; ".join(cluster.info["notes"]))
 
 
+def module_cluster(root, brokers, **options):
+    """For a module-scoped fixture (``yield from``): one cluster that several tests share, stopped when the fixture
+    ends, also when its start fails half-way. Sharing is for tests that leave it as they found it (a refusal, check
+    mode), each asserting so: a cluster start is several seconds of both cores."""
+    factory = ClusterFactory(root)
+    try:
+        yield factory(brokers, **options)
+    finally:
+        factory.close()
+
+
 def own_volume_cluster(root, brokers, volume_size):
     """For a module-scoped fixture (``yield from``): a real-Kafka cluster whose data log dirs are volumes of
     ``volume_size`` bytes of their own, for tests that fill them; stopped when the fixture ends."""

@@ -158,13 +158,8 @@ def test_the_guard_records_every_decision_and_observation_and_publishes_the_obse
     assert comparison["decisions"] == len(decisions)
     assert comparison["compared"] >= len(decisions) - 3 and comparison["differences"] == 0, comparison
 
-    # A guard killed in the middle of a line: that line is the one record lost.
-    (current,) = [name for name in os.listdir(history) if name.startswith("snapshots-") and name.endswith(".jsonl")]
-    with open(history / current, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(observations[-1])[:40])
-    broken = run_pipeline(history, tmp_path / "pipeline-broken")
-    assert broken["rows_rejected"] == 1 and broken["rows_used"] == summary["rows_used"], broken["inputs"]
-    assert broken["stages"]["guard_comparison"]["differences"] == 0
+    # A guard killed in the middle of a line costs that one record: tests/pipeline/test_guard_history.py, on a history
+    # written as this one (a whole run of the job's command line less here).
 
 
 def run_pipeline(history, out):

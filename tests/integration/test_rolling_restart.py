@@ -14,6 +14,14 @@ def create_replicated_topic(cluster):
     admin.create_topics([NewTopic("rolled", 3, 3)])["rolled"].result(15)
 
 
+@pytest.fixture(scope="module")
+def untouched_cluster(kafka_cluster_root):
+    """For the rolls that restart nothing: each asserts that no node's incarnation changed."""
+    from kafka_testbed.testing import module_cluster
+
+    yield from module_cluster(kafka_cluster_root, 3)
+
+
 def test_restarts_only_what_needs_it_one_at_a_time(kafka_cluster_factory, tmp_path):
     cluster = kafka_cluster_factory(3, catch_up_ms=1500)
     create_replicated_topic(cluster)
@@ -25,15 +33,6 @@ def test_restarts_only_what_needs_it_one_at_a_time(kafka_cluster_factory, tmp_pa
     assert after[1][0] != before[1][0] and after[3][0] != before[3][0]
     # One at a time: broker 3 went down only after broker 1 was back and its replicas had caught up.
     assert after[3][1] >= after[1][1] + 1500
-
-
-def test_nothing_to_do(kafka_cluster_factory, tmp_path):
-    cluster = kafka_cluster_factory(3)
-    before = incarnations(cluster)
-    result = run_roll(cluster, tmp_path, needs_restart=set())
-    assert result.returncode == 0, result.stdout[-10000:]
-    assert "No node needs a restart" in result.stdout
-    assert incarnations(cluster) == before
 
 
 def test_a_broker_that_fails_to_start_stops_the_roll(kafka_cluster_factory, tmp_path):
@@ -66,26 +65,6 @@ def test_combined_nodes_restart_with_the_active_controller_last(kafka_cluster_fa
     leader, order, before, after = roll_every_node_and_find_the_last(cluster, tmp_path)
     assert all(after[n][0] != before[n][0] for n in before)
     assert order[-1] == leader, f"restart order {order}, active controller was {leader}"
-
-
-@pytest.mark.parametrize(
-    ("gate", "said"),
-    [
-        # A volume at the limit (here every volume, with a ratio limit of 1.0).
-        ({"min_available_ratio": 1.0}, ["throttle factor 0.0 (PAUSE)"]),
-        # A misspelt limit would otherwise be a gate that checks nothing.
-        ({"min_available_ration": 0.1}, ["min_available_ration", "volume_gate_limits"]),
-    ],
-    ids=["volume-at-its-limit", "unknown-key"],
-)
-def test_the_volume_gate_stops_the_roll_before_any_restart(kafka_cluster_factory, tmp_path, gate, said):
-    cluster = kafka_cluster_factory(3)
-    before = incarnations(cluster)
-    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3}, extra_vars={"rolling_restart_volume_gate": gate})
-    assert result.returncode != 0
-    for text in said:
-        assert text in result.stdout, result.stdout[-5000:]
-    assert incarnations(cluster) == before
 
 
 FAKE_SYSTEMCTL = """#!{python}
@@ -184,8 +163,38 @@ def test_a_unit_that_does_not_come_back_stops_the_roll_with_its_journal(kafka_cl
     assert incarnations(cluster).get(3) == before[3], "broker 3 must not be restarted after broker 2 failed"
 
 
-def test_a_health_wait_typo_stops_the_roll_before_any_restart(kafka_cluster_factory, tmp_path):
-    cluster = kafka_cluster_factory(3)
+# The rolls that restart nothing share one cluster, started at the first of them: they run last, one after the other.
+def test_nothing_to_do(untouched_cluster, tmp_path):
+    cluster = untouched_cluster
+    before = incarnations(cluster)
+    result = run_roll(cluster, tmp_path, needs_restart=set())
+    assert result.returncode == 0, result.stdout[-10000:]
+    assert "No node needs a restart" in result.stdout
+    assert incarnations(cluster) == before
+
+
+@pytest.mark.parametrize(
+    ("gate", "said"),
+    [
+        # A volume at the limit (here every volume, with a ratio limit of 1.0).
+        ({"min_available_ratio": 1.0}, ["throttle factor 0.0 (PAUSE)"]),
+        # A misspelt limit would otherwise be a gate that checks nothing.
+        ({"min_available_ration": 0.1}, ["min_available_ration", "volume_gate_limits"]),
+    ],
+    ids=["volume-at-its-limit", "unknown-key"],
+)
+def test_the_volume_gate_stops_the_roll_before_any_restart(untouched_cluster, tmp_path, gate, said):
+    cluster = untouched_cluster
+    before = incarnations(cluster)
+    result = run_roll(cluster, tmp_path, needs_restart={1, 2, 3}, extra_vars={"rolling_restart_volume_gate": gate})
+    assert result.returncode != 0
+    for text in said:
+        assert text in result.stdout, result.stdout[-5000:]
+    assert incarnations(cluster) == before
+
+
+def test_a_health_wait_typo_stops_the_roll_before_any_restart(untouched_cluster, tmp_path):
+    cluster = untouched_cluster
     before = incarnations(cluster)
     for number, settings in enumerate(
         (

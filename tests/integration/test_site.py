@@ -95,17 +95,36 @@ def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_name
     assert "kafka_controller_kafkacontroller_activecontrollercount" in scrape(controller["metrics_url"])
 
 
+def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(configured):
+    cluster, result, out = configured["cluster"], configured["result"], configured["out"]
+    assert result.returncode == 0, result.stdout[-15000:] + result.stderr[-5000:]
+    summary = json.loads((out / "summary.json").read_text())
+    servers = cluster.info["bootstrap_servers"].split(",")
+    assert summary["settings"]["snapshots"].startswith(f"kafka://{','.join(servers)}/__headroom_volume_usage"), (
+        "the snapshots default to the topic site.yml publishes them to"
+    )
+    assert summary["rows_read"] >= len(cluster.broker_nodes), "at least the snapshot this run published, one per broker"
+    assert summary["rows_read"] == summary["rows_used"] + summary["rows_rejected"]
+    assert (out / "decisions").is_dir()
+    task = re.search(
+        r"^TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(\w+): \[([^\]]+)\]",
+        result.stdout,
+        re.M,
+    )
+    assert task, result.stdout[-15000:]
+    status, host = task.groups()
+    assert (status, host.split(" -> ")[-1]) == ("ok", "localhost"), (
+        "once, on the control node, and not counted as a change"
+    )
+    assert "Rows read {}, used {}".format(summary["rows_read"], summary["rows_used"]) in result.stdout
+
+
 @pytest.fixture(scope="module")
 def untouched_cluster(kafka_cluster_root):
-    """One cluster for the tests after which every broker's files and processes are as they were (refusals, check
-    mode): each asserts so, which is what lets them share it (a cluster start is several seconds of both cores)."""
-    from kafka_testbed.testing import ClusterFactory
+    """For the tests after which every broker's files and processes are as they were (refusals, check mode)."""
+    from kafka_testbed.testing import module_cluster
 
-    factory = ClusterFactory(kafka_cluster_root)
-    try:
-        yield factory(3)
-    finally:
-        factory.close()
+    yield from module_cluster(kafka_cluster_root, 3)
 
 
 GUARD = {"policy": "strimzi", "min_available_ratio": 0.1, "default_producer_byte_rate": 1048576}
@@ -226,27 +245,3 @@ def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_facto
     second = run_site(inventory)
     assert second.returncode == 0, second.stdout[-15000:]
     assert set(changed_counts(second.stdout).values()) == {0}, second.stdout[-15000:]
-
-
-def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(configured):
-    cluster, result, out = configured["cluster"], configured["result"], configured["out"]
-    assert result.returncode == 0, result.stdout[-15000:] + result.stderr[-5000:]
-    summary = json.loads((out / "summary.json").read_text())
-    servers = cluster.info["bootstrap_servers"].split(",")
-    assert summary["settings"]["snapshots"].startswith(f"kafka://{','.join(servers)}/__headroom_volume_usage"), (
-        "the snapshots default to the topic site.yml publishes them to"
-    )
-    assert summary["rows_read"] >= len(cluster.broker_nodes), "at least the snapshot this run published, one per broker"
-    assert summary["rows_read"] == summary["rows_used"] + summary["rows_rejected"]
-    assert (out / "decisions").is_dir()
-    task = re.search(
-        r"^TASK \[headroom\.kafka\.usage_pipeline : Run the pipeline job\][^\n]*\n(\w+): \[([^\]]+)\]",
-        result.stdout,
-        re.M,
-    )
-    assert task, result.stdout[-15000:]
-    status, host = task.groups()
-    assert (status, host.split(" -> ")[-1]) == ("ok", "localhost"), (
-        "once, on the control node, and not counted as a change"
-    )
-    assert "Rows read {}, used {}".format(summary["rows_read"], summary["rows_used"]) in result.stdout

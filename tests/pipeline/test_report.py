@@ -174,6 +174,7 @@ def write_outputs(spark, out, traffic=True):
             "forecast": {"volumes": 4, "crossing_hard_limit": 2},
         },
         "timings_seconds": {"read snapshots": 1.25},
+        "settings": {"check_interval": 60.0},
     }
     if traffic:
         # The job lists every stage it ran; the report reads the optional outputs of those stages only.
@@ -285,6 +286,8 @@ def test_the_counts_and_the_fill_up_next_table(rendered):
     order = [table.index(text) for text in ("cluster-a", "&lt;b&gt;", CALM)]
     assert order == sorted(order), "ranked: the volume that fills first on top"
     assert table.count("<tr>") == 1 + 4
+    assert "<th>least limit</th>" in table, "forecast/ of a release before the sizing columns: they are empty"
+    assert "hold at that rate with a check interval of 60 s" in page
     for name in ("volumes", "decisions", "forecast", "clients", "topics", "summary.json"):
         assert f'href="../{name}' in page
 
@@ -384,3 +387,32 @@ def test_outputs_of_stages_this_run_did_not_run_are_not_reported(spark, outputs,
     page = read(report.write_report(spark, out, summary))
     assert report_charts.CLIENTS_CHART not in pngs_of(os.path.join(out, "report"))
     assert "alice" not in page and "orders" not in page, "the clients and topics on disk belong to another run"
+
+
+def test_the_volume_table_names_the_limits_short_of_the_peak_fill():
+    from headroom_pipeline import report_page
+
+    volume = {
+        "rank": 1,
+        "cluster": "c1",
+        "broker_id": 1,
+        "log_dir": "/data/0",
+        "usable_bytes": 100 << 20,
+        "total_bytes": 1 << 30,
+        "hard_limit_usable_bytes": 200 << 20,
+        "hard_limit_type": "min_free_bytes",
+        "hard_limit_level": 200 << 20,
+        "bytes_per_hour": None,
+        "crosses_hard_limit_at": None,
+        "hours_to_hard_limit": None,
+        "crosses_plugin_limit_at": None,
+        "peak_fill_bytes_per_sec": 96 << 20,
+        "recommended_limit_bytes": 537 << 20,
+        "plugin_limit_covers_peak": False,
+        "hard_limit_covers_peak": False,
+    }
+    table = report_page._volume_table(
+        [volume, dict(volume, plugin_limit_covers_peak=None, hard_limit_covers_peak=True)]
+    )
+    sizing = [row[-3:] for row in table.rows]
+    assert sizing == [("96.0 MiB/s", "537.0 MiB", "plugin, hard"), ("96.0 MiB/s", "537.0 MiB", "-")]

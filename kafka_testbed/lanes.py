@@ -68,7 +68,9 @@ LONG_TESTS = {
     "molecule/test_molecule.py": (207, 1080),  # the scenario's own limit (900 s) and molecule destroy (120 s) inside
     "compat/test_plays.py": (157, 420),
     "integration/test_guard_history_on_kafka.py": (172, 480),  # 152 s in the run before
-    "integration/test_site.py": (131, 330),
+    # Its module's shared site.yml run (the exporter and the pipeline) took 205 s on 2026-12-03, on a machine 1.3 to
+    # 1.5 times slower than the others here; the next run, beside make demo, passed 330 s.
+    "integration/test_site.py": (205, 540),
 }
 
 # make test-long: the tests CI's make test leaves out to stay within its time budget (45 minutes on a fresh machine of

@@ -408,21 +408,30 @@ def describe(result):
     )
 
 
+def log_dirs_text(result):
+    return "offline: " + ",".join(map(str, result["offline"])) if result["offline"] else "kept"
+
+
+def table(header, rows):
+    """The header, a rule under it, and the rows, one line each."""
+    return "\n".join([header, "-" * len(header), *rows])
+
+
 def report(results):
     header = (
         f"{'decider':<7} {'interval':>8} {'offered':>8} {'fill MiB/s':>10} {'detect s':>8} {'apply s':>7} "
         f"{'overshoot MiB':>13} {'after MiB':>9} {'in flight MiB':>13} {'least limit MiB':>15}  log dirs"
     )
-    lines = [header, "-" * len(header)]
-    for result in results["trials"]:
-        lines.append(
+    return table(
+        header,
+        (
             f"{result['decider']:<7} {result['interval']:>7g}s {rate_text(result['offered_rate']):>8} "
             f"{mib(result['fill_rate']):>10} {seconds(result['detect']):>8} {seconds(result['apply']):>7} "
             f"{mib(result['overshoot']):>13} {mib(result['after_throttle']):>9} {mib(result['in_flight']):>13} "
-            f"{mib(result['least_limit']):>15}  "
-            f"{'offline: ' + ','.join(map(str, result['offline'])) if result['offline'] else 'kept'}"
-        )
-    return "\n".join(lines)
+            f"{mib(result['least_limit']):>15}  {log_dirs_text(result)}"
+            for result in results["trials"]
+        ),
+    )
 
 
 # -- --recommended: the collection's sizing at full speed ----------------------------------------------------------
@@ -491,16 +500,15 @@ def recommended_report(results):
         f"{'decider':<7} {'interval':>8} {'limit MiB':>9} {'recommended MiB':>15} {'fill MiB/s':>10} "
         f"{'overshoot MiB':>13} {'expected':>8}  log dirs"
     )
-    lines = [header, "-" * len(header)]
-    for result in results["trials"]:
-        lines.append(
+    return table(
+        header,
+        (
             f"{result['decider']:<7} {result['interval']:>7g}s {mib(result['limit']):>9} "
             f"{mib(result.get('recommended')):>15} {mib(result['fill_rate']):>10} {mib(result['overshoot']):>13} "
-            f"{result['expected']:>8}  "
-            f"{'offline: ' + ','.join(map(str, result['offline'])) if result['offline'] else 'kept'}"
-            f"{'' if result['as_expected'] else '  (NOT AS EXPECTED)'}"
-        )
-    return "\n".join(lines)
+            f"{result['expected']:>8}  {log_dirs_text(result)}{'' if result['as_expected'] else '  (NOT AS EXPECTED)'}"
+            for result in results["trials"]
+        ),
+    )
 
 
 def parse_rate(text):

@@ -132,6 +132,6 @@ def own_volume_cluster(root, brokers, volume_size):
     # Closed on the way out, a skip included: a traceback kept for the report would otherwise keep it (and the
     # cluster) alive.
     with contextlib.closing(module_cluster(root, brokers, engine="kafka", volume_size=f"{volume_size >> 20}M")) as made:
-        cluster = next(made)
-        skip_without_own_volumes(cluster)
-        yield cluster
+        for cluster in made:  # the one it makes
+            skip_without_own_volumes(cluster)
+            yield cluster

@@ -117,6 +117,9 @@ def small_node_properties(release=None, metadata_mode=KRAFT):
     props = {
         "broker.session.timeout.ms": "4000",
         "broker.heartbeat.interval.ms": "500",
+        # A broker that has not registered within this time exits (60 s by default): on a loaded two-core machine
+        # several nodes starting at once took longer than that, and the broker's unit failed.
+        "initial.broker.registration.timeout.ms": "300000",
         "num.partitions": "1",
         "default.replication.factor": "1",
         "min.insync.replicas": "1",
@@ -135,7 +138,12 @@ def small_node_properties(release=None, metadata_mode=KRAFT):
     }
     if metadata_mode == ZOOKEEPER:
         # ZooKeeper's session timeout decides when a broker has gone (zookeeper.broker_settings).
-        del props["broker.session.timeout.ms"], props["broker.heartbeat.interval.ms"]
+        for key in (
+            "broker.session.timeout.ms",
+            "broker.heartbeat.interval.ms",
+            "initial.broker.registration.timeout.ms",
+        ):
+            del props[key]
     if release is not None and not release.share_groups:
         props = {key: value for key, value in props.items() if not key.startswith("share.coordinator.")}
     return props

@@ -15,7 +15,6 @@ from kafka_testbed.traffic import wait_until
 BASE_RATE = 1 << 20  # the plugin's produce quota, bytes/s
 LIMIT = 32 << 20  # min.available.bytes per volume, of 64 MiB volumes
 CHECK_INTERVAL = 5
-SNAPSHOT_TOPIC = "__headroom_volume_usage"
 SITE_VARS = {
     "kafka_quotas": {
         "type": "strimzi",

@@ -1,15 +1,15 @@
 """site.yml over SSH onto brokers run by systemd, from a fleet with no quota plugin and no metrics exporter: once the
 roles installed both, every broker's exporter shows the plugin loaded, the real plugin throttles a producer from this
-machine when a volume fills, and a cp-ansible inventory drives the same plays. Rolls of every node under the traffic
-witness (an idempotent acks=all producer to a topic of replication factor 3 and min.insync.replicas 2) lose nothing,
-also with faults during the roll: a broker killed while another restarts, the host being restarted cut off from the
-network for 30 s, the controller restarted mid-roll, a volume past the quota plugin's limit (these with
-playbooks/rolling_restart.yml, the same roll without the roles that find nothing to change). Each time the play stops
-or waits as the rolling_restart role says, and no second broker is down by the play's doing (a watcher samples every
-broker's unit).
+machine when a volume fills, and a cp-ansible inventory drives the same plays. The first run restarts every node to
+load them, under the traffic witness (an idempotent acks=all producer to a topic of replication factor 3 and
+min.insync.replicas 2), and loses nothing; so do rolls with faults during the roll: a broker killed while another
+restarts, the host being restarted cut off from the network for 30 s, the controller restarted mid-roll, a volume
+past the quota plugin's limit (these with playbooks/rolling_restart.yml, the same roll without the roles that find
+nothing to change). Each time the play stops or waits as the rolling_restart role says, and no second broker is down
+by the play's doing (a watcher samples every broker's unit).
 
-What the roles installed on the hosts (the units, the jars with their checksums, the properties, the exporter's drop-in
-loaded by the running node) is checked over SSH with the molecule scenario hosts' own testinfra checks
+What the roles installed on the hosts (the units, the jars with their checksums, the properties, the exporter's drop-
+in loaded by the running node) is checked over SSH with the molecule scenario hosts' own testinfra checks
 (extensions/molecule/hosts/tests), and a second run that changes nothing is the cp-ansible inventory's: so make test
 runs that scenario's claims here, on this fleet, and the scenario itself is make test-long's
 (kafka_testbed/lanes.py)."""
@@ -29,7 +29,6 @@ from site_runs import (
     BASE_RATE,
     CHECK_INTERVAL,
     LIMIT,
-    SNAPSHOT_TOPIC,
     delete_topics,
     rolling_restart,
     site,
@@ -42,7 +41,6 @@ from kafka_testbed.traffic import create_topic, metric, produce, wait_until
 from kafka_testbed.witness import Witness
 
 REACTION = CHECK_INTERVAL + 10
-ROLLS = 1  # a roll of every node under traffic (CI time; ten in a row are for a benchmark)
 TOPIC = "traffic"
 CUT_SECONDS = 30
 FAULT_SITE = {"kafka_usage_replication_factor": 3, "rolling_restart_health_timeout": 40}
@@ -58,14 +56,24 @@ def exporter(fleet, entry, name, **labels):
 
 @pytest.fixture(scope="module")
 def configured(fleet, tmp_path_factory):
-    """The fleet after a first site.yml run."""
+    """The fleet after a first site.yml run, made while the traffic witness writes: installing the plugin and the
+    exporter needs every node restarted, so this run is also the roll of every node under traffic. The snapshot topic
+    it creates gets three replicas (with the brokers' default of one, no broker could stop in the rolls below)."""
     directory = str(tmp_path_factory.mktemp("site"))
-    started = time.monotonic()
-    first = site(fleet, directory)
-    elapsed = time.monotonic() - started
+    before = started_times(fleet)
+    with Witness(confluent_config(fleet)) as witness:
+        started = time.monotonic()
+        first = site(fleet, directory, "-e", json.dumps({"kafka_usage_replication_factor": 3}))
+        elapsed = time.monotonic() - started
     assert first.returncode == 0, first.stdout[-20000:] + first.stderr[-3000:]
     print(f"site.yml from a bare fleet: {elapsed:.1f} s")
-    return {"directory": directory, "first": first}
+    return {
+        "directory": directory,
+        "first": first,
+        "before": before,
+        "after": started_times(fleet),
+        "witness": witness.report,
+    }
 
 
 def test_every_broker_exporter_shows_the_plugin_loaded_with_factor_one(fleet, configured):
@@ -113,6 +121,13 @@ def test_the_roles_installed_what_the_molecule_scenario_checks_on_every_host(fle
 
 def test_a_full_volume_throttles_a_producer_and_freeing_it_lifts_the_throttle(fleet, configured):
     create_topic(fleet, TOPIC, replicas_on=1)
+    try:
+        assert_throttled_while_a_volume_is_full(fleet)
+    finally:
+        delete_topics(fleet, TOPIC)  # a topic of one replica would keep its broker from stopping in the rolls below
+
+
+def assert_throttled_while_a_volume_is_full(fleet):
     observer = fleet.broker(1)
     before = produce(fleet, TOPIC, seconds=3)
     assert before.rate > BASE_RATE / 4, f"the producer produces freely before: {before.rate:.0f} B/s"
@@ -167,34 +182,23 @@ def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insyn
         delete_topics(fleet, "single")
 
 
-def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(fleet, configured):
-    """site.yml with every node needing a restart (the brokers, then the controller) (ROLLS times), while an idempotent
-    acks=all producer writes to a topic of replication factor 3 and min.insync.replicas 2."""
-    # The throttling test's topic, and the snapshot topic the fleet's brokers created with their default of one replica:
-    # no broker could stop. The snapshot topic comes back with three.
-    delete_topics(fleet, TOPIC, SNAPSHOT_TOPIC)
-    restarts = []
-    with Witness(confluent_config(fleet)) as witness:
-        for _roll in range(ROLLS):
-            before = started_times(fleet)
-            rolled = {"kafka_restart_needed": True, "kafka_usage_replication_factor": 3}
-            result = site(fleet, configured["directory"], "-e", json.dumps(rolled))
-            assert result.returncode == 0, result.stdout[-20000:]
-            after = started_times(fleet)
-            assert all(after[node] > before[node] for node in before), f"every node restarted: {before} -> {after}"
-            restarts += sorted(after.values())
-    report = witness.report
+def test_site_rolls_every_node_through_systemd_under_traffic_and_loses_nothing(configured):
+    """The first site.yml restarted every node (the brokers, then the controller) while an idempotent acks=all producer
+    wrote to a topic of replication factor 3 and min.insync.replicas 2."""
+    before, after = configured["before"], configured["after"]
+    assert all(after[node] > before[node] for node in before), f"every node restarted: {before} -> {after}"
+    report = configured["witness"]
     summary = report.as_dict()
     assert report.acknowledged == report.produced > 1000, summary
     assert (report.missing, report.duplicates, report.refused) == ([], [], {}), summary
-    windows = list(itertools.pairwise([report.began, *restarts]))
+    windows = list(itertools.pairwise([report.began, *sorted(after.values())]))
     waits = [round(report.longest_wait_in(start, end), 3) for start, end in windows]
     stalls = [round(report.longest_stall_in(start, end), 3) for start, end in windows]
     print(f"witness on hosts: {summary}; per restart: longest wait {waits}, longest stall {stalls}")
     assert max(waits) < 30, f"longest waits for an acknowledgement per restart: {waits}"
 
 
-# -- faults during a roll (after the roll above: no topic of one replica is left, the snapshot topic has three) ------
+# -- faults during a roll (no topic of one replica is left, the snapshot topic has three) --------------------------
 
 
 def roll(fleet, directory, hosts, **overrides):

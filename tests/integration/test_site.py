@@ -121,7 +121,8 @@ def test_site_runs_the_usage_pipeline_over_the_snapshot_topic(configured):
 
 @pytest.fixture(scope="module")
 def untouched_cluster(kafka_cluster_root):
-    """For the tests after which every broker's files and processes are as they were (refusals, check mode)."""
+    """For the tests after which every broker's files and processes are as they were (refusals, check mode), then for
+    the module's last test, which runs site.yml on it for real (free-form plugin keys)."""
     from kafka_testbed.testing import module_cluster
 
     yield from module_cluster(kafka_cluster_root, 3)
@@ -210,11 +211,12 @@ def test_check_mode_with_diff_changes_nothing_and_masks_secrets(untouched_cluste
     assert pids(cluster) == before, "check mode restarts nothing"
 
 
-def test_free_form_plugin_keys_are_overridden_with_a_warning(kafka_cluster_factory, tmp_path):
+def test_free_form_plugin_keys_are_overridden_with_a_warning(untouched_cluster, tmp_path):
+    """The module's last test: it changes the cluster the tests above left untouched."""
     from kafka_testbed import properties
     from kafka_testbed.model import quota_plugin_config
 
-    cluster = kafka_cluster_factory(3, catch_up_ms=500)
+    cluster = untouched_cluster
     free_form = {
         "client.quota.callback.static.produce": "5",
         "client.quota.callback.static.storage.soft": "1000",

@@ -111,15 +111,20 @@ def new_cluster_id():
             return text
 
 
+# Quick fencing, and a first registration that may take long: a broker that has not registered within
+# initial.broker.registration.timeout.ms exits (60 s by default), and on a loaded two-core machine several nodes
+# starting at once took longer than that.
+KRAFT_BROKER_PROPERTIES = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "initial.broker.registration.timeout.ms": "300000",
+}
+
+
 def small_node_properties(release=None, metadata_mode=KRAFT):
     """Broker settings of a test node: single-replica internal topics, quick fencing, 1 MiB segments and a cleaner
     buffer that fits the small heap (only the settings ``release`` knows of, default the newest)."""
     props = {
-        "broker.session.timeout.ms": "4000",
-        "broker.heartbeat.interval.ms": "500",
-        # A broker that has not registered within this time exits (60 s by default): on a loaded two-core machine
-        # several nodes starting at once took longer than that, and the broker's unit failed.
-        "initial.broker.registration.timeout.ms": "300000",
         "num.partitions": "1",
         "default.replication.factor": "1",
         "min.insync.replicas": "1",
@@ -136,14 +141,9 @@ def small_node_properties(release=None, metadata_mode=KRAFT):
         # that does not fit the small heap and the JVM exits on OutOfMemoryError.
         "log.cleaner.dedupe.buffer.size": str(16 << 20),
     }
-    if metadata_mode == ZOOKEEPER:
-        # ZooKeeper's session timeout decides when a broker has gone (zookeeper.broker_settings).
-        for key in (
-            "broker.session.timeout.ms",
-            "broker.heartbeat.interval.ms",
-            "initial.broker.registration.timeout.ms",
-        ):
-            del props[key]
+    if metadata_mode == KRAFT:
+        # In ZooKeeper mode its session timeout decides when a broker has gone (zookeeper.broker_settings).
+        props.update(KRAFT_BROKER_PROPERTIES)
     if release is not None and not release.share_groups:
         props = {key: value for key, value in props.items() if not key.startswith("share.coordinator.")}
     return props

@@ -8,8 +8,8 @@ past the quota plugin's limit (these with playbooks/rolling_restart.yml, the sam
 nothing to change). Each time the play stops or waits as the rolling_restart role says, and no second broker is down
 by the play's doing (a watcher samples every broker's unit).
 
-What the roles installed on the hosts (the units, the jars with their checksums, the properties, the exporter's drop-
-in loaded by the running node) is checked over SSH with the molecule scenario hosts' own testinfra checks
+What the roles installed on the hosts (the units, the jars with their checksums, the properties, the exporter's
+drop-in loaded by the running node) is checked over SSH with the molecule scenario hosts' own testinfra checks
 (extensions/molecule/hosts/tests), and a second run that changes nothing is the cp-ansible inventory's: so make test
 runs that scenario's claims here, on this fleet, and the scenario itself is make test-long's
 (kafka_testbed/lanes.py)."""

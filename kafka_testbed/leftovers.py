@@ -79,34 +79,38 @@ def _tmpfs_mounts(run_id):
         return tmpfs_mounts(handle.read(), test_run.mount_source(run_id))
 
 
-def _containers(run_id):
-    """{container id: name} of the run's fleet containers (none when no Docker daemon answers)."""
+def _labelled(run_id, name_field, *listing):
+    """{id: name} of the Docker objects ``docker LISTING`` lists with the run's label (none when no daemon answers)."""
     if not daemon_running():
         return {}
-    text = docker(
-        "ps",
-        "-a",
-        "--filter",
-        f"label={test_run.CONTAINER_LABEL}={run_id}",
-        "--format",
-        "{{.ID}} {{.Names}}",
-        check=False,
-    )
+    label = f"label={test_run.CONTAINER_LABEL}={run_id}"
+    text = docker(*listing, "--filter", label, "--format", f"{{{{.ID}}}} {{{{.{name_field}}}}}", check=False)
     return dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+
+
+def _containers(run_id):
+    """{container id: name} of the run's fleet containers."""
+    return _labelled(run_id, "Names", "ps", "-a")
+
+
+def _networks(run_id):
+    """{network id: name} of the run's fleet networks."""
+    return _labelled(run_id, "Name", "network", "ls")
 
 
 class Census:
     """The processes, mounts and containers of one test run at one moment."""
 
-    def __init__(self, run_id, processes=None, mounts=None, containers=None):
+    def __init__(self, run_id, processes=None, mounts=None, containers=None, networks=None):  # pylint: disable=too-many-arguments
         self.run_id = run_id
         self.processes = processes or {}
         self.mounts = mounts or set()
         self.containers = containers or {}
+        self.networks = networks or {}
 
     @classmethod
     def take(cls, run_id):
-        return cls(run_id, _processes(run_id), _tmpfs_mounts(run_id), _containers(run_id))
+        return cls(run_id, _processes(run_id), _tmpfs_mounts(run_id), _containers(run_id), _networks(run_id))
 
     def since(self, before):
         """What this census has that ``before`` had not."""
@@ -115,14 +119,16 @@ class Census:
             {key: value for key, value in self.processes.items() if key not in before.processes},
             self.mounts - before.mounts,
             {cid: name for cid, name in self.containers.items() if cid not in before.containers},
+            {nid: name for nid, name in self.networks.items() if nid not in before.networks},
         )
 
     def __bool__(self):
-        return bool(self.processes or self.mounts or self.containers)
+        return bool(self.processes or self.mounts or self.containers or self.networks)
 
     def describe(self):
         """Each thing of the census, as a sentence."""
         found = [f"container {name.strip()} ({cid})" for cid, name in sorted(self.containers.items())]
+        found += [f"network {name.strip()} ({nid})" for nid, name in sorted(self.networks.items())]
         found += [
             f"{kind} (pid {pid}): {command[:200]}"
             for (pid, _started), (kind, command) in sorted(self.processes.items())
@@ -130,9 +136,11 @@ class Census:
         return found + [f"tmpfs mount {path}" for path in sorted(self.mounts)]
 
     def remove(self):
-        """Remove every thing of the census: containers, then processes (SIGKILL), then mounts."""
+        """Remove every thing of the census: containers and their networks, then processes (SIGKILL), then mounts."""
         if self.containers:
             docker("rm", "-f", "-v", *self.containers, check=False, timeout=180)
+        if self.networks:
+            docker("network", "rm", *self.networks, check=False)
         for pid, _started in self.processes:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -132,10 +132,21 @@ class HostFleet(KafkaCluster):
             *test_run.container_labels(),
             *SYSTEMD_RUN_OPTIONS,
             *mounts,
+            "--network",
+            self.network,
             tag,
             "/lib/systemd/systemd",
         )
-        return docker("inspect", "-f", "{{.NetworkSettings.IPAddress}}", name).strip()
+        return docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name).strip()
+
+    @property
+    def network(self):
+        return f"headroom-{self.fleet_id}"
+
+    def _create_network(self):
+        """A bridge network of the fleet's own: its addresses are never an earlier fleet's (a node that kept the
+        address of a removed one would take a new fleet's connections), and no other container shares it."""
+        docker("network", "create", "--label", f"{LABEL}={self.directory}", *test_run.container_labels(), self.network)
 
     def _wait_booted(self, entry, timeout=60.0):
         deadline = time.monotonic() + timeout
@@ -198,6 +209,7 @@ class HostFleet(KafkaCluster):
         self.save()
         try:
             boot_started = time.monotonic()
+            self._create_network()
             _parallel(lambda node: self._create_host(node[0], node[1], tag, size, log_dirs_per_broker), nodes)
             self.info["brokers"].sort(key=lambda entry: entry["id"])
             _parallel(self._wait_booted, self.info["brokers"])
@@ -422,7 +434,7 @@ class HostFleet(KafkaCluster):
             if pending and time.monotonic() > deadline:
                 raise ClusterError(
                     f"hosts {', '.join(e['inventory_host'] for e in pending)} did not start Kafka within "
-                    f"{timeout:.0f}s:\n" + self.journal(pending[0]["id"], 30)
+                    f"{timeout:.0f}s:\n" + self._journals(pending, entries)
                 )
             if pending:
                 time.sleep(0.3)
@@ -432,6 +444,15 @@ class HostFleet(KafkaCluster):
                 missing = sorted(brokers - self.unfenced_brokers())
                 raise ClusterError(f"brokers {missing} started but are not registered unfenced after {timeout:.0f}s")
             time.sleep(0.2)
+
+    def _journals(self, pending, entries):
+        """The last lines of every pending node's journal, and of the controllers it waits on (a broker that cannot
+        register shows only its own side)."""
+        controllers = [e for e in entries if "controller" in e["roles"] and e not in pending]
+        return "\n".join(
+            f"-- {e['inventory_host']} ({e['host']}):\n" + self.journal(e["id"], 20 if e in pending else 8)
+            for e in pending + controllers
+        )
 
     def start(self, node_id, timeout=90.0):
         entry = self.broker(node_id)
@@ -474,10 +495,14 @@ class HostFleet(KafkaCluster):
 
     # -- teardown -------------------------------------------------------------------------------------------------
     def down(self):
-        """Remove every container of this fleet (whatever cluster.json says) and stop a daemon started for it."""
+        """Remove every container and the network of this fleet (whatever cluster.json says) and stop a daemon started
+        for it."""
         containers = docker("ps", "-aq", "--filter", f"label={LABEL}={self.directory}", check=False).split()
         if containers:
             docker("rm", "-f", "-v", *containers, check=False, timeout=120)
+        networks = docker("network", "ls", "-q", "--filter", f"label={LABEL}={self.directory}", check=False).split()
+        if networks:
+            docker("network", "rm", *networks, check=False)
         if self.info is not None:
             self.info["brokers"] = []
             self.save()

@@ -79,8 +79,10 @@ def test_the_cp_ansible_layout_maps_its_groups_onto_kafka(fleet, tmp_path):
     assert sorted(groups["kafka"]["children"]) == ["kafka_broker", "kafka_controller"]
 
 
-def test_down_removes_every_host(fleet_factory):
+def test_down_removes_every_host_and_a_second_fleet_has_addresses_of_its_own(fleet_factory, fleet):
     small = fleet_factory(1, 1)
     assert len(docker("ps", "-q", "--filter", f"label=headroom.fleet={small.directory}").split()) == 2
+    assert small.info["brokers"][0]["host"] not in {entry["host"] for entry in fleet.info["brokers"]}
     small.down()
     assert docker("ps", "-aq", "--filter", f"label=headroom.fleet={small.directory}").split() == []
+    assert docker("network", "ls", "-q", "--filter", f"label=headroom.fleet={small.directory}").split() == []

@@ -30,8 +30,15 @@ def test_the_run_s_tmpfs_volumes_only():
     assert test_run.mount_source("abc") == "headroom-test-run-abc"
 
 
-def census(processes=(), mounts=(), containers=()):
-    return leftovers.Census("abc", dict(processes), set(mounts), dict(containers))
+def census(processes=(), mounts=(), containers=(), networks=()):
+    return leftovers.Census("abc", dict(processes), set(mounts), dict(containers), dict(networks))
+
+
+def test_a_fleet_network_left_without_containers_is_a_leftover():
+    before = census(networks={"n1": "headroom-old"})
+    after = census(networks={"n1": "headroom-old", "n2": "headroom-new"})
+    assert after.since(before).describe() == ["network headroom-new (n2)"]
+    assert not after.since(after)
 
 
 def test_only_what_is_new_is_left_over():

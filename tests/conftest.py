@@ -38,6 +38,8 @@ def _link_collection():
 
 
 _link_collection()
+# Every Spark JVM the tests start reads tests/spark-conf (the JIT settings of many small jobs), not a developer's own.
+os.environ["SPARK_CONF_DIR"] = os.path.join(TESTS, "spark-conf")
 
 
 def _lane(item):

@@ -38,14 +38,15 @@ What each trial reports:
   apply) + after_throttle. A trial whose LIMIT is below that is expected to lose the race.
 
 ``--recommended`` proves the collection's sizing instead, per decider at the collection's defaults, writers at full
-speed: first a trial at LIMIT (expected to lose; it measures the full-speed fill rate R), then one at the recommended
-limit for R (limit_sizing.least_limit_bytes with the plugin's measured parts, limit_sizing.plugin_parts), which must
-keep every log dir online, then one at half of it, which must lose. The plugin's check interval is the one the
-collection chooses for that limit and rate (quota_plugin_spec: kafka_quotas with peak_fill_rate and no
-check_interval); the guard's is the disk_guard role's default (roles/disk_guard/defaults/main.yml) with the guard's
-default fastest interval, and since a burst at full speed crosses the limit before the guard has seen it fill, its
-recommended limit covers the whole interval. Each volume is the trial's limit plus the margin filled before the
-writers start plus 64 MiB.
+speed: first a trial at LIMIT, which must lose (it shows the trials have teeth, and measures the full-speed fill rate
+R), then one at the recommended limit for R (limit_sizing.least_limit_bytes with the plugin's measured parts,
+limit_sizing.plugin_parts), which must keep every log dir online, then a probe at half of it, with no expectation: the
+rule adds up worst cases, and how much of the volume the probe had left shows how much margin the rule keeps. The
+plugin's check interval is the one the collection chooses for that limit and rate (quota_plugin_spec: kafka_quotas
+with peak_fill_rate and no check_interval); the guard's is the disk_guard role's default
+(roles/disk_guard/defaults/main.yml) with the guard's default fastest interval, and since a burst at full speed
+crosses the limit before the guard has seen it fill, its recommended limit covers the whole interval. Each volume is
+the trial's limit plus the margin filled before the writers start plus 64 MiB.
 """
 
 import argparse
@@ -486,26 +487,29 @@ def recommended_trials(workdir, decider, args):
     if decider == "plugin":
         interval = plugin_interval(limit, rate)
     results = [first]
-    for share, expected in ((1, "hold"), (2, "lose")):
+    for share, expected in ((1, "hold"), (2, "probe")):
         result = Trial(workdir, decider, interval, None, sized(limit // share // MIB * MIB)).run()
         result.update(expected=expected, measured_rate=rate, recommended=limit)
         results.append(result)
     for result in results:
-        result["as_expected"] = bool(result["offline"]) == (result["expected"] == "lose")
+        result["as_expected"] = result["expected"] == "probe" or bool(result["offline"]) == (
+            result["expected"] == "lose"
+        )
     return results
 
 
 def recommended_report(results):
     header = (
         f"{'decider':<7} {'interval':>8} {'limit MiB':>9} {'recommended MiB':>15} {'fill MiB/s':>10} "
-        f"{'overshoot MiB':>13} {'expected':>8}  log dirs"
+        f"{'overshoot MiB':>13} {'left MiB':>8} {'expected':>8}  log dirs"
     )
     return table(
         header,
         (
             f"{result['decider']:<7} {result['interval']:>7g}s {mib(result['limit']):>9} "
             f"{mib(result.get('recommended')):>15} {mib(result['fill_rate']):>10} {mib(result['overshoot']):>13} "
-            f"{result['expected']:>8}  {log_dirs_text(result)}{'' if result['as_expected'] else '  (NOT AS EXPECTED)'}"
+            f"{mib(result['least_free']):>8} {result['expected']:>8}  {log_dirs_text(result)}"
+            f"{'' if result['as_expected'] else '  (NOT AS EXPECTED)'}"
             for result in results["trials"]
         ),
     )
@@ -533,7 +537,7 @@ def parse_args(argv):
         "--recommended",
         action="store_true",
         help="per decider, at the collection's defaults and full speed: a trial at --limit (measures the fill rate), "
-        "one at the recommended limit for it (must keep every log dir) and one at half (must lose); --intervals "
+        "one at the recommended limit for it (must keep every log dir) and a probe at half of it; --intervals "
         "and --rates do not apply",
     )
     parser.add_argument("--json", help="write every trial's figures to this file")

@@ -97,7 +97,7 @@ options:
           - V(strimzi) only. The fastest, in bytes per second, that a volume can fill (producers at full speed and
             the replication of what they write); not a plugin setting, written nowhere.
           - With O(_input.min_available_bytes_per_volume), the limit must cover what arrives before the throttle
-            acts - C(peak_fill_rate * (check_interval + 1 + 0.6 + 2)), the plugin's check, the throttle reaching the
+            acts - C(peak_fill_rate * (check_interval + 1 + 0.6 + 6)), the plugin's check, the throttle reaching the
             producers and what still lands afterwards, as measured on real Kafka with writers at full speed (the
             performance guide's race section). A limit that does not is refused, naming the least limit and the longest
             check interval that would hold it.

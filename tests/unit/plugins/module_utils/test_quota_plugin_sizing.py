@@ -27,11 +27,11 @@ def refused(**fields):
 
 def test_the_issue_s_race_is_refused_before_anything_is_written():
     """96 MiB free per volume, checked every 2 s, a volume filling at 92 MiB/s: the volumes filled. Refused, with the
-    least limit: 92 MiB/s x (2 s + 1 + 0.6 + 2) = 515.2 MiB."""
+    least limit: 92 MiB/s x (2 s + 1 + 0.6 + 6) = 883.2 MiB."""
     message = refused(peak_fill_rate=92 * MIB, check_interval=2)
     assert message.startswith(
         "kafka_quotas.min_available_bytes_per_volume 100663296 cannot hold at kafka_quotas.peak_fill_rate 96468992 "
-        "bytes/s with a check interval of 2 s: a volume needs at least 540226356 bytes free"
+        "bytes/s with a check interval of 2 s: a volume needs at least 926102324 bytes free"
     )
     assert "no check interval the plugin can keep would: raise the limit" in message
     assert message.endswith("or set kafka_quotas.accept_uncovered_limit: true to apply it anyway")
@@ -40,9 +40,9 @@ def test_the_issue_s_race_is_refused_before_anything_is_written():
 @pytest.mark.parametrize(
     ("rate", "chosen"),
     [
-        (8 * MIB, 8),  # 96 MiB / 8 MiB/s = 12 s of fill, less 1 + 0.6 + 2 = 8.4 s
-        (16 * MIB, 2),  # 6 s of fill: 2.4 s left for the interval
-        (MIB, 60),  # 92 s would hold: the plugin's default is the longest chosen
+        (8 * MIB, 4),  # 96 MiB / 8 MiB/s = 12 s of fill, less 1 + 0.6 + 6 = 4.4 s
+        (9 * MIB, 3),  # 10.7 s of fill: 3.1 s left for the interval
+        (MIB, 60),  # 88 s would hold: the plugin's default is the longest chosen
         (0, 60),
     ],
 )
@@ -60,7 +60,7 @@ def test_a_rate_no_interval_holds_is_refused_without_a_check_interval_too():
 
 def test_a_given_interval_too_long_is_refused_naming_the_longest_that_holds():
     message = refused(peak_fill_rate=MIB, check_interval="PT2M")
-    assert "with a check interval of 120 s" in message and "check_interval 92 or less would hold it" in message
+    assert "with a check interval of 120 s" in message and "check_interval 88 or less would hold it" in message
 
 
 def test_accept_uncovered_limit_applies_it_with_a_warning():

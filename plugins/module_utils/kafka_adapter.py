@@ -638,10 +638,46 @@ class KafkaAdapter:
                     "usable_bytes": result.usable_bytes,
                     "partitions": sum(len(topic.partitions) for topic in result.topics),
                     "partition_bytes": sum(p.partition_size for topic in result.topics for p in topic.partitions),
+                    "replicas": sorted(
+                        (
+                            {
+                                "topic": topic.name,
+                                "partition": p.partition_index,
+                                "size_bytes": p.partition_size,
+                                "offset_lag": p.offset_lag,
+                                "is_future": bool(p.is_future_key),
+                            }
+                            for topic in result.topics
+                            for p in topic.partitions
+                        ),
+                        key=lambda r: (r["topic"], r["partition"], r["is_future"]),
+                    ),
                 }
                 for result in answer.results
             ]
         return results
+
+    def partition_reassignments(self) -> List[Dict[str, Any]]:
+        """The partition reassignments in progress (ListPartitionReassignments, answered by the controller):
+        [{topic, partition, replicas, adding_replicas, removing_replicas}], ordered."""
+        try:
+            ongoing = self.admin().list_partition_reassignments(timeout_ms=self.request_timeout_ms)
+        except Exception as exc:  # pylint: disable=broad-except  # kafka-python raises many kinds; one message
+            raise KafkaAdapterError(
+                "ListPartitionReassignments via {0} failed: {1}".format(self.where, _describe(exc)),
+                broker=self.where,
+                error=exc,
+            ) from exc
+        return [
+            {
+                "topic": key.topic,
+                "partition": key.partition,
+                "replicas": list(state["replicas"]),
+                "adding_replicas": list(state["adding_replicas"]),
+                "removing_replicas": list(state["removing_replicas"]),
+            }
+            for key, state in sorted(ongoing.items(), key=lambda item: (item[0].topic, item[0].partition))
+        ]
 
     # -- client quotas --------------------------------------------------------------------------------------------
     def describe_client_quotas(

@@ -22,10 +22,12 @@ def _size(value):
     return None if value is None or value < 0 else value
 
 
-def log_dir_row(broker_id: int, entry: Dict[str, Any]) -> Dict[str, Any]:
+def log_dir_row(broker_id: int, entry: Dict[str, Any], replicas: bool = False) -> Dict[str, Any]:
+    """One broker's log dir as the module returns it; with ``replicas``, the replicas in it too (an offline log dir
+    has none)."""
     total, usable = _size(entry.get("total_bytes")), _size(entry.get("usable_bytes"))
     known = total is not None and usable is not None
-    return {
+    row = {
         "broker_id": broker_id,
         "log_dir": entry["log_dir"],
         "total_bytes": total,
@@ -34,10 +36,25 @@ def log_dir_row(broker_id: int, entry: Dict[str, Any]) -> Dict[str, Any]:
         "available_ratio": (0.0 if total == 0 else usable / total) if known else None,
         "error": entry.get("error"),
     }
+    if replicas:
+        row["replicas"] = [
+            {
+                "topic": replica["topic"],
+                "partition": replica["partition"],
+                "size_bytes": _size(replica["size_bytes"]),
+                "offset_lag": _size(replica["offset_lag"]),
+                "is_future": replica["is_future"],
+            }
+            for replica in entry.get("replicas", [])
+        ]
+    return row
 
 
 def build_view(
-    cluster: Dict[str, Any], answers: Mapping[int, Union[List[Dict[str, Any]], Exception, None]], snapshot_at: str
+    cluster: Dict[str, Any],
+    answers: Mapping[int, Union[List[Dict[str, Any]], Exception, None]],
+    snapshot_at: str,
+    replicas: bool = False,
 ) -> Dict[str, Any]:
     """Combine DescribeCluster and the per-broker DescribeLogDirs answers (lists, or errors) into the module result."""
     rows: List[Dict[str, Any]]
@@ -48,7 +65,7 @@ def build_view(
             missing.append(broker["id"])
             failures.append(str(answer) if answer is not None else "broker {0} was not asked".format(broker["id"]))
             continue
-        rows.extend(log_dir_row(broker["id"], entry) for entry in answer)
+        rows.extend(log_dir_row(broker["id"], entry, replicas) for entry in answer)
     rows.sort(key=lambda row: (row["broker_id"], row["log_dir"]))
     return {
         "cluster_id": cluster["cluster_id"],
@@ -62,12 +79,16 @@ def build_view(
     }
 
 
-def collect(adapter: KafkaAdapter, now: Optional[datetime.datetime] = None) -> Dict[str, Any]:
-    """Query the cluster: active brokers, then DescribeLogDirs on all of them in parallel."""
+def collect(adapter: KafkaAdapter, now: Optional[datetime.datetime] = None, replicas: bool = False) -> Dict[str, Any]:
+    """Query the cluster: active brokers, then DescribeLogDirs on all of them in parallel; with ``replicas``, each log
+    dir's replicas and the partition reassignments in progress too."""
     cluster = adapter.describe_cluster()
     answers = adapter.describe_log_dirs([broker["id"] for broker in cluster["brokers"]])
     unsupported = [a for a in answers.values() if isinstance(a, KafkaAdapterError) and "KIP-827" in str(a)]
     if unsupported:
         raise unsupported[0]
     moment = now or datetime.datetime.now(datetime.timezone.utc)
-    return build_view(cluster, answers, iso_utc(moment))
+    view = build_view(cluster, answers, iso_utc(moment), replicas)
+    if replicas:
+        view["reassignments"] = adapter.partition_reassignments()
+    return view

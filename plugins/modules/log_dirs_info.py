@@ -33,6 +33,15 @@ options:
     description: Fail when a broker is fenced or does not answer, instead of returning RV(complete=false).
     type: bool
     default: false
+  replicas:
+    description:
+      - Also return, in each log dir of RV(log_dirs), the replicas it holds (C(replicas)) with their size, their lag
+        behind the partition's log end and whether each is a future replica (one being moved into that log dir), and
+        the partition reassignments in progress between brokers (RV(reassignments), from ListPartitionReassignments),
+        so that a play sees what fills each log dir and what is moving.
+    type: bool
+    default: false
+    version_added: 0.3.0
   node_volumes:
     description:
       - Rows read on the nodes' hosts by M(headroom.kafka.node_volumes_info)
@@ -80,6 +89,18 @@ EXAMPLES = r"""
   run_once: true
   delegate_to: localhost
   register: every_disk
+
+- name: What fills each log dir, and what is moving
+  headroom.kafka.log_dirs_info:
+    bootstrap_servers: [kafka-1:9093, kafka-2:9093]
+    replicas: true
+  register: placement
+
+- name: The five largest replicas of the cluster
+  ansible.builtin.debug:
+    msg: >-
+      {{ placement.log_dirs | selectattr('replicas', 'defined') | map(attribute='replicas') | flatten
+         | sort(attribute='size_bytes', reverse=true) | list | batch(5) | first }}
 
 - name: Show the fullest log dir
   ansible.builtin.debug:
@@ -143,6 +164,54 @@ log_dirs:
           node's log dir) or V(path).
       type: str
       returned: for rows from O(node_volumes)
+    replicas:
+      description:
+        - The replicas in the log dir, ordered by topic and partition (none when the log dir is offline).
+      type: list
+      elements: dict
+      returned: with O(replicas=true), on the rows Kafka describes
+      contains:
+        topic:
+          description: The replica's topic.
+          type: str
+        partition:
+          description: The replica's partition.
+          type: int
+        size_bytes:
+          description: The bytes of the replica's log segments in this log dir; null when unknown.
+          type: int
+        offset_lag:
+          description:
+            - In messages, how far the replica's log end is behind the partition's high watermark (0 for a leader);
+              for a future replica, how far it is behind the broker's current replica. Null when unknown.
+          type: int
+        is_future:
+          description: Whether this is a future replica, being copied into this log dir from another of the broker's.
+          type: bool
+reassignments:
+  description: The partition reassignments between brokers in progress, ordered by topic and partition.
+  returned: with O(replicas=true)
+  type: list
+  elements: dict
+  contains:
+    topic:
+      description: The partition's topic.
+      type: str
+    partition:
+      description: The partition.
+      type: int
+    replicas:
+      description: The brokers of the partition's replicas during the reassignment.
+      type: list
+      elements: int
+    adding_replicas:
+      description: The brokers receiving a replica.
+      type: list
+      elements: int
+    removing_replicas:
+      description: The brokers giving up a replica once the new ones are in sync.
+      type: list
+      elements: int
 missing_brokers:
   description: Ids of active brokers that did not answer.
   returned: always
@@ -178,6 +247,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter impor
 
 ARGUMENT_SPEC = connection.argument_spec(
     fail_on_missing=dict(type="bool", default=False),
+    replicas=dict(type="bool", default=False),
     node_volumes=dict(type="list", elements="dict", default=[]),
 )
 OPTION_RANGES = {}
@@ -199,7 +269,9 @@ def main():
         module.fail_json(msg=str(exc))
     adapter = connection.connect(module, "to read every log dir")
     try:
-        view = node_volumes.with_node_volumes(log_dirs.collect(adapter), module.params["node_volumes"])
+        view = node_volumes.with_node_volumes(
+            log_dirs.collect(adapter, replicas=module.params["replicas"]), module.params["node_volumes"]
+        )
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc))
     finally:

@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaConnectionError
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from kafka_testbed.model.broker import wait_for
@@ -99,6 +100,8 @@ def leader(cluster, client, topic, via):
     admin = KafkaAdminClient(**kafka_python_config(cluster, bootstrap_servers=bootstrap))
     try:
         (described,) = admin.describe_topics([topic])
+    except KafkaConnectionError:
+        return None  # kafka-python sent it to a broker it still knew of, the killed one: not known yet, ask again
     finally:
         admin.close()
     return described["partitions"][0]["leader_id"]

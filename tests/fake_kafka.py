@@ -54,7 +54,7 @@ class FakeAdapter:
             "fenced_brokers": [],
         }
 
-    def describe_log_dirs(self, broker_ids, timeout_ms=None):
+    def describe_log_dirs(self, broker_ids, timeout_ms=None, replicas=False):
         self.requests.append(("describe_log_dirs", tuple(broker_ids)))
         return {broker: self.log_dirs[broker] for broker in broker_ids}
 

@@ -594,9 +594,10 @@ class KafkaAdapter:
         return settings
 
     def describe_log_dirs(
-        self, broker_ids: Iterable[int], timeout_ms: Optional[int] = None
+        self, broker_ids: Iterable[int], timeout_ms: Optional[int] = None, replicas: bool = False
     ) -> Dict[int, LogDirsAnswer]:
-        """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}."""
+        """DescribeLogDirs sent to every broker at once; {broker_id: results or KafkaAdapterError}. With ``replicas``,
+        each log dir lists its replicas too (the guard's decisions, every few seconds, do without)."""
         manager = connection_manager(self.admin())
         timeout_ms = timeout_ms or self.request_timeout_ms
 
@@ -630,31 +631,20 @@ class KafkaAdapter:
                     broker=node,
                 )
                 continue
-            results[node] = [
-                {
+            rows = []
+            for result in answer.results:
+                row = {
                     "log_dir": result.log_dir,
                     "error": kafka_error_name(result.error_code),
                     "total_bytes": result.total_bytes,
                     "usable_bytes": result.usable_bytes,
                     "partitions": sum(len(topic.partitions) for topic in result.topics),
                     "partition_bytes": sum(p.partition_size for topic in result.topics for p in topic.partitions),
-                    "replicas": sorted(
-                        (
-                            {
-                                "topic": topic.name,
-                                "partition": p.partition_index,
-                                "size_bytes": p.partition_size,
-                                "offset_lag": p.offset_lag,
-                                "is_future": bool(p.is_future_key),
-                            }
-                            for topic in result.topics
-                            for p in topic.partitions
-                        ),
-                        key=lambda r: (r["topic"], r["partition"], r["is_future"]),
-                    ),
                 }
-                for result in answer.results
-            ]
+                if replicas:
+                    row["replicas"] = _replicas_of(result)
+                rows.append(row)
+            results[node] = rows
         return results
 
     def partition_reassignments(self) -> List[Dict[str, Any]]:
@@ -933,6 +923,24 @@ def connection_manager(admin: "KafkaAdminClient") -> "KafkaConnectionManager":
             )
         )
     return manager
+
+
+def _replicas_of(log_dir_result):
+    """The replicas one DescribeLogDirs result lists, ordered by topic and partition, the current before the future."""
+    return sorted(
+        (
+            {
+                "topic": topic.name,
+                "partition": p.partition_index,
+                "size_bytes": p.partition_size,
+                "offset_lag": p.offset_lag,
+                "is_future": bool(p.is_future_key),
+            }
+            for topic in log_dir_result.topics
+            for p in topic.partitions
+        ),
+        key=lambda r: (r["topic"], r["partition"], r["is_future"]),
+    )
 
 
 def _kafka_python_version():

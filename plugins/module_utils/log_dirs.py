@@ -83,7 +83,7 @@ def collect(adapter: KafkaAdapter, now: Optional[datetime.datetime] = None, repl
     """Query the cluster: active brokers, then DescribeLogDirs on all of them in parallel; with ``replicas``, each log
     dir's replicas and the partition reassignments in progress too."""
     cluster = adapter.describe_cluster()
-    answers = adapter.describe_log_dirs([broker["id"] for broker in cluster["brokers"]])
+    answers = adapter.describe_log_dirs([broker["id"] for broker in cluster["brokers"]], replicas=replicas)
     unsupported = [a for a in answers.values() if isinstance(a, KafkaAdapterError) and "KIP-827" in str(a)]
     if unsupported:
         raise unsupported[0]

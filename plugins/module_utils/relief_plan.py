@@ -32,7 +32,7 @@ __metaclass__ = type
 import math
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
+from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing, volume_limits
 
 INSIDE = "log_dir"  # a move to another log dir of the same broker
 ACROSS = "broker"  # a move to another broker
@@ -43,12 +43,10 @@ class PlanError(ValueError):
 
 
 def required_free_bytes(volume: Dict[str, Any], limit: Optional[Dict[str, Any]]) -> int:
-    """The free bytes a free-space limit asks of this volume (0 without a limit)."""
+    """The free bytes a free-space limit asks of this volume, in whole bytes (0 without a limit)."""
     if limit is None:
         return 0
-    if limit["type"] == "min_free_bytes":
-        return int(math.ceil(limit["level"]))
-    return int(math.ceil(limit["level"] / 100.0 * volume["total_bytes"]))
+    return int(math.ceil(limit_sizing.limit_bytes_of(volume, hard_limit=limit)))
 
 
 def validate_thresholds(relieve_at: Any, relieve_to: Any, limit: Any = None) -> None:
@@ -138,17 +136,12 @@ def _destinations(state, replica, floors):
     followers = 1 if len(partition["replicas"]) > 1 else 0
     across_ok = len(partition["isr"]) - followers >= partition.get("min_insync_replicas", 1)
     inside, across = [], []
-    for target, volume in state.volumes.items():
+    for target in state.volumes:  # online volumes of known size only (usable_volumes)
         if target == source or state.free[target] - replica["size_bytes"] < floors[target]:
             continue
         if target[0] == source[0]:
             inside.append(target)
-        elif (
-            across_ok
-            and target[0] not in state.brokers[key]
-            and _rack_ok(state, key, source[0], target[0])
-            and not volume.get("error")
-        ):
+        elif across_ok and target[0] not in state.brokers[key] and _rack_ok(state, key, source[0], target[0]):
             across.append(target)
     order = sorted(inside, key=lambda t: (-state.free[t], t)) + sorted(across, key=lambda t: (-state.free[t], t))
     return order, across_ok

@@ -156,10 +156,9 @@ def pytest_runtest_protocol(item, nextitem):
             os.environ[lanes.LANE_VARIABLE] = saved
 
 
-# Tests run many small jobs once each: HotSpot's C2 compiler costs them more CPU than it wins back (test_decisions.py
-# alone: 54 s of CPU with C1 alone, 77 s with both tiers, the same wall time). The job's own command-line runs keep
-# the settings users get.
-TEST_SPARK_SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+# The in-process sessions' JVMs compile with C1 alone, as every Spark JVM of the tests does (tests/spark-conf):
+# test_decisions.py alone took 54 s of CPU with C1 alone, 77 s with both tiers, the same wall time.
+TEST_SPARK_SETTINGS = {"spark.sql.shuffle.partitions": "2"}
 GATEWAY_EXIT_SECONDS = 60
 
 

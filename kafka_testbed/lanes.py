@@ -65,8 +65,8 @@ LONG_TESTS = {
     # HEADROOM: on one core (make test-one-core) the first site.yml on a fleet and the molecule scenario hosts ran past
     # 540 s, as the four containers' JVMs, sshd and Ansible share that core with the other worker.
     # Its first site.yml now runs under the traffic witness and is the roll of every node: 348 s on 2026-12-03 in a warm
-    # make test on a machine as slow as that day's fresh runs.
-    "hosts/test_site_on_hosts.py": (348, 900),
+    # make test on a machine as slow as that day's fresh runs; 562 s in CI's run of 2026-12-03.
+    "hosts/test_site_on_hosts.py": (562, 1410),
     "molecule/test_molecule.py": (234, 1080),  # the scenario's own limit (at most 900 s) and molecule destroy (120 s)
     "compat/test_plays.py": (157, 420),
     "integration/test_guard_history_on_kafka.py": (172, 480),  # 152 s in the run before

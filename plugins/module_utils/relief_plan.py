@@ -9,7 +9,8 @@ A volume whose free space is at or below ``relieve_at`` is relieved: replicas le
 - prefers another log dir of the same broker (AlterReplicaLogDirs: no network traffic), then another broker
   (AlterPartitionReassignments);
 - moves as few bytes as reach the target: no move of the plan could be left out with the target still reached;
-- never fills a destination to its own ``relieve_at`` (nor past ``limit``, the throttle's, when it is larger);
+- never fills a destination to its own ``relieve_at`` (nor past ``limit``, the throttle's, when it is larger), and
+  never moves a replica onto a volume it relieves: what one move frees, another would take back;
 - never puts two replicas of a partition on one broker, and keeps a partition's replicas on distinct racks where they
   were;
 - never moves a replica of an under-replicated partition, one already moving (a future replica, a reassignment), nor,
@@ -99,6 +100,7 @@ class _State:
         self.moving |= {key for key, p in self.partitions.items() if p.get("reassigning")}
         self.moved: Set[Tuple[str, int]] = set()
         self.moves: List[Dict[str, Any]] = []
+        self.relieved: Set[Tuple[int, str]] = set()  # the sources: they give replicas, they never take one
 
 
 def _movable(state: _State, replica: Dict[str, Any]) -> Optional[str]:
@@ -137,7 +139,7 @@ def _destinations(state, replica, floors):
     across_ok = len(partition["isr"]) - followers >= partition.get("min_insync_replicas", 1)
     inside, across = [], []
     for target in state.volumes:  # online volumes of known size only (usable_volumes)
-        if target == source or state.free[target] - replica["size_bytes"] < floors[target]:
+        if target in state.relieved or state.free[target] - replica["size_bytes"] < floors[target]:
             continue
         if target[0] == source[0]:
             inside.append(target)
@@ -203,6 +205,7 @@ def plan(  # pylint: disable=too-many-arguments,too-many-locals
         (key for key, v in state.volumes.items() if state.free[key] <= required_free_bytes(v, relieve_at)),
         key=lambda key: (state.free[key] - required_free_bytes(state.volumes[key], relieve_to), key),
     )
+    state.relieved.update(sources)
     planned_bytes, blocked, reports = 0, [], []
     for source in sources:
         volume = state.volumes[source]

@@ -25,8 +25,9 @@ def ansible_env(**extra):
     )
 
 
-def run_playbook(inventories, playbook=SITE, *args, timeout=900):
-    """ansible-playbook as a user runs it from the control node, with one inventory or several layered."""
+def run_playbook(inventories, playbook=SITE, *args, timeout=1200):
+    """ansible-playbook as a user runs it from the control node, with one inventory or several layered; its timeout
+    is under the longest test's own (LONG_TESTS)."""
     inventories = [inventories] if isinstance(inventories, str) else inventories
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")]
     for inventory in inventories:

@@ -24,6 +24,15 @@ def test_every_test_file_is_in_a_lane():
     assert [path for path in files if lanes.lane_of(path) is None] == []
 
 
+def test_no_two_test_files_share_a_name():
+    # The test directories are not packages, so pytest imports each file by its name: a run that collects two files of
+    # one name (the conformance run collects every lane's files) stops with "import file mismatch".
+    by_name = {}
+    for path in glob.glob(os.path.join(TESTS, "**", "test_*.py"), recursive=True):
+        by_name.setdefault(os.path.basename(path), []).append(os.path.relpath(path, TESTS))
+    assert {name: paths for name, paths in by_name.items() if len(paths) > 1} == {}
+
+
 @pytest.mark.parametrize(
     ("path", "lane"),
     [

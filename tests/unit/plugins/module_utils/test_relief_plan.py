@@ -89,6 +89,18 @@ def test_a_destination_never_reaches_its_own_relieve_at():
     )
 
 
+def test_a_volume_being_relieved_never_takes_a_replica_back():
+    # broker 2's /a is relieved first (it is further from its target) onto broker 1, and ends above relieve_at but
+    # short of relieve_to; its /b, relieved next, must not hand a replica back to it
+    volumes = [volume(1, "/a", 34 * MIB), volume(2, "/a", 9 * MIB), volume(2, "/b", 9 * MIB)]
+    replicas = [replica("t", 0, 2, "/a", 13 * MIB), replica("t", 1, 2, "/b", 1 * MIB)]
+    partitions = [partition("t", 0, [2]), partition("t", 1, [2])]
+    result = relief_plan.plan(volumes, replicas, partitions, AT, TO)
+    assert moves_of(result) == [("t", 0, 1, "/a", relief_plan.ACROSS)]
+    assert [(v["log_dir"], v["free_after"] // MIB) for v in result["volumes"]] == [("/a", 22), ("/b", 9)]
+    assert [b["log_dir"] for b in result["blocked"]] == ["/a", "/b"]
+
+
 def test_the_throttle_s_limit_is_a_floor_for_destinations_when_it_is_the_larger():
     volumes = [volume(1, "/a", 10 * MIB), volume(1, "/b", 55 * MIB)]
     replicas = [replica("t", 0, 1, "/a", 30 * MIB)]
@@ -204,9 +216,11 @@ def test_every_plan_keeps_the_rules(cluster, max_partitions):
     assert len(moved) == len(set(moved)), "a partition moves once per run"
     if max_partitions is not None:
         assert len(moved) <= max_partitions
+    relieved = {key for key, free_bytes in free.items() if free_bytes <= AT["level"]}
     for move in result["moves"]:
         key = (move["topic"], move["partition"])
         part = described[key]
+        assert (move["to_broker"], move["to_log_dir"]) not in relieved, "a relieved volume never takes a replica"
         assert set(part["isr"]) == set(part["replicas"]), "never a replica of an under-replicated partition"
         free[(move["from_broker"], move["from_log_dir"])] += move["bytes"]
         free[(move["to_broker"], move["to_log_dir"])] -= move["bytes"]

@@ -22,7 +22,8 @@ from ansible_collections.headroom.kafka.plugins.module_utils import kafka_releas
 
 try:
     import kafka.errors as kafka_errors
-    from kafka.admin import KafkaAdminClient
+    from kafka import TopicPartition
+    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
     from kafka.protocol.admin.configs import DescribeConfigsRequest
@@ -63,6 +64,15 @@ CONFLUENT_WAIT_SLICE = 0.2
 # DescribeConfigs: the resource type of a topic, and the setting a rolling restart must keep every partition at.
 TOPIC_RESOURCE = 2
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+# dynamic_configs / alter_dynamic_configs: the config resource of each kind, and the source of a value set on it.
+_CONFIG_KINDS = (
+    {
+        "topics": (ConfigResourceType.TOPIC, "DYNAMIC_TOPIC_CONFIG"),
+        "brokers": (ConfigResourceType.BROKER, "DYNAMIC_BROKER_CONFIG"),
+    }
+    if HAS_KAFKA_PYTHON
+    else {}
+)
 
 
 # kafka-python has no public API to send a request it has no admin method for (DescribeLogDirs to several brokers at
@@ -650,14 +660,10 @@ class KafkaAdapter:
     def partition_reassignments(self) -> List[Dict[str, Any]]:
         """The partition reassignments in progress (ListPartitionReassignments, answered by the controller):
         [{topic, partition, replicas, adding_replicas, removing_replicas}], ordered."""
-        try:
-            ongoing = self.admin().list_partition_reassignments(timeout_ms=self.request_timeout_ms)
-        except Exception as exc:  # pylint: disable=broad-except  # kafka-python raises many kinds; one message
-            raise KafkaAdapterError(
-                "ListPartitionReassignments via {0} failed: {1}".format(self.where, _describe(exc)),
-                broker=self.where,
-                error=exc,
-            ) from exc
+        ongoing = self._admin_call(
+            "ListPartitionReassignments",
+            lambda admin: admin.list_partition_reassignments(timeout_ms=self.request_timeout_ms),
+        )
         return [
             {
                 "topic": key.topic,
@@ -668,6 +674,103 @@ class KafkaAdapter:
             }
             for key, state in sorted(ongoing.items(), key=lambda item: (item[0].topic, item[0].partition))
         ]
+
+    def alter_replica_log_dirs(
+        self, assignments: Mapping[Tuple[str, int, int], str]
+    ) -> Dict[Tuple[str, int, int], Optional[str]]:
+        """AlterReplicaLogDirs, sent to each broker concerned: {(topic, partition, broker): log dir} to {same key:
+        Kafka's error name, None when accepted}."""
+        if not assignments:
+            return {}
+        answer = self._admin_call("AlterReplicaLogDirs", lambda admin: admin.alter_replica_log_dirs(dict(assignments)))
+        results = {}
+        for replica, error in answer.items():
+            name = getattr(error, "message", None)
+            results[(replica.topic, replica.partition, replica.broker_id)] = None if name in (None, "NONE") else name
+        return results
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[Tuple[str, int], Optional[List[int]]]
+    ) -> Dict[Tuple[str, int], Optional[str]]:
+        """AlterPartitionReassignments (to the controller): {(topic, partition): replicas, or None to cancel the
+        reassignment in progress} to {same key: Kafka's error name, None when accepted}."""
+        if not targets:
+            return {}
+        request = {TopicPartition(topic, number): replicas for (topic, number), replicas in targets.items()}
+        answer = self._admin_call(
+            "AlterPartitionReassignments",
+            lambda admin: admin.alter_partition_reassignments(request, timeout_ms=self.request_timeout_ms),
+        )
+        results = {}
+        for key, error in answer.items():
+            results[(key.topic, key.partition)] = None if error is None else getattr(error, "message", str(error))
+        return results
+
+    def dynamic_configs(
+        self, kind: str, names: Iterable[str], keys: Iterable[str]
+    ) -> Dict[str, Dict[str, Optional[str]]]:
+        """{name: {key: value}} of the topics or brokers (``kind``) as set dynamically on each (kafka-configs
+        --alter, IncrementalAlterConfigs): a key that is not set there, or set only in server.properties, is None."""
+        names, keys = sorted(set(names)), list(keys)
+        if not names:
+            return {}
+        resource_type, source = _CONFIG_KINDS[kind]
+        resources = [ConfigResource(resource_type, name, {key: None for key in keys}) for name in names]
+        answer = self._admin_call(
+            "DescribeConfigs", lambda admin: admin.describe_configs(resources, config_filter="all")
+        )
+        described = answer.get(resource_type.name.lower(), {})
+        return {
+            name: {
+                key: (described.get(name, {}).get(key) or {}).get("value")
+                if (described.get(name, {}).get(key) or {}).get("config_source") == source
+                else None
+                for key in keys
+            }
+            for name in names
+        }
+
+    def alter_dynamic_configs(self, kind: str, changes: Mapping[str, Mapping[str, Optional[str]]]) -> None:
+        """IncrementalAlterConfigs of topics or brokers (``kind``): {name: {key: value, None to delete it}}; a refusal
+        raises KafkaAdapterError naming each refused resource."""
+        resource_type, _source = _CONFIG_KINDS[kind]
+        resources = [
+            ConfigResource(
+                resource_type,
+                name,
+                {
+                    key: (AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, value)
+                    for key, value in values.items()
+                },
+            )
+            for name, values in sorted(changes.items())
+            if values
+        ]
+        if not resources:
+            return
+        answer = self._admin_call(
+            "IncrementalAlterConfigs",
+            lambda admin: admin.alter_configs(resources, raise_on_unknown=False, incremental=True),
+        )
+        refused = [
+            "{0} {1}: {2}".format(kind[:-1], name, result)
+            for name, result in sorted(answer.get(resource_type.name.lower(), {}).items())
+            if result != "OK"
+        ]
+        if refused:
+            raise KafkaAdapterError(
+                "IncrementalAlterConfigs via {0} refused {1}".format(self.where, "; ".join(refused)), broker=self.where
+            )
+
+    def _admin_call(self, what: str, call: Callable[["KafkaAdminClient"], Any]) -> Any:
+        """One kafka-python admin call; every failure becomes a KafkaAdapterError naming the request."""
+        admin = self.admin()
+        try:
+            return call(admin)
+        except Exception as exc:  # pylint: disable=broad-except  # kafka-python raises many kinds; one message
+            raise KafkaAdapterError(
+                "{0} via {1} failed: {2}".format(what, self.where, _describe(exc)), broker=self.where, error=exc
+            ) from exc
 
     # -- client quotas --------------------------------------------------------------------------------------------
     def describe_client_quotas(

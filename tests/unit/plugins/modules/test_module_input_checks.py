@@ -11,6 +11,10 @@ ROW = {"broker_id": 1, "log_dir": "/data", "total_bytes": 1000, "usable_bytes": 
 PUBLISH = {"soft_limit": SOFT, "hard_limit": HARD, "log_dirs": [ROW]}
 NAN = float("nan")
 INF = float("inf")
+RELIEF = {
+    "relieve_at": {"type": "min_free_bytes", "level": 100},
+    "relieve_to": {"type": "min_free_bytes", "level": 200},
+}
 
 
 def refused(module, args, *expected):
@@ -75,6 +79,7 @@ def test_health_gate_options(args, expected):
         ("usage_snapshot", dict(PUBLISH, path="/tmp/x.jsonl")),
         ("usage_snapshot_info", {"path": "/tmp/x.jsonl"}),
         ("disk_guard", {"min_available_bytes": 1, "default_producer_byte_rate": 1024}),
+        ("log_dir_relief", {"relieve_at": SOFT, "relieve_to": {"type": "min_free_bytes", "level": 200}}),
     ],
 )
 @pytest.mark.parametrize("timeout", [NAN, INF, -INF, 0, -5, 1e308, 0.01, 3601])
@@ -351,8 +356,46 @@ def test_usage_snapshot_publishing_given_log_dirs_to_a_file_needs_no_connection_
         ("cluster_health_info", {}, "to read the brokers, partitions and controller"),
         ("disk_guard", GUARD, "to read every log dir and to read and set its client quotas"),
         ("usage_snapshot_info", {"path": "/tmp/none.jsonl"}, "to read its active brokers"),
+        ("log_dir_relief", RELIEF, "to read its log dirs and move replicas"),
     ],
 )
 def test_a_task_that_talks_to_kafka_without_bootstrap_servers_says_which_option_and_why(module, args, why):
     run = run_module(module, args)
     assert run.failed and run.msg.startswith(f"bootstrap_servers is required: this task talks to Kafka {why}"), run.msg
+
+
+MOVE = {
+    "topic": "t",
+    "partition": 0,
+    "from_broker": 1,
+    "from_log_dir": "/a",
+    "to_broker": 2,
+    "to_log_dir": "/a",
+    "bytes": 1,
+    "kind": "broker",
+}
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"relieve_to": RELIEF["relieve_at"]}, "relieve_to.level must be greater than relieve_at.level"),
+        (
+            {"relieve_to": {"type": "min_free_percentage", "level": 50}},
+            "relieve_at.type and relieve_to.type must be the same (got min_free_bytes and min_free_percentage)",
+        ),
+        ({"relieve_at": {"type": "consumed_space", "level": 1}}, "value of type must be one of: min_free_bytes"),
+        ({"relieve_at": {"type": "min_free_percentage", "level": 150}}, "relieve_at.level"),
+        ({"limit": {"type": "min_free_bytes", "level": -1}}, "limit.level must be a number from 0 to"),
+        ({"max_bytes": 0}, "max_bytes must be a whole number of bytes from 1 to"),
+        ({"max_partitions": -1}, "max_partitions must be a whole number from 1 to 2147483647 (got -1)"),
+        ({"throttle_rate": 0}, "throttle_rate must be a whole number of bytes per second from 1 to"),
+        ({"timeout": 0}, "timeout must be a number of seconds greater than 0 up to 86400 (got 0.0)"),
+        ({"poll_interval": NAN}, "poll_interval must be a number of seconds from 0.1 to 3600 (got nan)"),
+        ({"pending": {"moves": "t-0"}}, "pending must be an earlier run's pending result"),
+        ({"pending": {"moves": [dict(MOVE, kind="disk")]}}, "pending.moves[0].kind must be log_dir or broker"),
+        ({"pending": {"moves": [{"topic": "t"}]}}, "pending.moves[0] lacks partition, from_broker"),
+    ],
+)
+def test_log_dir_relief_refuses_bad_thresholds_bounds_and_pending_before_any_request(args, expected):
+    refused("log_dir_relief", dict(RELIEF, **args), expected)

@@ -1,0 +1,300 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to the headroom.kafka collection
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What applying a relief plan asks of Kafka, and how far it got, with no I/O.
+
+- Moves inside a broker become AlterReplicaLogDirs entries; moves across brokers become AlterPartitionReassignments
+  targets (the partition's replica list with the destination in the source's place, so the preferred leader only
+  changes when the leader itself moves).
+- A cross-broker move copies under Kafka's replication throttle (KIP-73), set as ``kafka-reassign-partitions
+  --throttle`` sets it: the topic's ``leader.replication.throttled.replicas`` lists every current replica of a moving
+  partition, its ``follower.replication.throttled.replicas`` the new ones, and every broker involved gets
+  ``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``. The values before are kept, so
+  that the end of the run puts back exactly what was there.
+- Progress is read from DescribeLogDirs (future replicas, replica sizes) and ListPartitionReassignments.
+- A reassignment in progress that the run did not start is someone else's: the run refuses to start beside it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ansible_collections.headroom.kafka.plugins.module_utils import relief_plan
+
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
+EVERY_REPLICA = "*"  # a topic whose every replica is throttled already
+
+DONE, MOVING, NOT_STARTED = "done", "moving", "not started"
+
+PartitionKey = Tuple[str, int]
+
+
+class MovesError(ValueError):
+    """Input that cannot describe moves of this collection; the message names the field, the value and what is
+    allowed."""
+
+
+def _key(item: Dict[str, Any]) -> PartitionKey:
+    return (item["topic"], item["partition"])
+
+
+def inside(moves: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [move for move in moves if move["kind"] == relief_plan.INSIDE]
+
+
+def across(moves: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [move for move in moves if move["kind"] == relief_plan.ACROSS]
+
+
+def log_dir_assignments(moves: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
+    """AlterReplicaLogDirs entries: {(topic, partition, broker): destination log dir}."""
+    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in inside(moves)}
+
+
+def reassignment_targets(
+    moves: Iterable[Dict[str, Any]], partitions: Iterable[Dict[str, Any]]
+) -> Dict[PartitionKey, List[int]]:
+    """AlterPartitionReassignments targets: {(topic, partition): replicas}, the destination in the source's place."""
+    current = {_key(p): list(p["replicas"]) for p in partitions}
+    targets: Dict[PartitionKey, List[int]] = {}
+    for move in across(moves):
+        key = _key(move)
+        if key not in current:
+            raise MovesError("moves: partition {0}-{1} is not in the cluster's metadata".format(*key))
+        replicas = targets.get(key, current[key])
+        if move["from_broker"] not in replicas:
+            raise MovesError(
+                "moves: broker {0} holds no replica of {1}-{2} (its replicas: {3})".format(
+                    move["from_broker"], key[0], key[1], replicas
+                )
+            )
+        targets[key] = [move["to_broker"] if broker == move["from_broker"] else broker for broker in replicas]
+    return targets
+
+
+def _entries(value: Optional[str]) -> List[str]:
+    return [entry.strip() for entry in (value or "").split(",") if entry.strip()]
+
+
+def _with(value: Optional[str], added: Iterable[str]) -> Optional[str]:
+    """A throttled-replicas value with ``added`` entries in it (``*`` already covers them)."""
+    entries = _entries(value)
+    if EVERY_REPLICA in entries:
+        return value
+    merged = sorted(set(entries) | set(added), key=_entry_order)
+    return ",".join(merged) if merged else value
+
+
+def _entry_order(entry: str) -> Tuple[int, int, str]:
+    partition, _, broker = entry.partition(":")
+    try:
+        return (int(partition), int(broker), entry)
+    except ValueError:
+        return (-1, -1, entry)
+
+
+def throttled_replicas(
+    targets: Dict[PartitionKey, List[int]], partitions: Iterable[Dict[str, Any]]
+) -> Dict[str, Dict[str, List[str]]]:
+    """{topic: {leader key: ["partition:broker" of the current replicas], follower key: [... of the new ones]}}."""
+    current = {_key(p): list(p["replicas"]) for p in partitions}
+    wanted: Dict[str, Dict[str, List[str]]] = {}
+    for (topic, number), replicas in sorted(targets.items()):
+        keys = wanted.setdefault(topic, {LEADER_REPLICAS: [], FOLLOWER_REPLICAS: []})
+        keys[LEADER_REPLICAS] += ["{0}:{1}".format(number, b) for b in current[(topic, number)]]
+        keys[FOLLOWER_REPLICAS] += ["{0}:{1}".format(number, b) for b in replicas if b not in current[(topic, number)]]
+    return wanted
+
+
+def involved_brokers(targets: Dict[PartitionKey, List[int]], partitions: Iterable[Dict[str, Any]]) -> List[int]:
+    """Every broker that sends or receives a moving partition's data: its current replicas and its new ones."""
+    current = {_key(p): list(p["replicas"]) for p in partitions}
+    brokers = set()
+    for key, replicas in targets.items():
+        brokers |= set(current[key]) | set(replicas)
+    return sorted(brokers)
+
+
+def throttle_settings(
+    targets: Dict[PartitionKey, List[int]],
+    partitions: Iterable[Dict[str, Any]],
+    rate: int,
+    topic_configs: Dict[str, Dict[str, Optional[str]]],
+) -> Dict[str, Dict[str, Dict[str, Optional[str]]]]:
+    """The configs to set for the moves: {"topics": {topic: {key: value}}, "brokers": {broker id as str: {key:
+    value}}}, only the values that change; ``topic_configs`` holds each moving topic's throttled-replicas values
+    now (None: not set)."""
+    partitions = list(partitions)
+    topics = {}
+    for topic, wanted in throttled_replicas(targets, partitions).items():
+        now = topic_configs.get(topic, {})
+        changes = {}
+        for key in TOPIC_THROTTLE_KEYS:
+            value = _with(now.get(key), wanted[key])
+            if value != now.get(key):
+                changes[key] = value
+        if changes:
+            topics[topic] = changes
+    brokers: Dict[str, Dict[str, Optional[str]]] = {
+        str(b): {key: str(rate) for key in BROKER_THROTTLE_KEYS} for b in involved_brokers(targets, partitions)
+    }
+    return {"topics": topics, "brokers": brokers}
+
+
+def restore_settings(
+    before: Dict[str, Dict[str, Dict[str, Optional[str]]]],
+) -> Dict[str, Dict[str, Dict[str, Optional[str]]]]:
+    """The configs that put back ``before`` (as recorded when the throttle was set): the same shape, None to delete a
+    key that was not set."""
+    return {
+        kind: {name: dict(values) for name, values in before.get(kind, {}).items()} for kind in ("topics", "brokers")
+    }
+
+
+def recorded_before(
+    settings: Dict[str, Dict[str, Dict[str, Optional[str]]]],
+    topic_configs: Dict[str, Dict[str, Optional[str]]],
+    broker_configs: Dict[str, Dict[str, Optional[str]]],
+) -> Dict[str, Dict[str, Dict[str, Optional[str]]]]:
+    """What each key that ``settings`` changes held before (None: not set as a dynamic config)."""
+    return {
+        "topics": {
+            name: {key: topic_configs.get(name, {}).get(key) for key in values}
+            for name, values in settings["topics"].items()
+        },
+        "brokers": {
+            name: {key: broker_configs.get(name, {}).get(key) for key in values}
+            for name, values in settings["brokers"].items()
+        },
+    }
+
+
+def foreign_reassignments(
+    reassignments: Iterable[Dict[str, Any]], own: Iterable[Dict[str, Any]] = ()
+) -> List[Dict[str, Any]]:
+    """The reassignments in progress that none of ``own`` (moves a run started) explains."""
+    mine = {_key(m) for m in across(own)}
+    return [r for r in reassignments if _key(r) not in mine]
+
+
+def describe_reassignment(reassignment: Dict[str, Any]) -> str:
+    return "{0}-{1} (replicas {2}, adding {3}, removing {4})".format(
+        reassignment["topic"],
+        reassignment["partition"],
+        reassignment.get("replicas"),
+        reassignment.get("adding_replicas"),
+        reassignment.get("removing_replicas"),
+    )
+
+
+def _replicas_by_place(log_dirs: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], List[Dict[str, Any]]]:
+    places: Dict[Tuple[str, int, int], List[Dict[str, Any]]] = {}
+    for row in log_dirs:
+        for replica in row.get("replicas") or []:
+            places.setdefault((replica["topic"], replica["partition"], row["broker_id"]), []).append(
+                dict(replica, log_dir=row["log_dir"])
+            )
+    return places
+
+
+def progress(
+    moves: Iterable[Dict[str, Any]],
+    log_dirs: Iterable[Dict[str, Any]],
+    partitions: Iterable[Dict[str, Any]],
+    reassignments: Iterable[Dict[str, Any]],
+) -> List[Dict[str, Any]]:
+    """Each move with its ``state`` (done, moving, not started) and ``copied_bytes``: the bytes in place at the
+    destination so far (a future replica's size inside a broker, the new replica's size across brokers)."""
+    places = _replicas_by_place(log_dirs)
+    replicas_now = {_key(p): set(p["replicas"]) for p in partitions}
+    ongoing = {_key(r) for r in reassignments}
+    report = []
+    for move in moves:
+        key = _key(move)
+        at_destination = places.get((move["topic"], move["partition"], move["to_broker"]), [])
+        in_place = [r for r in at_destination if r["log_dir"] == move["to_log_dir"]]
+        if move["kind"] == relief_plan.INSIDE:
+            future = [r for r in in_place if r["is_future"]]
+            settled = [r for r in in_place if not r["is_future"]]
+            state = MOVING if future else DONE if settled else NOT_STARTED
+            copied = (future or settled or [{"size_bytes": 0}])[0]["size_bytes"] or 0
+        else:
+            if key in ongoing:
+                state = MOVING
+            elif move["to_broker"] in replicas_now.get(key, set()) and move["from_broker"] not in replicas_now.get(
+                key, set()
+            ):
+                state = DONE
+            else:
+                state = NOT_STARTED
+            copied = sum((r["size_bytes"] or 0) for r in at_destination if not r["is_future"])
+        report.append(
+            dict(move, state=state, copied_bytes=min(copied, move["bytes"]) if state != DONE else move["bytes"])
+        )
+    return report
+
+
+def unfinished(report: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [move for move in report if move["state"] != DONE]
+
+
+def validate_pending(pending: Any) -> Optional[Dict[str, Any]]:
+    """An earlier run's RV(pending): {"moves": [...], "throttles_before": {...}}; None when not given."""
+    if pending is None:
+        return None
+    if not isinstance(pending, dict) or not isinstance(pending.get("moves"), list):
+        raise MovesError(
+            "pending must be an earlier run's pending result, a dict with a list of moves (got {0!r})".format(pending)
+        )
+    fields = ("topic", "partition", "from_broker", "from_log_dir", "to_broker", "to_log_dir", "bytes", "kind")
+    for index, move in enumerate(pending["moves"]):
+        missing = [f for f in fields if not isinstance(move, dict) or f not in move]
+        if missing:
+            raise MovesError(
+                "pending.moves[{0}] lacks {1}: each move is as the module returns it, with {2}".format(
+                    index, ", ".join(missing), ", ".join(fields)
+                )
+            )
+        if move["kind"] not in (relief_plan.INSIDE, relief_plan.ACROSS):
+            raise MovesError(
+                "pending.moves[{0}].kind must be {1} or {2} (got {3!r})".format(
+                    index, relief_plan.INSIDE, relief_plan.ACROSS, move["kind"]
+                )
+            )
+    before = pending.get("throttles_before") or {}
+    if not isinstance(before, dict) or set(before) - {"topics", "brokers"}:
+        raise MovesError(
+            "pending.throttles_before must be a dict with topics and brokers, as the module returns it "
+            "(got {0!r})".format(before)
+        )
+    return {"moves": list(pending["moves"]), "throttles_before": restore_settings(before)}
+
+
+def usage_diff(
+    volumes: Iterable[Dict[str, Any]], moves: Iterable[Dict[str, Any]]
+) -> Dict[str, Dict[str, Dict[str, int]]]:
+    """Ansible's diff: each touched log dir's used bytes before and after the moves, keyed "broker N LOG_DIR"."""
+    used = {
+        (v["broker_id"], v["log_dir"]): v["total_bytes"] - v["usable_bytes"]
+        for v in volumes
+        if v.get("total_bytes") is not None and v.get("usable_bytes") is not None
+    }
+    after = dict(used)
+    touched = set()
+    for move in moves:
+        source, destination = (move["from_broker"], move["from_log_dir"]), (move["to_broker"], move["to_log_dir"])
+        after[source] = after.get(source, 0) - move["bytes"]
+        after[destination] = after.get(destination, 0) + move["bytes"]
+        touched |= {source, destination}
+    name = "broker {0} {1}".format
+    return {
+        "before": {name(*key): {"used_bytes": used.get(key, 0)} for key in sorted(touched)},
+        "after": {name(*key): {"used_bytes": after[key]} for key in sorted(touched)},
+    }

@@ -103,6 +103,14 @@ class KafkaAdapterError(Exception):
 LogDirsAnswer = Union[List[Dict[str, Any]], KafkaAdapterError]
 
 
+def _error_name(error: Any) -> Optional[str]:
+    """Kafka's name for an error kafka-python's admin methods give per item (an error class, or None), None for
+    success."""
+    if error is None or not getattr(error, "errno", None):
+        return None
+    return getattr(error, "message", None) or str(error)
+
+
 def kafka_error_name(code: Optional[int]) -> Optional[str]:
     """Kafka's name for an error code (``KAFKA_STORAGE_ERROR``), None for 0."""
     if not code:
@@ -683,11 +691,7 @@ class KafkaAdapter:
         if not assignments:
             return {}
         answer = self._admin_call("AlterReplicaLogDirs", lambda admin: admin.alter_replica_log_dirs(dict(assignments)))
-        results = {}
-        for replica, error in answer.items():
-            name = getattr(error, "message", None)
-            results[(replica.topic, replica.partition, replica.broker_id)] = None if name in (None, "NONE") else name
-        return results
+        return {(r.topic, r.partition, r.broker_id): _error_name(error) for r, error in answer.items()}
 
     def alter_partition_reassignments(
         self, targets: Mapping[Tuple[str, int], Optional[List[int]]]
@@ -701,10 +705,7 @@ class KafkaAdapter:
             "AlterPartitionReassignments",
             lambda admin: admin.alter_partition_reassignments(request, timeout_ms=self.request_timeout_ms),
         )
-        results = {}
-        for key, error in answer.items():
-            results[(key.topic, key.partition)] = None if error is None else getattr(error, "message", str(error))
-        return results
+        return {(key.topic, key.partition): _error_name(error) for key, error in answer.items()}
 
     def dynamic_configs(
         self, kind: str, names: Iterable[str], keys: Iterable[str]

@@ -152,7 +152,9 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
         if not check_mode and any(pending["throttles_before"].get(kind) for kind in ("topics", "brokers")):
             run.set_configs(relief_moves.restore_settings(pending["throttles_before"]))
             result["changed"] = True
-        seen = run.look()
+        # A moved replica's old files stay on its source volume for file.delete.delay.ms (60 s by default) after the
+        # move ends, unseen by DescribeLogDirs: a plan made now would move more to free space already freed.
+        return _finish(result, seen, [], options)
     inputs = _inputs(
         seen["view"], seen["partitions"], adapter.min_insync_replicas({p["topic"] for p in seen["partitions"]})
     )

@@ -27,7 +27,11 @@ description:
   - "With O(wait=true) the module waits for every move, polling their progress; at O(timeout) it cancels the
     cross-broker moves still copying, puts the throttles back and fails, saying what finished. With O(wait=false) it
     returns once the moves started, with RV(pending): give it to a later run as O(pending), which checks the moves,
-    waits for them when O(wait=true), puts the throttles back once they all ended, and then relieves again."
+    waits for them when O(wait=true), and puts the throttles back once they all ended; the run after it relieves
+    again."
+  - A moved replica's old files leave its source volume C(file.delete.delay.ms) after the move ends (Kafka's default
+    is 60 seconds); until then DescribeLogDirs counts them as used. Run the module again no sooner than that, or it
+    plans to free space that is about to come back.
   - The module refuses to start while a partition reassignment that it did not start is in progress (one started by
     C(kafka-reassign-partitions), Cruise Control or another run), and changes nothing then.
   - Thresholds, bounds and O(pending) are checked before the cluster is contacted; a bad value fails naming the
@@ -116,7 +120,8 @@ options:
   pending:
     description:
       - RV(pending) of an earlier run that returned before its moves ended. Its reassignments count as this module's
-        own; once every one of its moves ended, the throttles it recorded are put back.
+        own; once every one of its moves ended, the throttles it recorded are put back, and the run ends there (it
+        plans no new moves).
     type: dict
 notes:
   - Needs C(DESCRIBE) and C(ALTER) on the cluster resource (reassignments, log dir moves), C(DESCRIBE_CONFIGS) and
@@ -153,7 +158,7 @@ EXAMPLES = r"""
     wait: false
   register: started
 
-- name: Later - finish what the first run started, then relieve again
+- name: Later - finish what the first run started and put the throttle back
   headroom.kafka.log_dir_relief:
     relieve_at: {type: min_free_bytes, level: 10737418240}
     relieve_to: {type: min_free_bytes, level: 21474836480}

@@ -5,6 +5,7 @@ Usage:
                                                               first one's replica sent to LOG_DIR (the play waits for
                                                               it there), then MIB MiB written
   relief_setup.py fill PATH MIB                               a filler file of MIB MiB on PATH's volume
+  relief_setup.py leave PATH MIB                              a filler file that leaves MIB MiB free on PATH's volume
   relief_setup.py configs BOOTSTRAP TOPIC                     the throttle configs set on the topic and every broker
   relief_setup.py foreign BOOTSTRAP TOPIC BROKERS RATE        a slow reassignment of TOPIC-0 to BROKERS, under a
                                                               throttle of RATE bytes/s, started by "someone else"
@@ -31,7 +32,7 @@ def admin(bootstrap):
 
 
 def brokers_of(client):
-    return sorted(b["node_id"] for b in client.describe_cluster()["brokers"])
+    return sorted(b["broker_id"] for b in client.describe_cluster()["brokers"])
 
 
 def place(bootstrap, topic, brokers, log_dir, mib):
@@ -62,6 +63,15 @@ def fill(path, mib):
         for _ in range(mib):
             handle.write(b"\0" * (1 << 20))
     return {"path": path, "mib": mib}
+
+
+def leave(path, mib):
+    stat = os.statvfs(path)
+    extra = stat.f_bavail * stat.f_frsize - mib * (1 << 20)
+    with open(os.path.join(path, "filler.bin"), "ab") as handle:
+        while extra > 0:
+            extra -= handle.write(b"\0" * min(extra, 1 << 20))
+    return {"path": path, "free_mib": mib}
 
 
 def configs(bootstrap, topic):
@@ -104,11 +114,11 @@ def cancel(bootstrap, topic):
     return {"cancelled": topic}
 
 
-COMMANDS = {"place": place, "fill": fill, "configs": configs, "foreign": foreign, "cancel": cancel}
+COMMANDS = {"place": place, "fill": fill, "leave": leave, "configs": configs, "foreign": foreign, "cancel": cancel}
 
 if __name__ == "__main__":
     command, arguments = COMMANDS[sys.argv[1]], sys.argv[2:]
-    arguments = [int(a) if a.isdigit() and command in (fill,) else a for a in arguments]
+    arguments = [int(a) if a.isdigit() and command in (fill, leave) else a for a in arguments]
     if command is place:
         arguments[-1] = int(arguments[-1])
     print(json.dumps(command(*arguments)))

@@ -203,7 +203,7 @@ def _start(run, moves, partitions, rate, result):
     if not targets:
         return {"topics": {}, "brokers": {}}
     brokers = [str(b) for b in relief_moves.involved_brokers(targets, partitions)]
-    topic_configs = adapter.dynamic_configs("topics", {t for t, _ in targets}, relief_moves.TOPIC_THROTTLE_KEYS)
+    topic_configs = adapter.dynamic_configs("topics", {key[0] for key in targets}, relief_moves.TOPIC_THROTTLE_KEYS)
     broker_configs = adapter.dynamic_configs("brokers", brokers, relief_moves.BROKER_THROTTLE_KEYS)
     settings = relief_moves.throttle_settings(targets, partitions, rate, topic_configs)
     before = relief_moves.recorded_before(settings, topic_configs, broker_configs)

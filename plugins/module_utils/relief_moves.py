@@ -93,7 +93,7 @@ def _with(value: Optional[str], added: Iterable[str]) -> Optional[str]:
 
 
 def _entry_order(entry: str) -> Tuple[int, int, str]:
-    partition, _, broker = entry.partition(":")
+    partition, _colon, broker = entry.partition(":")
     try:
         return (int(partition), int(broker), entry)
     except ValueError:

@@ -20,7 +20,7 @@ description:
     its own O(relieve_at), nor past O(limit); never puts two replicas of a partition on one broker, and keeps replicas
     on distinct racks where they were; never moves a replica of an under-replicated partition, one already moving,
     nor, across brokers, one whose partition could fall below C(min.insync.replicas) while it copies; and stops at
-    O(max_bytes) and O(max_partitions). When a log dir's target cannot be reached, RV(plan.blocked) says why."
+    O(max_bytes) and O(max_partitions). When a log dir's target cannot be reached, RV(plan) says why in C(blocked)."
   - Moves across brokers copy under Kafka's replication throttle (KIP-73) at O(throttle_rate), set as
     C(kafka-reassign-partitions --throttle) sets it, before the first move starts; when the moves end, the throttle
     configs are put back exactly as they were.

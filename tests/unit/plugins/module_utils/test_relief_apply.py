@@ -30,7 +30,7 @@ class FakeCluster:
 
     # -- reads ------------------------------------------------------------------------------------------------------
     def describe_cluster(self):
-        brokers = sorted({broker for broker, _ in self.used})
+        brokers = sorted({key[0] for key in self.used})
         return {"cluster_id": "fake", "brokers": [{"id": b, "rack": None} for b in brokers], "fenced_brokers": []}
 
     def describe_log_dirs(self, broker_ids, timeout_ms=None, replicas=False):

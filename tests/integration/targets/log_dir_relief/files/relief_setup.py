@@ -60,7 +60,7 @@ def place(bootstrap, topic, brokers, log_dir, mib):
 
 def fill(path, mib):
     with open(os.path.join(path, "filler.bin"), "ab") as handle:
-        for _ in range(mib):
+        for _megabyte in range(mib):
             handle.write(b"\0" * (1 << 20))
     return {"path": path, "mib": mib}
 

@@ -155,6 +155,24 @@ def tame_args(module, workdir):
         )
     if module == "log_dirs_info":
         return st.fixed_dictionaries({}, optional={"fail_on_missing": st.booleans()})
+    if module == "log_dir_relief":
+        # One broker with one log dir: a plan never has a destination, so no run moves or waits.
+        return st.integers(0, 2**40).flatmap(
+            lambda level: st.fixed_dictionaries(
+                {
+                    "relieve_at": st.just({"type": "min_free_bytes", "level": level}),
+                    "relieve_to": st.just({"type": "min_free_bytes", "level": level + 1}),
+                },
+                optional={
+                    "max_bytes": st.integers(1, 2**40),
+                    "max_partitions": st.integers(1, 100),
+                    "throttle_rate": st.integers(1, 2**30),
+                    "wait": st.booleans(),
+                    "timeout": st.sampled_from([1, 60]),
+                    "poll_interval": st.sampled_from([0.1, 2]),
+                },
+            )
+        )
     if module == "client_quota_info":
         return st.one_of(
             st.fixed_dictionaries(

@@ -28,6 +28,7 @@ MODULES = (
     "client_quota_info",
     "cluster_health_info",
     "disk_guard",
+    "log_dir_relief",
     "log_dirs_info",
     "usage_snapshot",
     "usage_snapshot_info",

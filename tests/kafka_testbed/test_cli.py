@@ -212,11 +212,12 @@ def test_pause_resume(cli_cluster):
     pid = status(directory)[1]["pid"]
     ok("pause", "--dir", directory, "--broker", 1)
     try:
-        assert _process_state(pid) == "T"
+        # SIGSTOP takes hold of every thread of a busy JVM a moment after kill() returns: poll for the stopped state.
+        assert wait_for(lambda: _process_state(pid) == "T", 10), _process_state(pid)
         assert status(directory)[1]["running"] is True
     finally:
         ok("resume", "--dir", directory, "--broker", 1)
-    assert _process_state(pid) != "T"
+    assert wait_for(lambda: _process_state(pid) != "T", 10)
 
 
 @pytest.mark.model_only("added response latency")

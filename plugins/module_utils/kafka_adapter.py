@@ -721,15 +721,12 @@ class KafkaAdapter:
             "DescribeConfigs", lambda admin: admin.describe_configs(resources, config_filter="all")
         )
         described = answer.get(resource_type.name.lower(), {})
-        return {
-            name: {
-                key: (described.get(name, {}).get(key) or {}).get("value")
-                if (described.get(name, {}).get(key) or {}).get("config_source") == source
-                else None
-                for key in keys
-            }
-            for name in names
-        }
+
+        def dynamic_value(name, key):
+            config = described.get(name, {}).get(key) or {}
+            return config.get("value") if config.get("config_source") == source else None
+
+        return {name: {key: dynamic_value(name, key) for key in keys} for name in names}
 
     def alter_dynamic_configs(self, kind: str, changes: Mapping[str, Mapping[str, Optional[str]]]) -> None:
         """IncrementalAlterConfigs of topics or brokers (``kind``): {name: {key: value, None to delete it}}; a refusal

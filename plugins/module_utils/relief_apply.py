@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.headroom.kafka.plugins.module_utils import log_dirs, relief_moves, relief_plan
 
@@ -69,15 +69,27 @@ class _Run:
         partitions = self.adapter.partitions()
         return {"view": view, "partitions": partitions}
 
-    def progress(self, moves: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        seen = self.look()
+    def progress(self, moves: List[Dict[str, Any]], seen: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        """Each move's state, from ``seen`` (a look at the cluster) or a new look."""
+        seen = seen or self.look()
         return relief_moves.progress(
             moves, seen["view"]["log_dirs"], seen["partitions"], seen["view"].get("reassignments", [])
         )
 
     def set_configs(self, settings: Dict[str, Dict[str, Dict[str, Optional[str]]]]) -> None:
+        """Set the throttle configs, or put back the values recorded before them (None deletes a key)."""
         for kind in ("topics", "brokers"):
             self.adapter.alter_dynamic_configs(kind, settings.get(kind, {}))
+
+    def cancel_and_restore(
+        self, keys: List[Tuple[str, int]], throttles_before: Dict[str, Dict[str, Dict[str, Optional[str]]]]
+    ) -> List[str]:
+        """Cancel the reassignments of ``keys``, then put the throttles back; Kafka's refusals to cancel."""
+        refused = []
+        if keys:
+            refused = _refused("partition", self.adapter.alter_partition_reassignments({key: None for key in keys}))
+        self.set_configs(throttles_before)
+        return refused
 
     def wait(self, moves, timeout, poll_interval):
         """Poll until every move is done or ``timeout`` seconds pass: (last progress, samples, timed out)."""
@@ -138,9 +150,7 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
             dict(result, foreign_reassignments=foreign),
         )
     if pending:
-        report = relief_moves.progress(
-            own, seen["view"]["log_dirs"], seen["partitions"], seen["view"].get("reassignments", [])
-        )
+        report = run.progress(own, seen)
         if relief_moves.unfinished(report) and options["wait"] and not check_mode:
             report, result["progress"], timed_out = run.wait(own, options["timeout"], options["poll_interval"])
             if timed_out:
@@ -150,7 +160,7 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
             result["pending"] = pending
             return _finish(result, seen, [], options)
         if not check_mode and any(pending["throttles_before"].get(kind) for kind in ("topics", "brokers")):
-            run.set_configs(relief_moves.restore_settings(pending["throttles_before"]))
+            run.set_configs(pending["throttles_before"])
             result["changed"] = True
         # A moved replica's old files stay on its source volume for file.delete.delay.ms (60 s by default) after the
         # move ends, unseen by DescribeLogDirs: a plan made now would move more to free space already freed.
@@ -182,7 +192,7 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
     result["verified"] = report
     if timed_out:
         _give_up(run, report, throttles_before, result, options["timeout"])
-    run.set_configs(relief_moves.restore_settings(throttles_before))
+    run.set_configs(throttles_before)
     return _finish(result, seen, plan["moves"], options)
 
 
@@ -211,14 +221,12 @@ def _start(run, moves, partitions, rate, result):
     try:
         answers = adapter.alter_partition_reassignments(targets)
     except Exception:
-        run.set_configs(relief_moves.restore_settings(before))
+        run.set_configs(before)
         raise
     refused = _refused("partition", answers)
     if refused:
         accepted = sorted(key for key, error in answers.items() if not error)
-        if accepted:
-            adapter.alter_partition_reassignments({key: None for key in accepted})
-        run.set_configs(relief_moves.restore_settings(before))
+        run.cancel_and_restore(accepted, before)
         result.update(changed=True, cancelled=[{"topic": t, "partition": p} for t, p in accepted])
         raise ReliefError(
             "Kafka refused to start {0} cross-broker move(s): {1}; the ones it accepted were cancelled and the "
@@ -231,8 +239,7 @@ def _start(run, moves, partitions, rate, result):
 def _give_up(run, report, throttles_before, result, timeout):
     """The wait timed out: cancel the cross-broker moves still going, put the throttles back, raise ReliefError."""
     keys = sorted({(m["topic"], m["partition"]) for m in relief_moves.across(relief_moves.unfinished(report))})
-    refused = _refused("partition", run.adapter.alter_partition_reassignments({key: None for key in keys}))
-    run.set_configs(relief_moves.restore_settings(throttles_before))
+    refused = run.cancel_and_restore(keys, throttles_before)
     left = relief_moves.inside(relief_moves.unfinished(report))
     result.update(changed=True, verified=report, cancelled=[{"topic": t, "partition": p} for t, p in keys])
     raise ReliefError(

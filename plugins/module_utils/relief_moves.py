@@ -45,6 +45,11 @@ def _key(item: Dict[str, Any]) -> PartitionKey:
     return (item["topic"], item["partition"])
 
 
+def _replicas_now(partitions: Iterable[Dict[str, Any]]) -> Dict[PartitionKey, List[int]]:
+    """Each partition's replicas (broker ids) as Metadata gives them."""
+    return {_key(p): list(p["replicas"]) for p in partitions}
+
+
 def inside(moves: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [move for move in moves if move["kind"] == relief_plan.INSIDE]
 
@@ -62,7 +67,7 @@ def reassignment_targets(
     moves: Iterable[Dict[str, Any]], partitions: Iterable[Dict[str, Any]]
 ) -> Dict[PartitionKey, List[int]]:
     """AlterPartitionReassignments targets: {(topic, partition): replicas}, the destination in the source's place."""
-    current = {_key(p): list(p["replicas"]) for p in partitions}
+    current = _replicas_now(partitions)
     targets: Dict[PartitionKey, List[int]] = {}
     for move in across(moves):
         key = _key(move)
@@ -104,7 +109,7 @@ def throttled_replicas(
     targets: Dict[PartitionKey, List[int]], partitions: Iterable[Dict[str, Any]]
 ) -> Dict[str, Dict[str, List[str]]]:
     """{topic: {leader key: ["partition:broker" of the current replicas], follower key: [... of the new ones]}}."""
-    current = {_key(p): list(p["replicas"]) for p in partitions}
+    current = _replicas_now(partitions)
     wanted: Dict[str, Dict[str, List[str]]] = {}
     for (topic, number), replicas in sorted(targets.items()):
         keys = wanted.setdefault(topic, {LEADER_REPLICAS: [], FOLLOWER_REPLICAS: []})
@@ -115,7 +120,7 @@ def throttled_replicas(
 
 def involved_brokers(targets: Dict[PartitionKey, List[int]], partitions: Iterable[Dict[str, Any]]) -> List[int]:
     """Every broker that sends or receives a moving partition's data: its current replicas and its new ones."""
-    current = {_key(p): list(p["replicas"]) for p in partitions}
+    current = _replicas_now(partitions)
     brokers = set()
     for key, replicas in targets.items():
         brokers |= set(current[key]) | set(replicas)
@@ -151,8 +156,8 @@ def throttle_settings(
 def restore_settings(
     before: Dict[str, Dict[str, Dict[str, Optional[str]]]],
 ) -> Dict[str, Dict[str, Dict[str, Optional[str]]]]:
-    """The configs that put back ``before`` (as recorded when the throttle was set): the same shape, None to delete a
-    key that was not set."""
+    """``before`` as recorded when the throttle was set, with both kinds present: set_configs puts it back as it is
+    (None deletes a key that was not set)."""
     return {
         kind: {name: dict(values) for name, values in before.get(kind, {}).items()} for kind in ("topics", "brokers")
     }
@@ -213,7 +218,7 @@ def progress(
     """Each move with its ``state`` (done, moving, not started) and ``copied_bytes``: the bytes in place at the
     destination so far (a future replica's size inside a broker, the new replica's size across brokers)."""
     places = _replicas_by_place(log_dirs)
-    replicas_now = {_key(p): set(p["replicas"]) for p in partitions}
+    replicas_now = {key: set(brokers) for key, brokers in _replicas_now(partitions).items()}
     ongoing = {_key(r) for r in reassignments}
     report = []
     for move in moves:

@@ -246,13 +246,14 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     option_checks,
     relief_moves,
     relief_plan,
+    volume_limits,
 )
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 from ansible_collections.headroom.kafka.plugins.module_utils.relief_apply import ReliefError, relieve
 
+# The shared limit options, narrowed to free space: relief is about free space.
 FREE_LIMIT_OPTIONS = dict(
-    type=dict(type="str", required=True, choices=["min_free_bytes", "min_free_percentage"]),
-    level=dict(type="float", required=True),
+    limit_options.LIMIT_OPTIONS, type=dict(type="str", required=True, choices=list(volume_limits.FREE_TYPES))
 )
 MODULE_OPTIONS = dict(
     relieve_at=dict(type="dict", required=True, options=FREE_LIMIT_OPTIONS),

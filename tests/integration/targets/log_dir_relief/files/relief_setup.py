@@ -25,6 +25,7 @@ from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewTo
 TOPIC_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 CHUNK = 256 * 1024
+MIB = 1 << 20
 
 
 def admin(bootstrap):
@@ -49,7 +50,7 @@ def place(bootstrap, topic, brokers, log_dir, mib):
             raise SystemExit("could not move {0}-0 to {1}: {2}".format(topic, log_dir, refused))
         time.sleep(0.5)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": "none", "linger.ms": 5})
-    sent, total = 0, mib * CHUNK * 4
+    sent, total = 0, mib * MIB
     while sent < total:
         producer.produce(topic, value=os.urandom(CHUNK))
         producer.poll(0)
@@ -58,19 +59,21 @@ def place(bootstrap, topic, brokers, log_dir, mib):
     return {"topic": topic, "replicas": replicas, "log_dir": log_dir, "bytes": sent, "unacknowledged": left}
 
 
-def fill(path, mib):
+def _filler(path, size):
+    """Append ``size`` bytes to the volume's filler file."""
     with open(os.path.join(path, "filler.bin"), "ab") as handle:
-        for _megabyte in range(mib):
-            handle.write(b"\0" * (1 << 20))
+        while size > 0:
+            size -= handle.write(b"\0" * min(size, MIB))
+
+
+def fill(path, mib):
+    _filler(path, mib * MIB)
     return {"path": path, "mib": mib}
 
 
 def leave(path, mib):
     stat = os.statvfs(path)
-    extra = stat.f_bavail * stat.f_frsize - mib * (1 << 20)
-    with open(os.path.join(path, "filler.bin"), "ab") as handle:
-        while extra > 0:
-            extra -= handle.write(b"\0" * min(extra, 1 << 20))
+    _filler(path, stat.f_bavail * stat.f_frsize - mib * MIB)
     return {"path": path, "free_mib": mib}
 
 

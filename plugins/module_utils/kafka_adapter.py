@@ -757,17 +757,23 @@ class KafkaAdapter:
         ]
         if refused:
             raise KafkaAdapterError(
-                "IncrementalAlterConfigs via {0} refused {1}".format(self.where, "; ".join(refused)), broker=self.where
+                self._without_secrets(
+                    "IncrementalAlterConfigs via {0} refused {1}".format(self.where, "; ".join(refused))
+                ),
+                broker=self.where,
             )
 
     def _admin_call(self, what: str, call: Callable[["KafkaAdminClient"], Any]) -> Any:
-        """One kafka-python admin call; every failure becomes a KafkaAdapterError naming the request."""
+        """One kafka-python admin call; every failure becomes a KafkaAdapterError naming the request, without the
+        credentials (a library's message may quote its configuration)."""
         admin = self.admin()
         try:
             return call(admin)
         except Exception as exc:  # pylint: disable=broad-except  # kafka-python raises many kinds; one message
             raise KafkaAdapterError(
-                "{0} via {1} failed: {2}".format(what, self.where, _describe(exc)), broker=self.where, error=exc
+                self._without_secrets("{0} via {1} failed: {2}".format(what, self.where, _describe(exc))),
+                broker=self.where,
+                error=exc,
             ) from exc
 
     # -- client quotas --------------------------------------------------------------------------------------------

@@ -9,19 +9,27 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.headroom.kafka.plugins.module_utils import log_dirs, relief_moves, relief_plan
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
 if TYPE_CHECKING:
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 
 # The progress samples a result keeps when it waited: the first, the last and this many between.
 PROGRESS_SAMPLES = 20
+# How often the destination log dirs of cross-broker moves are asked for while a broker answers KAFKA_STORAGE_ERROR
+# (retriable in Kafka's protocol), and the seconds between two tries; then the run gives up with nothing started.
+DESTINATION_TRIES = 5
+DESTINATION_RETRY_SECONDS = 1.0
+# Throttle configs as set_configs takes them: {"topics"|"brokers": {name: {key: value, None to delete it}}}.
+Throttles = Dict[str, Dict[str, Dict[str, Optional[str]]]]
 
 
 class ReliefError(Exception):
-    """The run stopped; ``result`` says what it had done (moves, progress, cancelled, throttles)."""
+    """The run stopped; ``result`` says what it had done (moves, progress, cancelled, throttles_before), and carries
+    ``pending`` when a reassignment may still run or a throttle may still be set: a later run given it finishes."""
 
     def __init__(self, message: str, result: Dict[str, Any]) -> None:
         super(ReliefError, self).__init__(message)
@@ -59,10 +67,20 @@ def _inputs(view: Dict[str, Any], partitions: List[Dict[str, Any]], min_isr: Dic
 class _Run:
     """One module run against one cluster."""
 
-    def __init__(self, adapter: "KafkaAdapter", clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+    def __init__(
+        self,
+        adapter: "KafkaAdapter",
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        check_mode: bool = False,
+    ) -> None:
         self.adapter = adapter
         self.clock = clock
         self.sleep = sleep
+        self.check_mode = check_mode
+        # The last progress read and the wait's samples, kept for the result when a read fails while waiting.
+        self.report: Optional[List[Dict[str, Any]]] = None
+        self.samples: List[Dict[str, Any]] = []
 
     def look(self) -> Dict[str, Any]:
         view = log_dirs.collect(self.adapter, replicas=True)
@@ -70,45 +88,66 @@ class _Run:
         return {"view": view, "partitions": partitions}
 
     def progress(self, moves: List[Dict[str, Any]], seen: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
-        """Each move's state, from ``seen`` (a look at the cluster) or a new look."""
+        """Each move's state, from ``seen`` (a look at the cluster) or a new look. A cross-broker move whose replica
+        arrived in another log dir is sent to its own (not in check mode)."""
         seen = seen or self.look()
-        return relief_moves.progress(
+        self.report = relief_moves.progress(
             moves, seen["view"]["log_dirs"], seen["partitions"], seen["view"].get("reassignments", [])
         )
+        misplaced = relief_moves.misplaced(self.report)
+        if misplaced and not self.check_mode:
+            # A refusal shows in the next read: the move stays in another log dir, and a timeout lists it as left.
+            self.adapter.alter_replica_log_dirs(misplaced)
+        return self.report
 
-    def set_configs(self, settings: Dict[str, Dict[str, Dict[str, Optional[str]]]]) -> None:
+    def set_configs(self, settings: Throttles) -> None:
         """Set the throttle configs, or put back the values recorded before them (None deletes a key)."""
         for kind in ("topics", "brokers"):
             self.adapter.alter_dynamic_configs(kind, settings.get(kind, {}))
 
+    def restore(self, throttles_before: Throttles) -> Optional[str]:
+        """Put the recorded throttle values back; why that failed, or None."""
+        try:
+            self.set_configs(throttles_before)
+        except Exception as exc:  # pylint: disable=broad-except  # the caller reports it and hands the throttles on
+            return _reason(exc)
+        return None
+
     def cancel_and_restore(
-        self, keys: List[Tuple[str, int]], throttles_before: Dict[str, Dict[str, Dict[str, Optional[str]]]]
-    ) -> List[str]:
-        """Cancel the reassignments of ``keys``, then put the throttles back; Kafka's refusals to cancel."""
-        refused = []
-        if keys:
-            refused = _refused("partition", self.adapter.alter_partition_reassignments({key: None for key in keys}))
-        self.set_configs(throttles_before)
-        return refused
+        self, keys: List[Tuple[str, int]], throttles_before: Throttles
+    ) -> Tuple[Dict[Tuple[str, int], Optional[str]], Optional[str]]:
+        """Cancel the reassignments of ``keys``, then put the throttles back whatever the cancel did: ({key: None when
+        cancelled, else Kafka's answer or why the request failed}, why the restore failed or None)."""
+        answers: Dict[Tuple[str, int], Optional[str]] = {}
+        restore_error: Optional[str] = None
+        try:
+            if keys:
+                answered = self.adapter.alter_partition_reassignments({key: None for key in keys})
+                answers = {key: answered.get(key, relief_moves.UNANSWERED) for key in keys}
+        except Exception as exc:  # pylint: disable=broad-except  # the reassignments may still run: reported, pending
+            answers = {key: _reason(exc) for key in keys}
+        finally:
+            restore_error = self.restore(throttles_before)
+        return answers, restore_error
 
     def wait(self, moves, timeout, poll_interval):
-        """Poll until every move is done or ``timeout`` seconds pass: (last progress, samples, timed out)."""
+        """Poll until no move runs or ``timeout`` seconds pass: (last progress, samples, timed out)."""
         started = self.clock()
-        samples = []
+        self.samples = []
         while True:
             report = self.progress(moves)
             elapsed = self.clock() - started
-            samples.append(
+            self.samples.append(
                 {
                     "seconds": round(elapsed, 1),
                     "copied_bytes": sum(m["copied_bytes"] for m in report),
                     "moves_done": len(report) - len(relief_moves.unfinished(report)),
                 }
             )
-            if not relief_moves.unfinished(report):
-                return report, _thin(samples), False
+            if not relief_moves.running(report):
+                return report, _thin(self.samples), False
             if elapsed >= timeout:
-                return report, _thin(samples), True
+                return report, _thin(self.samples), True
             self.sleep(min(poll_interval, max(timeout - elapsed, 0.0)))
 
 
@@ -119,12 +158,27 @@ def _thin(samples: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [samples[int(round(i * step))] for i in range(PROGRESS_SAMPLES + 2)]
 
 
+def _reason(exc: BaseException) -> str:
+    """An exception as the error message says it: the adapter's messages name the request and carry no secret."""
+    if isinstance(exc, KafkaAdapterError):
+        return str(exc)
+    return "{0}: {1}".format(exc.__class__.__name__, exc)
+
+
 def _refused(what: str, answers: Dict[Any, Optional[str]]) -> List[str]:
     return [
         "{0} {1}: {2}".format(what, "-".join(str(part) for part in key), error)
         for key, error in answers.items()
         if error
     ]
+
+
+def _names(keys: Iterable[Tuple[str, int]]) -> str:
+    return ", ".join("{0}-{1}".format(*key) for key in keys)
+
+
+def _partitions(keys: Iterable[Tuple[str, int]]) -> List[Dict[str, Any]]:
+    return [{"topic": topic, "partition": number} for topic, number in keys]
 
 
 def relieve(  # pylint: disable=too-many-arguments,too-many-locals
@@ -135,7 +189,7 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
     sleep: Callable[[float], None] = time.sleep,
 ) -> Dict[str, Any]:
     """Relieve every log dir at or below options["relieve_at"]; ``options`` as log_dir_relief takes them, checked."""
-    run = _Run(adapter, clock, sleep)
+    run = _Run(adapter, clock, sleep, check_mode)
     result: Dict[str, Any] = {"changed": False, "moves": [], "throttles_before": {}, "cancelled": []}
     pending = options.get("pending")
     seen = run.look()
@@ -150,21 +204,7 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
             dict(result, foreign_reassignments=foreign),
         )
     if pending:
-        report = run.progress(own, seen)
-        if relief_moves.unfinished(report) and options["wait"] and not check_mode:
-            report, result["progress"], timed_out = run.wait(own, options["timeout"], options["poll_interval"])
-            if timed_out:
-                _give_up(run, report, pending["throttles_before"], result, options["timeout"])
-        result["verified"] = report
-        if relief_moves.unfinished(report):
-            result["pending"] = pending
-            return _finish(result, seen, [], options)
-        if not check_mode and any(pending["throttles_before"].get(kind) for kind in ("topics", "brokers")):
-            run.set_configs(pending["throttles_before"])
-            result["changed"] = True
-        # A moved replica's old files stay on its source volume for file.delete.delay.ms (60 s by default) after the
-        # move ends, unseen by DescribeLogDirs: a plan made now would move more to free space already freed.
-        return _finish(result, seen, [], options)
+        return _finish_pending(run, pending, seen, options, result)
     inputs = _inputs(
         seen["view"], seen["partitions"], adapter.min_insync_replicas({p["topic"] for p in seen["partitions"]})
     )
@@ -188,18 +228,38 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
     if not options["wait"]:
         result["pending"] = {"moves": plan["moves"], "throttles_before": throttles_before}
         return _finish(result, seen, plan["moves"], options)
-    report, result["progress"], timed_out = run.wait(plan["moves"], options["timeout"], options["poll_interval"])
-    result["verified"] = report
-    if timed_out:
-        _give_up(run, report, throttles_before, result, options["timeout"])
-    run.set_configs(throttles_before)
+    _wait(run, plan["moves"], throttles_before, options, result)
+    _restore_at_the_end(run, throttles_before, result)
     return _finish(result, seen, plan["moves"], options)
 
 
+def _finish_pending(run, pending, seen, options, result):
+    """A run given an earlier run's ``pending``: check its moves, wait for them when asked, and once none runs, put
+    back the throttles it recorded. It plans nothing: a moved replica's old files stay on its source volume for
+    file.delete.delay.ms (60 s by default) after the move ends, unseen by DescribeLogDirs, and a plan made now would
+    move more to free space already freed."""
+    own, throttles_before = pending["moves"], pending["throttles_before"]
+    result["throttles_before"] = throttles_before
+    report = run.progress(own, seen)
+    if relief_moves.running(report) and options["wait"] and not run.check_mode:
+        report = _wait(run, own, throttles_before, options, result)
+    result["verified"] = report
+    if relief_moves.running(report):
+        result["pending"] = pending
+        return _finish(result, seen, [], options)
+    if any(throttles_before.get(kind) for kind in ("topics", "brokers")):
+        result["changed"] = True  # in check mode too: a real run would put them back
+        if not run.check_mode:
+            _restore_at_the_end(run, throttles_before, result)
+    return _finish(result, seen, [], options)
+
+
 def _start(run, moves, partitions, rate, result):
-    """Start the moves: the log dir moves, then the throttle, then the reassignments. Returns the throttles as they
-    were. A refusal cancels the reassignments Kafka accepted, puts the throttles back and raises ReliefError."""
+    """Start the moves: the cross-broker moves' destination log dirs, the log dir moves, then the throttle, then the
+    reassignments. Returns the throttles as they were. A failure cancels what the reassignment request may have
+    started, puts the throttles back and raises ReliefError."""
     adapter = run.adapter
+    _name_destination_log_dirs(run, moves, result)
     refused = _refused("replica", adapter.alter_replica_log_dirs(relief_moves.log_dir_assignments(moves)))
     if refused:
         result["changed"] = len(refused) < len(relief_moves.inside(moves))
@@ -217,47 +277,172 @@ def _start(run, moves, partitions, rate, result):
     broker_configs = adapter.dynamic_configs("brokers", brokers, relief_moves.BROKER_THROTTLE_KEYS)
     settings = relief_moves.throttle_settings(targets, partitions, rate, topic_configs)
     before = relief_moves.recorded_before(settings, topic_configs, broker_configs)
-    run.set_configs(settings)
+    result.update(changed=True, throttles_before=before)
     try:
-        answers = adapter.alter_partition_reassignments(targets)
-    except Exception:
-        run.set_configs(before)
-        raise
+        run.set_configs(settings)
+    except Exception as exc:  # pylint: disable=broad-except  # a part of the throttle may be set: put it all back
+        raise ReliefError(
+            "setting the replication throttle failed: {0}; no cross-broker move was started; {1}".format(
+                _reason(exc), _undo(run, [], before, moves, result)
+            ),
+            result,
+        ) from exc
+    try:
+        answered = adapter.alter_partition_reassignments(targets)
+    except Exception as exc:  # pylint: disable=broad-except  # the controller may have accepted it before the failure
+        raise ReliefError(
+            "the request starting {0} cross-broker move(s) failed: {1}; the controller may have started them: "
+            "{2}".format(len(targets), _reason(exc), _undo(run, sorted(targets), before, moves, result)),
+            result,
+        ) from exc
+    answers = {key: answered.get(key, relief_moves.UNANSWERED) for key in targets}
     refused = _refused("partition", answers)
     if refused:
-        accepted = sorted(key for key, error in answers.items() if not error)
-        run.cancel_and_restore(accepted, before)
-        result.update(changed=True, cancelled=[{"topic": t, "partition": p} for t, p in accepted])
+        # A partition the answer left out may have started: it is cancelled with the accepted ones.
+        maybe_started = sorted(key for key, error in answers.items() if error in (None, relief_moves.UNANSWERED))
         raise ReliefError(
-            "Kafka refused to start {0} cross-broker move(s): {1}; the ones it accepted were cancelled and the "
-            "replication throttles put back as they were".format(len(refused), "; ".join(refused)),
+            "Kafka refused to start {0} cross-broker move(s): {1}; for the others: {2}".format(
+                len(refused), "; ".join(refused), _undo(run, maybe_started, before, moves, result)
+            ),
             result,
         )
     return before
 
 
-def _give_up(run, report, throttles_before, result, timeout):
+def _name_destination_log_dirs(run: _Run, moves: List[Dict[str, Any]], result: Dict[str, Any]) -> None:
+    """Tell each destination broker the log dir of the replica it is about to create, before the reassignment does:
+    left alone, a broker picks the log dir with the fewest partitions. The broker records it and answers
+    REPLICA_NOT_AVAILABLE (it holds no such replica yet); KAFKA_STORAGE_ERROR is retried a few times. A refusal
+    raises ReliefError before anything started."""
+    wanted = relief_moves.destination_log_dirs(moves)
+    refused: Dict[Tuple[str, int, int], Optional[str]] = {}
+    tries = 0
+    while wanted and tries < DESTINATION_TRIES:
+        if tries:
+            run.sleep(DESTINATION_RETRY_SECONDS)
+        tries += 1
+        answers = run.adapter.alter_replica_log_dirs(wanted)
+        refused = {key: answers.get(key, relief_moves.UNANSWERED) for key in wanted}
+        refused = {
+            key: error for key, error in refused.items() if error not in (None, relief_moves.REPLICA_NOT_AVAILABLE)
+        }
+        if any(error != relief_moves.KAFKA_STORAGE_ERROR for error in refused.values()):
+            break
+        wanted = {key: wanted[key] for key in refused}
+    if refused:
+        raise ReliefError(
+            "the destination brokers refused the log dirs of {0} cross-broker move(s){1}: {2}; nothing was "
+            "started".format(
+                len(refused),
+                " ({0} tries)".format(tries) if tries > 1 else "",
+                "; ".join(
+                    "{0}-{1} to broker {2} {3}: {4}".format(key[0], key[1], key[2], log_dir, refused[key])
+                    for key, log_dir in sorted(relief_moves.destination_log_dirs(moves).items())
+                    if key in refused
+                ),
+            ),
+            result,
+        )
+
+
+def _wait(run, moves, throttles_before, options, result):
+    """Wait for the moves and return their last progress. At the timeout, or when a request fails while waiting, the
+    cross-broker moves still running are cancelled and the throttles put back (ReliefError)."""
+    try:
+        report, result["progress"], timed_out = run.wait(moves, options["timeout"], options["poll_interval"])
+    except Exception as exc:  # pylint: disable=broad-except  # the moves run on under the throttle: undo, then fail
+        result["progress"] = _thin(run.samples)
+        # Without a fresh read, every cross-broker move not seen done may still run.
+        last = relief_moves.unfinished(run.report) if run.report is not None else moves
+        keys = sorted({(m["topic"], m["partition"]) for m in relief_moves.across(last)})
+        if run.report is not None:
+            result["verified"] = run.report
+        raise ReliefError(
+            "following the moves failed: {0}; {1}".format(
+                _reason(exc), _undo(run, keys, throttles_before, moves, result)
+            ),
+            result,
+        ) from exc
+    result["verified"] = report
+    if timed_out:
+        _give_up(run, report, throttles_before, moves, result, options["timeout"])
+    return report
+
+
+def _give_up(run, report, throttles_before, moves, result, timeout):
     """The wait timed out: cancel the cross-broker moves still going, put the throttles back, raise ReliefError."""
-    keys = sorted({(m["topic"], m["partition"]) for m in relief_moves.across(relief_moves.unfinished(report))})
-    refused = run.cancel_and_restore(keys, throttles_before)
-    left = relief_moves.inside(relief_moves.unfinished(report))
-    result.update(changed=True, verified=report, cancelled=[{"topic": t, "partition": p} for t, p in keys])
+    keys = sorted({(m["topic"], m["partition"]) for m in relief_moves.across(relief_moves.running(report))})
+    undone = _undo(run, keys, throttles_before, moves, result)
+    settled = {(c["topic"], c["partition"]) for c in result["cancelled"] + result.get("cancel_failed", [])}
+    left = [m for m in relief_moves.running(report) if (m["topic"], m["partition"]) not in settled]
     raise ReliefError(
-        "the moves did not finish within timeout={0}s: {1} of {2} done; cancelled the cross-broker moves of {3} and "
-        "put the replication throttles back as they were{4}{5}".format(
+        "the moves did not finish within timeout={0}s: {1} of {2} done; {3}{4}".format(
             timeout,
             len(report) - len(relief_moves.unfinished(report)),
             len(report),
-            ", ".join("{0}-{1}".format(*key) for key in keys) or "no partition",
-            "; log dir moves still copying inside their brokers: {0}".format(
-                ", ".join("{0}-{1} on broker {2}".format(m["topic"], m["partition"], m["to_broker"]) for m in left)
+            undone,
+            "; moves left to finish inside their brokers: {0}".format(
+                ", ".join(
+                    "{0}-{1} to {2} on broker {3}".format(m["topic"], m["partition"], m["to_log_dir"], m["to_broker"])
+                    for m in left
+                )
             )
             if left
             else "",
-            "; Kafka refused to cancel: {0}".format("; ".join(refused)) if refused else "",
         ),
         result,
     )
+
+
+def _undo(run, keys, throttles_before, moves, result):
+    """Cancel the reassignments of ``keys`` and put the throttles back whatever the cancel did. ``result`` gets
+    ``cancelled`` (what Kafka cancelled), ``cancel_failed`` (what it did not, with why) and, when a reassignment may
+    still run or a throttle may still be set, ``pending`` for a later run. Returns what was done, for the message."""
+    answers, restore_error = run.cancel_and_restore(keys, throttles_before)
+    cancelled = [key for key in keys if answers.get(key) is None]
+    # NO_REASSIGNMENT_IN_PROGRESS: the reassignment ended (or never started) before the cancel; nothing runs.
+    failed = {
+        key: error for key, error in answers.items() if error and error != relief_moves.NO_REASSIGNMENT_IN_PROGRESS
+    }
+    result.update(changed=True, cancelled=_partitions(cancelled))
+    if failed:
+        result["cancel_failed"] = [{"topic": t, "partition": p, "error": failed[(t, p)]} for t, p in sorted(failed)]
+    if failed or restore_error:
+        result["pending"] = {
+            "moves": [m for m in relief_moves.across(moves) if (m["topic"], m["partition"]) in failed],
+            "throttles_before": throttles_before,
+        }
+    said = []
+    if cancelled:
+        said.append("cancelled the cross-broker moves of {0} and ".format(_names(cancelled)))
+    elif keys and not failed:
+        said.append("cancelled no cross-broker move (none was running) and ")
+    said.append(
+        "put the replication throttles back as they were"
+        if restore_error is None
+        else "could not put the replication throttles back: {0}".format(restore_error)
+    )
+    if failed:
+        said.append(
+            "; did not cancel {0} (they may still run)".format(
+                "; ".join("{0}-{1}: {2}".format(key[0], key[1], failed[key]) for key in sorted(failed))
+            )
+        )
+    if failed or restore_error:
+        said.append("; give this result's pending to a later run (option pending) to finish")
+    return "".join(said)
+
+
+def _restore_at_the_end(run, throttles_before, result):
+    """The moves ended: put the throttles back, or fail handing them to a later run."""
+    restore_error = run.restore(throttles_before)
+    if restore_error:
+        result["pending"] = {"moves": [], "throttles_before": throttles_before}
+        raise ReliefError(
+            "the moves ended, but putting the replication throttles back failed: {0}; give this result's pending to a "
+            "later run (option pending) to put them back".format(restore_error),
+            result,
+        )
 
 
 def _finish(result, seen, moves, options):

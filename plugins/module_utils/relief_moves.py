@@ -11,7 +11,10 @@
   partition, its ``follower.replication.throttled.replicas`` the new ones, and every broker involved gets
   ``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``. The values before are kept, so
   that the end of the run puts back exactly what was there.
-- Progress is read from DescribeLogDirs (future replicas, replica sizes) and ListPartitionReassignments.
+- A cross-broker move names its destination log dir before its reassignment starts: AlterReplicaLogDirs for a replica
+  the destination broker does not hold yet records the log dir it will create the replica in (Kafka answers
+  REPLICA_NOT_AVAILABLE, having recorded it); without it the broker picks the log dir with the fewest partitions.
+- Progress is read from DescribeLogDirs (future replicas, replica sizes, log dirs) and ListPartitionReassignments.
 - A reassignment in progress that the run did not start is someone else's: the run refuses to start beside it.
 """
 
@@ -32,6 +35,15 @@ BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
 EVERY_REPLICA = "*"  # a topic whose every replica is throttled already
 
 DONE, MOVING, NOT_STARTED = "done", "moving", "not started"
+# A cross-broker move whose reassignment ended with the new replica in another log dir than the planned one (the
+# broker lost the recorded log dir, restarting): a move inside that broker puts it where it was planned.
+ELSEWHERE = "in another log dir"
+
+# Kafka's per-item answers that the run reads.
+NO_REASSIGNMENT_IN_PROGRESS = "NO_REASSIGNMENT_IN_PROGRESS"  # a cancel of a reassignment that is not running
+REPLICA_NOT_AVAILABLE = "REPLICA_NOT_AVAILABLE"  # AlterReplicaLogDirs for a replica the broker does not hold yet
+KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"  # a log dir the broker counts offline; Kafka marks it retriable
+UNANSWERED = "UNANSWERED"  # an item the answer left out: Kafka may or may not have acted on it
 
 PartitionKey = Tuple[str, int]
 
@@ -61,6 +73,17 @@ def across(moves: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def log_dir_assignments(moves: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
     """AlterReplicaLogDirs entries: {(topic, partition, broker): destination log dir}."""
     return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in inside(moves)}
+
+
+def destination_log_dirs(moves: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
+    """AlterReplicaLogDirs entries naming where each cross-broker move's new replica is created: {(topic, partition,
+    destination broker): destination log dir}."""
+    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in across(moves)}
+
+
+def misplaced(report: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
+    """AlterReplicaLogDirs entries that move the replicas of ``report`` (progress) in another log dir to theirs."""
+    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in report if m["state"] == ELSEWHERE}
 
 
 def reassignment_targets(
@@ -215,8 +238,9 @@ def progress(
     partitions: Iterable[Dict[str, Any]],
     reassignments: Iterable[Dict[str, Any]],
 ) -> List[Dict[str, Any]]:
-    """Each move with its ``state`` (done, moving, not started) and ``copied_bytes``: the bytes in place at the
-    destination so far (a future replica's size inside a broker, the new replica's size across brokers)."""
+    """Each move with its ``state`` (done, moving, in another log dir, not started) and ``copied_bytes``: the bytes in
+    the destination log dir so far (a future replica's, else the replica's). A move is done when the destination
+    broker holds the replica in the destination log dir, not as a future replica."""
     places = _replicas_by_place(log_dirs)
     replicas_now = {key: set(brokers) for key, brokers in _replicas_now(partitions).items()}
     ongoing = {_key(r) for r in reassignments}
@@ -225,29 +249,44 @@ def progress(
         key = _key(move)
         at_destination = places.get((move["topic"], move["partition"], move["to_broker"]), [])
         in_place = [r for r in at_destination if r["log_dir"] == move["to_log_dir"]]
+        future = [r for r in in_place if r["is_future"]]
+        settled = [r for r in in_place if not r["is_future"]]
         if move["kind"] == relief_plan.INSIDE:
-            future = [r for r in in_place if r["is_future"]]
-            settled = [r for r in in_place if not r["is_future"]]
             state = MOVING if future else DONE if settled else NOT_STARTED
-            copied = (future or settled or [{"size_bytes": 0}])[0]["size_bytes"] or 0
         else:
-            if key in ongoing:
-                state = MOVING
-            elif move["to_broker"] in replicas_now.get(key, set()) and move["from_broker"] not in replicas_now.get(
-                key, set()
-            ):
-                state = DONE
-            else:
-                state = NOT_STARTED
-            copied = sum((r["size_bytes"] or 0) for r in at_destination if not r["is_future"])
+            state = _across_state(move, key in ongoing, replicas_now.get(key, set()), at_destination, future, settled)
+        copied = (future or settled or [{"size_bytes": 0}])[0]["size_bytes"] or 0
         report.append(
             dict(move, state=state, copied_bytes=min(copied, move["bytes"]) if state != DONE else move["bytes"])
         )
     return report
 
 
+def _across_state(move, reassigning, replicas, at_destination, future, settled):
+    """A cross-broker move's state from the controller (``reassigning``), Metadata (``replicas``) and the
+    destination broker's log dirs (its replicas of the partition, those in the destination log dir)."""
+    if reassigning or {move["to_broker"], move["from_broker"]} <= replicas:
+        # Until a reassignment ends, Metadata lists the old replicas and the new together; a broker's Metadata may
+        # still do so a moment after the controller ended it.
+        return MOVING
+    if move["to_broker"] not in replicas:
+        return NOT_STARTED  # never started, or cancelled: the partition is where it was
+    if settled:
+        return DONE
+    if future or not at_destination:
+        # Moving into the destination log dir inside the broker; or the broker did not answer, or not yet.
+        return MOVING
+    return ELSEWHERE
+
+
 def unfinished(report: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [move for move in report if move["state"] != DONE]
+
+
+def running(report: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The moves still to wait for: copying, or to be put in their log dir. A move not started (its reassignment
+    refused or cancelled) never ends by itself, and is not waited for."""
+    return [move for move in report if move["state"] in (MOVING, ELSEWHERE)]
 
 
 def validate_pending(pending: Any) -> Optional[Dict[str, Any]]:

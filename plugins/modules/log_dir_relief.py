@@ -24,11 +24,19 @@ description:
   - Moves across brokers copy under Kafka's replication throttle (KIP-73) at O(throttle_rate), set as
     C(kafka-reassign-partitions --throttle) sets it, before the first move starts; when the moves end, the throttle
     configs are put back exactly as they were.
+  - Before a cross-broker move starts, its destination broker is told the log dir of the planned replica
+    (C(AlterReplicaLogDirs)), which it creates the replica in; left alone, it would pick the log dir with the fewest
+    partitions. A move counts as done once the destination broker holds the replica in that log dir; one that arrived
+    in another log dir (the broker restarted meanwhile) is moved there inside the broker.
   - "With O(wait=true) the module waits for every move, polling their progress; at O(timeout) it cancels the
     cross-broker moves still copying, puts the throttles back and fails, saying what finished. With O(wait=false) it
     returns once the moves started, with RV(pending): give it to a later run as O(pending), which checks the moves,
     waits for them when O(wait=true), and puts the throttles back once they all ended; the run after it relieves
     again."
+  - "When a request fails while the module starts or follows the moves (a partial throttle, a start request that timed
+    out, a failed read while waiting), it cancels the cross-broker moves it may have started and puts the throttles
+    back, then fails saying what it did. When a cancel or the throttles' restore fails too, the failure returns
+    RV(pending) (the moves that may still run, the throttles to put back): give it to a later run as O(pending)."
   - A moved replica's old files leave its source volume C(file.delete.delay.ms) after the move ends (Kafka's default
     is 60 seconds); until then DescribeLogDirs counts them as used. Run the module again no sooner than that, or it
     plans to free space that is about to come back.
@@ -119,9 +127,10 @@ options:
     default: 2
   pending:
     description:
-      - RV(pending) of an earlier run that returned before its moves ended. Its reassignments count as this module's
-        own; once every one of its moves ended, the throttles it recorded are put back, and the run ends there (it
-        plans no new moves).
+      - RV(pending) of an earlier run that returned before its moves ended, or that failed leaving a move or a
+        throttle behind. Its reassignments count as this module's own; once none of its moves runs any more, the
+        throttles it recorded are put back, and the run ends there (it plans no new moves). A move that is not running
+        and never started (cancelled, or not taken by the controller) is not waited for.
     type: dict
 notes:
   - Needs C(DESCRIBE) and C(ALTER) on the cluster resource (reassignments, log dir moves), C(DESCRIBE_CONFIGS) and
@@ -195,7 +204,10 @@ plan:
            "reason": "broker 2 log dir /data/1 - 3145728 bytes short of its relieve_to target - no log dir has room"}],
            "skipped": []}
 verified:
-  description: Each move with its C(state) (V(done), V(moving), V(not started)) and C(copied_bytes), when last read.
+  description:
+    - Each move with its C(state) and C(copied_bytes) (the bytes in its destination log dir), when last read - V(done),
+      V(moving), V(in another log dir) (a cross-broker move whose replica arrived elsewhere on its broker, being sent
+      to its log dir) or V(not started).
   returned: when the run waited, or checked O(pending)
   type: list
   elements: dict
@@ -205,20 +217,32 @@ progress:
   type: list
   elements: dict
 pending:
-  description: The moves still running and the throttles to put back after them; give it to a later run as O(pending).
-  returned: when moves are still running at the end of the run
+  description:
+    - The moves still running and the throttles to put back after them; give it to a later run as O(pending).
+    - On a failure, the cross-broker moves the run could not cancel and the throttles it may not have put back.
+  returned: when moves are still running at the end of the run, or a failed run could not cancel a move or put the
+    throttles back
   type: dict
 throttles_before:
   description:
     - The throttle configs the run set, with their values before it (null - not set), as C(topics) and C(brokers);
-      they were put back when the moves ended.
-  returned: always
+      they were put back when the moves ended. For a run given O(pending), the ones it puts back.
+  returned: always, on failure too
   type: dict
   sample: {"topics": {"orders": {"leader.replication.throttled.replicas": null}},
            "brokers": {"2": {"leader.replication.throttled.rate": null}}}
 cancelled:
-  description: The partitions whose cross-broker move the run cancelled (a timeout, or Kafka refusing another move).
+  description:
+    - The partitions whose cross-broker move Kafka cancelled at the run's request (a timeout, a failed request, or
+      Kafka refusing another move).
   returned: always
+  type: list
+  elements: dict
+cancel_failed:
+  description:
+    - The partitions whose cross-broker move the run could not cancel, with C(error) (Kafka's answer, or why the
+      request failed); they may still run, and are in RV(pending).
+  returned: when a cancel failed
   type: list
   elements: dict
 foreign_reassignments:

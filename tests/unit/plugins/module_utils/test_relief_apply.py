@@ -1,9 +1,16 @@
 """relief_apply against a fake cluster whose moves take a few reads to finish: what the run starts, what it waits
 for, what it puts back, and what it refuses."""
 
-import pytest
+import contextlib
+import io
+import json
 
-from ansible_collections.headroom.kafka.plugins.module_utils import relief_apply, relief_moves
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.headroom.kafka.plugins.module_utils import connection, relief_apply, relief_moves
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
+from ansible_collections.headroom.kafka.plugins.modules import log_dir_relief
 
 MIB = 1 << 20
 L, F = relief_moves.LEADER_REPLICAS, relief_moves.FOLLOWER_REPLICAS
@@ -12,7 +19,14 @@ LR, FR = relief_moves.LEADER_RATE, relief_moves.FOLLOWER_RATE
 
 class FakeCluster:
     """Brokers with log dirs and replicas; a started move ends after ``reads`` reads of the log dirs (``None``: never).
-    Every change is recorded in ``changes``."""
+    Every change is recorded in ``changes``.
+
+    As Kafka does, AlterReplicaLogDirs for a replica a broker does not hold records the log dir it will create it in
+    and answers REPLICA_NOT_AVAILABLE; without one (or with ``forget_log_dirs``, as after a restart) a new replica goes
+    to /a. ``refuse`` holds reassignment refusals, ``refuse_cancel`` cancel refusals and ``log_dir_answers`` the next
+    answers of AlterReplicaLogDirs, by key. ``faults`` lists, per method, what each call does: None (as usual),
+    "fail" (raise before acting), "fail after" (act, then raise, as a request that timed out after the controller took
+    it) or "down" (raise, and every later call too, until ``down`` is set False)."""
 
     def __init__(self, dirs, placement, reads=2, topic_configs=None, broker_configs=None, refuse=None):
         self.total = 100 * MIB
@@ -26,14 +40,35 @@ class FakeCluster:
         self.reads, self.running = reads, {}
         self.configs = {"topics": dict(topic_configs or {}), "brokers": dict(broker_configs or {})}
         self.refuse = refuse or {}
+        self.refuse_cancel = {}
+        self.log_dir_answers = {}
+        self.preferred_log_dirs = {}
+        self.forget_log_dirs = False
+        self.faults = {}
+        self.down = False
         self.changes = []
+
+    def close(self):
+        """The module closes its adapter at the end."""
+
+    def _fault(self, method):
+        """What this call of ``method`` does as ``faults`` plans it; raises for "fail" and "down"."""
+        planned = self.faults.get(method) or []
+        mode = planned.pop(0) if planned else None
+        if mode == "down":
+            self.down = True
+        if self.down or mode == "fail":
+            raise KafkaAdapterError("{0} via bootstrap servers fake failed: KafkaTimeoutError".format(method))
+        return mode
 
     # -- reads ------------------------------------------------------------------------------------------------------
     def describe_cluster(self):
+        self._fault("describe_cluster")
         brokers = sorted({key[0] for key in self.used})
         return {"cluster_id": "fake", "brokers": [{"id": b, "rack": None} for b in brokers], "fenced_brokers": []}
 
     def describe_log_dirs(self, broker_ids, timeout_ms=None, replicas=False):
+        self._fault("describe_log_dirs")
         self._advance()
         answers = {}
         for broker in broker_ids:
@@ -70,6 +105,7 @@ class FakeCluster:
         return answers
 
     def partition_reassignments(self):
+        self._fault("partition_reassignments")
         return [
             {
                 "topic": m["topic"],
@@ -83,6 +119,7 @@ class FakeCluster:
         ]
 
     def partitions(self):
+        self._fault("partitions")
         return [
             {"topic": t, "partition": p, "replicas": list(b), "isr": list(b), "error": None}
             for (t, p), b in sorted(self.assigned.items())
@@ -92,10 +129,12 @@ class FakeCluster:
         return {topic: 1 for topic in topics}
 
     def dynamic_configs(self, kind, names, keys):
+        self._fault("dynamic_configs")
         return {name: {key: self.configs[kind].get(name, {}).get(key) for key in keys} for name in names}
 
     # -- changes ----------------------------------------------------------------------------------------------------
     def alter_dynamic_configs(self, kind, changes):
+        self._fault("alter_dynamic_configs")
         for name, values in changes.items():
             for key, value in values.items():
                 self.changes.append(("config", kind, name, key, value))
@@ -106,28 +145,43 @@ class FakeCluster:
                     held[key] = value
 
     def alter_replica_log_dirs(self, assignments):
+        self._fault("alter_replica_log_dirs")
         answers = {}
         for (topic, number, broker), log_dir in assignments.items():
-            answers[(topic, number, broker)] = self.refuse.get((topic, number))
-            if not answers[(topic, number, broker)]:
+            scripted = self.log_dir_answers.get((topic, number, broker)) or []
+            if scripted:
+                answers[(topic, number, broker)] = scripted.pop(0)
+                continue
+            if (topic, number, broker) not in self.placement:
                 self.changes.append(("log_dir", topic, number, broker, log_dir))
-                self.running[(topic, number)] = {
-                    "topic": topic,
-                    "partition": number,
-                    "kind": "log_dir",
-                    "to_broker": broker,
-                    "to_log_dir": log_dir,
-                    "left": self.reads,
-                }
+                self.preferred_log_dirs[(topic, number, broker)] = log_dir
+                answers[(topic, number, broker)] = "REPLICA_NOT_AVAILABLE"
+                continue
+            answers[(topic, number, broker)] = None
+            self.changes.append(("log_dir", topic, number, broker, log_dir))
+            self.running[(topic, number)] = {
+                "topic": topic,
+                "partition": number,
+                "kind": "log_dir",
+                "to_broker": broker,
+                "to_log_dir": log_dir,
+                "left": self.reads,
+            }
         return answers
 
     def alter_partition_reassignments(self, targets):
+        mode = self._fault("alter_partition_reassignments")
         answers = {}
         for key, replicas in targets.items():
             if replicas is None:
+                answers[key] = self.refuse_cancel.get(key)
+                if answers[key]:
+                    continue
+                if key not in self.running or self.running[key]["kind"] != "broker":
+                    answers[key] = "NO_REASSIGNMENT_IN_PROGRESS"
+                    continue
                 self.changes.append(("cancel",) + key)
-                self.running.pop(key, None)
-                answers[key] = None
+                del self.running[key]
                 continue
             answers[key] = self.refuse.get(key)
             if answers[key]:
@@ -140,6 +194,10 @@ class FakeCluster:
                 "replicas": replicas,
                 "left": self.reads,
             }
+        if mode == "fail after":
+            raise KafkaAdapterError(
+                "alter_partition_reassignments via bootstrap servers fake failed: KafkaTimeoutError"
+            )
         return answers
 
     def _advance(self):
@@ -156,12 +214,15 @@ class FakeCluster:
                 place[0] = running["to_log_dir"]
                 self.used[(running["to_broker"], place[0])] += place[1]
             else:
+                size = self.placement[key + (self.assigned[key][0],)][1]
                 for broker in set(self.assigned[key]) - set(running["replicas"]):
                     log_dir, size = self.placement.pop(key + (broker,))
                     self.used[(broker, log_dir)] -= size
                 for broker in set(running["replicas"]) - set(self.assigned[key]):
-                    self.placement[key + (broker,)] = ["/a", size]
-                    self.used[(broker, "/a")] += size
+                    log_dir = self.preferred_log_dirs.pop(key + (broker,), "/a")
+                    log_dir = "/a" if self.forget_log_dirs else log_dir
+                    self.placement[key + (broker,)] = [log_dir, size]
+                    self.used[(broker, log_dir)] += size
                 self.assigned[key] = list(running["replicas"])
 
 
@@ -286,3 +347,223 @@ def test_a_refused_reassignment_cancels_the_accepted_ones_and_puts_the_throttles
     started = [c[1:3] for c in cluster.changes if c[0] == "reassign"]
     assert started and all(("cancel",) + key in cluster.changes for key in started)
     assert all(values == {} for kind in cluster.configs.values() for values in kind.values())
+
+
+# -- faults: what a failed run leaves, and how a later run given its pending finishes -----------------------------
+AS_BEFORE = {"topics": {"t": {}}, "brokers": {"1": {}, "2": {LR: "5"}, "3": {}}}  # uneven()'s configs, put back
+
+
+def test_a_failed_read_while_waiting_cancels_the_move_and_puts_the_throttles_back():
+    cluster = uneven()
+    cluster.reads = None
+    cluster.faults = {"describe_log_dirs": [None, "fail"]}  # the plan's read, then the wait's first
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster)
+    assert "following the moves failed: describe_log_dirs via bootstrap servers fake failed" in str(info.value)
+    assert "cancelled the cross-broker moves of t-0 and put the replication throttles back" in str(info.value)
+    assert ("cancel", "t", 0) in cluster.changes and cluster.running == {}
+    assert cluster.configs == AS_BEFORE
+    assert info.value.result["cancelled"] == [{"topic": "t", "partition": 0}]
+    assert info.value.result["throttles_before"]["brokers"]["2"] == {LR: "5", FR: None}
+    assert "pending" not in info.value.result
+
+
+def test_a_cluster_gone_while_waiting_fails_with_pending_that_a_later_run_finishes():
+    cluster = uneven()
+    cluster.reads = None
+    cluster.faults = {"describe_log_dirs": [None, "down"]}  # nothing answers from the wait's first read on
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster)
+    failed = info.value.result
+    assert "could not put the replication throttles back" in str(info.value)
+    assert "give this result's pending to a later run" in str(info.value)
+    assert failed["cancelled"] == [] and [(c["topic"], c["partition"]) for c in failed["cancel_failed"]] == [("t", 0)]
+    assert failed["pending"] == {"moves": failed["moves"], "throttles_before": failed["throttles_before"]}
+    assert cluster.configs["brokers"]["3"] == {LR: "1000", FR: "1000"}, "the throttle could not be put back"
+    cluster.down = False
+    cluster.running[("t", 0)]["left"] = 2
+    later = run(cluster, pending=relief_moves.validate_pending(failed["pending"]))
+    assert [m["state"] for m in later["verified"]] == ["done"] and "pending" not in later
+    assert cluster.configs == AS_BEFORE
+
+
+def test_a_throttle_set_halfway_is_put_back_and_nothing_moves():
+    cluster = uneven()
+    cluster.faults = {"alter_dynamic_configs": [None, "fail"]}  # the topics' throttle is set, the brokers' fails
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster)
+    assert str(info.value).startswith("setting the replication throttle failed: alter_dynamic_configs via")
+    assert "no cross-broker move was started; put the replication throttles back as they were" in str(info.value)
+    assert ("config", "topics", "t", L, "0:1,0:2") in cluster.changes, "the topics' throttle was set"
+    assert cluster.configs == AS_BEFORE
+    assert not [c for c in cluster.changes if c[0] == "reassign"] and "pending" not in info.value.result
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [
+        ({"faults": {"alter_partition_reassignments": [None, "fail"]}}, "alter_partition_reassignments via"),
+        ({"refuse_cancel": {("t", 0): "UNKNOWN_SERVER_ERROR"}}, "UNKNOWN_SERVER_ERROR"),
+    ],
+    ids=["cancel-raises", "cancel-refused"],
+)
+def test_a_cancel_that_fails_still_puts_the_throttles_back_and_leaves_the_move_pending(failure, error):
+    cluster = uneven()
+    cluster.reads = None
+    for name, value in failure.items():
+        setattr(cluster, name, value)
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster, timeout=5)
+    failed = info.value.result
+    assert "did not cancel t-0: " in str(info.value) and error in str(info.value)
+    assert cluster.configs == AS_BEFORE, "put back whatever the cancel did"
+    assert failed["cancelled"] == [], "a move still running is not cancelled"
+    assert failed["cancel_failed"][0]["topic"] == "t" and error in failed["cancel_failed"][0]["error"]
+    assert [(m["topic"], m["partition"]) for m in failed["pending"]["moves"]] == [("t", 0)]
+    assert ("t", 0) in cluster.running
+
+
+def test_a_start_that_times_out_after_the_controller_took_it_is_cancelled():
+    cluster = uneven()
+    cluster.reads = None
+    cluster.faults = {"alter_partition_reassignments": ["fail after"]}
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster)
+    assert "the request starting 1 cross-broker move(s) failed" in str(info.value)
+    assert "the controller may have started them: cancelled the cross-broker moves of t-0" in str(info.value)
+    assert cluster.changes.index(("cancel", "t", 0)) > cluster.changes.index(("reassign", "t", 0, (1, 3)))
+    assert cluster.running == {} and cluster.configs == AS_BEFORE
+    assert info.value.result["cancelled"] == [{"topic": "t", "partition": 0}] and "pending" not in info.value.result
+
+
+def test_a_start_that_failed_before_the_controller_took_it_cancels_nothing():
+    cluster = uneven()
+    cluster.faults = {"alter_partition_reassignments": ["fail"]}
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster)
+    # NO_REASSIGNMENT_IN_PROGRESS: there was nothing to cancel, and nothing is pending
+    assert info.value.result["cancelled"] == [] and "cancel_failed" not in info.value.result
+    assert "pending" not in info.value.result and cluster.configs == AS_BEFORE
+
+
+@pytest.mark.parametrize("taken", [True, False], ids=["controller-took-it", "controller-did-not"])
+def test_a_failed_start_whose_cancel_fails_too_is_pending_and_a_later_run_finishes_it(taken):
+    cluster = uneven()
+    cluster.faults = {"alter_partition_reassignments": ["fail after" if taken else "fail", "fail"]}
+    with pytest.raises(relief_apply.ReliefError) as info:
+        run(cluster)
+    failed = info.value.result
+    assert [(m["topic"], m["partition"]) for m in failed["pending"]["moves"]] == [("t", 0)]
+    assert cluster.configs == AS_BEFORE and (("t", 0) in cluster.running) == taken
+    later = run(cluster, pending=relief_moves.validate_pending(failed["pending"]))
+    # A move the controller never took is not waited for: nothing runs, and the throttles are (again) as before.
+    assert [m["state"] for m in later["verified"]] == ["done" if taken else "not started"]
+    assert "pending" not in later and cluster.configs == AS_BEFORE
+
+
+def two_log_dirs_on_broker_3():
+    """uneven(), with a second log dir on broker 3 that has more room than its first: the plan sends t-0 there, where
+    the broker left alone would not create it (the fake puts a new replica in /a)."""
+    return FakeCluster(
+        [(1, "/a"), (2, "/a"), (3, "/a"), (3, "/b")],
+        [("t", 0, 1, "/a", 30 * MIB), ("t", 0, 2, "/a", 30 * MIB), ("u", 0, 2, "/a", 60 * MIB), ("w", 0, 3, "/a", MIB)],
+    )
+
+
+def test_a_cross_broker_move_names_its_destination_log_dir_before_it_starts():
+    cluster = two_log_dirs_on_broker_3()
+    result = run(cluster)
+    assert [(m["topic"], m["to_broker"], m["to_log_dir"]) for m in result["moves"]] == [("t", 3, "/b")]
+    named = cluster.changes.index(("log_dir", "t", 0, 3, "/b"))
+    assert named < min(i for i, change in enumerate(cluster.changes) if change[0] in ("config", "reassign"))
+    assert cluster.placement[("t", 0, 3)][0] == "/b"
+    assert [m["state"] for m in result["verified"]] == ["done"]
+
+
+def test_a_new_replica_in_another_log_dir_is_not_done_until_moved_to_the_planned_one():
+    cluster = two_log_dirs_on_broker_3()
+    cluster.forget_log_dirs = True  # the broker restarted and lost the log dir it was told
+    result = run(cluster)
+    reassigned = cluster.changes.index(("reassign", "t", 0, (1, 3)))
+    assert ("log_dir", "t", 0, 3, "/b") in cluster.changes[reassigned:], "sent to its log dir once it arrived"
+    assert cluster.placement[("t", 0, 3)][0] == "/b"
+    assert [m["state"] for m in result["verified"]] == ["done"]
+
+
+def test_a_destination_log_dir_is_asked_again_while_kafka_answers_a_storage_error():
+    cluster = two_log_dirs_on_broker_3()
+    cluster.log_dir_answers = {("t", 0, 3): ["KAFKA_STORAGE_ERROR"] * 2}
+    assert [m["state"] for m in run(cluster)["verified"]] == ["done"]
+    assert cluster.placement[("t", 0, 3)][0] == "/b"
+
+
+def test_a_refused_destination_log_dir_fails_before_anything_started():
+    cluster = two_log_dirs_on_broker_3()
+    cluster.log_dir_answers = {("t", 0, 3): ["KAFKA_STORAGE_ERROR"] * relief_apply.DESTINATION_TRIES}
+    clock = Clock()
+    with pytest.raises(relief_apply.ReliefError) as info:
+        relief_apply.relieve(cluster, OPTIONS, clock=clock, sleep=clock.sleep)
+    assert "refused the log dirs of 1 cross-broker move(s) (5 tries): t-0 to broker 3 /b: KAFKA_STORAGE_ERROR" in str(
+        info.value
+    )
+    assert str(info.value).endswith("nothing was started")
+    assert cluster.changes == [] and info.value.result["changed"] is False
+    assert clock.now == (relief_apply.DESTINATION_TRIES - 1) * relief_apply.DESTINATION_RETRY_SECONDS
+
+
+def test_check_mode_given_a_finished_pending_says_it_would_put_the_throttles_back():
+    cluster = uneven()
+    started = run(cluster, wait=False)
+    cluster.running[("t", 0)]["left"] = 1
+    checked = run(cluster, check_mode=True, pending=relief_moves.validate_pending(started["pending"]))
+    assert checked["changed"] is True and [m["state"] for m in checked["verified"]] == ["done"]
+    assert cluster.configs["brokers"]["3"] == {LR: "1000", FR: "1000"}, "check mode changes nothing"
+
+
+class RaisingAdmin:
+    """A kafka-python admin client whose every request fails quoting the SASL password, as a library message may."""
+
+    def __getattr__(self, name):
+        def request(*args, **kwargs):
+            raise RuntimeError("SASL handshake as relief with password s3cret failed")
+
+        return request
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda adapter: adapter.alter_partition_reassignments({("t", 0): None}),
+        lambda adapter: adapter.alter_replica_log_dirs({("t", 0, 3): "/b"}),
+        lambda adapter: adapter.dynamic_configs("brokers", ["1"], [LR]),
+        lambda adapter: adapter.alter_dynamic_configs("brokers", {"1": {LR: None}}),
+    ],
+)
+def test_the_adapter_s_relief_requests_fail_without_the_password(call):
+    adapter = KafkaAdapter(
+        "k:9092", "SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_username="u", sasl_password="s3cret"
+    )
+    adapter._admin = RaisingAdmin()  # pylint: disable=protected-access  # no broker: the request fails at once
+    with pytest.raises(KafkaAdapterError) as info:
+        call(adapter)
+    assert "s3cret" not in str(info.value) and "failed: RuntimeError: SASL handshake as relief" in str(info.value)
+
+
+def test_the_module_s_failure_returns_the_pending_moves_and_the_throttles_to_put_back(monkeypatch):
+    cluster = uneven()
+    cluster.faults = {"alter_partition_reassignments": ["fail after", "fail"]}  # the start, then the cancel
+    monkeypatch.setattr(connection, "connect", lambda module, purpose: cluster)
+    args = {
+        "bootstrap_servers": ["k:9092"],
+        "relieve_at": {"type": "min_free_bytes", "level": 20 * MIB},
+        "relieve_to": {"type": "min_free_bytes", "level": 40 * MIB},
+        "throttle_rate": 1000,
+    }
+    printed = io.StringIO()
+    with patch_module_args(args), contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
+        log_dir_relief.main()
+    failed = json.loads(printed.getvalue().strip().splitlines()[-1])
+    assert failed["failed"] and "the controller may have started them" in failed["msg"]
+    assert [(m["topic"], m["partition"]) for m in failed["pending"]["moves"]] == [("t", 0)]
+    assert failed["pending"]["throttles_before"] == failed["throttles_before"]
+    assert failed["throttles_before"]["brokers"]["2"] == {LR: "5", FR: None}

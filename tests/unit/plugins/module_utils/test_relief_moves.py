@@ -116,6 +116,34 @@ def test_a_reassignment_is_followed_by_its_new_replica_and_the_controller(
 
 
 @pytest.mark.parametrize(
+    ("replicas", "log_dirs", "state", "copied"),
+    [
+        # Metadata still lists the old and new replicas together a moment after the controller ended the reassignment
+        ([2, 3, 4], [row(4, "/b", ("t", 1, 100, False))], "moving", 100),
+        # the new replica arrived in another log dir than the planned one: not done, and to be moved there
+        ([4, 3], [row(4, "/a", ("t", 1, 100, False))], "in another log dir", 0),
+        # ... and on its way there, inside the broker
+        ([4, 3], [row(4, "/a", ("t", 1, 100, False)), row(4, "/b", ("t", 1, 60, True))], "moving", 60),
+        # the destination broker did not answer DescribeLogDirs: nothing says where the replica is
+        ([4, 3], [], "moving", 0),
+    ],
+)
+def test_a_cross_broker_move_is_done_only_in_its_destination_log_dir(replicas, log_dirs, state, copied):
+    partitions = [{"topic": "t", "partition": 1, "replicas": replicas, "isr": replicas}]
+    [report] = relief_moves.progress([move("t", 1, 2, 4, to_dir="/b")], log_dirs, partitions, [])
+    assert (report["state"], report["copied_bytes"]) == (state, copied)
+    assert relief_moves.running([report]) == [report]
+    assert relief_moves.misplaced([report]) == ({("t", 1, 4): "/b"} if state == "in another log dir" else {})
+
+
+def test_a_cross_broker_move_names_its_destination_log_dir_and_a_move_not_started_is_not_waited_for():
+    moves = [move("t", 0, 1, 1, "log_dir", to_dir="/b"), move("t", 1, 2, 4, to_dir="/c")]
+    assert relief_moves.destination_log_dirs(moves) == {("t", 1, 4): "/c"}
+    [report] = relief_moves.progress(moves[1:], [], [{"topic": "t", "partition": 1, "replicas": [2, 3]}], [])
+    assert report["state"] == "not started" and relief_moves.running([report]) == []
+
+
+@pytest.mark.parametrize(
     ("pending", "message"),
     [
         ([], "pending must be an earlier run's pending result, a dict with a list of moves (got [])"),

@@ -66,15 +66,20 @@ def write_inventory(cluster, tmp_path, extra=None):
     return str(path)
 
 
-def run_site(inventory, *args):
+def run_play(inventory, playbook, *args):
+    """``ansible-playbook -i inventory playbook args`` with the collection as the tests install it."""
     env = dict(
         os.environ,
         ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
         ANSIBLE_NOCOLOR="1",
         PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
     )
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, SITE, *args]
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook, *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def run_site(inventory, *args):
+    return run_play(inventory, SITE, *args)
 
 
 def changed_counts(stdout):

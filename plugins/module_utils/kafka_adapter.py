@@ -453,10 +453,7 @@ class KafkaAdapter:
                         ) from exc
                     failures.append("{0}: {1}".format(server, _describe(exc)))
             if self._admin is None:
-                raise KafkaAdapterError(
-                    self._without_secrets("cannot connect to {0}: {1}".format(self.where, "; ".join(failures))),
-                    broker=self.where,
-                )
+                raise self._error("cannot connect to {0}: {1}".format(self.where, "; ".join(failures)))
         return self._admin
 
     def _refusal_error(self, refusal, context, broker=None, error=None):
@@ -464,9 +461,12 @@ class KafkaAdapter:
         message = "{0}: {1}".format(
             context, refusal_message(refusal, self.security_protocol, self.sasl_mechanism, self.sasl_username, broker)
         )
-        return KafkaAdapterError(
-            self._without_secrets(message), broker=refusal.broker or broker or self.where, error=error
-        )
+        return self._error(message, broker=refusal.broker or broker, error=error)
+
+    def _error(self, message, broker=None, error=None):
+        """KafkaAdapterError for ``message`` without the credentials (a library's message may quote its
+        configuration), naming ``broker`` or the bootstrap servers."""
+        return KafkaAdapterError(self._without_secrets(message), broker=broker or self.where, error=error)
 
     def _without_secrets(self, text):
         return secret_masking.without_secrets(text, (self._sasl_password, self._ssl_password))
@@ -486,9 +486,7 @@ class KafkaAdapter:
         except KafkaAdapterError:
             raise
         except Exception as exc:  # pylint: disable=broad-except
-            raise KafkaAdapterError(
-                "request to {0} failed: {1}".format(self.where, _describe(exc)), broker=self.where, error=exc
-            ) from exc
+            raise self._error("request to {0} failed: {1}".format(self.where, _describe(exc)), error=exc) from exc
 
     # -- cluster and log dirs -------------------------------------------------------------------------------------
     def describe_cluster(self) -> Dict[str, Any]:
@@ -756,25 +754,15 @@ class KafkaAdapter:
             if result != "OK"
         ]
         if refused:
-            raise KafkaAdapterError(
-                self._without_secrets(
-                    "IncrementalAlterConfigs via {0} refused {1}".format(self.where, "; ".join(refused))
-                ),
-                broker=self.where,
-            )
+            raise self._error("IncrementalAlterConfigs via {0} refused {1}".format(self.where, "; ".join(refused)))
 
     def _admin_call(self, what: str, call: Callable[["KafkaAdminClient"], Any]) -> Any:
-        """One kafka-python admin call; every failure becomes a KafkaAdapterError naming the request, without the
-        credentials (a library's message may quote its configuration)."""
+        """One kafka-python admin call; every failure becomes a KafkaAdapterError naming the request (_error)."""
         admin = self.admin()
         try:
             return call(admin)
         except Exception as exc:  # pylint: disable=broad-except  # kafka-python raises many kinds; one message
-            raise KafkaAdapterError(
-                self._without_secrets("{0} via {1} failed: {2}".format(what, self.where, _describe(exc))),
-                broker=self.where,
-                error=exc,
-            ) from exc
+            raise self._error("{0} via {1} failed: {2}".format(what, self.where, _describe(exc)), error=exc) from exc
 
     # -- client quotas --------------------------------------------------------------------------------------------
     def describe_client_quotas(

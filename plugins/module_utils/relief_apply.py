@@ -122,8 +122,9 @@ class _Run:
         restore_error: Optional[str] = None
         try:
             if keys:
-                answered = self.adapter.alter_partition_reassignments({key: None for key in keys})
-                answers = {key: answered.get(key, relief_moves.UNANSWERED) for key in keys}
+                answers = relief_moves.answers_for(
+                    keys, self.adapter.alter_partition_reassignments({key: None for key in keys})
+                )
         except Exception as exc:  # pylint: disable=broad-except  # the reassignments may still run: reported, pending
             answers = {key: _reason(exc) for key in keys}
         finally:
@@ -295,7 +296,7 @@ def _start(run, moves, partitions, rate, result):
             "{2}".format(len(targets), _reason(exc), _undo(run, sorted(targets), before, moves, result)),
             result,
         ) from exc
-    answers = {key: answered.get(key, relief_moves.UNANSWERED) for key in targets}
+    answers = relief_moves.answers_for(targets, answered)
     refused = _refused("partition", answers)
     if refused:
         # A partition the answer left out may have started: it is cancelled with the accepted ones.
@@ -314,17 +315,17 @@ def _name_destination_log_dirs(run: _Run, moves: List[Dict[str, Any]], result: D
     left alone, a broker picks the log dir with the fewest partitions. The broker records it and answers
     REPLICA_NOT_AVAILABLE (it holds no such replica yet); KAFKA_STORAGE_ERROR is retried a few times. A refusal
     raises ReliefError before anything started."""
-    wanted = relief_moves.destination_log_dirs(moves)
+    planned = relief_moves.destination_log_dirs(moves)
+    wanted = planned
     refused: Dict[Tuple[str, int, int], Optional[str]] = {}
     tries = 0
     while wanted and tries < DESTINATION_TRIES:
         if tries:
             run.sleep(DESTINATION_RETRY_SECONDS)
         tries += 1
-        answers = run.adapter.alter_replica_log_dirs(wanted)
-        refused = {key: answers.get(key, relief_moves.UNANSWERED) for key in wanted}
+        answers = relief_moves.answers_for(wanted, run.adapter.alter_replica_log_dirs(wanted))
         refused = {
-            key: error for key, error in refused.items() if error not in (None, relief_moves.REPLICA_NOT_AVAILABLE)
+            key: error for key, error in answers.items() if error not in (None, relief_moves.REPLICA_NOT_AVAILABLE)
         }
         if any(error != relief_moves.KAFKA_STORAGE_ERROR for error in refused.values()):
             break
@@ -336,9 +337,8 @@ def _name_destination_log_dirs(run: _Run, moves: List[Dict[str, Any]], result: D
                 len(refused),
                 " ({0} tries)".format(tries) if tries > 1 else "",
                 "; ".join(
-                    "{0}-{1} to broker {2} {3}: {4}".format(key[0], key[1], key[2], log_dir, refused[key])
-                    for key, log_dir in sorted(relief_moves.destination_log_dirs(moves).items())
-                    if key in refused
+                    "{0}-{1} to broker {2} {3}: {4}".format(key[0], key[1], key[2], planned[key], error)
+                    for key, error in sorted(refused.items())
                 ),
             ),
             result,
@@ -354,7 +354,7 @@ def _wait(run, moves, throttles_before, options, result):
         result["progress"] = _thin(run.samples)
         # Without a fresh read, every cross-broker move not seen done may still run.
         last = relief_moves.unfinished(run.report) if run.report is not None else moves
-        keys = sorted({(m["topic"], m["partition"]) for m in relief_moves.across(last)})
+        keys = relief_moves.partition_keys(relief_moves.across(last))
         if run.report is not None:
             result["verified"] = run.report
         raise ReliefError(
@@ -371,7 +371,7 @@ def _wait(run, moves, throttles_before, options, result):
 
 def _give_up(run, report, throttles_before, moves, result, timeout):
     """The wait timed out: cancel the cross-broker moves still going, put the throttles back, raise ReliefError."""
-    keys = sorted({(m["topic"], m["partition"]) for m in relief_moves.across(relief_moves.running(report))})
+    keys = relief_moves.partition_keys(relief_moves.across(relief_moves.running(report)))
     undone = _undo(run, keys, throttles_before, moves, result)
     settled = {(c["topic"], c["partition"]) for c in result["cancelled"] + result.get("cancel_failed", [])}
     left = [m for m in relief_moves.running(report) if (m["topic"], m["partition"]) not in settled]

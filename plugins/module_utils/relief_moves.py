@@ -70,20 +70,35 @@ def across(moves: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [move for move in moves if move["kind"] == relief_plan.ACROSS]
 
 
+def _to_log_dirs(moves: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
+    """AlterReplicaLogDirs entries sending each move's replica to its destination log dir: {(topic, partition,
+    destination broker): destination log dir}."""
+    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in moves}
+
+
 def log_dir_assignments(moves: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
-    """AlterReplicaLogDirs entries: {(topic, partition, broker): destination log dir}."""
-    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in inside(moves)}
+    """AlterReplicaLogDirs entries of the moves inside a broker."""
+    return _to_log_dirs(inside(moves))
 
 
 def destination_log_dirs(moves: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
-    """AlterReplicaLogDirs entries naming where each cross-broker move's new replica is created: {(topic, partition,
-    destination broker): destination log dir}."""
-    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in across(moves)}
+    """AlterReplicaLogDirs entries naming where each cross-broker move's new replica is created."""
+    return _to_log_dirs(across(moves))
 
 
 def misplaced(report: Iterable[Dict[str, Any]]) -> Dict[Tuple[str, int, int], str]:
     """AlterReplicaLogDirs entries that move the replicas of ``report`` (progress) in another log dir to theirs."""
-    return {(m["topic"], m["partition"], m["to_broker"]): m["to_log_dir"] for m in report if m["state"] == ELSEWHERE}
+    return _to_log_dirs(m for m in report if m["state"] == ELSEWHERE)
+
+
+def partition_keys(moves: Iterable[Dict[str, Any]]) -> List[PartitionKey]:
+    """The (topic, partition) of the moves, each once, in order."""
+    return sorted({_key(move) for move in moves})
+
+
+def answers_for(keys: Iterable[Any], answered: Dict[Any, Optional[str]]) -> Dict[Any, Optional[str]]:
+    """Kafka's per-item answer for each of ``keys`` (None: done), UNANSWERED for an item the answer left out."""
+    return {key: answered.get(key, UNANSWERED) for key in keys}
 
 
 def reassignment_targets(

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from ansible_plays import ROOT, changed_counts, run_site, write_inventory
+from ansible_plays import ROOT, changed_counts, run_play, run_site, write_inventory
 
 from kafka_testbed.testing import module_cluster, skip_without_own_volumes
 from kafka_testbed.traffic import wait_until
@@ -75,14 +75,7 @@ def filling(relief_cluster):
 
 
 def run_relieve(inventory, *args):
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "pytest-collections"),
-        ANSIBLE_NOCOLOR="1",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, RELIEVE, *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return run_play(inventory, RELIEVE, *args)
 
 
 def test_the_relieve_tag_moves_the_replica_off_the_filling_log_dir_and_a_second_run_changes_nothing(filling, tmp_path):

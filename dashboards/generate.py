@@ -390,6 +390,42 @@ def guard_panels() -> Iterator[PanelBuilder]:
         [(scraped("headroom_guard_last_decision_duration_seconds"), "{{instance}}")],
         min_value=0,
     )
+    yield time_series(
+        "Replica moves by the guard's relief",
+        "With the guard's relieve option: bytes of its replica moves still running "
+        "(headroom_guard_relief_moving_bytes), and bytes of the moves it started and that ended in place in each "
+        "interval (headroom_guard_relief_planned_bytes_total, headroom_guard_relief_moved_bytes_total). Moves come "
+        "before the throttle: a log dir relieved in time never throttles producers.",
+        "bytes",
+        [
+            (scraped("headroom_guard_relief_moving_bytes"), "{{instance}} moving"),
+            (
+                "sum by (cluster, instance) (increase({0}[$__rate_interval]))".format(
+                    scraped("headroom_guard_relief_planned_bytes_total")
+                ),
+                "{{instance}} started",
+            ),
+            (
+                "sum by (cluster, instance) (increase({0}[$__rate_interval]))".format(
+                    scraped("headroom_guard_relief_moved_bytes_total")
+                ),
+                "{{instance}} moved",
+            ),
+        ],
+        min_value=0,
+    )
+    yield time_series(
+        "Relief steps by action",
+        "With the guard's relieve option: its relief steps per minute by action (started, moving, finished, settling, "
+        "blocked, failed; headroom_guard_relief_steps_total), and the log dirs at relieve_at that its last plan could "
+        "not bring to relieve_to (headroom_guard_relief_blocked_log_dirs; the guard's log says why).",
+        "short",
+        [
+            (per_minute(scraped("headroom_guard_relief_steps_total"), "cluster, action"), "{{action}} per minute"),
+            (scraped("headroom_guard_relief_blocked_log_dirs"), "{{instance}} blocked log dirs"),
+        ],
+        min_value=0,
+    )
 
 
 def all_option(multi: bool) -> dashboard.VariableOption:

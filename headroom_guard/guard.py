@@ -42,6 +42,37 @@ def decision_line(result: Mapping[str, Any], seconds: float) -> str:
     )
 
 
+def _mib(value: float) -> str:
+    return f"{value / 1048576:.3g} MiB"
+
+
+def relief_line(relief: Mapping[str, Any]) -> str | None:
+    """The line a relief step writes on stderr, or None for a step with nothing to do."""
+    action, moves = relief["action"], relief["moves"]
+    if action in ("started", "planned"):
+        listed = ", ".join(
+            f"{m['topic']}-{m['partition']} broker {m['from_broker']} {m['from_log_dir']} -> "
+            f"broker {m['to_broker']} {m['to_log_dir']}"
+            for m in moves
+        )
+        verb = "started" if action == "started" else "would start (dry run or observe-only)"
+        return f"relief {verb} {len(moves)} move(s), {_mib(relief['planned_bytes'])}: {listed}"
+    if action == "moving":
+        return f"relief: {_mib(relief['moving_bytes'])} still moving"
+    if action == "finished":
+        return f"relief finished: {_mib(relief['moved_bytes'])} moved; the replication throttle is back as it was"
+    if action == "settling":
+        return (
+            f"relief waits until {_stamp(relief['settles_at'])} before it plans again (settle_time: the moved "
+            "replicas' old files are still on their source log dirs)"
+        )
+    if action == "blocked":
+        return "relief blocked: " + "; ".join(item["reason"] for item in relief["blocked"])
+    if action == "failed":
+        return f"relief failed: {relief['error']}"
+    return None
+
+
 class Guard:
     """Decisions for one cluster. ``params``: the validated options (connection options included); ``settings``:
     guard_options.GuardSettings. ``dry_run``: decide and have Kafka validate, never apply; ``observe_only``: decide,
@@ -115,6 +146,9 @@ class Guard:
         with self.lock:
             self.metrics.decided(result, seconds)
         self.say(decision_line(result, seconds))
+        said = None if result.get("relief") is None else relief_line(result["relief"])
+        if said:
+            self.say(said)
         for warning in result["declaration_warnings"]:
             self.say(f"warning: {warning}")
         self._plan_next(result)

@@ -19,6 +19,9 @@ from typing import Any
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import usable_volumes
 
 STATES = ("OPEN", "THROTTLE", "PAUSE")
+# guard_relief's step actions; the steps that plan set the blocked gauge, the others leave it as the last plan had it.
+RELIEF_ACTIONS = ("idle", "started", "planned", "moving", "finished", "settling", "blocked", "failed")
+RELIEF_PLANNING = ("idle", "started", "planned", "blocked")
 OUTCOMES = ("applied", "unchanged", "failed")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -68,11 +71,32 @@ class GuardMetrics:
         self.interval: float | None = None  # seconds between decisions, when running as a loop
         self.wait: float | None = None  # seconds from the last decision to the next (shorter while a volume closes in)
         self.observe_only = False
+        # With --config's relieve: the relief steps by action, the bytes of the moves started and ended, the bytes
+        # still moving and the log dirs the last plan could not relieve (None: the guard does not relieve).
+        self.relief_steps: dict[str, int] | None = None
+        self.relief_planned_bytes = self.relief_moved_bytes = self.relief_moving_bytes = 0
+        self.relief_blocked_log_dirs = 0
 
     def decided(self, result: Mapping[str, Any], seconds: float) -> None:
         self.last, self.last_decision_at, self.last_duration = result, result["decided_at"], seconds
-        self.outcomes["applied" if result["changed"] else "unchanged"] += 1
+        # A relief step changes the cluster too (result["changed"]); the outcome counts quota changes only.
+        self.outcomes["applied" if result["changes"] else "unchanged"] += 1
         self.quota_changes += len(result["changes"])
+        if result.get("relief") is not None:
+            self._relieved(result["relief"])
+
+    def _relieved(self, relief: Mapping[str, Any]) -> None:
+        if self.relief_steps is None:
+            self.relief_steps = dict.fromkeys(RELIEF_ACTIONS, 0)
+        action = relief["action"]
+        self.relief_steps[action] = self.relief_steps.get(action, 0) + 1
+        if action == "started":
+            self.relief_planned_bytes += relief["planned_bytes"]
+        self.relief_moved_bytes += relief["moved_bytes"]
+        if action != "failed":  # a failed step may leave its moves running: the last figure stands
+            self.relief_moving_bytes = relief["moving_bytes"]
+        if action in RELIEF_PLANNING:
+            self.relief_blocked_log_dirs = len(relief["blocked"])
 
     def failed(self) -> None:
         self.outcomes["failed"] += 1
@@ -125,9 +149,37 @@ class GuardMetrics:
                     "closes in on its limit (--fastest-interval is the least).",
                 ).add(float(self.wait))
             )
+        if self.relief_steps is not None:
+            families.extend(self._relief_families())
         if self.last is not None:
             families.extend(self._decision_families(self.last))
         return "".join(line + "\n" for family in families for line in family.lines())
+
+    def _relief_families(self):
+        steps = Family(
+            "headroom_guard_relief_steps_total",
+            "counter",
+            "Relief steps since the guard started, by action (failed: a request failed or Kafka refused).",
+        )
+        for action, count in sorted(self.relief_steps.items()):
+            steps.add(count, action=action)
+        yield steps
+        yield Family(
+            "headroom_guard_relief_planned_bytes_total", "counter", "Bytes of the replica moves the guard started."
+        ).add(self.relief_planned_bytes)
+        yield Family(
+            "headroom_guard_relief_moving_bytes", "gauge", "Bytes of the guard's replica moves still running."
+        ).add(self.relief_moving_bytes)
+        yield Family(
+            "headroom_guard_relief_moved_bytes_total",
+            "counter",
+            "Bytes of the guard's replica moves that ended in place.",
+        ).add(self.relief_moved_bytes)
+        yield Family(
+            "headroom_guard_relief_blocked_log_dirs",
+            "gauge",
+            "Log dirs at relieve_at whose relieve_to target the last plan could not reach (the guard's log says why).",
+        ).add(self.relief_blocked_log_dirs)
 
     def _decision_families(self, result):
         volumes, _skipped = usable_volumes(result["volumes"])  # the rules' own test of a volume with figures

@@ -82,6 +82,10 @@ GUARD_MISSED_INTERVALS = 3
 # The window of the fill rate a limit must cover (KafkaLogDirLimitTooSmall): short, since a backfill at full speed
 # that lasts minutes is the case the limit is for, and long enough for a fit over scrapes up to a minute apart.
 COVER_WINDOW = 300
+# The window over which failed relief steps fire HeadroomGuardReliefFailing, and how long a log dir may stay at
+# relieve_at with no move that reaches relieve_to before HeadroomGuardReliefBlocked fires.
+RELIEF_FAILURE_WINDOW = 900
+RELIEF_BLOCKED_FOR = 600
 
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # One PromQL label matcher: name, operator, double-quoted value (Go escapes); a selector is a comma-separated list.
@@ -367,6 +371,8 @@ def validate_settings(settings: object) -> Dict[str, Any]:
         "guard_selector": _selector("guard_selector", given["guard_selector"]),
         # A guard to watch: the one that throttles, or one that observes beside the plugin.
         "guard_watched": throttle["source"] == "guard" or bool(guard),
+        # The guard's relieve option: its relief steps have alerts of their own.
+        "guard_relieves": isinstance(guard, dict) and bool(guard.get("relieve")),
         "guard_interval": _whole("guard_interval", given["guard_interval"], 1, 86400, "seconds between decisions"),
         "throttled_minutes": _whole(
             "throttled_minutes", given["throttled_minutes"], 1, 10080, "how long producers may stay throttled"
@@ -919,6 +925,41 @@ def _guard_alerts(settings):
     ]
 
 
+def _relief_alerts(settings):
+    """The guard's relieve option: relief that fails, or that has no move for a log dir at relieve_at, leaves only the
+    throttle between that log dir and a full disk."""
+    guard = settings["guard_selector"]
+    failed = _select("headroom_guard_relief_steps_total", guard, 'action="failed"')
+    return [
+        _alert(
+            settings,
+            "HeadroomGuardReliefFailing",
+            "increase({0}[{1}]) > 0".format(failed, duration_text(RELIEF_FAILURE_WINDOW)),
+            "warning",
+            (
+                "the disk guard's relief failed {{{{ $value | humanize }}}} time(s) in the last {0}: filling log dirs "
+                "are not being relieved, and only the throttle stands before a full disk"
+            ).format(duration_text(RELIEF_FAILURE_WINDOW)),
+            "A relief step of the guard failed: a request failed, Kafka refused a move, or a reassignment that the "
+            "guard did not start is in progress. The guard's log says which and what it undid.",
+        ),
+        _alert(
+            settings,
+            "HeadroomGuardReliefBlocked",
+            "{0} > 0".format(_select("headroom_guard_relief_blocked_log_dirs", guard)),
+            "warning",
+            (
+                "{{{{ $value }}}} log dir(s) at the disk guard's relieve_at have had no move reaching relieve_to for "
+                "{0}: the throttle will fire when they reach the limit"
+            ).format(duration_text(RELIEF_BLOCKED_FOR)),
+            "The guard's relief plan found no replica to move off these log dirs: no other log dir or broker has "
+            "room below its own relieve_at, partitions are under-replicated, or a move would break min.insync.replicas "
+            "or rack placement. The guard's log names each log dir and what blocks it.",
+            RELIEF_BLOCKED_FOR,
+        ),
+    ]
+
+
 def _jmx_alerts(settings):
     cluster, throttle = settings["cluster"], settings["throttle"]
     jmx = settings["jmx_selector"]
@@ -987,6 +1028,8 @@ def render(settings: object) -> Dict[str, Any]:
     rules.extend(_missing_data_alerts(checked))
     if checked["guard_watched"]:
         rules.extend(_guard_alerts(checked))
+    if checked["guard_relieves"]:
+        rules.extend(_relief_alerts(checked))
     if checked["jmx_exporter"]:
         rules.extend(_jmx_alerts(checked))
     return {"groups": [{"name": "headroom-kafka-{0}".format(checked["cluster"]), "rules": rules}]}

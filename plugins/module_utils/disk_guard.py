@@ -256,7 +256,8 @@ class GuardMemory(object):
     broker, the volumes it saw and when; and, for other writers of the same quotas (see other_writer), the factor this
     guard last made Kafka hold (``applied``), the one it is about to apply (``applying``, kept before the request so
     that a guard killed in between still knows it as its own) and a factor found held that it did not apply, with when
-    it was first seen (``foreign``: {"factor", "since"}). Plain JSON, so the module can keep it in a file."""
+    it was first seen (``foreign``: {"factor", "since"}); and, when the guard relieves, the moves it follows and when
+    the last ones ended (``relief``, guard_relief's). Plain JSON, so the module can keep it in a file."""
 
     def __init__(
         self,
@@ -265,10 +266,12 @@ class GuardMemory(object):
         applied: Optional[float] = None,
         foreign: Optional[Dict[str, float]] = None,
         applying: Optional[float] = None,
+        relief: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.observed_at = observed_at
         self.brokers = dict(brokers or {})  # {broker_id: {"observed_at": seconds, "volumes": [...]}}
         self.applied, self.foreign, self.applying = applied, foreign, applying
+        self.relief = relief  # guard_relief's memory, checked when read there
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -277,12 +280,13 @@ class GuardMemory(object):
             "applied": self.applied,
             "applying": self.applying,
             "foreign": self.foreign,
+            "relief": self.relief,
         }
 
     @classmethod
     def from_json(cls, document: Any) -> "GuardMemory":
         """A memory from to_json's form; anything else (a file from elsewhere, a truncated write) is no memory. A memory
-        written before ``applied``, ``applying`` and ``foreign`` existed has none of them."""
+        written before ``applied``, ``applying``, ``foreign`` and ``relief`` existed has none of them."""
         try:
             brokers = dict(
                 (int(broker), {"observed_at": float(entry["observed_at"]), "volumes": list(entry["volumes"])})
@@ -297,6 +301,7 @@ class GuardMemory(object):
                 None if applied is None else float(applied),
                 None if foreign is None else {"factor": float(foreign["factor"]), "since": float(foreign["since"])},
                 None if applying is None else float(applying),
+                document.get("relief") if isinstance(document.get("relief"), dict) else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return cls()

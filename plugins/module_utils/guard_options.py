@@ -8,13 +8,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ansible_collections.headroom.kafka.plugins.module_utils import (
     connection,
     disk_guard,
     durations,
     factor_steps,
+    guard_relief,
     limit_options,
     option_checks,
     quota_options,
@@ -33,6 +34,7 @@ GUARD_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     snapshots=dict(type="list", elements="dict"),
     max_age=dict(type="str"),
     expected_brokers=dict(type="list", elements="int"),
+    relieve=dict(type="dict", options=guard_relief.RELIEF_OPTIONS),
     **limit_options.POLICY_ARGUMENT_SPEC,
 )
 ARGUMENT_SPEC = connection.argument_spec(**GUARD_OPTIONS)
@@ -49,7 +51,8 @@ OPTION_RANGES: Dict[str, option_checks.Range] = dict(
 
 
 class GuardSettings(object):
-    """The validated options: the policy, the declaration and where the volumes come from."""
+    """The validated options: the policy, the declaration, where the volumes come from and, when the guard relieves
+    filling log dirs before it throttles, how (guard_relief.ReliefSettings, or None)."""
 
     def __init__(
         self,
@@ -57,6 +60,7 @@ class GuardSettings(object):
         declaration: disk_guard.Declaration,
         source: volume_sources.Given,
         expected_brokers: List[int],
+        relief: Optional[guard_relief.ReliefSettings] = None,
     ) -> None:
         self.policy, self.declaration, self.source, self.expected_brokers = (
             policy,
@@ -64,6 +68,7 @@ class GuardSettings(object):
             source,
             expected_brokers,
         )
+        self.relief = relief
 
 
 def settings(params: Dict[str, Any]) -> GuardSettings:
@@ -98,4 +103,8 @@ def settings(params: Dict[str, Any]) -> GuardSettings:
         params["excluded_principals"],
         params["excluded_producer_byte_rate"],
     )
-    return GuardSettings(policy, declaration, source, params["expected_brokers"] or [])
+    try:
+        relief = guard_relief.relief_settings(params["relieve"], policy)
+    except ValueError as exc:  # OptionError, DurationError, PlanError: each names the option
+        raise disk_guard.GuardError(str(exc)) from exc
+    return GuardSettings(policy, declaration, source, params["expected_brokers"] or [], relief)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.headroom.kafka.plugins.module_utils import (
     disk_guard,
+    guard_relief,
     quota_apply,
     volume_limits,
     volume_sources,
@@ -45,6 +46,12 @@ def guard_once(
     quotas, so that the caller can store it first: a guard killed after Kafka applied its change but before it stored
     its memory must still know the factor Kafka holds as its own (disk_guard.other_writer).
 
+    With ``settings.relief``, a relief step (guard_relief.step) comes before the decision: it starts moves off the log
+    dirs at ``relieve_at``, or follows the moves it started; the result's ``relief`` says what it did. The decision is
+    taken on the volumes as observed, so a volume that reached its limit is still throttled while moves run. A relief
+    step that fails is reported in ``relief`` and never stops the decision. In check mode and observe-only, the step
+    only plans.
+
     Raises quota_apply.QuotaApplyError (nothing applied when the validation refused) and KafkaAdapterError when
     the cluster cannot be asked at all (no volumes, no quotas: nothing is changed then).
     """
@@ -56,13 +63,25 @@ def guard_once(
         "missing_brokers": found["missing_brokers"],
     }
     seconds = now.timestamp()
+    relief_report, relief_memory = None, memory.relief
+    if settings.relief is not None:
+        relief_report, relief_memory = guard_relief.step(
+            adapter,
+            settings.relief,
+            guard_relief.memory_from_json(memory.relief),
+            found["volumes"],
+            seconds,
+            check_mode=check_mode or observe_only,
+        )
     held = None if current is None else settings.declaration.factor_applied(current)
     decision, remembered = disk_guard.decide(
         settings.policy, view, seconds, memory, held, settings.declaration.read_tolerance()
     )
     result = dict(decision)
     # A new memory: decide may hand back the one it was given, which check mode must return untouched.
-    remembered = disk_guard.GuardMemory(remembered.observed_at, remembered.brokers, memory.applied)
+    remembered = disk_guard.GuardMemory(
+        remembered.observed_at, remembered.brokers, memory.applied, relief=relief_memory
+    )
     if current is None:
         result.update(changed=False, changes=[], quotas=None, diff=None)
     else:
@@ -81,7 +100,12 @@ def guard_once(
         if not check_mode and not kept and after != held and before_apply is not None:
             before_apply(
                 disk_guard.GuardMemory(
-                    remembered.observed_at, remembered.brokers, remembered.applied, remembered.foreign, after
+                    remembered.observed_at,
+                    remembered.brokers,
+                    remembered.applied,
+                    remembered.foreign,
+                    after,
+                    remembered.relief,
                 )
             )
         result.update(quota_apply.reconcile(adapter, target, exclusive=True, check_mode=check_mode, current=current))
@@ -96,8 +120,11 @@ def guard_once(
         complete=view["complete"],
         decided_at=seconds,
         declaration_warnings=declaration_warnings(settings.declaration),
+        relief=relief_report,
     )
     result.setdefault("missing_data_applied", False)
+    if relief_report is not None and relief_report["action"] in guard_relief.CHANGING:
+        result["changed"] = True
     return result, (memory if check_mode else remembered)
 
 

@@ -17,6 +17,8 @@ LIMIT_OPTIONS = dict(
     type=dict(type="str", required=True, choices=list(volume_limits.LIMIT_TYPES)),
     level=dict(type="float", required=True),
 )
+# A free-space threshold: relief's relieve_at, relieve_to and limit (relief is about free space, never used space).
+FREE_LIMIT_OPTIONS = dict(LIMIT_OPTIONS, type=dict(type="str", required=True, choices=list(volume_limits.FREE_TYPES)))
 GRADED_ARGUMENT_SPEC = dict(
     soft_limit=dict(type="dict", options=LIMIT_OPTIONS), hard_limit=dict(type="dict", options=LIMIT_OPTIONS)
 )

@@ -34,6 +34,12 @@ description:
     O(state_file)), then applies O(throttle_factor_fallback), as the plugin does; a broker that leaves the cluster is
     remembered with its volumes for the validity. With O(policy=graded), O(missing_data_action) applies.
     RV(reason) says which."
+  - "With O(relieve), each run first relieves the log dirs whose free space is at or below O(relieve.relieve_at):
+    it starts the moves of M(headroom.kafka.log_dir_relief)'s plan (another log dir of the same broker first, then
+    another broker under Kafka's replication throttle) without waiting for them, keeps them in O(state_file), and
+    follows them on the next runs until they end, then puts the replication throttle back. The factor is decided on
+    the volumes as observed, so producers are throttled only while a volume still reaches the limit. RV(relief) says
+    what the step did; a step that fails is reported there and never stops the decision."
   - Everything that can be checked without Kafka is checked first; bad input fails naming the option, the value and
     what is allowed, before any request.
 author:
@@ -186,6 +192,64 @@ options:
         is not active (a cleanly stopped broker leaves the list of active brokers).
     type: list
     elements: int
+  relieve:
+    description:
+      - Relieve filling log dirs before throttling - move replicas off every log dir at or below O(relieve.relieve_at)
+        until it reaches O(relieve.relieve_to), as M(headroom.kafka.log_dir_relief) plans them; no destination is
+        filled to its own O(relieve.relieve_at), nor past the throttle's limit (O(min_available_bytes),
+        O(min_available_ratio) or a free-space O(soft_limit)).
+      - Set O(state_file) with it - the moves a run starts are followed by the next runs through that file, and only
+        a run that finds them ended puts the replication throttle back.
+    type: dict
+    suboptions:
+      relieve_at:
+        description:
+          - A log dir is relieved when its free space is at or below this level; it must ask for more free space than
+            the throttle's limit of the same type, so that relief starts first.
+        type: dict
+        required: true
+        suboptions:
+          type:
+            description: How the level measures free space.
+            type: str
+            required: true
+            choices: [min_free_bytes, min_free_percentage]
+          level:
+            description: Bytes, or percent (0 to 100) of the volume's capacity for V(min_free_percentage).
+            type: float
+            required: true
+      relieve_to:
+        description:
+          - The free space a relieved log dir ends with; the same type as O(relieve.relieve_at), with a greater level.
+        type: dict
+        required: true
+        suboptions:
+          type:
+            description: How the level measures free space.
+            type: str
+            required: true
+            choices: [min_free_bytes, min_free_percentage]
+          level:
+            description: Bytes, or percent (0 to 100) of the volume's capacity for V(min_free_percentage).
+            type: float
+            required: true
+      max_bytes:
+        description: The most bytes one run starts moving; no bound when not given.
+        type: int
+      max_partitions:
+        description: The most partitions one run starts moving; no bound when not given.
+        type: int
+      throttle_rate:
+        description: The replication throttle of cross-broker moves, in bytes per second.
+        type: int
+        default: 10485760
+      settle_time:
+        description:
+          - After moves end, how long no new plan is made (ISO 8601 duration or seconds). A moved replica's old files
+            stay on its source volume for C(file.delete.delay.ms) (60 s by default); a plan made sooner would move more
+            to free space that is about to come back.
+        type: str
+        default: PT90S
   state_file:
     description:
       - A JSON file on the host the module runs on, where the time and the volumes of the last complete observation
@@ -318,6 +382,18 @@ quotas:
   returned: always
   type: list
   elements: dict
+relief:
+  description:
+    - With O(relieve), what the relief step did - C(action) (V(idle), V(started), V(planned) in check mode, V(moving),
+      V(finished), V(settling), V(blocked) or V(failed)), C(moves) (started, or followed with their C(state)),
+      C(planned_bytes), C(moving_bytes), C(moved_bytes), C(blocked) (the log dirs whose target no move reaches, with
+      why) and C(error).
+  returned: when O(relieve) is set
+  type: dict
+  sample: {"action": "started", "planned_bytes": 73400320, "moving_bytes": 73400320, "moved_bytes": 0,
+           "moves": [{"topic": "orders", "partition": 3, "from_broker": 2, "from_log_dir": "/data/1",
+                      "to_broker": 2, "to_log_dir": "/data/2", "bytes": 73400320, "kind": "log_dir"}],
+           "blocked": [], "error": null}
 declaration_warnings:
   description:
     - What the declaration cannot do on Kafka (client_id-only produce rates shadowed by the C(<default>) user); each
@@ -362,6 +438,7 @@ PUBLIC_KEYS = (
     "diff",
     "declaration_warnings",
     "remembered_brokers",
+    "relief",
 )
 
 
@@ -371,6 +448,8 @@ def main():
         mutually_exclusive=guard_options.MUTUALLY_EXCLUSIVE,
         required_if=guard_options.REQUIRED_IF,
         required_together=guard_options.REQUIRED_TOGETHER,
+        # The moves a run starts are followed, and their throttle put back, by the runs after it: through this file.
+        required_by={"relieve": ["state_file"]},
         supports_check_mode=True,
     )
     params = module.params

@@ -270,15 +270,12 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     option_checks,
     relief_moves,
     relief_plan,
-    volume_limits,
 )
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 from ansible_collections.headroom.kafka.plugins.module_utils.relief_apply import ReliefError, relieve
 
 # The shared limit options, narrowed to free space: relief is about free space.
-FREE_LIMIT_OPTIONS = dict(
-    limit_options.LIMIT_OPTIONS, type=dict(type="str", required=True, choices=list(volume_limits.FREE_TYPES))
-)
+FREE_LIMIT_OPTIONS = limit_options.FREE_LIMIT_OPTIONS
 MODULE_OPTIONS = dict(
     relieve_at=dict(type="dict", required=True, options=FREE_LIMIT_OPTIONS),
     relieve_to=dict(type="dict", required=True, options=FREE_LIMIT_OPTIONS),

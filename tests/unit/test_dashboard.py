@@ -354,6 +354,15 @@ def known_metrics():
             "missing_data_applied": False,
             "observed": True,
             "volumes": [{"broker_id": 1, "log_dir": "/data", "total_bytes": 100, "usable_bytes": 30}],
+            # A guard with the relieve option: its relief series too.
+            "relief": {
+                "action": "idle",
+                "moves": [],
+                "planned_bytes": 0,
+                "moving_bytes": 0,
+                "moved_bytes": 0,
+                "blocked": [],
+            },
         },
         0.1,
     )

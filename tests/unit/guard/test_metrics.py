@@ -123,3 +123,38 @@ def test_the_wait_before_the_next_decision_is_shown_once_the_loop_planned_one():
     assert metrics.render().endswith(
         "# TYPE headroom_guard_next_decision_seconds gauge\nheadroom_guard_next_decision_seconds 2.5\n"
     )
+
+
+def relief(action, **figures):
+    step = {"action": action, "moves": [], "planned_bytes": 0, "moving_bytes": 0, "moved_bytes": 0, "blocked": []}
+    step.update(figures)
+    return result(changes=[], relief=step)
+
+
+def samples(metrics, name):
+    return [line for line in metrics.render().splitlines() if line.startswith(name)]
+
+
+def test_relief_steps_count_the_bytes_started_moving_and_moved_and_a_failure_keeps_what_still_moves():
+    metrics = GuardMetrics()
+    metrics.decided(result(), 0.1)
+    assert samples(metrics, "headroom_guard_relief") == [], "a guard that does not relieve shows no relief series"
+    metrics.decided(relief("started", planned_bytes=300, moving_bytes=300, blocked=[{"reason": "x"}]), 0.1)
+    metrics.decided(relief("failed", error="timed out"), 0.1)
+    assert samples(metrics, "headroom_guard_relief_moving_bytes") == ["headroom_guard_relief_moving_bytes 300"]
+    metrics.decided(relief("finished", moved_bytes=300), 0.1)
+    assert samples(metrics, "headroom_guard_relief_planned_bytes_total") == [
+        "headroom_guard_relief_planned_bytes_total 300"
+    ]
+    assert samples(metrics, "headroom_guard_relief_moved_bytes_total") == [
+        "headroom_guard_relief_moved_bytes_total 300"
+    ]
+    assert samples(metrics, "headroom_guard_relief_moving_bytes") == ["headroom_guard_relief_moving_bytes 0"]
+    assert samples(metrics, "headroom_guard_relief_blocked_log_dirs") == ["headroom_guard_relief_blocked_log_dirs 1"]
+    steps = samples(metrics, "headroom_guard_relief_steps_total")
+    assert 'headroom_guard_relief_steps_total{action="failed"} 1' in steps
+    assert 'headroom_guard_relief_steps_total{action="started"} 1' in steps
+    assert samples(metrics, 'headroom_guard_decisions_total{outcome="applied"}')[0].endswith(" 1"), (
+        "only the decision that changed quotas counts as applied"
+    )
+    assert all(SAMPLE.match(line) for line in metrics.render().splitlines() if not line.startswith("#"))

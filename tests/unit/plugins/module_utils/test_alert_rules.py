@@ -16,6 +16,11 @@ GRADED_PERCENTAGE = {
     "hard_limit": {"type": "min_free_percentage", "level": 5},
 }
 
+RELIEVE = {
+    "relieve_at": {"type": "min_free_percentage", "level": 20},
+    "relieve_to": {"type": "min_free_percentage", "level": 30},
+}
+
 
 def settings(**given):
     return dict({"cluster": "prod"}, **given)
@@ -209,6 +214,12 @@ STRIMZI_GUARD_ALERTS = [
                 kafka_quotas={"type": "kafka", "producer_byte_rate": 1},
             ),
             STRIMZI_GUARD_ALERTS,
+        ),
+        # A guard that relieves: its relief steps have alerts of their own.
+        (
+            guard({"min_available_ratio": 0.1, "relieve": RELIEVE}, jmx_exporter=False),
+            STRIMZI_GUARD_ALERTS
+            + [("HeadroomGuardReliefFailing", "warning"), ("HeadroomGuardReliefBlocked", "warning")],
         ),
         # A guard that only observes beside the plugin: the plugin's limits, and the guard's health.
         (
@@ -557,3 +568,11 @@ def test_a_limit_too_small_for_the_recent_fill_rate_is_the_sizing_rule(given, se
         'clamp_min(-deriv(headroom:volume_available_bytes{{cluster="prod"}}[5m]), 0) * {0} > '
         'headroom:volume_hard_limit_free_bytes{{cluster="prod"}}'.format(alert_rules.promql_number(seconds))
     )
+
+
+def test_the_relief_alerts_read_the_guards_relief_series():
+    rendered = guard({"min_available_ratio": 0.1, "relieve": RELIEVE}, guard_selector='job="guard"')
+    failing = alert(alert_rules.render(rendered), "HeadroomGuardReliefFailing")
+    assert failing["expr"] == 'increase(headroom_guard_relief_steps_total{job="guard",action="failed"}[15m]) > 0'
+    blocked = alert(alert_rules.render(rendered), "HeadroomGuardReliefBlocked")
+    assert blocked["expr"] == 'headroom_guard_relief_blocked_log_dirs{job="guard"} > 0' and blocked["for"] == "10m"

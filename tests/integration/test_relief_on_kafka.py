@@ -1,14 +1,21 @@
-"""playbooks/relieve.yml, alone and as site.yml's tag relieve, on real brokers with two log dirs each: check mode shows
-the plan and moves nothing, a run moves the replica off the filling log dir into the broker's other one, and a run
-after it finds nothing to relieve. A missing kafka_relief stops the play before the cluster is read."""
+"""Relief on real brokers with two log dirs each, one cluster for both ways users run it.
+
+- playbooks/relieve.yml, alone and as site.yml's tag relieve: check mode shows the plan and moves nothing, a run moves
+  the replica off broker 2's filling log dir into its other one, and a run after it finds nothing to relieve. A missing
+  kafka_relief stops the play before the cluster is read.
+- The disk guard's relieve option, as the guard service runs it: broker 3's first log dir passes relieve_at, the guard
+  moves its replica into the broker's other log dir over its next decisions, and the factor never leaves 1 (the
+  metrics the guard serves at every decision say so)."""
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
 import pytest
+import yaml
 from ansible_plays import ROOT, changed_counts, run_play, run_site, write_inventory
 
 from kafka_testbed.testing import module_cluster, skip_without_own_volumes
@@ -119,3 +126,78 @@ def test_a_play_without_kafka_relief_stops_before_the_cluster_is_read(filling, t
     assert refused.returncode != 0
     assert "kafka_relief must be a mapping with relieve_at and relieve_to" in refused.stdout, refused.stdout[-5000:]
     assert "Nothing was changed" in refused.stdout
+
+
+def metric(text, name):
+    """The value of an unlabelled sample, or of the sum of a labelled family's samples (None when absent)."""
+    values = [float(v) for v in re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)]
+    return sum(values) if values else None
+
+
+def test_the_guard_relieves_a_filling_log_dir_inside_its_broker_and_never_throttles(relief_cluster, tmp_path):
+    cluster = relief_cluster
+    skip_without_own_volumes(cluster)
+    first, second = sorted(next(b for b in cluster.info["brokers"] if b["id"] == 3)["log_dirs"])
+    # 3 MiB more than broker 2's first log dir holds in the playbook's test: its thresholds never reach this one.
+    setup("place", cluster.info["bootstrap_servers"], "guard-relief", 3, first, 6)
+    setup("fill", first, 17)
+    free = free_bytes(first)
+    config = tmp_path / "guard.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+                "min_available_bytes": MIB,
+                "default_producer_byte_rate": 104857600,
+                "relieve": {
+                    "relieve_at": {"type": "min_free_bytes", "level": free + MIB},
+                    "relieve_to": {"type": "min_free_bytes", "level": free + 4 * MIB},
+                    "settle_time": "PT5S",
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    metrics = tmp_path / "guard.prom"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "headroom_guard",
+            "--config",
+            str(config),
+            "--interval",
+            "1",
+            "--metrics-file",
+            str(metrics),
+            "--state-file",
+            str(tmp_path / "state.json"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    factors = []
+
+    def settled():
+        text = metrics.read_text(encoding="utf-8") if metrics.exists() else ""
+        if metric(text, "headroom_guard_throttle_factor") is not None:
+            factors.append(metric(text, "headroom_guard_throttle_factor"))
+        finished = metric(text, 'headroom_guard_relief_steps_total{action="finished"}') or 0
+        idle = metric(text, 'headroom_guard_relief_steps_total{action="idle"}') or 0
+        return text if finished >= 1 and idle >= 2 else None
+
+    try:
+        text = wait_until(settled, 180, interval=0.2, what="the guard's relief to finish and find nothing left")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err[-5000:]
+    assert "relief started 1 move(s)" in err and f"guard-relief-0 broker 3 {first} -> broker 3 {second}" in err, err
+    assert "relief finished" in err, err
+    assert holds(second, "guard-relief") and not holds(first, "guard-relief")
+    assert metric(text, 'headroom_guard_relief_steps_total{action="started"}') == 1, "one plan, started once"
+    assert metric(text, "headroom_guard_relief_moved_bytes_total") >= 6 * MIB
+    assert metric(text, "headroom_guard_relief_moving_bytes") == 0
+    assert factors and set(factors) == {1.0}, f"the factor left 1 while relief ran: {sorted(set(factors))}"

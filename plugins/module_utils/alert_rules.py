@@ -937,7 +937,7 @@ def _relief_alerts(settings):
             "increase({0}[{1}]) > 0".format(failed, duration_text(RELIEF_FAILURE_WINDOW)),
             "warning",
             (
-                "the disk guard's relief failed {{{{ $value | humanize }}}} time(s) in the last {0}: filling log dirs "
+                "a relief step of the disk guard ({{{{ $labels.instance }}}}) failed in the last {0}: filling log dirs "
                 "are not being relieved, and only the throttle stands before a full disk"
             ).format(duration_text(RELIEF_FAILURE_WINDOW)),
             "A relief step of the guard failed: a request failed, Kafka refused a move, or a reassignment that the "

@@ -73,7 +73,15 @@ DECLARATIONS = {
     },
     "guard-strimzi-bytes": {
         "cluster": CLUSTER,
-        "kafka_disk_guard": {"policy": "strimzi", "min_available_bytes": 50 * GIB, "throttle_factor_fallback": 0},
+        "kafka_disk_guard": {
+            "policy": "strimzi",
+            "min_available_bytes": 50 * GIB,
+            "throttle_factor_fallback": 0,
+            "relieve": {
+                "relieve_at": {"type": "min_free_bytes", "level": 100 * GIB},
+                "relieve_to": {"type": "min_free_bytes", "level": 150 * GIB},
+            },
+        },
         "guard_selector": 'job="node",instance="guard-1:9100"',
     },
 }
@@ -606,6 +614,39 @@ class Declaration:
             ],
         )
 
+    def relief_tests(self):
+        """The guard's relieve option: a failed step fires at once and resolves once the window has passed it; a
+        blocked log dir fires after its hold."""
+        window, hold = alert_rules.RELIEF_FAILURE_WINDOW // 60, alert_rules.RELIEF_BLOCKED_FOR // 60
+        failed = self.guard_labels({"action": "failed"})
+        summary = (
+            "a relief step of the disk guard ({0}) failed in the last {1}m: filling log dirs are not being relieved, "
+            "and only the throttle stands before a full disk"
+        ).format(failed["instance"], window)
+        fired = [self.expected("HeadroomGuardReliefFailing", "warning", failed, summary)]
+        self.group(
+            [(selector("headroom_guard_relief_steps_total", failed), [0, 0, 1] + [1] * (window + 3))],
+            [
+                (1, "HeadroomGuardReliefFailing", []),
+                (2, "HeadroomGuardReliefFailing", fired),
+                (window + 3, "HeadroomGuardReliefFailing", []),
+            ],
+        )
+        labels = self.guard_labels({})
+        summary = (
+            "2 log dir(s) at the disk guard's relieve_at have had no move reaching relieve_to for {0}m: the throttle "
+            "will fire when they reach the limit"
+        ).format(hold)
+        fired = [self.expected("HeadroomGuardReliefBlocked", "warning", labels, summary)]
+        self.group(
+            [(selector("headroom_guard_relief_blocked_log_dirs", labels), [0] + [2] * (hold + 1) + [0, 0])],
+            [
+                (hold, "HeadroomGuardReliefBlocked", []),
+                (hold + 1, "HeadroomGuardReliefBlocked", fired),
+                (hold + 3, "HeadroomGuardReliefBlocked", []),
+            ],
+        )
+
     def broker_of(self, instance):
         known = {broker["instance"]: str(broker["broker_id"]) for broker in self.checked["brokers"]}
         return known.get(instance)
@@ -742,6 +783,8 @@ class Declaration:
         self.missing_data_tests()
         if not self.plugin:
             self.guard_tests()
+        if self.checked["guard_relieves"]:
+            self.relief_tests()
         if self.checked["jmx_exporter"]:
             self.jmx_tests()
         return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": self.groups}
@@ -798,6 +841,8 @@ def test_the_declarations_give_the_alerts_of_their_throttle():
         "HeadroomGuardFallbackApplied",
         "HeadroomGuardNotDeciding",
         "HeadroomGuardNotScraped",
+        "HeadroomGuardReliefFailing",
+        "HeadroomGuardReliefBlocked",
         "KafkaLogDirOffline",
         "KafkaJmxExporterNotScraped",
     }
@@ -854,6 +899,15 @@ def test_the_rules_read_the_series_their_sources_export():
             "missing_data_applied": False,
             "observed": True,
             "volumes": [{"broker_id": 1, "log_dir": LOG_DIR, "total_bytes": 100, "usable_bytes": 30}],
+            # A guard with the relieve option: its relief series too.
+            "relief": {
+                "action": "idle",
+                "moves": [],
+                "planned_bytes": 0,
+                "moving_bytes": 0,
+                "moved_bytes": 0,
+                "blocked": [],
+            },
         },
         0.1,
     )

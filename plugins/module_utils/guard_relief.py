@@ -40,6 +40,7 @@ RELIEF_OPTIONS: Dict[str, Dict[str, Any]] = dict(
     max_bytes=dict(type="int"),
     max_partitions=dict(type="int"),
     throttle_rate=dict(type="int", default=DEFAULT_THROTTLE_RATE),
+    log_dir_throttle_rate=dict(type="int"),
     settle_time=dict(type="str", default=DEFAULT_SETTLE_TIME),
 )
 RELIEF_RANGES: Dict[str, option_checks.Range] = {
@@ -48,6 +49,9 @@ RELIEF_RANGES: Dict[str, option_checks.Range] = {
     "relieve.max_bytes": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes"),
     "relieve.max_partitions": option_checks.Number(1, option_checks.KAFKA_ID_MAX, integer=True),
     "relieve.throttle_rate": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second"),
+    "relieve.log_dir_throttle_rate": option_checks.Number(
+        1, option_checks.LONG_MAX, integer=True, unit="bytes per second"
+    ),
 }
 
 # What a step did (the result's relief.action).
@@ -112,6 +116,7 @@ def relief_settings(value: Optional[Dict[str, Any]], policy: "Policy") -> Option
         max_bytes=value["max_bytes"],
         max_partitions=value["max_partitions"],
         throttle_rate=value["throttle_rate"],
+        log_dir_throttle_rate=value["log_dir_throttle_rate"],
         wait=False,
         timeout=0.0,
         poll_interval=1.0,

@@ -224,7 +224,7 @@ def relieve(  # pylint: disable=too-many-arguments,too-many-locals
     if not plan["moves"] or check_mode:
         result["changed"] = result["changed"] or bool(plan["moves"])
         return _finish(result, seen, plan["moves"], options)
-    throttles_before = _start(run, plan["moves"], seen["partitions"], options["throttle_rate"], result)
+    throttles_before = _start(run, plan["moves"], seen["partitions"], options, result)
     result.update(changed=True, throttles_before=throttles_before)
     if not options["wait"]:
         result["pending"] = {"moves": plan["moves"], "throttles_before": throttles_before}
@@ -255,39 +255,53 @@ def _finish_pending(run, pending, seen, options, result):
     return _finish(result, seen, [], options)
 
 
-def _start(run, moves, partitions, rate, result):
-    """Start the moves: the cross-broker moves' destination log dirs, the log dir moves, then the throttle, then the
+def _start(run, moves, partitions, options, result):
+    """Start the moves: the cross-broker moves' destination log dirs, the throttles, the log dir moves, then the
     reassignments. Returns the throttles as they were. A failure cancels what the reassignment request may have
     started, puts the throttles back and raises ReliefError."""
     adapter = run.adapter
     _name_destination_log_dirs(run, moves, result)
+    targets = relief_moves.reassignment_targets(moves, partitions)
+    settings: Throttles = {"topics": {}, "brokers": {}}
+    topic_configs: Dict[str, Dict[str, Optional[str]]] = {}
+    if targets:
+        topic_configs = adapter.dynamic_configs("topics", {key[0] for key in targets}, relief_moves.TOPIC_THROTTLE_KEYS)
+        settings = relief_moves.throttle_settings(targets, partitions, options["throttle_rate"], topic_configs)
+    for broker, values in relief_moves.log_dir_throttle(moves, options.get("log_dir_throttle_rate")).items():
+        settings["brokers"].setdefault(broker, {}).update(values)
+    before: Throttles = {"topics": {}, "brokers": {}}
+    if settings["topics"] or settings["brokers"]:
+        broker_configs = adapter.dynamic_configs(
+            "brokers", sorted(settings["brokers"]), relief_moves.BROKER_THROTTLE_KEYS + (relief_moves.LOG_DIR_RATE,)
+        )
+        before = relief_moves.recorded_before(settings, topic_configs, broker_configs)
+        result.update(changed=True, throttles_before=before)
+        try:
+            run.set_configs(settings)
+        except Exception as exc:  # pylint: disable=broad-except  # a part of the throttle may be set: put it all back
+            raise ReliefError(
+                "setting the replication throttle failed: {0}; no move was started; {1}".format(
+                    _reason(exc), _undo(run, [], before, moves, result)
+                ),
+                result,
+            ) from exc
     refused = _refused("replica", adapter.alter_replica_log_dirs(relief_moves.log_dir_assignments(moves)))
     if refused:
-        result["changed"] = len(refused) < len(relief_moves.inside(moves))
-        raise ReliefError(
-            "Kafka refused to move {0} replica(s) between log dirs: {1}; no cross-broker move was started".format(
-                len(refused), "; ".join(refused)
-            ),
-            result,
+        started = len(refused) < len(relief_moves.inside(moves))
+        message = "Kafka refused to move {0} replica(s) between log dirs: {1}; no cross-broker move was started".format(
+            len(refused), "; ".join(refused)
         )
-    targets = relief_moves.reassignment_targets(moves, partitions)
+        if before["topics"] or before["brokers"]:
+            if started:
+                # The accepted moves copy on under the log dir throttle: a later run given pending puts it back.
+                result["pending"] = {"moves": relief_moves.inside(moves), "throttles_before": before}
+                message += "; the moves Kafka accepted go on: give this result's pending to a later run"
+            else:
+                message += "; " + _undo(run, [], before, moves, result)
+        result["changed"] = result["changed"] or started
+        raise ReliefError(message, result)
     if not targets:
-        return {"topics": {}, "brokers": {}}
-    brokers = [str(b) for b in relief_moves.involved_brokers(targets, partitions)]
-    topic_configs = adapter.dynamic_configs("topics", {key[0] for key in targets}, relief_moves.TOPIC_THROTTLE_KEYS)
-    broker_configs = adapter.dynamic_configs("brokers", brokers, relief_moves.BROKER_THROTTLE_KEYS)
-    settings = relief_moves.throttle_settings(targets, partitions, rate, topic_configs)
-    before = relief_moves.recorded_before(settings, topic_configs, broker_configs)
-    result.update(changed=True, throttles_before=before)
-    try:
-        run.set_configs(settings)
-    except Exception as exc:  # pylint: disable=broad-except  # a part of the throttle may be set: put it all back
-        raise ReliefError(
-            "setting the replication throttle failed: {0}; no cross-broker move was started; {1}".format(
-                _reason(exc), _undo(run, [], before, moves, result)
-            ),
-            result,
-        ) from exc
+        return before
     try:
         answered = adapter.alter_partition_reassignments(targets)
     except Exception as exc:  # pylint: disable=broad-except  # the controller may have accepted it before the failure

@@ -14,6 +14,9 @@
 - A cross-broker move names its destination log dir before its reassignment starts: AlterReplicaLogDirs for a replica
   the destination broker does not hold yet records the log dir it will create the replica in (Kafka answers
   REPLICA_NOT_AVAILABLE, having recorded it); without it the broker picks the log dir with the fewest partitions.
+- A move inside a broker copies the replica at disk speed, beside the producers' own writes; with a log dir rate, the
+  broker gets ``replica.alter.log.dirs.io.max.bytes.per.second`` before its moves start (KIP-113), recorded and put
+  back the same way.
 - Progress is read from DescribeLogDirs (future replicas, replica sizes, log dirs) and ListPartitionReassignments.
 - A reassignment in progress that the run did not start is someone else's: the run refuses to start beside it.
 """
@@ -32,6 +35,9 @@ TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
 BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
+# The rate of the copies inside a broker (KIP-113), as kafka-reassign-partitions --replica-alter-log-dirs-throttle sets
+# it: unbounded unless set.
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 EVERY_REPLICA = "*"  # a topic whose every replica is throttled already
 
 DONE, MOVING, NOT_STARTED = "done", "moving", "not started"
@@ -189,6 +195,13 @@ def throttle_settings(
         str(b): {key: str(rate) for key in BROKER_THROTTLE_KEYS} for b in involved_brokers(targets, partitions)
     }
     return {"topics": topics, "brokers": brokers}
+
+
+def log_dir_throttle(moves: Iterable[Dict[str, Any]], rate: Optional[int]) -> Dict[str, Dict[str, Optional[str]]]:
+    """{broker id as str: {LOG_DIR_RATE: rate}} for every broker with a move inside it; none without a rate."""
+    if rate is None:
+        return {}
+    return {str(broker): {LOG_DIR_RATE: str(rate)} for broker in sorted({m["to_broker"] for m in inside(moves)})}
 
 
 def restore_settings(

@@ -243,6 +243,11 @@ options:
         description: The replication throttle of cross-broker moves, in bytes per second.
         type: int
         default: 10485760
+      log_dir_throttle_rate:
+        description:
+          - The rate of moves inside a broker, in bytes per second (C(replica.alter.log.dirs.io.max.bytes.per.second),
+            put back as it was when the moves end); without it, Kafka copies at disk speed.
+        type: int
       settle_time:
         description:
           - After moves end, how long no new plan is made (ISO 8601 duration or seconds). A moved replica's old files

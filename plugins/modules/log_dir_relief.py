@@ -113,6 +113,13 @@ options:
         and C(follower.replication.throttled.rate) on every broker a move involves.
     type: int
     default: 10485760
+  log_dir_throttle_rate:
+    description:
+      - The rate of moves inside a broker, in bytes per second, set as
+        C(replica.alter.log.dirs.io.max.bytes.per.second) on each broker with such a move before it starts (as
+        C(kafka-reassign-partitions --replica-alter-log-dirs-throttle) sets it), and put back as it was when the moves
+        end. Without it, Kafka copies at disk speed, beside the producers' own writes.
+    type: int
   wait:
     description: Wait for every move to end (V(true)), or return once they started, with RV(pending) (V(false)).
     type: bool
@@ -225,8 +232,10 @@ pending:
   type: dict
 throttles_before:
   description:
-    - The throttle configs the run set, with their values before it (null - not set), as C(topics) and C(brokers);
-      they were put back when the moves ended. For a run given O(pending), the ones it puts back.
+    - The throttle configs the run set (the replication throttle of cross-broker moves and, with
+      O(log_dir_throttle_rate), the log dir throttle of moves inside a broker), with their values before it (null - not
+      set), as C(topics) and C(brokers); they were put back when the moves ended. For a run given O(pending), the ones
+      it puts back.
   returned: always, on failure too
   type: dict
   sample: {"topics": {"orders": {"leader.replication.throttled.replicas": null}},
@@ -283,6 +292,7 @@ MODULE_OPTIONS = dict(
     max_bytes=dict(type="int"),
     max_partitions=dict(type="int"),
     throttle_rate=dict(type="int", default=10485760),
+    log_dir_throttle_rate=dict(type="int"),
     wait=dict(type="bool", default=True),
     timeout=dict(type="float", default=600),
     poll_interval=dict(type="float", default=2),
@@ -296,6 +306,7 @@ OPTION_RANGES = {
     "max_bytes": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes"),
     "max_partitions": option_checks.Number(1, option_checks.KAFKA_ID_MAX, integer=True),
     "throttle_rate": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second"),
+    "log_dir_throttle_rate": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second"),
     "timeout": option_checks.seconds(0, 86400, above=True),
     "poll_interval": option_checks.seconds(0.1, 3600),
 }
@@ -303,7 +314,10 @@ OPTION_RANGES = {
 
 def _options(params):
     """The module's options as relief_apply takes them; a bad combination fails here, before Kafka is asked."""
-    options = {name: params[name] for name in ("max_bytes", "max_partitions", "throttle_rate", "wait", "timeout")}
+    options = {
+        name: params[name]
+        for name in ("max_bytes", "max_partitions", "throttle_rate", "log_dir_throttle_rate", "wait", "timeout")
+    }
     options.update(
         relieve_at=limit_options.graded_limit(params["relieve_at"]),
         relieve_to=limit_options.graded_limit(params["relieve_to"]),

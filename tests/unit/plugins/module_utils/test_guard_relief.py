@@ -16,6 +16,7 @@ RELIEVE = {
     "max_bytes": None,
     "max_partitions": None,
     "throttle_rate": 1000,
+    "log_dir_throttle_rate": None,
     "settle_time": "PT90S",
 }
 
@@ -151,6 +152,7 @@ def test_a_decision_without_relieve_reports_no_relief():
         ({"relieve_to": {"type": "min_free_percentage", "level": 50}}, "must be the same"),
         ({"settle_time": "soon"}, "relieve.settle_time"),
         ({"throttle_rate": 0}, "relieve.throttle_rate"),
+        ({"log_dir_throttle_rate": -5}, "relieve.log_dir_throttle_rate"),
         ({"max_bytes": 0}, "relieve.max_bytes"),
     ],
 )

@@ -24,6 +24,7 @@ OPTIONS = {
     "max_bytes": None,
     "max_partitions": None,
     "throttle_rate": 1000,
+    "log_dir_throttle_rate": None,
     "wait": True,
     "timeout": 60,
     "poll_interval": 1,
@@ -68,6 +69,26 @@ def test_a_log_dir_move_waits_for_its_future_replica_and_sets_no_throttle():
     assert [m["state"] for m in result["verified"]] == ["done"]
     assert result["progress"][-1]["moves_done"] == 1 and result["throttles_before"] == {"topics": {}, "brokers": {}}
     assert run(cluster)["changed"] is False, "a run with nothing to do changes nothing"
+
+
+def test_with_a_log_dir_rate_the_broker_copies_under_it_from_before_the_move_until_it_ends():
+    cluster = jbod()
+    cluster.configs["brokers"]["1"] = {relief_moves.LOG_DIR_RATE: "99"}
+    result = run(cluster, log_dir_throttle_rate=5000)
+    assert cluster.changes == [
+        ("config", "brokers", "1", relief_moves.LOG_DIR_RATE, "5000"),
+        ("log_dir", "t", 0, 1, "/b"),
+        ("config", "brokers", "1", relief_moves.LOG_DIR_RATE, "99"),
+    ], "set before the move starts, put back as it was once it ended"
+    assert result["throttles_before"] == {"topics": {}, "brokers": {"1": {relief_moves.LOG_DIR_RATE: "99"}}}
+
+
+def test_a_log_dir_move_kafka_refuses_puts_the_log_dir_rate_back():
+    cluster = jbod()
+    cluster.log_dir_answers[("t", 0, 1)] = ["KAFKA_STORAGE_ERROR"]
+    with pytest.raises(relief_apply.ReliefError, match="put the replication throttles back as they were") as info:
+        run(cluster, log_dir_throttle_rate=5000)
+    assert cluster.configs["brokers"].get("1", {}) == {} and "pending" not in info.value.result
 
 
 def test_a_cross_broker_move_runs_under_the_throttle_which_is_put_back_as_it_was():
@@ -173,7 +194,7 @@ def test_a_throttle_set_halfway_is_put_back_and_nothing_moves():
     with pytest.raises(relief_apply.ReliefError) as info:
         run(cluster)
     assert str(info.value).startswith("setting the replication throttle failed: alter_dynamic_configs via")
-    assert "no cross-broker move was started; put the replication throttles back as they were" in str(info.value)
+    assert "no move was started; put the replication throttles back as they were" in str(info.value)
     assert ("config", "topics", "t", L, "0:1,0:2") in cluster.changes, "the topics' throttle was set"
     assert cluster.configs == AS_BEFORE
     assert not [c for c in cluster.changes if c[0] == "reassign"] and "pending" not in info.value.result

@@ -42,6 +42,8 @@ PRODUCING = 50
 # not read as dips (at 1 MiB/s of 16 KiB records, a 2 s window sees a one-second pause at the replica's swap as half).
 WINDOW = 5.0
 TOPIC = "jbod-fill"
+ACROSS_TOPIC = "across-fill"
+REPLICATION_RATE = 8 * MIB  # the replication throttle of the cross-broker move
 # The copy inside broker 2 runs under Kafka's log dir throttle: the producers' writes keep the disk's time.
 LOG_DIR_RATE = 8 * MIB
 
@@ -56,6 +58,16 @@ def broker_config(cluster, broker, key):
     entries = client.describe_configs([resource])[resource].result(30)
     entry = entries.get(key)
     return entry.value if entry is not None and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value else None
+
+
+def remove(cluster, topic, *log_dirs):
+    """Leave the cluster as the next test needs it: the topic deleted and the filler files gone."""
+    client = AdminClient(confluent_config(cluster))  # kept referenced until the result
+    client.delete_topics([topic])[topic].result(30)
+    for log_dir in log_dirs:
+        filler = os.path.join(log_dir, "filler.bin")
+        if os.path.exists(filler):
+            os.unlink(filler)
 
 
 def setup(*args):
@@ -132,6 +144,107 @@ class FactorWatch(threading.Thread):
             self.done.wait(0.5)
 
 
+class Relief:
+    """One relief under traffic: the witness, the factor watch and a producer filling ``log_dir`` through ``topic``
+    run from before the log dir passes relieve_at until after the relief ended and its space came back."""
+
+    def __init__(self, cluster, topic, log_dir, tmp_path, **options):
+        self.cluster, self.topic, self.log_dir, self.tmp_path, self.options = cluster, topic, log_dir, tmp_path, options
+        self.watch = FactorWatch(cluster)
+        self.fill = self.result = self.report = None
+        self.crossed = self.relieved = 0.0
+
+    def run(self):
+        measured = {}
+        filler = threading.Thread(
+            target=lambda: measured.update(
+                fill=produce(
+                    self.cluster, self.topic, seconds=PRODUCING, offered_rate=OFFERED, message_size=16384, acks="all"
+                )
+            ),
+            daemon=True,
+        )
+        self.watch.start()
+        try:
+            with Witness(confluent_config(self.cluster)) as witness:
+                started = time.monotonic()
+                filler.start()
+                wait_until(lambda: free_bytes(self.log_dir) <= RELIEVE_AT, 60, what=f"{self.log_dir} past relieve_at")
+                self.crossed = time.monotonic() - started
+                self.result = run_module(
+                    "log_dir_relief",
+                    dict(
+                        {
+                            "bootstrap_servers": self.cluster.info["bootstrap_servers"].split(","),
+                            "relieve_at": {"type": "min_free_bytes", "level": RELIEVE_AT},
+                            "relieve_to": {"type": "min_free_bytes", "level": RELIEVE_TO},
+                            "limit": {"type": "min_free_bytes", "level": LIMIT},
+                            "log_dir_throttle_rate": LOG_DIR_RATE,
+                            "timeout": 240,
+                            "poll_interval": 0.5,
+                        },
+                        **self.options,
+                    ),
+                    str(self.tmp_path),
+                )
+                self.relieved = time.monotonic() - started
+                # The producer now writes elsewhere: the relieved log dir gets its space back and keeps it.
+                try:
+                    wait_until(lambda: free_bytes(self.log_dir) >= RELIEVE_TO, 60)
+                except AssertionError:
+                    pytest.fail(
+                        f"{self.log_dir} has {free_bytes(self.log_dir)} bytes free 60 s after the moves ended, less "
+                        f"than relieve_to ({RELIEVE_TO}): {os.listdir(self.log_dir)}; relief: {self.result}"
+                    )
+                filler.join(120)
+        finally:
+            self.watch.done.set()
+            self.watch.join(10)
+        self.report, self.fill = witness.report, measured["fill"]
+        stall = self.report.longest_stall_in(started + self.crossed, started + self.relieved)
+        before = self.rate_before()
+        slowest = self.slowest_window()
+        print(
+            f"crossed relieve_at after {self.crossed:.1f} s; relief ran until {self.relieved:.1f} s; moves "
+            f"{self.moves()}; producer {before / MIB:.2f} MiB/s before, slowest 5 s window {slowest[1] / MIB:.2f} "
+            f"MiB/s at {slowest[0]:.1f} s; witness's longest stall {stall:.2f} s"
+        )
+        return self
+
+    def moves(self):
+        return [
+            (m["topic"], m["partition"], m["from_broker"], m["from_log_dir"], m["to_broker"], m["to_log_dir"])
+            for m in self.result["moves"]
+        ]
+
+    def rate_before(self):
+        return self.fill.rate_between(1, self.crossed)  # after the producer's first second (connecting)
+
+    def slowest_window(self):
+        """(start, bytes per second) of the slowest 5 s window of the relief, in windows a second apart."""
+        span = max(int(self.relieved - self.crossed - WINDOW) + 1, 1)
+        windows = [
+            (start, self.fill.rate_between(start, start + WINDOW)) for start in [self.crossed + i for i in range(span)]
+        ]
+        return min(windows, key=lambda item: item[1])
+
+    def assert_producers_kept_writing(self):
+        """0 acknowledged records lost, every broker's plugin at factor 1 throughout, no volume at the limit, and the
+        filling producer above half its rate before in every window of the relief."""
+        assert self.report.missing == [] and self.report.acknowledged > 0, self.report.as_dict()
+        factors = {factor for _broker, factor in self.watch.readings}
+        assert factors == {1.0}, f"the plugin's ThrottleFactor left 1: {sorted(factors, key=str)}; {self.watch.free}"
+        assert {broker for broker, _factor in self.watch.readings} == {1, 2, 3}
+        assert min(self.watch.free.values()) > LIMIT, self.watch.free
+        before = self.rate_before()
+        assert before >= 0.8 * OFFERED, f"the producer got {before:.0f} B/s before relief, offered {OFFERED}"
+        assert self.relieved + 1 < self.fill.elapsed, (
+            f"the producer stopped at {self.fill.elapsed:.1f} s, before the end"
+        )
+        start, slowest = self.slowest_window()
+        assert slowest >= before / 2, f"the producer fell to {slowest:.0f} B/s at {start:.1f} s (before {before:.0f})"
+
+
 def test_relief_inside_a_broker_keeps_every_producer_writing_and_the_plugin_at_factor_1(plugin_jbod, tmp_path):
     cluster = plugin_jbod
     first, second = sorted(next(b for b in cluster.info["brokers"] if b["id"] == 2)["log_dirs"])
@@ -139,80 +252,37 @@ def test_relief_inside_a_broker_keeps_every_producer_writing_and_the_plugin_at_f
     setup("place", cluster.info["bootstrap_servers"], TOPIC, 2, first, 20)
     # 3 MiB above relieve_at: the producer takes it past in seconds, after a steady start.
     setup("leave", first, (RELIEVE_AT >> 20) + 3)
-    watch = FactorWatch(cluster)
-    watch.start()
-    measured = {}
-    filler = threading.Thread(
-        target=lambda: measured.update(
-            fill=produce(cluster, TOPIC, seconds=PRODUCING, offered_rate=OFFERED, message_size=16384, acks="all")
-        ),
-        daemon=True,
-    )
     try:
-        with Witness(confluent_config(cluster)) as witness:
-            started = time.monotonic()
-            filler.start()
-            wait_until(lambda: free_bytes(first) <= RELIEVE_AT, 60, what=f"{first} past relieve_at")
-            crossed = time.monotonic() - started
-            relief_started = time.monotonic() - started
-            result = run_module(
-                "log_dir_relief",
-                {
-                    "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
-                    "relieve_at": {"type": "min_free_bytes", "level": RELIEVE_AT},
-                    "relieve_to": {"type": "min_free_bytes", "level": RELIEVE_TO},
-                    "limit": {"type": "min_free_bytes", "level": LIMIT},
-                    "log_dir_throttle_rate": LOG_DIR_RATE,
-                    "timeout": 240,
-                    "poll_interval": 0.5,
-                },
-                str(tmp_path),
-            )
-            relieved = time.monotonic() - started
-            # The producer now writes into the second log dir: the first gets its space back and keeps it.
-            try:
-                wait_until(lambda: free_bytes(first) >= RELIEVE_TO, 60)
-            except AssertionError:
-                pytest.fail(
-                    f"{first} has {free_bytes(first)} bytes free 60 s after the moves ended, less than relieve_to "
-                    f"({RELIEVE_TO}): {os.listdir(first)}; relief: moves {result['moves']}, verified "
-                    f"{result.get('verified')}, plan {result.get('plan')}"
-                )
-            filler.join(120)
+        relief = Relief(cluster, TOPIC, first, tmp_path).run()
+        result = relief.result
+        assert result["changed"] and (TOPIC, 0, 2, first, 2, second) in relief.moves(), result
+        assert all(m["to_broker"] == m["from_broker"] for m in result["moves"]), "moves stay inside their broker"
+        assert [m["state"] for m in result["verified"]] == ["done"] * len(result["moves"])
+        assert result["throttles_before"]["brokers"] == {"2": {LOG_DIR_RATE_KEY: None}}, result["throttles_before"]
+        assert broker_config(cluster, 2, LOG_DIR_RATE_KEY) is None, "the log dir throttle is gone again"
+        relief.assert_producers_kept_writing()
     finally:
-        watch.done.set()
-        watch.join(10)
-    report = witness.report
-    fill = measured["fill"]
-    moves = [
-        (m["topic"], m["partition"], m["from_broker"], m["from_log_dir"], m["to_log_dir"]) for m in result["moves"]
-    ]
-    print(
-        f"crossed relieve_at after {crossed:.1f} s; relief ran {relief_started:.1f}-{relieved:.1f} s; moves {moves}; "
-        f"fill rate {fill.rate_between(1, crossed) / MIB:.2f} MiB/s before"
-    )
-    assert result["changed"] and (TOPIC, 0, 2, first, second) in moves, result
-    assert all(m["to_broker"] == m["from_broker"] for m in result["moves"]), "moves stay inside their broker"
-    assert [m["state"] for m in result["verified"]] == ["done"] * len(result["moves"])
-    assert result["throttles_before"]["brokers"] == {"2": {LOG_DIR_RATE_KEY: None}}, result["throttles_before"]
-    assert broker_config(cluster, 2, LOG_DIR_RATE_KEY) is None, "the log dir throttle is gone again"
-    assert report.missing == [] and report.acknowledged > 0, report.as_dict()
-    factors = {factor for _broker, factor in watch.readings}
-    assert factors == {1.0}, f"the plugin's ThrottleFactor left 1: {sorted(factors, key=str)}; least free {watch.free}"
-    assert min(watch.free.values()) > LIMIT, watch.free
-    assert {broker for broker, _factor in watch.readings} == {1, 2, 3}
-    before = fill.rate_between(1, crossed)  # after the producer's first second (connecting)
-    assert before >= 0.8 * OFFERED, f"the producer got {before:.0f} B/s before relief, offered {OFFERED}"
-    assert relieved + 1 < fill.elapsed, f"the producer stopped at {fill.elapsed:.1f} s, before the relief ended"
-    windows = [
-        (start, fill.rate_between(start, start + WINDOW))
-        for start in [relief_started + i for i in range(max(int(relieved - relief_started - WINDOW) + 1, 1))]
-    ]
-    slowest = min(windows, key=lambda item: item[1], default=(None, before))
-    stall = report.longest_stall_in(started + relief_started, started + relieved)
-    print(
-        f"slowest 5 s window {slowest[1] / MIB:.2f} MiB/s at {slowest[0]:.1f} s; witness's longest stall {stall:.2f} s"
-    )
-    assert slowest[1] >= before / 2, (
-        f"the producer fell to {slowest[1]:.0f} B/s at {slowest[0]:.1f} s (before {before:.0f})"
-    )
+        remove(cluster, TOPIC, first)
+
+
+def test_relief_across_brokers_copies_under_the_replication_throttle_and_keeps_producers_writing(plugin_jbod, tmp_path):
+    cluster = plugin_jbod
+    first, second = sorted(next(b for b in cluster.info["brokers"] if b["id"] == 3)["log_dirs"])
+    # Replicas on brokers 3 and 1; broker 3's replica fills its first log dir, and its second has no room for it.
+    setup("place", cluster.info["bootstrap_servers"], ACROSS_TOPIC, "3,1", first, 20)
+    setup("leave", first, (RELIEVE_AT >> 20) + 3)
+    setup("leave", second, (RELIEVE_AT >> 20) + 8)
+    try:
+        relief = Relief(cluster, ACROSS_TOPIC, first, tmp_path, throttle_rate=REPLICATION_RATE).run()
+        result = relief.result
+        assert result["changed"] and [m[:4] for m in relief.moves()] == [(ACROSS_TOPIC, 0, 3, first)], result
+        assert result["moves"][0]["kind"] == "broker" and result["moves"][0]["to_broker"] == 2, result["moves"]
+        assert [m["state"] for m in result["verified"]] == ["done"]
+        # The replication throttle as kafka-reassign-partitions sets it, on every broker involved, and none after.
+        throttled = result["throttles_before"]
+        assert set(throttled["brokers"]) == {"1", "2", "3"} and set(throttled["topics"]) == {ACROSS_TOPIC}, throttled
+        left = setup("configs", cluster.info["bootstrap_servers"], ACROSS_TOPIC)
+        assert not any(value for values in left.values() for value in values.values()), left
+        relief.assert_producers_kept_writing()
+    finally:
+        remove(cluster, ACROSS_TOPIC, first, second)

@@ -12,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
 SITE = os.path.join(ROOT, "playbooks", "site.yml")
 ROLL = os.path.join(ROOT, "playbooks", "rolling_restart.yml")
+RELIEVE = os.path.join(ROOT, "playbooks", "relieve.yml")
 
 
 def ansible_env(**extra):

@@ -1,6 +1,7 @@
 """site.yml over SSH onto brokers run by systemd, from a fleet with no quota plugin and no metrics exporter: once the
 roles installed both, every broker's exporter shows the plugin loaded, the real plugin throttles a producer from this
-machine when a volume fills, and a cp-ansible inventory drives the same plays. The first run restarts every node to
+machine when a volume fills, a cp-ansible inventory drives the same plays, and playbooks/relieve.yml moves a replica
+off a filling volume to another broker. The first run restarts every node to
 load them, under the traffic witness (an idempotent acks=all producer to a topic of replication factor 3 and
 min.insync.replicas 2), and loses nothing; so do rolls with faults during the roll: a broker killed while another
 restarts, the host being restarted cut off from the network for 30 s, the controller restarted mid-roll, a volume
@@ -23,7 +24,8 @@ import time
 
 import pytest
 import testinfra
-from fleet_playbooks import SITE, run_playbook
+from confluent_kafka.admin import AdminClient
+from fleet_playbooks import RELIEVE, SITE, run_playbook
 from roll_watch import OnRestart, UnitWatch
 from site_runs import (
     BASE_RATE,
@@ -41,6 +43,7 @@ from kafka_testbed.traffic import create_topic, metric, produce, wait_until
 from kafka_testbed.witness import Witness
 
 REACTION = CHECK_INTERVAL + 10
+MIB = 1 << 20
 TOPIC = "traffic"
 CUT_SECONDS = 30
 FAULT_SITE = {"kafka_usage_replication_factor": 3, "rolling_restart_health_timeout": 40}
@@ -160,6 +163,47 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     result = run_playbook([cp_ansible, layered[1]], SITE)
     assert result.returncode == 0, result.stdout[-20000:]
     assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
+
+
+def volume_free(fleet, node_id):
+    available, block = map(
+        int, fleet.exec(node_id, "stat", "-f", "-c", "%a %S", fleet.broker(node_id)["log_dirs"][0]).split()
+    )
+    return available * block
+
+
+def replicas_of(fleet, topic):
+    admin = AdminClient(confluent_config(fleet))  # kept referenced until the answer
+    return sorted(admin.list_topics(topic, timeout=30).topics[topic].partitions[0].replicas)
+
+
+def test_relieve_yml_over_ssh_moves_a_replica_off_a_filling_volume_to_a_broker_with_room(fleet, configured, tmp_path):
+    """playbooks/relieve.yml with the fleet's inventory: broker 2's volume at its relief threshold (above the plugin's
+    limit) gives its 8 MiB replica to another broker, under the replication throttle; a second run changes nothing."""
+    topic = "relief"
+    create_topic(fleet, topic, replicas_on=2)
+    try:
+        written = produce(fleet, topic, seconds=60, max_bytes=8 * MIB)
+        assert written.acked >= 8 * MIB, f"{written.acked} bytes written"
+        fleet.fill_volume(2, leave_bytes=LIMIT + 16 * MIB)
+        free = volume_free(fleet, 2)
+        relief = {
+            "relieve_at": {"type": "min_free_bytes", "level": free + MIB},
+            "relieve_to": {"type": "min_free_bytes", "level": free + 6 * MIB},
+            "limit": {"type": "min_free_bytes", "level": LIMIT},
+            "timeout": 240,
+        }
+        inventory = site_inventory(fleet, str(tmp_path))
+        moved = run_playbook(inventory, RELIEVE, "-e", json.dumps({"kafka_relief": relief}))
+        assert moved.returncode == 0, moved.stdout[-20000:]
+        assert sum(changed_counts(moved.stdout).values()) == 1, moved.stdout[-5000:]
+        assert replicas_of(fleet, topic) in ([1], [3]), moved.stdout[-5000:]
+        again = run_playbook(inventory, RELIEVE, "-e", json.dumps({"kafka_relief": relief}))
+        assert again.returncode == 0, again.stdout[-20000:]
+        assert set(changed_counts(again.stdout).values()) == {0}, again.stdout[-5000:]
+    finally:
+        fleet.free_volume(2)
+        delete_topics(fleet, topic)  # a topic of one replica would keep its broker from stopping in the rolls below
 
 
 def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insync(fleet, configured):

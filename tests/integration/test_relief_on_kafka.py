@@ -5,7 +5,9 @@
   kafka_relief stops the play before the cluster is read.
 - The disk guard's relieve option, as the guard service runs it: broker 3's first log dir passes relieve_at, the guard
   moves its replica into the broker's other log dir over its next decisions, and the factor never leaves 1 (the
-  metrics the guard serves at every decision say so)."""
+  metrics the guard serves at every decision say so).
+- A refusal on Kafka's own answers: broker 1's filling log dir whose replica could only leave for another broker, where
+  its partition could fall below min.insync.replicas while it copies, is reported blocked and nothing moves."""
 
 import json
 import os
@@ -17,7 +19,10 @@ import sys
 import pytest
 import yaml
 from ansible_plays import ROOT, changed_counts, run_play, run_site, write_inventory
+from ansible_run import run_module
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
+from kafka_testbed.client_config import confluent_config
 from kafka_testbed.testing import module_cluster, skip_without_own_volumes
 from kafka_testbed.traffic import wait_until
 
@@ -201,3 +206,35 @@ def test_the_guard_relieves_a_filling_log_dir_inside_its_broker_and_never_thrott
     assert metric(text, "headroom_guard_relief_moved_bytes_total") >= 6 * MIB
     assert metric(text, "headroom_guard_relief_moving_bytes") == 0
     assert factors and set(factors) == {1.0}, f"the factor left 1 while relief ran: {sorted(set(factors))}"
+
+
+def test_a_move_that_could_break_min_insync_replicas_is_refused_and_nothing_changes(relief_cluster, tmp_path):
+    """Broker 1's first log dir past relieve_at, its second without room: the replica could only go to another
+    broker, and its partition (2 replicas, min.insync.replicas 2) would then depend on one follower catching up."""
+    cluster = relief_cluster
+    skip_without_own_volumes(cluster)
+    first, second = sorted(next(b for b in cluster.info["brokers"] if b["id"] == 1)["log_dirs"])
+    setup("place", cluster.info["bootstrap_servers"], "min-isr", "1,2", first, 4)
+    client = AdminClient(confluent_config(cluster))  # kept referenced until the result
+    resource = ConfigResource(
+        ResourceType.TOPIC,
+        "min-isr",
+        incremental_configs=[ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET)],
+    )
+    client.incremental_alter_configs([resource])[resource].result(30)
+    setup("fill", first, 16)
+    setup("leave", second, 3)
+    free = free_bytes(first)
+    result = run_module(
+        "log_dir_relief",
+        {
+            "bootstrap_servers": cluster.info["bootstrap_servers"].split(","),
+            "relieve_at": {"type": "min_free_bytes", "level": free + MIB},
+            "relieve_to": {"type": "min_free_bytes", "level": free + 3 * MIB},
+        },
+        str(tmp_path),
+    )
+    assert result["changed"] is False and result["moves"] == [], result
+    (blocked,) = [item for item in result["plan"]["blocked"] if item["log_dir"] == first]
+    assert "min.insync.replicas" in blocked["reason"], blocked
+    assert holds(first, "min-isr"), "the replica stayed where it was"

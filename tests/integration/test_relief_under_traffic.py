@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, Res
 
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_testbed.client_config import confluent_config
+from kafka_testbed.nodes import HOST
 from kafka_testbed.testing import ClusterFactory, base_port_for, skip_without_own_volumes
 from kafka_testbed.traffic import plugin_gauge, produce, wait_until
 from kafka_testbed.witness import Witness
@@ -85,33 +86,30 @@ def free_bytes(path):
 
 @pytest.fixture(scope="module")
 def plugin_jbod(kafka_cluster_root):
-    """The cluster, the plugin written into every broker's properties and each broker restarted once with it (its
-    admin client needs the bootstrap servers, known once the ports are)."""
+    """The cluster, every node started with the plugin block the collection renders for site.yml."""
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
+    # The block names the brokers for the plugin's admin client, so it is rendered before the nodes exist: the
+    # launcher gives broker N the client port base + N - 1.
+    base = base_port_for(3, engine="kafka")
+    plugin = quota_plugin_spec.quota_plugin_properties(
+        {
+            "type": "strimzi",
+            "producer_byte_rate": 1 << 30,  # far above any rate here: at factor 1 nothing is throttled
+            "min_available_bytes_per_volume": LIMIT,
+            "check_interval": 2,
+        },
+        admin={"bootstrap_servers": ",".join(f"{HOST}:{base + index}" for index in range(3))},
+    )
     try:
-        base = base_port_for(3, engine="kafka")
         cluster = factory(
             3,
             base_port=base,
             log_dirs_per_broker=2,
             volume_size="64M",
             # The moved replica's old files go 1 s after the move (Kafka's default is 60 s).
-            extra_properties={"log.segment.delete.delay.ms": 1000},
+            extra_properties=dict(plugin, **{"log.segment.delete.delay.ms": 1000}),
         )
         skip_without_own_volumes(cluster)
-        plugin = quota_plugin_spec.quota_plugin_properties(
-            {
-                "type": "strimzi",
-                "producer_byte_rate": 1 << 30,  # far above any rate here: at factor 1 nothing is throttled
-                "min_available_bytes_per_volume": LIMIT,
-                "check_interval": 2,
-            },
-            admin={"bootstrap_servers": cluster.info["bootstrap_servers"]},
-        )
-        for entry in cluster.broker_nodes:
-            with open(entry["properties"], "a", encoding="utf-8") as handle:
-                handle.writelines(f"{key}={value}\n" for key, value in plugin.items())
-            cluster.restart(entry["id"])
         for entry in cluster.broker_nodes:
             wait_until(
                 lambda e=entry: plugin_gauge(e, "VolumeSource", "ActiveLogDirs") == 6,

@@ -9,7 +9,8 @@ The guard never waits for moves: each decision takes one step. A step either sta
 replication throttle back as it was; a step with nothing pending and no log dir at ``relieve_at`` sends no request.
 After moves end, the guard plans again no sooner than ``settle_time``: a moved replica's old files stay on its source
 volume for ``file.delete.delay.ms`` (60 s by default), and a plan made before they go would move more to free space
-that is about to come back. A step that fails is reported and counted; it never stops the decision that follows."""
+that is about to come back. A step that fails, whatever the failure, is reported and counted; it never stops the
+decision that follows (the throttle is the last line, and relief must not take it down)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -149,6 +150,14 @@ def memory_from_json(document: Any) -> Dict[str, Any]:
         return new_memory()
 
 
+def _reason(exc: BaseException) -> str:
+    """A failure as the report says it: the adapter's messages name the request and carry no secret; anything else
+    (input Kafka answered that the plan or the moves refuse, a cluster changing under the step) with its kind."""
+    if isinstance(exc, KafkaAdapterError):
+        return str(exc)
+    return "{0}: {1}".format(exc.__class__.__name__, exc)
+
+
 def _bytes(moves: List[Dict[str, Any]]) -> int:
     return sum(int(move.get("bytes") or 0) for move in moves)
 
@@ -174,10 +183,12 @@ def step(
     volumes: List[Dict[str, Any]],
     now: float,
     check_mode: bool = False,
-    relieve: Callable[..., Dict[str, Any]] = relief_apply.relieve,
+    relieve: Optional[Callable[..., Dict[str, Any]]] = None,
 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """One relief step of a decision: (report, relief memory for the next decision). ``volumes``: what the decision
-    observed; ``now``: epoch seconds. In check mode the step reads and plans, and changes nothing."""
+    observed; ``now``: epoch seconds. In check mode the step reads and plans, and changes nothing. ``relieve``:
+    relief_apply.relieve unless given."""
+    relieve = relieve or relief_apply.relieve
     pending = memory.get("pending")
     if pending:
         return _follow(adapter, settings, memory, now, check_mode, relieve)
@@ -194,8 +205,8 @@ def step(
             _report(FAILED, error=str(exc), moves=exc.result.get("moves", [])),
             new_memory(left, settled_at) if left else memory,
         )
-    except KafkaAdapterError as exc:
-        return _report(FAILED, error=str(exc)), memory
+    except Exception as exc:  # pylint: disable=broad-except  # relief never stops the decision that follows
+        return _report(FAILED, error=_reason(exc)), memory
     moves = result["moves"]
     blocked = result.get("plan", {}).get("blocked", [])
     if not moves:
@@ -217,8 +228,8 @@ def _follow(adapter, settings, memory, now, check_mode, relieve):
     except relief_apply.ReliefError as exc:
         left = exc.result.get("pending", pending)
         return _report(FAILED, error=str(exc)), new_memory(left, memory.get("settled_at"))
-    except KafkaAdapterError as exc:
-        return _report(FAILED, error=str(exc)), memory
+    except Exception as exc:  # pylint: disable=broad-except  # relief never stops the decision that follows
+        return _report(FAILED, error=_reason(exc)), memory
     verified = result.get("verified") or []
     moving = [m for m in verified if m.get("state") != relief_moves.DONE]
     if result.get("pending"):

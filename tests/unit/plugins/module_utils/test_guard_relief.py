@@ -7,7 +7,14 @@ import pytest
 from fake_kafka import FakeAdapter
 from fake_relief import MIB, FakeCluster
 
-from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, guard_options, guard_relief, guard_run
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    disk_guard,
+    guard_options,
+    guard_relief,
+    guard_run,
+    relief_apply,
+    relief_moves,
+)
 
 NOW = datetime.datetime(2026, 12, 4, 12, 0, tzinfo=datetime.timezone.utc)
 RELIEVE = {
@@ -179,3 +186,22 @@ def test_the_guard_says_each_relief_step_in_one_line():
     )
     assert relief_line({"action": "failed", "moves": [], "error": "refused"}) == "relief failed: refused"
     assert "plans again" in relief_line({"action": "settling", "moves": [], "settles_at": NOW.timestamp()})
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        relief_moves.MovesError("moves: partition t-0 is not in the cluster's metadata"),
+        KeyError("replicas"),
+    ],
+)
+def test_any_failure_of_a_relief_step_is_reported_and_the_throttle_still_decides(failure, monkeypatch):
+    def failing(*_args, **_kwargs):
+        raise failure
+
+    monkeypatch.setattr(relief_apply, "relieve", failing)
+    cluster = jbod(used_first=97 * MIB)
+    result, memory = decide(cluster)
+    assert result["relief"]["action"] == "failed" and type(failure).__name__ in result["relief"]["error"]
+    assert result["throttle_factor"] == 0.0, "3 MiB free is past the 5 MiB limit: the throttle decides all the same"
+    assert memory.relief == guard_relief.new_memory()

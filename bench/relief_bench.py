@@ -39,10 +39,12 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
-sys.path[:0] = [ROOT, COLLECTIONS]
+# The relief tests' setup runs (relief_setup_runs), as the tests place replicas and fill volumes.
+sys.path[:0] = [ROOT, COLLECTIONS, os.path.join(ROOT, "tests", "integration")]
 
 # pylint: disable=wrong-import-position
 from bench_io import finish, load_quota_plugin, plugin_spec  # noqa: E402
+from disk_guard_reaction_bench import wait_for  # noqa: E402
 from local_ansible import (  # noqa: E402
     ensure_collection_link,
     localhost_play,
@@ -52,6 +54,7 @@ from local_ansible import (  # noqa: E402
     without_interrupts,
     write_yaml,
 )
+from relief_setup_runs import MIB, free_bytes, setup  # noqa: E402
 
 from kafka_testbed.cluster import Cluster, engine_class, parse_size  # noqa: E402
 from kafka_testbed.kafka_libs import ensure_libs  # noqa: E402
@@ -61,8 +64,6 @@ from kafka_testbed.traffic import plugin_gauge, produce  # noqa: E402
 
 # pylint: enable=wrong-import-position
 
-MIB = 1 << 20
-SETUP = os.path.join(ROOT, "tests", "integration", "targets", "log_dir_relief", "files", "relief_setup.py")
 BROKERS = 3
 UP_TIMEOUT = 240
 CHECK_INTERVAL = 2
@@ -76,28 +77,6 @@ def bench_ports():
     the tests never takes a block one of them has just found free."""
     count = engine_class("kafka").ports_needed(BROKERS, 0, 0)
     return free_port_block(count, span=(ephemeral_port_range()[1] + 1, 65535 - count))
-
-
-def setup(*args):
-    done = subprocess.run(
-        [sys.executable, SETUP, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"relief_setup {args[0]} failed: {done.stderr[-3000:]}")
-    return json.loads(done.stdout)
-
-
-def free_bytes(path):
-    stat = os.statvfs(path)
-    return stat.f_bavail * stat.f_frsize
-
-
-def wait_for(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what}: not within {timeout} s")
-        time.sleep(0.1)
 
 
 class Bench:

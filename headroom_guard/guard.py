@@ -14,6 +14,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     guard_history,
     guard_memory,
     guard_polling,
+    guard_relief,
     guard_run,
     snapshots,
 )
@@ -49,26 +50,26 @@ def _mib(value: float) -> str:
 def relief_line(relief: Mapping[str, Any]) -> str | None:
     """The line a relief step writes on stderr, or None for a step with nothing to do."""
     action, moves = relief["action"], relief["moves"]
-    if action in ("started", "planned"):
+    if action in (guard_relief.STARTED, guard_relief.PLANNED):
         listed = ", ".join(
             f"{m['topic']}-{m['partition']} broker {m['from_broker']} {m['from_log_dir']} -> "
             f"broker {m['to_broker']} {m['to_log_dir']}"
             for m in moves
         )
-        verb = "started" if action == "started" else "would start (dry run or observe-only)"
+        verb = "started" if action == guard_relief.STARTED else "would start (dry run or observe-only)"
         return f"relief {verb} {len(moves)} move(s), {_mib(relief['planned_bytes'])}: {listed}"
-    if action == "moving":
+    if action == guard_relief.MOVING:
         return f"relief: {_mib(relief['moving_bytes'])} still moving"
-    if action == "finished":
+    if action == guard_relief.FINISHED:
         return f"relief finished: {_mib(relief['moved_bytes'])} moved; the replication throttle is back as it was"
-    if action == "settling":
+    if action == guard_relief.SETTLING:
         return (
             f"relief waits until {_stamp(relief['settles_at'])} before it plans again (settle_time: the moved "
             "replicas' old files are still on their source log dirs)"
         )
-    if action == "blocked":
+    if action == guard_relief.BLOCKED:
         return "relief blocked: " + "; ".join(item["reason"] for item in relief["blocked"])
-    if action == "failed":
+    if action == guard_relief.FAILED:
         return f"relief failed: {relief['error']}"
     return None
 

@@ -16,12 +16,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ansible_collections.headroom.kafka.plugins.module_utils import guard_relief
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import usable_volumes
 
 STATES = ("OPEN", "THROTTLE", "PAUSE")
-# guard_relief's step actions; the steps that plan set the blocked gauge, the others leave it as the last plan had it.
-RELIEF_ACTIONS = ("idle", "started", "planned", "moving", "finished", "settling", "blocked", "failed")
-RELIEF_PLANNING = ("idle", "started", "planned", "blocked")
+# The relief steps that plan set the blocked gauge; the others leave it as the last plan had it.
+RELIEF_PLANNING = (guard_relief.IDLE, guard_relief.STARTED, guard_relief.PLANNED, guard_relief.BLOCKED)
 OUTCOMES = ("applied", "unchanged", "failed")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -87,13 +87,13 @@ class GuardMetrics:
 
     def _relieved(self, relief: Mapping[str, Any]) -> None:
         if self.relief_steps is None:
-            self.relief_steps = dict.fromkeys(RELIEF_ACTIONS, 0)
+            self.relief_steps = dict.fromkeys(guard_relief.ACTIONS, 0)
         action = relief["action"]
         self.relief_steps[action] = self.relief_steps.get(action, 0) + 1
-        if action == "started":
+        if action == guard_relief.STARTED:
             self.relief_planned_bytes += relief["planned_bytes"]
         self.relief_moved_bytes += relief["moved_bytes"]
-        if action != "failed":  # a failed step may leave its moves running: the last figure stands
+        if action != guard_relief.FAILED:  # a failed step may leave its moves running: the last figure stands
             self.relief_moving_bytes = relief["moving_bytes"]
         if action in RELIEF_PLANNING:
             self.relief_blocked_log_dirs = len(relief["blocked"])

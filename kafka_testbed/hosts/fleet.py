@@ -473,13 +473,16 @@ class HostFleet(KafkaCluster):
         self.systemctl(node_id, "kill", "-s", "SIGKILL", entry["service"])
 
     # -- faults on a host -----------------------------------------------------------------------------------------
+    def free_bytes(self, node_id, log_dir=None):
+        """The bytes an unprivileged writer may still put on a broker's data volume (its first, by default)."""
+        log_dir = log_dir or self.broker(node_id)["log_dirs"][0]
+        available, block = map(int, self.exec(node_id, "stat", "-f", "-c", "%a %S", log_dir).split())
+        return available * block
+
     def fill_volume(self, node_id, log_dir=None, leave_bytes=0):
         """Fill a broker's data volume up to ``leave_bytes`` free (a file the kafka user cannot see into)."""
-        entry = self.broker(node_id)
-        log_dir = log_dir or entry["log_dirs"][0]
-        available, block = map(int, self.exec(node_id, "stat", "-f", "-c", "%a %S", log_dir).split())
-        free = available * block
-        size = max(0, free - leave_bytes)
+        log_dir = log_dir or self.broker(node_id)["log_dirs"][0]
+        size = max(0, self.free_bytes(node_id, log_dir) - leave_bytes)
         self.exec(node_id, "fallocate", "-l", str(size), f"{log_dir}/.headroom-fill")
         return size
 

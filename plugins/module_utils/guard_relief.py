@@ -27,32 +27,17 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     relief_plan,
     volume_limits,
 )
-from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
 if TYPE_CHECKING:
     from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import Policy
     from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 
-DEFAULT_THROTTLE_RATE = 10485760
 DEFAULT_SETTLE_TIME = "PT90S"
 RELIEF_OPTIONS: Dict[str, Dict[str, Any]] = dict(
-    relieve_at=dict(type="dict", required=True, options=limit_options.FREE_LIMIT_OPTIONS),
-    relieve_to=dict(type="dict", required=True, options=limit_options.FREE_LIMIT_OPTIONS),
-    max_bytes=dict(type="int"),
-    max_partitions=dict(type="int"),
-    throttle_rate=dict(type="int", default=DEFAULT_THROTTLE_RATE),
-    log_dir_throttle_rate=dict(type="int"),
-    settle_time=dict(type="str", default=DEFAULT_SETTLE_TIME),
+    relief_apply.PLAN_OPTIONS, settle_time=dict(type="str", default=DEFAULT_SETTLE_TIME)
 )
 RELIEF_RANGES: Dict[str, option_checks.Range] = {
-    "relieve.relieve_at.level": limit_options.LIMIT_LEVEL,
-    "relieve.relieve_to.level": limit_options.LIMIT_LEVEL,
-    "relieve.max_bytes": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes"),
-    "relieve.max_partitions": option_checks.Number(1, option_checks.KAFKA_ID_MAX, integer=True),
-    "relieve.throttle_rate": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second"),
-    "relieve.log_dir_throttle_rate": option_checks.Number(
-        1, option_checks.LONG_MAX, integer=True, unit="bytes per second"
-    ),
+    "relieve." + name: numbers for name, numbers in relief_apply.PLAN_RANGES.items()
 }
 
 # What a step did (the result's relief.action).
@@ -150,14 +135,6 @@ def memory_from_json(document: Any) -> Dict[str, Any]:
         return new_memory()
 
 
-def _reason(exc: BaseException) -> str:
-    """A failure as the report says it: the adapter's messages name the request and carry no secret; anything else
-    (input Kafka answered that the plan or the moves refuse, a cluster changing under the step) with its kind."""
-    if isinstance(exc, KafkaAdapterError):
-        return str(exc)
-    return "{0}: {1}".format(exc.__class__.__name__, exc)
-
-
 def _bytes(moves: List[Dict[str, Any]]) -> int:
     return sum(int(move.get("bytes") or 0) for move in moves)
 
@@ -206,7 +183,7 @@ def step(
             new_memory(left, settled_at) if left else memory,
         )
     except Exception as exc:  # pylint: disable=broad-except  # relief never stops the decision that follows
-        return _report(FAILED, error=_reason(exc)), memory
+        return _report(FAILED, error=relief_apply.failure_text(exc)), memory
     moves = result["moves"]
     blocked = result.get("plan", {}).get("blocked", [])
     if not moves:
@@ -229,12 +206,10 @@ def _follow(adapter, settings, memory, now, check_mode, relieve):
         left = exc.result.get("pending", pending)
         return _report(FAILED, error=str(exc)), new_memory(left, memory.get("settled_at"))
     except Exception as exc:  # pylint: disable=broad-except  # relief never stops the decision that follows
-        return _report(FAILED, error=_reason(exc)), memory
+        return _report(FAILED, error=relief_apply.failure_text(exc)), memory
     verified = result.get("verified") or []
     moving = [m for m in verified if m.get("state") != relief_moves.DONE]
     if result.get("pending"):
         return _report(MOVING, moves=verified, moving_bytes=_bytes(moving)), memory
     done = [m for m in verified if m.get("state") == relief_moves.DONE]
-    if check_mode:
-        return _report(FINISHED, moves=verified, moved_bytes=_bytes(done)), memory
-    return _report(FINISHED, moves=verified, moved_bytes=_bytes(done)), new_memory(None, now)
+    return _report(FINISHED, moves=verified, moved_bytes=_bytes(done)), memory if check_mode else new_memory(None, now)

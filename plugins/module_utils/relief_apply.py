@@ -11,7 +11,13 @@ __metaclass__ = type
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.headroom.kafka.plugins.module_utils import log_dirs, relief_moves, relief_plan
+from ansible_collections.headroom.kafka.plugins.module_utils import (
+    limit_options,
+    log_dirs,
+    option_checks,
+    relief_moves,
+    relief_plan,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
 
 if TYPE_CHECKING:
@@ -23,6 +29,24 @@ PROGRESS_SAMPLES = 20
 # (retriable in Kafka's protocol), and the seconds between two tries; then the run gives up with nothing started.
 DESTINATION_TRIES = 5
 DESTINATION_RETRY_SECONDS = 1.0
+# The options of a plan and its moves, as log_dir_relief and the disk guard's relieve take them, with their ranges.
+PLAN_OPTIONS: Dict[str, Dict[str, Any]] = dict(
+    relieve_at=dict(type="dict", required=True, options=limit_options.FREE_LIMIT_OPTIONS),
+    relieve_to=dict(type="dict", required=True, options=limit_options.FREE_LIMIT_OPTIONS),
+    max_bytes=dict(type="int"),
+    max_partitions=dict(type="int"),
+    throttle_rate=dict(type="int", default=10485760),
+    log_dir_throttle_rate=dict(type="int"),
+)
+_RATE = option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second")
+PLAN_RANGES: Dict[str, Any] = {
+    "relieve_at.level": limit_options.LIMIT_LEVEL,
+    "relieve_to.level": limit_options.LIMIT_LEVEL,
+    "max_bytes": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes"),
+    "max_partitions": option_checks.Number(1, option_checks.KAFKA_ID_MAX, integer=True),
+    "throttle_rate": _RATE,
+    "log_dir_throttle_rate": _RATE,
+}
 # Throttle configs as set_configs takes them: {"topics"|"brokers": {name: {key: value, None to delete it}}}.
 Throttles = Dict[str, Dict[str, Dict[str, Optional[str]]]]
 
@@ -110,7 +134,7 @@ class _Run:
         try:
             self.set_configs(throttles_before)
         except Exception as exc:  # pylint: disable=broad-except  # the caller reports it and hands the throttles on
-            return _reason(exc)
+            return failure_text(exc)
         return None
 
     def cancel_and_restore(
@@ -126,7 +150,7 @@ class _Run:
                     keys, self.adapter.alter_partition_reassignments({key: None for key in keys})
                 )
         except Exception as exc:  # pylint: disable=broad-except  # the reassignments may still run: reported, pending
-            answers = {key: _reason(exc) for key in keys}
+            answers = {key: failure_text(exc) for key in keys}
         finally:
             restore_error = self.restore(throttles_before)
         return answers, restore_error
@@ -159,7 +183,7 @@ def _thin(samples: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [samples[int(round(i * step))] for i in range(PROGRESS_SAMPLES + 2)]
 
 
-def _reason(exc: BaseException) -> str:
+def failure_text(exc: BaseException) -> str:
     """An exception as the error message says it: the adapter's messages name the request and carry no secret."""
     if isinstance(exc, KafkaAdapterError):
         return str(exc)
@@ -281,7 +305,7 @@ def _start(run, moves, partitions, options, result):
         except Exception as exc:  # pylint: disable=broad-except  # a part of the throttle may be set: put it all back
             raise ReliefError(
                 "setting the replication throttle failed: {0}; no move was started; {1}".format(
-                    _reason(exc), _undo(run, [], before, moves, result)
+                    failure_text(exc), _undo(run, [], before, moves, result)
                 ),
                 result,
             ) from exc
@@ -307,7 +331,7 @@ def _start(run, moves, partitions, options, result):
     except Exception as exc:  # pylint: disable=broad-except  # the controller may have accepted it before the failure
         raise ReliefError(
             "the request starting {0} cross-broker move(s) failed: {1}; the controller may have started them: "
-            "{2}".format(len(targets), _reason(exc), _undo(run, sorted(targets), before, moves, result)),
+            "{2}".format(len(targets), failure_text(exc), _undo(run, sorted(targets), before, moves, result)),
             result,
         ) from exc
     answers = relief_moves.answers_for(targets, answered)
@@ -373,7 +397,7 @@ def _wait(run, moves, throttles_before, options, result):
             result["verified"] = run.report
         raise ReliefError(
             "following the moves failed: {0}; {1}".format(
-                _reason(exc), _undo(run, keys, throttles_before, moves, result)
+                failure_text(exc), _undo(run, keys, throttles_before, moves, result)
             ),
             result,
         ) from exc

@@ -277,39 +277,30 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     connection,
     limit_options,
     option_checks,
+    relief_apply,
     relief_moves,
     relief_plan,
 )
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
-from ansible_collections.headroom.kafka.plugins.module_utils.relief_apply import ReliefError, relieve
 
 # The shared limit options, narrowed to free space: relief is about free space.
-FREE_LIMIT_OPTIONS = limit_options.FREE_LIMIT_OPTIONS
 MODULE_OPTIONS = dict(
-    relieve_at=dict(type="dict", required=True, options=FREE_LIMIT_OPTIONS),
-    relieve_to=dict(type="dict", required=True, options=FREE_LIMIT_OPTIONS),
-    limit=dict(type="dict", options=FREE_LIMIT_OPTIONS),
-    max_bytes=dict(type="int"),
-    max_partitions=dict(type="int"),
-    throttle_rate=dict(type="int", default=10485760),
-    log_dir_throttle_rate=dict(type="int"),
+    relief_apply.PLAN_OPTIONS,
+    limit=dict(type="dict", options=limit_options.FREE_LIMIT_OPTIONS),
     wait=dict(type="bool", default=True),
     timeout=dict(type="float", default=600),
     poll_interval=dict(type="float", default=2),
     pending=dict(type="dict"),
 )
 ARGUMENT_SPEC = connection.argument_spec(**MODULE_OPTIONS)
-OPTION_RANGES = {
-    "relieve_at.level": limit_options.LIMIT_LEVEL,
-    "relieve_to.level": limit_options.LIMIT_LEVEL,
-    "limit.level": limit_options.LIMIT_LEVEL,
-    "max_bytes": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes"),
-    "max_partitions": option_checks.Number(1, option_checks.KAFKA_ID_MAX, integer=True),
-    "throttle_rate": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second"),
-    "log_dir_throttle_rate": option_checks.Number(1, option_checks.LONG_MAX, integer=True, unit="bytes per second"),
-    "timeout": option_checks.seconds(0, 86400, above=True),
-    "poll_interval": option_checks.seconds(0.1, 3600),
-}
+OPTION_RANGES = dict(
+    relief_apply.PLAN_RANGES,
+    **{
+        "limit.level": limit_options.LIMIT_LEVEL,
+        "timeout": option_checks.seconds(0, 86400, above=True),
+        "poll_interval": option_checks.seconds(0.1, 3600),
+    },
+)
 
 
 def _options(params):
@@ -343,8 +334,8 @@ def main():
         module.fail_json(msg=str(exc))
     adapter = connection.connect(module, "to read its log dirs and move replicas")
     try:
-        result = relieve(adapter, options, check_mode=module.check_mode)
-    except ReliefError as exc:
+        result = relief_apply.relieve(adapter, options, check_mode=module.check_mode)
+    except relief_apply.ReliefError as exc:
         module.fail_json(msg=str(exc), **exc.result)
     except KafkaAdapterError as exc:
         module.fail_json(msg=str(exc))

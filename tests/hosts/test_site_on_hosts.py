@@ -165,13 +165,6 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
 
 
-def volume_free(fleet, node_id):
-    available, block = map(
-        int, fleet.exec(node_id, "stat", "-f", "-c", "%a %S", fleet.broker(node_id)["log_dirs"][0]).split()
-    )
-    return available * block
-
-
 def replicas_of(fleet, topic):
     admin = AdminClient(confluent_config(fleet))  # kept referenced until the answer
     return sorted(admin.list_topics(topic, timeout=30).topics[topic].partitions[0].replicas)
@@ -186,7 +179,7 @@ def test_relieve_yml_over_ssh_moves_a_replica_off_a_filling_volume_to_a_broker_w
         written = produce(fleet, topic, seconds=60, max_bytes=8 * MIB)
         assert written.acked >= 8 * MIB, f"{written.acked} bytes written"
         fleet.fill_volume(2, leave_bytes=LIMIT + 16 * MIB)
-        free = volume_free(fleet, 2)
+        free = fleet.free_bytes(2)
         relief = {
             "relieve_at": {"type": "min_free_bytes", "level": free + MIB},
             "relieve_to": {"type": "min_free_bytes", "level": free + 6 * MIB},

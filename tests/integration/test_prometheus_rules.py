@@ -18,9 +18,9 @@ import subprocess
 
 import pytest
 import yaml
+from guard_pages import guard_page
 
 from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules, volume_limits
-from headroom_guard.metrics import GuardMetrics
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="needs promtool (Debian: apt install prometheus)")
@@ -885,34 +885,8 @@ def test_the_rules_read_the_series_their_sources_export():
     for name in DECLARATIONS:
         for metric, labels in series_read(alert_rules.render(DECLARATIONS[name])).items():
             read.setdefault(metric, set()).update(labels)
-    metrics = GuardMetrics()
-    metrics.interval = 30.0
-    metrics.decided(
-        {
-            "decided_at": 1795730000.5,
-            "changed": False,
-            "changes": [],
-            "throttle_factor": 1.0,
-            "state": "OPEN",
-            "violations": [],
-            "fallback_applied": False,
-            "missing_data_applied": False,
-            "observed": True,
-            "volumes": [{"broker_id": 1, "log_dir": LOG_DIR, "total_bytes": 100, "usable_bytes": 30}],
-            # A guard with the relieve option: its relief series too.
-            "relief": {
-                "action": "idle",
-                "moves": [],
-                "planned_bytes": 0,
-                "moving_bytes": 0,
-                "moved_bytes": 0,
-                "blocked": [],
-            },
-        },
-        0.1,
-    )
     served = {}
-    for line in metrics.render().splitlines():
+    for line in guard_page(LOG_DIR).splitlines():
         if not line.startswith("#"):
             name, _brace, labels = line.split(" ")[0].partition("{")
             served.setdefault(name, set()).update(re.findall(r'([a-z_]+)="', labels))

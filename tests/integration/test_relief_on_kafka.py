@@ -9,7 +9,6 @@
 - A refusal on Kafka's own answers: broker 1's filling log dir whose replica could only leave for another broker, where
   its partition could fall below min.insync.replicas while it copies, is reported blocked and nothing moves."""
 
-import json
 import os
 import re
 import signal
@@ -21,14 +20,13 @@ import yaml
 from ansible_plays import ROOT, changed_counts, run_play, run_site, write_inventory
 from ansible_run import run_module
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from relief_setup_runs import MIB, free_bytes, holds, setup
 
 from kafka_testbed.client_config import confluent_config
 from kafka_testbed.testing import module_cluster, skip_without_own_volumes
 from kafka_testbed.traffic import wait_until
 
-SETUP = os.path.join(ROOT, "tests", "integration", "targets", "log_dir_relief", "files", "relief_setup.py")
 RELIEVE = os.path.join(ROOT, "playbooks", "relieve.yml")
-MIB = 1 << 20
 TOPIC = "relieve-play"
 RELIEVE_TASKS = {
     "Check kafka_relief before the cluster is read",
@@ -36,24 +34,6 @@ RELIEVE_TASKS = {
     "Show each move",
     "Show why a log dir could not reach its target",
 }
-
-
-def setup(*args):
-    done = subprocess.run(
-        [sys.executable, SETUP, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
-def free_bytes(path):
-    stat = os.statvfs(path)
-    return stat.f_bavail * stat.f_frsize
-
-
-def holds(log_dir, topic):
-    """True when ``log_dir`` holds the partition's directory (not a future or deleted one)."""
-    return os.path.isdir(os.path.join(log_dir, f"{topic}-0"))
 
 
 @pytest.fixture(scope="module")

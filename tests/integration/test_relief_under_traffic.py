@@ -11,16 +11,14 @@ second log dir under Kafka's log dir throttle (8 MiB/s), puts the throttle back,
 - the filling producer's rate, over every 5 s window of the relief, never drops below half its rate before.
 """
 
-import json
 import os
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from ansible_run import run_module
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+from relief_setup_runs import MIB, free_bytes, setup
 
 from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_testbed.client_config import confluent_config
@@ -29,9 +27,6 @@ from kafka_testbed.testing import ClusterFactory, base_port_for, skip_without_ow
 from kafka_testbed.traffic import plugin_gauge, produce, wait_until
 from kafka_testbed.witness import Witness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SETUP = os.path.join(ROOT, "tests", "integration", "targets", "log_dir_relief", "files", "relief_setup.py")
-MIB = 1 << 20
 LIMIT = 8 * MIB  # the plugin's min.available.bytes per volume
 RELIEVE_AT = 24 * MIB
 RELIEVE_TO = 40 * MIB
@@ -69,19 +64,6 @@ def remove(cluster, topic, *log_dirs):
         filler = os.path.join(log_dir, "filler.bin")
         if os.path.exists(filler):
             os.unlink(filler)
-
-
-def setup(*args):
-    done = subprocess.run(
-        [sys.executable, SETUP, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
-def free_bytes(path):
-    stat = os.statvfs(path)
-    return stat.f_bavail * stat.f_frsize
 
 
 @pytest.fixture(scope="module")

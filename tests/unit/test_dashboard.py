@@ -22,9 +22,9 @@ import re
 import promql_parser
 import pytest
 import yaml
+from guard_pages import guard_page
 
 from dashboards import generate, queries
-from headroom_guard.metrics import GuardMetrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARD = queries.load_dashboard()
@@ -340,33 +340,7 @@ def test_the_variables_narrow_each_other_down():
 def known_metrics():
     """Every metric the guard and the JMX exporter serve: the guard's rendered page after a decision, and the names
     the exporter's rules give the MBeans of a real broker (tests/unit/roles/test_jmx_exporter_rules.py)."""
-    guard = GuardMetrics()
-    guard.interval = 30.0
-    guard.decided(
-        {
-            "decided_at": 1795730000.5,
-            "changed": True,
-            "changes": [{}],
-            "throttle_factor": 0.5,
-            "state": "THROTTLE",
-            "violations": [],
-            "fallback_applied": False,
-            "missing_data_applied": False,
-            "observed": True,
-            "volumes": [{"broker_id": 1, "log_dir": "/data", "total_bytes": 100, "usable_bytes": 30}],
-            # A guard with the relieve option: its relief series too.
-            "relief": {
-                "action": "idle",
-                "moves": [],
-                "planned_bytes": 0,
-                "moving_bytes": 0,
-                "moved_bytes": 0,
-                "blocked": [],
-            },
-        },
-        0.1,
-    )
-    names = set(re.findall(r"^# TYPE (\S+) ", guard.render(), re.MULTILINE))
+    names = set(re.findall(r"^# TYPE (\S+) ", guard_page(), re.MULTILINE))
     rules_test = os.path.join(ROOT, "tests", "unit", "roles", "test_jmx_exporter_rules.py")
     spec = importlib.util.spec_from_file_location("jmx_exporter_rule_samples", rules_test)
     samples = importlib.util.module_from_spec(spec)

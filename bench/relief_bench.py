@@ -225,6 +225,31 @@ def least_reaching(sizes, needed):
     return best
 
 
+def kafka_tools_jar(version):
+    """Kafka's tools jar (kafka-reassign-partitions' class), which a broker's libs do not hold: fetched from Maven
+    Central once, into build/bench."""
+    target = os.path.join(ROOT, "build", "bench", f"kafka-tools-{version}")
+    jar = os.path.join(target, f"kafka-tools-{version}.jar")
+    if not os.path.exists(jar):
+        done = subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "dependency:copy",
+                f"-Dartifact=org.apache.kafka:kafka-tools:{version}",
+                f"-DoutputDirectory={target}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0 or not os.path.exists(jar):
+            raise RuntimeError(f"fetching kafka-tools {version} with Maven failed: {done.stdout[-2000:]}")
+    return jar
+
+
 def generated_plan_bytes(cluster, topics, sizes):
     """The bytes kafka-reassign-partitions --generate would move for ``topics`` over every broker: the size of each
     replica that leaves broker 2 (the topics have one replica, on broker 2), and the proposal."""
@@ -239,7 +264,7 @@ def generated_plan_bytes(cluster, topics, sizes):
             libs.java,
             *TOOL_JVM_OPTIONS,
             "-cp",
-            libs.classpath,
+            libs.classpath + os.pathsep + kafka_tools_jar(libs.version),
             REASSIGN,
             "--bootstrap-server",
             cluster.info["bootstrap_servers"],

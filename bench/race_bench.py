@@ -154,20 +154,67 @@ class Writer(threading.Thread):
             self.producer.poll(0)
         self.producer.purge()
         self.producer.flush(1)
+        # Closed, not left to the garbage collector: a producer left open asks for the topic's metadata, and a broker
+        # that auto-creates topics makes a deleted one again.
+        self.producer.close()
 
 
 class Sampler(threading.Thread):
-    """Every volume's free bytes every SAMPLE seconds: ``samples`` is a list of (time, {broker_id: free bytes})."""
+    """Every volume's free bytes every SAMPLE seconds, as ``read()`` gives them ({broker_id: free bytes}): ``samples``
+    is a list of (time, {broker_id: free bytes})."""
 
-    def __init__(self, log_dirs, stop):
+    def __init__(self, read, stop):
         super().__init__(name="sampler", daemon=True)
-        self.log_dirs, self.stop = log_dirs, stop
+        self.read, self.stop = read, stop
         self.samples = []
 
     def run(self):
         while not self.stop.is_set():
-            self.samples.append((time.time(), {broker: available(path) for broker, path in self.log_dirs.items()}))
+            self.samples.append((time.time(), self.read()))
             time.sleep(SAMPLE)
+
+
+class Writers:
+    """PRODUCERS writers against ``cluster`` (each at ``rate_each`` bytes/s, None: as fast as they may)."""
+
+    def __init__(self, cluster, rate_each=None, in_flight=None):
+        self.cluster, self.rate_each, self.in_flight = cluster, rate_each, in_flight
+
+    def start(self, stop):
+        writers = [Writer(self.cluster, n, self.rate_each, stop, self.in_flight) for n in range(PRODUCERS)]
+        for writer in writers:
+            writer.start()
+        return writers
+
+
+def race(writers, read_free, look_offline, seconds_at_most, until_throttled=True):
+    """The writers at their rate while a Sampler reads every volume (``read_free``), until the throttle has held for
+    SETTLE s (unless not ``until_throttled``), ``look_offline()`` names a broker (then OFFLINE_GRACE s more: the others
+    may follow) or ``seconds_at_most`` passed: (samples, the writers, when they began, why the race ended)."""
+    stop_sampling, stop_writing = threading.Event(), threading.Event()
+    sampler = Sampler(read_free, stop_sampling)
+    sampler.start()
+    began = time.time()
+    started = writers.start(stop_writing)
+    ended_because = "timeout" if until_throttled else "measured"
+    try:
+        while time.time() < began + seconds_at_most:
+            time.sleep(0.1)
+            throttled = min((w.first_throttled for w in started if w.first_throttled), default=None)
+            if until_throttled and throttled is not None and time.time() - throttled >= SETTLE:
+                ended_because = "throttle held"
+                break
+            if look_offline():
+                time.sleep(OFFLINE_GRACE)
+                ended_because = "log dir offline"
+                break
+    finally:
+        stop_writing.set()
+        for writer in started:
+            writer.join(30)
+        stop_sampling.set()
+        sampler.join(5)
+    return sampler.samples, started, began, ended_because
 
 
 def crossing(samples, limit):
@@ -298,34 +345,14 @@ class Trial:
         plugin_logs = [PluginLog(entry["log_file"]) for entry in self.cluster.broker_nodes]
         for plugin_log in plugin_logs:
             plugin_log.refresh()
-        stop_sampling, stop_writing = threading.Event(), threading.Event()
-        sampler = Sampler(log_dirs, stop_sampling)
-        sampler.start()
         rate_each = None if self.rate is None else self.rate / PRODUCERS
-        writers = [Writer(self.cluster, number, rate_each, stop_writing, self.in_flight) for number in range(PRODUCERS)]
-        began = time.time()
-        for writer in writers:
-            writer.start()
-        deadline = began + margin / (self.rate or 50 * MIB) + 2 * self.interval + 30
-        ended_because = "timeout"
-        try:
-            while time.time() < deadline:
-                time.sleep(0.1)
-                throttled = min((w.first_throttled for w in writers if w.first_throttled), default=None)
-                if throttled is not None and time.time() - throttled >= SETTLE:
-                    ended_because = "throttle held"
-                    break
-                if offline.look():
-                    time.sleep(OFFLINE_GRACE)
-                    ended_because = "log dir offline"
-                    break
-        finally:
-            stop_writing.set()
-            for writer in writers:
-                writer.join(30)
-            stop_sampling.set()
-            sampler.join(5)
-        return self._measure(sampler.samples, writers, plugin_logs, offline, began, ended_because)
+        samples, writers, began, ended_because = race(
+            Writers(self.cluster, rate_each, self.in_flight),
+            lambda: {broker: available(path) for broker, path in log_dirs.items()},
+            offline.look,
+            margin / (self.rate or 50 * MIB) + 2 * self.interval + 30,
+        )
+        return self._measure(samples, writers, plugin_logs, offline, began, ended_because)
 
     def _decided(self, plugin_logs, since):
         """When the first decision to throttle was taken, how long a check takes (seconds) and how many checks failed

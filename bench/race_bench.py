@@ -67,7 +67,9 @@ import yaml  # noqa: E402
 from bench_io import finish, load_quota_plugin, plugin_spec  # noqa: E402
 from confluent_kafka import KafkaError, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from disk_guard_reaction_bench import GuardProcess, PluginLog, available, wait_for  # noqa: E402
+
+# BenchError is the one wait_for raises, so that a wait that times out is reported like any other failure.
+from disk_guard_reaction_bench import BenchError, GuardProcess, PluginLog, available, wait_for  # noqa: E402
 
 from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing, quota_plugin_spec  # noqa: E402
 from kafka_testbed.client_config import confluent_config  # noqa: E402
@@ -101,10 +103,6 @@ SETTLE = 5.0  # seconds the throttle must have held before a trial ends
 OFFLINE_GRACE = 3.0  # seconds a trial goes on after a log dir went offline (the others may follow)
 UP_TIMEOUT = 180.0
 NO_SPACE = (b"No space left on device", b"Shutdown broker because all log dirs")
-
-
-class BenchError(Exception):
-    """The bench could not measure; the message says why."""
 
 
 def log(text):

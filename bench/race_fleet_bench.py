@@ -29,12 +29,12 @@ fetching what their leaders had accepted, which client quotas never throttle).
 """
 
 import argparse
+import concurrent.futures
 import os
 import platform
 import re
 import sys
 import tempfile
-import threading
 import time
 
 from local_ansible import (
@@ -141,7 +141,7 @@ class OfflineWatch:
     ``since``: one look at every host at once, at most every OFFLINE_LOOK s (a look runs a command on each host)."""
 
     def __init__(self, fleet, since):
-        self.fleet, self.since = fleet, since
+        self.fleet = fleet
         self.down = set()
         self.looked = 0.0
         self.script = (
@@ -158,22 +158,16 @@ class OfflineWatch:
             return sorted(self.down)
         self.looked = time.time()
         pending = [entry for entry in self.fleet.broker_nodes if entry["id"] not in self.down]
-        threads = []
-        answers = {}
-        for entry in pending:
-            thread = threading.Thread(target=lambda e=entry: answers.__setitem__(e["id"], self._down(e)), daemon=True)
-            thread.start()
-            threads.append(thread)
-        for thread in threads:
-            thread.join(60)
-        self.down |= {broker for broker, down in answers.items() if down}
+        if pending:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=len(pending)) as pool:
+                down = pool.map(self._down, pending)
+            self.down |= {entry["id"] for entry, is_down in zip(pending, down, strict=True) if is_down}
         return sorted(self.down)
 
 
-def journal(fleet, broker, unit, since, output="cat"):
-    return fleet.exec(
-        broker, "journalctl", "-u", unit, "--since", f"@{int(since) - 1}", "-o", output, "--no-pager", check=False
-    )
+def kafka_log(fleet, broker, since):
+    """What a broker logged from a second before ``since`` on (it logs to stdout: its unit's journal)."""
+    return fleet.journal(broker, None, image.KAFKA_SERVICE, since - 1, "cat")
 
 
 def plugin_logs(fleet, since, workdir):
@@ -182,7 +176,7 @@ def plugin_logs(fleet, since, workdir):
     for entry in fleet.broker_nodes:
         path = os.path.join(workdir, f"broker-{entry['id']}.log")
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(journal(fleet, entry["id"], image.KAFKA_SERVICE, since))
+            handle.write(kafka_log(fleet, entry["id"], since))
         logs.append(PluginLog(path).refresh())
     return logs
 
@@ -192,7 +186,7 @@ JOURNAL_LINE = re.compile(r"^(?P<stamp>\d+\.\d+) \S+ [^:]+: (?P<text>.*)$")
 
 def guard_decisions(fleet, since):
     """The guard's decisions since ``since``, from its journal on the first broker host."""
-    return decisions_in(journal(fleet, 1, GUARD_SERVICE, since, output="short-unix"), since)
+    return decisions_in(fleet.journal(1, None, GUARD_SERVICE, since - 1, "short-unix"), since)
 
 
 def decisions_in(text, since):
@@ -472,9 +466,7 @@ def wait_deciding(fleet, decider, since):
     if decider == "plugin":
         for entry in fleet.broker_nodes:
             wait_for(
-                lambda entry=entry: (
-                    "Updated cluster volume usage" in journal(fleet, entry["id"], image.KAFKA_SERVICE, since)
-                ),
+                lambda entry=entry: "Updated cluster volume usage" in kafka_log(fleet, entry["id"], since),
                 180,
                 f"broker {entry['id']}'s plugin checking the volumes",
                 interval=1.0,

@@ -113,8 +113,17 @@ class HostFleet(KafkaCluster):
         text = self.systemctl(node_id, "show", service, "--property", "ExecMainStartTimestampMonotonic")
         return int(text.strip().split("=", 1)[1]) / 1e6
 
-    def journal(self, node_id, lines=40, unit=image.KAFKA_SERVICE):
-        return self.exec(node_id, "journalctl", "-u", unit, "-n", str(lines), "--no-pager", check=False)
+    def journal(self, node_id, lines=40, unit=image.KAFKA_SERVICE, since=None, output=None):
+        """The unit's journal on the host: its last ``lines`` (None: all), from ``since`` (seconds since the epoch) on
+        when given, in journalctl's ``output`` format when given."""
+        args = ["journalctl", "-u", unit, "--no-pager"]
+        if lines is not None:
+            args += ["-n", str(lines)]
+        if since is not None:
+            args += ["--since", f"@{int(since)}"]
+        if output is not None:
+            args += ["-o", output]
+        return self.exec(node_id, *args, check=False)
 
     def _run_container(self, name, tag, volumes):
         mounts = []

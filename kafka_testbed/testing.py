@@ -11,9 +11,10 @@ import tempfile
 
 import pytest
 
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_testbed.cluster import Cluster, engine_class
 from kafka_testbed.kafka_versions import NotInRelease
-from kafka_testbed.nodes import free_port_block, port_range
+from kafka_testbed.nodes import HOST, free_port_block, port_range
 
 __all__ = [
     "ClusterFactory",
@@ -45,6 +46,17 @@ def base_port_for(brokers, combined=0, controllers_only=0, engine=None):
     ports)."""
     count = engine_class(engine).ports_needed(brokers, combined, controllers_only)
     return free_port_block(count, span=worker_ports(count))
+
+
+def started_with_the_plugin(brokers, spec):
+    """Options for a real-Kafka cluster of ``brokers`` whose every node starts with the Strimzi plugin block the
+    collection renders for site.yml from ``kafka_quotas`` ``spec`` (no roll to load it): ``base_port`` and
+    ``extra_properties``; a caller adds its own properties to the latter. The block names the brokers for the plugin's
+    admin client, so it is rendered before the nodes exist: the launcher gives broker N the client port base + N - 1."""
+    base = base_port_for(brokers, engine="kafka")
+    bootstrap = ",".join(f"{HOST}:{base + index}" for index in range(brokers))
+    block = quota_plugin_spec.quota_plugin_properties(spec, admin={"bootstrap_servers": bootstrap})
+    return {"base_port": base, "extra_properties": block}
 
 
 class ClusterFactory:

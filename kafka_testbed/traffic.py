@@ -94,10 +94,12 @@ def produce(
     offered_rate=None,
     max_bytes=None,
     message_size=8192,
+    stop=None,
     **settings,
 ):
     """Produce for ``seconds`` (at ``offered_rate`` bytes/s if given, else as fast as the broker takes it, up to
-    ``max_bytes``) and return what was acknowledged. Messages still queued at the end are dropped, not counted."""
+    ``max_bytes``; ``stop``, a threading.Event, ends it sooner once set) and return what was acknowledged. Messages
+    still queued at the end are dropped, not counted."""
     config = dict(PRODUCER_SETTINGS, **settings)
     if user:
         config.update({"sasl.username": user, "sasl.password": password})
@@ -118,7 +120,11 @@ def produce(
             measured.acked_at.append((time.monotonic() - start, len(message.value())))
 
     offered = 0
-    while time.monotonic() - start < seconds and (max_bytes is None or measured.acked < max_bytes):
+    while (
+        time.monotonic() - start < seconds
+        and (max_bytes is None or measured.acked < max_bytes)
+        and not (stop is not None and stop.is_set())
+    ):
         elapsed = time.monotonic() - start
         if (offered_rate is None or offered < offered_rate * elapsed) and (max_bytes is None or offered < max_bytes):
             try:

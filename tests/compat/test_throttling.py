@@ -19,11 +19,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from held_quotas import held_quotas
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_testbed.client_config import confluent_config, module_connection_options
 from kafka_testbed.log_dir_probe import fill_volume
-from kafka_testbed.nodes import HOST, tail
-from kafka_testbed.testing import ClusterFactory, base_port_for, skip_without_own_volumes
+from kafka_testbed.nodes import tail
+from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes, started_with_the_plugin
 from kafka_testbed.traffic import (
     admin,
     assert_at_floor,
@@ -130,21 +129,17 @@ def plugin_cluster(kafka_release, kafka_cluster_root):
     """Two brokers of the release and its controller (or ZooKeeper), every node started with the plugin block the
     collection renders for site.yml; a topic on broker 1 and one with a replica on each broker."""
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
-    # The block names the brokers for the plugin's admin client, so it is rendered before the nodes exist: the
-    # launcher gives broker N the client port base + N - 1.
-    base_port = base_port_for(BROKERS, engine="kafka")
-    bootstrap = ",".join(f"{HOST}:{base_port + index}" for index in range(BROKERS))
-    block = quota_plugin_spec.quota_plugin_properties(PLUGIN_SPEC, admin={"bootstrap_servers": bootstrap})
+    started = started_with_the_plugin(BROKERS, PLUGIN_SPEC)
     try:
         cluster = factory(
             BROKERS,
-            base_port=base_port,
             volume_size=f"{PLUGIN_VOLUME // MIB}M",
             kafka_version=kafka_release.version,
             metadata=kafka_release.mode,
-            extra_properties=block,
+            **started,
         )
-        assert cluster.info["bootstrap_servers"] == bootstrap, "the plugin's admin client is given the brokers"
+        admin_bootstrap = started["extra_properties"]["client.quota.callback.static.kafka.admin.bootstrap.servers"]
+        assert cluster.info["bootstrap_servers"] == admin_bootstrap, "the plugin's admin client is given the brokers"
         skip_without_own_volumes(cluster)
         create_topic(cluster, TOPIC, replicas_on=1)
         client = admin(cluster)

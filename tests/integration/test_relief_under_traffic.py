@@ -20,20 +20,21 @@ from ansible_run import run_module
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from relief_setup_runs import MIB, free_bytes, setup
 
-from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_testbed.client_config import confluent_config
-from kafka_testbed.nodes import HOST
-from kafka_testbed.testing import ClusterFactory, base_port_for, skip_without_own_volumes
+from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes, started_with_the_plugin
 from kafka_testbed.traffic import plugin_gauge, produce, wait_until
 from kafka_testbed.witness import Witness
 
 LIMIT = 8 * MIB  # the plugin's min.available.bytes per volume
 RELIEVE_AT = 24 * MIB
 RELIEVE_TO = 40 * MIB
-# The filling producer's steady rate, bytes per second, for PRODUCING seconds: longer than the relief takes, and what it
-# writes after the move (into the second log dir, beside the moved replica) stays far from the plugin's limit there.
+# The filling producer's steady rate, bytes per second, for PRODUCING seconds at most: longer than the relief takes, and
+# what it writes after the move (into the second log dir, beside the moved replica) stays far from the plugin's limit
+# there. It stops AFTER_RELIEF seconds after the relieved log dir has its space back (every window the assertions read
+# ends before that).
 OFFERED = MIB // 2
-PRODUCING = 50
+PRODUCING = 120
+AFTER_RELIEF = 2.0
 # A rate is the bytes acknowledged in 5 s, in windows a second apart: long enough that the producer's own batches do
 # not read as dips (at 1 MiB/s of 16 KiB records, a 2 s window sees a one-second pause at the replica's swap as half).
 WINDOW = 5.0
@@ -70,27 +71,19 @@ def remove(cluster, topic, *log_dirs):
 def plugin_jbod(kafka_cluster_root):
     """The cluster, every node started with the plugin block the collection renders for site.yml."""
     factory = ClusterFactory(kafka_cluster_root, engine="kafka")
-    # The block names the brokers for the plugin's admin client, so it is rendered before the nodes exist: the
-    # launcher gives broker N the client port base + N - 1.
-    base = base_port_for(3, engine="kafka")
-    plugin = quota_plugin_spec.quota_plugin_properties(
+    started = started_with_the_plugin(
+        3,
         {
             "type": "strimzi",
             "producer_byte_rate": 1 << 30,  # far above any rate here: at factor 1 nothing is throttled
             "min_available_bytes_per_volume": LIMIT,
             "check_interval": 2,
         },
-        admin={"bootstrap_servers": ",".join(f"{HOST}:{base + index}" for index in range(3))},
     )
+    # The moved replica's old files go 1 s after the move (Kafka's default is 60 s).
+    started["extra_properties"]["log.segment.delete.delay.ms"] = 1000
     try:
-        cluster = factory(
-            3,
-            base_port=base,
-            log_dirs_per_broker=2,
-            volume_size="64M",
-            # The moved replica's old files go 1 s after the move (Kafka's default is 60 s).
-            extra_properties=dict(plugin, **{"log.segment.delete.delay.ms": 1000}),
-        )
+        cluster = factory(3, log_dirs_per_broker=2, volume_size="64M", **started)
         skip_without_own_volumes(cluster)
         for entry in cluster.broker_nodes:
             wait_until(
@@ -136,10 +129,17 @@ class Relief:
 
     def run(self):
         measured = {}
+        enough = threading.Event()
         filler = threading.Thread(
             target=lambda: measured.update(
                 fill=produce(
-                    self.cluster, self.topic, seconds=PRODUCING, offered_rate=OFFERED, message_size=16384, acks="all"
+                    self.cluster,
+                    self.topic,
+                    seconds=PRODUCING,
+                    offered_rate=OFFERED,
+                    message_size=16384,
+                    acks="all",
+                    stop=enough,
                 )
             ),
             daemon=True,
@@ -176,7 +176,9 @@ class Relief:
                         f"{self.log_dir} has {free_bytes(self.log_dir)} bytes free 60 s after the moves ended, less "
                         f"than relieve_to ({RELIEVE_TO}): {os.listdir(self.log_dir)}; relief: {self.result}"
                     )
-                filler.join(120)
+                time.sleep(max(0.0, started + self.relieved + AFTER_RELIEF - time.monotonic()))
+                enough.set()
+                filler.join(60)
         finally:
             self.watch.done.set()
             self.watch.join(10)

@@ -10,6 +10,10 @@ to its end and reports:
 * ``duplicates``: records in the log more than once (0 under controlled restarts; a broker lost in the middle of a
   produce request may make librdkafka bump its epoch and send the batch again: confluentinc/librdkafka#4953);
 * ``refused``: records the producer gave up on, by error, and how many of them reached the log all the same;
+* ``producer_restarts``: the fatal errors after which the witness went on with a new producer. librdkafka's idempotent
+  producer can fail fatally on its own retries ("Unable to reconstruct MessageSet", seen on one busy core while a roll
+  stopped brokers: confluentinc/librdkafka#4736); what it had not had acknowledged then counts as refused, what it had
+  stays judged, so a client's fault neither hides a loss nor ends the witness;
 * ``stalls``: the gaps in which no acknowledgement came back while records were waiting for one, longest first;
   ``longest_stall_in`` gives the longest gap that overlaps a time window (a restart);
 * ``waits``: how long each record waited for its acknowledgement; ``longest_wait_in`` gives the longest wait of the
@@ -73,6 +77,7 @@ class Report:
     waits: list  # (sent at, seconds until acknowledged) of every acknowledged record, in the order sent
     began: float  # monotonic, when the first record was sent
     ended: float  # monotonic, when the last acknowledgement came
+    producer_restarts: list = dataclasses.field(default_factory=list)  # the fatal errors a new producer followed
 
     @property
     def longest_stall(self):
@@ -107,6 +112,7 @@ class Report:
                 for stall in self.stalls[:20]
             ],
             "seconds": round(self.ended - self.began, 3),
+            "producer_restarts": list(self.producer_restarts),
         }
 
 
@@ -145,6 +151,7 @@ class Witness:
         self._thread = None
         self._producer = None
         self._failure = None
+        self._restarts = []  # the fatal errors after which a new producer went on
 
     # -- the run --------------------------------------------------------------------------------------------------
     def __enter__(self):
@@ -222,6 +229,17 @@ class Witness:
                 return
             except BufferError:  # the local queue is full while the cluster does not answer: wait for room
                 self._producer.poll(0.05)
+            except KafkaException as exc:
+                if not exc.args[0].fatal():
+                    raise
+                self._new_producer(exc.args[0])
+
+    def _new_producer(self, error):
+        """Go on after a fatal error of the idempotent producer: its records still waiting are reported to it as
+        failed (refused), then a new producer, with a producer id of its own, takes over."""
+        self._restarts.append(error.str())
+        self._producer.flush(SETTLE_SECONDS)
+        self._producer = Producer({**self.config, **PRODUCER_SETTINGS})
 
     # -- afterwards -----------------------------------------------------------------------------------------------
     def _read_back(self):
@@ -287,6 +305,7 @@ class Witness:
             waits=[(self._sent_at[number], acked_at[number] - self._sent_at[number]) for number in sorted(acked_at)],
             began=began,
             ended=ack_times[-1] if ack_times else began,
+            producer_restarts=list(self._restarts),
         )
 
 

@@ -269,7 +269,9 @@ def progress(
     """Each move with its ``state`` (done, moving, in another log dir, not started) and ``copied_bytes``: the bytes in
     the destination log dir so far (a future replica's, else the replica's). A move is done when the destination
     broker holds the replica in the destination log dir, not as a future replica."""
+    log_dirs = list(log_dirs)
     places = _replicas_by_place(log_dirs)
+    answered = {row["broker_id"] for row in log_dirs}
     replicas_now = {key: set(brokers) for key, brokers in _replicas_now(partitions).items()}
     ongoing = {_key(r) for r in reassignments}
     report = []
@@ -280,7 +282,10 @@ def progress(
         future = [r for r in in_place if r["is_future"]]
         settled = [r for r in in_place if not r["is_future"]]
         if move["kind"] == relief_plan.INSIDE:
-            state = MOVING if future else DONE if settled else NOT_STARTED
+            if move["to_broker"] not in answered:
+                state = MOVING  # the broker did not answer DescribeLogDirs: nothing says the move is not running
+            else:
+                state = MOVING if future else DONE if settled else NOT_STARTED
         else:
             state = _across_state(move, key in ongoing, replicas_now.get(key, set()), at_destination, future, settled)
         copied = (future or settled or [{"size_bytes": 0}])[0]["size_bytes"] or 0

@@ -8,7 +8,7 @@ second log dir under Kafka's log dir throttle (8 MiB/s), puts the throttle back,
 
 - the traffic witness (acks=all, idempotent, its own topic of 3 replicas) loses no acknowledged record;
 - the plugin's ThrottleFactor, read on every broker's JMX exporter every half second, never leaves 1;
-- the filling producer's rate, over every 5 s window of the relief, never drops below half its rate before.
+- the filling producer's rate, over every 10 s window of the relief, never drops below half its rate before.
 """
 
 import os
@@ -30,14 +30,17 @@ RELIEVE_AT = 24 * MIB
 RELIEVE_TO = 40 * MIB
 # The filling producer's steady rate, bytes per second, for PRODUCING seconds at most: longer than the relief takes, and
 # what it writes after the move (into the second log dir, beside the moved replica) stays far from the plugin's limit
-# there. It stops AFTER_RELIEF seconds after the relieved log dir has its space back (every window the assertions read
-# ends before that).
+# there. It stops once the relieved log dir has its space back and every window the assertions read has ended, with
+# AFTER_RELIEF seconds to spare.
 OFFERED = MIB // 2
 PRODUCING = 120
 AFTER_RELIEF = 2.0
-# A rate is the bytes acknowledged in 5 s, in windows a second apart: long enough that the producer's own batches do
-# not read as dips (at 1 MiB/s of 16 KiB records, a 2 s window sees a one-second pause at the replica's swap as half).
-WINDOW = 5.0
+# A rate is the bytes acknowledged in 10 s, in windows a second apart: long enough that the producer's own batches do
+# not read as dips (at 1 MiB/s of 16 KiB records, a 2 s window sees a one-second pause at the replica's swap as half),
+# and that the moved leader's pause (the producer finding the new leader: under 2.5 s on two cores, 3.7 s on one busy
+# core) leaves more than half the rate, which a throttle would not (the plugin's factor 0 holds for a check interval
+# at least, and the watch asserts the factor stayed 1 besides).
+WINDOW = 10.0
 TOPIC = "jbod-fill"
 ACROSS_TOPIC = "across-fill"
 REPLICATION_RATE = 8 * MIB  # the replication throttle of the cross-broker move
@@ -176,7 +179,9 @@ class Relief:
                         f"{self.log_dir} has {free_bytes(self.log_dir)} bytes free 60 s after the moves ended, less "
                         f"than relieve_to ({RELIEVE_TO}): {os.listdir(self.log_dir)}; relief: {self.result}"
                     )
-                time.sleep(max(0.0, started + self.relieved + AFTER_RELIEF - time.monotonic()))
+                # Every window the assertions read ends before the producer stops.
+                stop_at = started + max(self.relieved + AFTER_RELIEF, self.crossed + WINDOW + AFTER_RELIEF)
+                time.sleep(max(0.0, stop_at - time.monotonic()))
                 enough.set()
                 filler.join(60)
         finally:
@@ -188,8 +193,8 @@ class Relief:
         slowest = self.slowest_window()
         print(
             f"crossed relieve_at after {self.crossed:.1f} s; relief ran until {self.relieved:.1f} s; moves "
-            f"{self.moves()}; producer {before / MIB:.2f} MiB/s before, slowest 5 s window {slowest[1] / MIB:.2f} "
-            f"MiB/s at {slowest[0]:.1f} s; witness's longest stall {stall:.2f} s"
+            f"{self.moves()}; producer {before / MIB:.2f} MiB/s before, slowest {WINDOW:.0f} s window "
+            f"{slowest[1] / MIB:.2f} MiB/s at {slowest[0]:.1f} s; witness's longest stall {stall:.2f} s"
         )
         return self
 
@@ -203,7 +208,7 @@ class Relief:
         return self.fill.rate_between(1, self.crossed)  # after the producer's first second (connecting)
 
     def slowest_window(self):
-        """(start, bytes per second) of the slowest 5 s window of the relief, in windows a second apart."""
+        """(start, bytes per second) of the slowest WINDOW of the relief, in windows a second apart."""
         span = max(int(self.relieved - self.crossed - WINDOW) + 1, 1)
         windows = [
             (start, self.fill.rate_between(start, start + WINDOW)) for start in [self.crossed + i for i in range(span)]

@@ -224,16 +224,17 @@ def test_pause_resume(cli_cluster):
 def test_latency(cli_cluster):
     directory = cli_cluster.directory
     entry = cli_cluster.cluster.broker(1)
-    ok("latency", "--dir", directory, "--broker", 1, "--ms", 300)
+    # A second: an answer without the latency takes a fraction of it even on one busy core (0.31 s seen there).
+    ok("latency", "--dir", directory, "--broker", 1, "--ms", 1000)
     try:
         started = time.monotonic()
         assert api_versions_answered(entry["host"], entry["port"])
-        assert time.monotonic() - started >= 0.3
+        assert time.monotonic() - started >= 1.0
     finally:
         ok("latency", "--dir", directory, "--broker", 1, "--ms", 0)
     started = time.monotonic()
     assert api_versions_answered(entry["host"], entry["port"])
-    assert time.monotonic() - started < 0.3
+    assert time.monotonic() - started < 1.0
 
 
 @pytest.mark.model_only("starts the model's broker process by itself (python -m kafka_testbed broker)")

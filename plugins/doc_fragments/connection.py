@@ -65,8 +65,8 @@ options:
     type: float
     default: 30
 requirements:
-  - kafka-python >= 3.0 (DescribeLogDirs, DescribeCluster and client quotas)
-  - confluent-kafka >= 2.0 (topics, produce and consume)
+  - kafka-python >= 3.0.12, < 4 (DescribeLogDirs, DescribeCluster and client quotas)
+  - confluent-kafka >= 2.16, < 3 (topics, produce and consume)
 notes:
   - The modules run where the task runs, usually the control node or a host with network access to the brokers.
 """

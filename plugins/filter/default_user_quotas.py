@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: default_user_quotas
 short_description: The default user's client quotas that a Kafka quotas spec implies
-version_added: 0.1.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

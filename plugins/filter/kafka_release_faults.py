@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: kafka_release_faults
 short_description: What a client quota callback meets on a Kafka release
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - The known faults of an Apache Kafka release with a client quota callback such as the Strimzi quota plugin, as
     warnings; an empty list for a release without one.

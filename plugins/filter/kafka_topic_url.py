@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: kafka_topic_url
 short_description: A topic as the usage pipeline's kafka:// URL, from the modules' connection options
-version_added: 0.3.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: pipeline_argv
 short_description: The usage pipeline job's command line as a list of arguments
-version_added: 0.3.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: pipeline_secrets
 short_description: The usage pipeline job's passwords as the environment variables it reads them from
-version_added: 0.3.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

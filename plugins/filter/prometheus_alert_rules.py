@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: prometheus_alert_rules
 short_description: Prometheus recording and alerting rules whose thresholds are the disk throttle's own limits
-version_added: 0.1.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: properties_block
 short_description: Java properties lines for a dict of Kafka broker properties
-version_added: 0.1.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: quota_plugin_key_pattern
 short_description: A regular expression for the broker property names a quotas spec decides
-version_added: 0.1.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: quota_plugin_properties
 short_description: Broker properties for a Kafka quotas spec (Strimzi quota plugin or Kafka's built-in quotas)
-version_added: 0.1.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: quota_plugin_warnings
 short_description: Warnings about applying a Kafka quotas spec to broker properties
-version_added: 0.1.0
+version_added: 1.0.0
 author:
   - Headroom maintainers (!UNKNOWN)
 description:

@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: restart_order
 short_description: The order in which a rolling restart takes Kafka nodes down
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Orders the nodes that need a restart so that plain brokers go first, then controller-only nodes, then combined
     broker and controller nodes, and the active controller last, by node id within each group.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: broker_libs_info
 short_description: The jars of a Kafka broker's libs directory, its Kafka version and which jar provides a class
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Runs on the broker's host and lists the jars of O(libs_dir) (C(/opt/kafka/libs) in the Apache layout), the
     directory C(bin/kafka-run-class.sh) puts on the broker's classpath.

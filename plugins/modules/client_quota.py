@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: client_quota
 short_description: Declarative Kafka client quotas
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes the client quotas of a Kafka cluster (KRaft, Kafka 3.5 and later) match a list of entities and their
     quota values, the way C(kafka-configs.sh --alter --entity-type users|clients|ips) would, in a fixed number of

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: client_quota_info
 short_description: Read Kafka client quotas
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the client quotas of a Kafka cluster (KRaft, Kafka 3.5 and later) with one DescribeClientQuotas request,
     optionally filtered by entity, and returns them with entities written as M(headroom.kafka.client_quota) takes them.

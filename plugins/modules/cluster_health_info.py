@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: cluster_health_info
 short_description: Broker membership and partition replication of a Kafka cluster
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the cluster's brokers (DescribeCluster, fenced ones included) and every partition (Metadata) and judges
     whether the cluster is healthy enough for the next step of a rolling restart.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: disk_guard
 short_description: Throttle Kafka producers through client quotas when log dirs fill up, without a broker plugin
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - Observes every log dir of the cluster (or the volumes given), decides a throttle factor with the shipped Strimzi
     plugin's binary rule (O(policy=strimzi)) or the graded soft and hard limits (O(policy=graded)), and makes the

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: log_dir_relief
 short_description: Move replicas off filling Kafka log dirs, inside a broker first, then to other brokers
-version_added: 0.3.0
+version_added: 1.0.0
 description:
   - Relieves every log dir whose free space is at or below O(relieve_at) by moving replicas off it until its free
     space reaches O(relieve_to), so that producers keep writing instead of being throttled.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: log_dirs_info
 short_description: Free space of every log dir in a Kafka cluster
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Lists the active brokers of the cluster and asks every one of them, in parallel, to describe its log dirs
     (DescribeLogDirs with the total and usable bytes of KIP-827, Kafka 3.3 and later).
@@ -41,7 +41,6 @@ options:
         so that a play sees what fills each log dir and what is moving.
     type: bool
     default: false
-    version_added: 0.3.0
   node_volumes:
     description:
       - Rows read on the nodes' hosts by M(headroom.kafka.node_volumes_info)
@@ -54,7 +53,6 @@ options:
     type: list
     elements: dict
     default: []
-    version_added: 0.2.0
 notes:
   - Fails with a clear message when a broker only speaks DescribeLogDirs below v4 (Kafka older than 3.3).
   - Controller-only KRaft nodes are not brokers and are not described (as with the quota plugin itself).

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: node_started
 short_description: Wait on a Kafka node's host until its restarted unit listens, failing at once if it dies
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Runs on the node's host right after C(systemctl restart) and waits until the Kafka listener accepts connections,
     while the systemd unit started by that restart is still running.

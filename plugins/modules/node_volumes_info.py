@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: node_volumes_info
 short_description: Free space of the disks of a Kafka node that Kafka does not report
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Runs on a Kafka node's host and reads, with statvfs, the filesystems of the paths DescribeLogDirs says nothing
     about - C(metadata.log.dir) on every node, and every log dir of a controller-only node. A full metadata disk

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: usage_snapshot
 short_description: Publish per-broker volume usage snapshots (the volume-usage proposal's messages)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - The data publisher of the first cluster-wide volume-usage proposal for the Strimzi quota plugin;
     M(headroom.kafka.usage_snapshot_info) reads the messages back.

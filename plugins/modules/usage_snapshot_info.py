@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: usage_snapshot_info
 short_description: Read the latest fresh volume usage snapshot of every broker
-version_added: 0.4.0
+version_added: 1.0.0
 description:
   - The consumer of the first cluster-wide volume-usage proposal for the Strimzi quota plugin; the messages are the
     ones M(headroom.kafka.usage_snapshot) publishes.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: volume_limits
 short_description: Evaluate Kafka log dirs against disk limits and compute the produce throttle factor
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Evaluates every volume (one per broker and log dir) against disk limits and returns the throttle factor a quota
     plugin would apply to producers, the OPEN, THROTTLE or PAUSE state, the volumes past a limit and the volume

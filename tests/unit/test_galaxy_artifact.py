@@ -25,6 +25,7 @@ SHIPPED_TOP_LEVEL = {
     "packaging",
     "pyproject.toml",  # the package headroom-kafka: the pipeline and the guard, pip-installable from the collection
     "requirements.txt",  # the collection's Python requirements, which ansible-builder reads
+    "bindep.txt",  # the collection's system packages, which ansible-builder reads
     "headroom_pipeline",  # the usage_pipeline role runs it
     "meta",
     "playbooks",
@@ -80,6 +81,8 @@ def test_the_artifact_holds_the_collection_and_no_development_tooling(tmp_path):
         "pyproject.toml",
         "packaging/headroom-guard/pyproject.toml",
         "requirements.txt",
+        "bindep.txt",
+        "meta/execution-environment.yml",
         "headroom_guard/wheel.py",
         "docs/docsite/extra-docs.yml",
         "docs/docsite/rst/guide_alerts.rst",
@@ -119,3 +122,16 @@ def test_the_readme_lists_every_module_and_role_there_is_and_no_other():
     assert sorted(readme_table("Modules")) == [f"headroom.kafka.{name}" for name in modules]
     roles = sorted(name for name in os.listdir(os.path.join(ROOT, "roles")) if not name.startswith("."))
     assert sorted(readme_table("Roles and `playbooks/site.yml`")) == roles
+
+
+def test_the_execution_environment_gets_the_collections_needs_and_keeps_its_own_ansible_core():
+    """ansible-builder installs what meta/execution-environment.yml names; an ansible-core or ansible in the Python
+    requirements would replace the execution environment's own."""
+    with open(os.path.join(ROOT, "meta", "execution-environment.yml"), encoding="utf-8") as handle:
+        dependencies = yaml.safe_load(handle)["dependencies"]
+    assert set(dependencies) == {"python", "system"}
+    for listed in dependencies.values():
+        assert os.path.isfile(os.path.join(ROOT, listed)), listed
+    with open(os.path.join(ROOT, dependencies["python"]), encoding="utf-8") as handle:
+        names = [re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() for line in handle]
+    assert [name for name in names if name in ("ansible", "ansible-core", "ansible-base")] == []

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from held_quotas import held_quotas
 
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_plugin_spec
 from kafka_testbed.client_config import confluent_config, module_connection_options
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.nodes import tail
@@ -138,7 +139,7 @@ def plugin_cluster(kafka_release, kafka_cluster_root):
             metadata=kafka_release.mode,
             **started,
         )
-        admin_bootstrap = started["extra_properties"]["client.quota.callback.static.kafka.admin.bootstrap.servers"]
+        admin_bootstrap = started["extra_properties"][quota_plugin_spec.ADMIN_PREFIX + "bootstrap.servers"]
         assert cluster.info["bootstrap_servers"] == admin_bootstrap, "the plugin's admin client is given the brokers"
         skip_without_own_volumes(cluster)
         create_topic(cluster, TOPIC, replicas_on=1)

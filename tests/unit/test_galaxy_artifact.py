@@ -9,6 +9,7 @@ import sys
 import tarfile
 
 import yaml
+from packaging.requirements import Requirement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
@@ -133,5 +134,6 @@ def test_the_execution_environment_gets_the_collections_needs_and_keeps_its_own_
     for listed in dependencies.values():
         assert os.path.isfile(os.path.join(ROOT, listed)), listed
     with open(os.path.join(ROOT, dependencies["python"]), encoding="utf-8") as handle:
-        names = [re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() for line in handle]
+        lines = [line.split("#", 1)[0].strip() for line in handle]
+    names = [Requirement(line).name.lower() for line in lines if line]
     assert [name for name in names if name in ("ansible", "ansible-core", "ansible-base")] == []

@@ -2,9 +2,9 @@
 requirements.txt's, word for word."""
 
 import os
-import re
 
 import yaml
+from packaging.requirements import Requirement
 
 from ansible_collections.headroom.kafka.plugins.doc_fragments.connection import ModuleDocFragment
 
@@ -12,21 +12,18 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 4
 
 
 def _requirements():
-    """{name: [specifier, ...]} of requirements.txt."""
-    found = {}
+    """{name: SpecifierSet} of requirements.txt."""
     with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
-        for line in handle:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                name, specifiers = re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", line).groups()
-                found[name.lower()] = sorted(part.replace(" ", "") for part in specifiers.split(","))
-    return found
+        lines = [line.split("#", 1)[0].strip() for line in handle]
+    listed = [Requirement(line) for line in lines if line]
+    return {requirement.name.lower(): requirement.specifier for requirement in listed}
 
 
 def test_the_fragments_client_libraries_are_those_of_requirements_txt():
-    listed = {}
-    for line in yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["requirements"]:
-        name, specifiers = re.match(r"([A-Za-z0-9_.-]+)\s*([^(]*)", line).groups()
-        listed[name.lower()] = sorted(part.replace(" ", "") for part in specifiers.strip().split(","))
+    # A fragment line is a requirement followed by what the library is for, in parentheses.
+    lines = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["requirements"]
+    listed = [Requirement(line.split("(", 1)[0]) for line in lines]
     required = _requirements()
-    assert listed == {name: required[name] for name in ("kafka-python", "confluent-kafka")}
+    assert {requirement.name.lower(): requirement.specifier for requirement in listed} == {
+        name: required[name] for name in ("kafka-python", "confluent-kafka")
+    }

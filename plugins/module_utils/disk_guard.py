@@ -307,6 +307,14 @@ class GuardMemory(object):
             return cls()
 
 
+def own_factor(held: Optional[float], memory: GuardMemory) -> Optional[float]:
+    """The factor this guard last made Kafka hold: ``held`` when it is the memory's ``applied`` or ``applying`` (the
+    hand-over of a guard killed once Kafka applied its change), else the memory's ``applied``."""
+    if held is not None and held in (memory.applied, memory.applying):
+        return held
+    return memory.applied
+
+
 def other_writer(
     factor: float, held: Optional[float], memory: GuardMemory, now: float, validity: float
 ) -> Tuple[float, Optional[Dict[str, float]], Optional[str]]:

@@ -78,9 +78,12 @@ def guard_once(
         settings.policy, view, seconds, memory, held, settings.declaration.read_tolerance()
     )
     result = dict(decision)
-    # A new memory: decide may hand back the one it was given, which check mode must return untouched.
+    # A new memory: decide may hand back the one it was given, which check mode must return untouched. A factor Kafka
+    # holds that this guard set (applied, or applying when a guard before it was killed after Kafka applied it) becomes
+    # its applied one: the hand-over below replaces ``applying``, and a guard killed after that but before Kafka
+    # applies must still know the factor Kafka holds as its own, not as another writer's.
     remembered = disk_guard.GuardMemory(
-        remembered.observed_at, remembered.brokers, memory.applied, relief=relief_memory
+        remembered.observed_at, remembered.brokers, disk_guard.own_factor(held, memory), relief=relief_memory
     )
     if current is None:
         result.update(changed=False, changes=[], quotas=None, diff=None)

@@ -157,6 +157,21 @@ def test_a_foreign_factor_is_kept_no_longer_than_the_validity():
     assert keep(1.0, 0.0, guard_run.disk_guard.GuardMemory(), 1000.0, 300.0) == (1.0, None, None)
 
 
+@pytest.mark.parametrize(
+    "held, applied, applying, own",
+    [
+        (0.0, 1.0, 0.0, 0.0),  # a guard before was killed once Kafka applied its change
+        (1.0, 1.0, None, 1.0),
+        (0.0, 1.0, None, 1.0),  # another writer's factor is not this guard's
+        (None, 1.0, 0.0, 1.0),  # Kafka holds no factor
+        (0.5, None, None, None),
+    ],
+)
+def test_the_factor_kafka_holds_is_the_guards_own_when_it_applied_or_was_applying_it(held, applied, applying, own):
+    memory = guard_run.disk_guard.GuardMemory(applied=applied, applying=applying)
+    assert guard_run.disk_guard.own_factor(held, memory) == own
+
+
 def test_the_factor_about_to_be_applied_is_handed_over_first_so_a_guard_killed_after_kafka_applied_it_knows_it():
     adapter = FakeAdapter(log_dirs={1: rows(5 * GIB)})
     _result, opened = decide(adapter)
@@ -173,6 +188,37 @@ def test_the_factor_about_to_be_applied_is_handed_over_first_so_a_guard_killed_a
     result, memory = guard_run.guard_once(adapter, settings(), stored[0], later, before_apply=stored.append)
     assert result["throttle_factor"] == 1.0 and "another writer" not in result["reason"]
     assert (memory.applied, memory.applying) == (1.0, None) and held_factor(adapter) == 1.0
+
+
+class Killed(Exception):
+    """The guard dies once it handed its memory over, before its change reaches Kafka."""
+
+
+def test_a_guard_killed_before_its_change_after_one_killed_after_it_still_owns_the_factor_kafka_holds():
+    adapter = FakeAdapter(log_dirs={1: rows(GIB // 2)})
+    _result, paused = decide(adapter, memory=guard_run.disk_guard.GuardMemory(applied=1.0))
+    assert held_factor(adapter) == 0.0
+    handed_over_after_kafka_applied = guard_run.disk_guard.GuardMemory(
+        paused.observed_at, paused.brokers, applied=1.0, applying=0.0
+    )
+    adapter.log_dirs[1] = rows(5 * GIB)
+    stored = []
+
+    def killed_before_the_change(memory):
+        stored.append(memory)
+        raise Killed()
+
+    with pytest.raises(Killed):
+        guard_run.guard_once(
+            adapter, settings(), handed_over_after_kafka_applied, NOW, before_apply=killed_before_the_change
+        )
+    assert held_factor(adapter) == 0.0
+    (handed_over,) = stored
+    assert (handed_over.applied, handed_over.applying) == (0.0, 1.0), "the factor Kafka holds is still its own"
+    later = NOW + datetime.timedelta(seconds=10)
+    result, memory = guard_run.guard_once(adapter, settings(), handed_over, later)
+    assert result["throttle_factor"] == 1.0 and "another writer" not in result["reason"]
+    assert held_factor(adapter) == 1.0 and memory.applied == 1.0
 
 
 def test_nothing_is_handed_over_when_nothing_changes_or_in_check_mode():

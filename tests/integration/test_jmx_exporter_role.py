@@ -95,7 +95,7 @@ def test_installs_the_agent_on_every_node_and_marks_the_restart(tmp_path, agent_
     ruled = run_role(tmp_path, dict(settings, jmx_exporter_extra_rules=[extra]))
     assert ruled.returncode == 0, ruled.stdout[-8000:]
     with open(paths(tmp_path, "broker-1")["config"], encoding="utf-8") as handle:
-        assert yaml.safe_load(handle)["rules"] == [extra] + rules["rules"], "the inventory's rules first"
+        assert yaml.safe_load(handle)["rules"] == rules["rules"] + [extra], "the role's rules first"
     assert restart_needed(tmp_path) == dict.fromkeys(NODES, False)
     ported = run_role(
         tmp_path,

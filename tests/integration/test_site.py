@@ -13,6 +13,7 @@ import re
 import pytest
 import yaml
 from ansible_plays import SPEC, changed_counts, pids, run_site, scrape, serving, write_inventory
+from generic_exporter_rules import GENERIC_OBJECT_NAMES, GENERIC_RULES, GENERIC_SERIES
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,9 @@ def configured(kafka_cluster_root, tmp_path_factory):
                 # change.
                 "jmx_exporter_dir": str(scratch) + "/{{ inventory_hostname }}/opt",
                 "jmx_exporter_config_file": cluster.info["exporter_config"],
+                # A generic rule file of the user's beside the role's rules: the alerts' series keep their labels.
+                "jmx_exporter_extra_rules": GENERIC_RULES,
+                "jmx_exporter_extra_object_names": GENERIC_OBJECT_NAMES,
                 "jmx_exporter_unit_dir": str(scratch) + "/{{ inventory_hostname }}/systemd",
                 "jmx_exporter_owner": os.getuid(),
                 "jmx_exporter_group": os.getgid(),
@@ -87,6 +91,10 @@ def test_site_with_the_jmx_exporter_serves_the_plugins_metrics_under_stable_name
         assert all(labels["observing_broker_id"] == node_id for labels, _value in available)
         assert series["kafka_server_kafkaserver_brokerstate"] == [({}, 3.0)]
         assert series["kafka_log_logmanager_offlinelogdirectorycount"] == [({}, 0.0)]
+        assert sorted(series["kafka_log_logmanager_logdirectoryoffline"], key=str) == sorted(
+            (({"log_dir": log_dir}, 0.0) for log_dir in entry["log_dirs"]), key=str
+        ), "KafkaLogDirOffline's series, with its log_dir label, although generic extra rules come after the role's"
+        assert GENERIC_SERIES in series, "the extra rules export what the role's rules leave out"
         assert "kafka_server_replicamanager_underreplicatedpartitions" in series
         assert not any(name.startswith("io_strimzi") or name.startswith("kafka_server_Produce") for name in series), (
             "only the role's names"

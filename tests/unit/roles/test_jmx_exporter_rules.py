@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 import yaml
+from generic_exporter_rules import GENERIC_OBJECT_NAMES, GENERIC_RULES, GENERIC_SERIES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 RULES = os.path.join(ROOT, "roles", "jmx_exporter", "files", "jmx-exporter.yml")
@@ -72,6 +73,19 @@ SAMPLES = [
         "Count",
         7.0,
         ("strimzi_quotas_limit_violated_total", {}),
+    ),
+    # The plugin's README shows the two counters with the observing broker's id: the same names, with its label.
+    (
+        "io.strimzi.kafka.quotas:type=ThrottleFactor,name=FallbackThrottleFactorApplied,observingBrokerId=1",
+        "Count",
+        3.0,
+        ("strimzi_quotas_fallback_throttle_factor_applied_total", {"observing_broker_id": "1"}),
+    ),
+    (
+        "io.strimzi.kafka.quotas:type=ThrottleFactor,name=LimitViolated,observingBrokerId=1",
+        "Count",
+        5.0,
+        ("strimzi_quotas_limit_violated_total", {"observing_broker_id": "1"}),
     ),
     (
         "io.strimzi.kafka.quotas:type=VolumeSource,name=ActiveBrokers,observingBrokerId=1",
@@ -199,9 +213,31 @@ SAMPLES = [
 ]
 
 
+# What the generic rules add: MBeans no rule of the role matches.
+GENERIC_SAMPLES = [
+    (
+        "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec",
+        "Count",
+        42.0,
+        (GENERIC_SERIES, {}),
+    ),
+    (
+        "kafka.network:type=RequestChannel,name=RequestQueueSize",
+        "Value",
+        1.0,
+        ("kafka_network_requestchannel_requestqueuesize", {}),
+    ),
+]
+
+
 def load_config():
     with open(RULES, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+def with_extra_rules(config, extra):
+    """The configuration the role writes with jmx_exporter_extra_rules: its rules first (roles/jmx_exporter/vars)."""
+    return dict(config, rules=config["rules"] + extra)
 
 
 def test_the_configuration_has_only_keys_the_agent_reads():
@@ -211,7 +247,9 @@ def test_the_configuration_has_only_keys_the_agent_reads():
     assert all(isinstance(name, str) and ":" in name for name in config["includeObjectNames"])
     for index, rule in enumerate(config["rules"]):
         assert set(rule) <= RULE_KEYS, f"rules[{index}]: {sorted(set(rule) - RULE_KEYS)}"
-        assert isinstance(rule["pattern"], str) and rule["name"], f"rules[{index}]"
+        assert isinstance(rule["pattern"], str) and isinstance(rule["name"], str), f"rules[{index}]"
+        if not rule["name"]:
+            assert set(rule) == {"pattern", "name"}, f"rules[{index}]: a rule that drops what it matches, nothing else"
         assert rule.get("type", "UNTYPED") in TYPES, f"rules[{index}]"
         assert all(isinstance(value, str) for value in rule.get("labels", {}).values()), f"rules[{index}]"
         if rule.get("type") == "COUNTER":
@@ -256,6 +294,8 @@ def exported(config, object_name, attribute, value):
             return re.sub(r"\$(\d+)", lambda group: found.group(int(group.group(1))) or "", template)
 
         name = safe_name(substitute(rule["name"]))
+        if not name:  # the attribute is dropped: no later rule is tried
+            return None
         if config.get("lowercaseOutputName"):
             name = name.lower()
         if rule.get("type") == "COUNTER" and not name.endswith("_total"):
@@ -275,6 +315,17 @@ def exported(config, object_name, attribute, value):
 @pytest.mark.parametrize(("object_name", "attribute", "value", "expected"), SAMPLES)
 def test_each_sample_gets_its_stable_name(object_name, attribute, value, expected):
     assert exported(load_config(), object_name, attribute, value) == expected
+
+
+@pytest.mark.parametrize(("object_name", "attribute", "value", "expected"), SAMPLES + GENERIC_SAMPLES)
+def test_generic_extra_rules_keep_every_stable_name_and_add_the_rest(object_name, attribute, value, expected):
+    config = with_extra_rules(load_config(), GENERIC_RULES)
+    assert exported(config, object_name, attribute, value) == expected
+    if object_name.startswith("kafka.log:type=LogManager,name=LogDirectoryOffline"):
+        before = dict(config, rules=GENERIC_RULES + load_config()["rules"])
+        assert set(exported(before, object_name, attribute, value)[1]) == {"logdirectory"}, (
+            "what the generic rules made of it when they came first"
+        )
 
 
 PROBE = r"""
@@ -368,17 +419,28 @@ def parse_exposition(text):
     return series
 
 
-def test_the_real_agent_serves_the_same_names(tmp_path):
+@pytest.mark.parametrize("extra", [[], GENERIC_RULES], ids=["the-roles-rules", "with-generic-extra-rules"])
+def test_the_real_agent_serves_the_same_names(tmp_path, extra):
     java = shutil.which("java")
     jar = agent_jar()
     if not java or not jar:
         pytest.skip("needs java and the agent's jar in build/ (make kafka-libs)")
+    wanted = SAMPLES + (GENERIC_SAMPLES if extra else [])
     samples = tmp_path / "samples.tsv"
-    samples.write_text("".join(f"{name}\t{attribute}\t{value!r}\n" for name, attribute, value, _expected in SAMPLES))
+    samples.write_text("".join(f"{name}\t{attribute}\t{value!r}\n" for name, attribute, value, _expected in wanted))
+    rules = tmp_path / "jmx-exporter.yml"
+    config = with_extra_rules(load_config(), extra)
+    if extra:  # jmx_exporter_extra_object_names: the MBeans the extra rules are for
+        config["includeObjectNames"] = config["includeObjectNames"] + GENERIC_OBJECT_NAMES
+    rules.write_text(yaml.safe_dump(config), encoding="utf-8")
     source = tmp_path / "RulesProbe.java"
     source.write_text(PROBE)
     result = subprocess.run(
-        [java, "-cp", jar, str(source), RULES, str(samples)], capture_output=True, text=True, timeout=120, check=False
+        [java, "-cp", jar, str(source), str(rules), str(samples)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     if result.returncode != 0 and "java.lang.module.FindException" in result.stderr:
         pytest.skip("this Java cannot run a source file (no jdk.compiler module)")
@@ -386,7 +448,7 @@ def test_the_real_agent_serves_the_same_names(tmp_path):
     served = parse_exposition(result.stdout)
     expected = {
         (name, frozenset(labels.items())): value
-        for _bean, _attribute, value, found in SAMPLES
+        for _bean, _attribute, value, found in wanted
         if found
         for name, labels in [found]
     }

@@ -28,6 +28,9 @@
 #   make test         sanity, lint, then every lane in one pytest run (both workers shared across the lanes), then
 #                     the conformance suite on real Kafka; everything runs, and it fails when something failed, or when
 #                     a test left a process, a mount or a container behind
+#   make ansible-core-matrix  sanity and the unit lane on every ansible-core release the collection supports (2.17 to
+#                     2.21, each in a venv of its own; 2.20 and later on Python 3.12), and a play on real Kafka on the
+#                     oldest and the newest (scripts/ansible-core-matrix.sh; CORE_RELEASES picks others)
 #   make test-long    the tests make test leaves out to stay within its budget (kafka_testbed/lanes.py, LEFT_OUT_OF_CI,
 #                     says why make test proves each one's claim without it); CI does not run them
 #   make test-fresh   make test as on a fresh machine (a clean clone of HEAD, an empty HOME, an empty Docker store)
@@ -53,7 +56,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo-hosts hosts-prerequisites venv kafka-libs sanity lint unit integration hosts pipeline molecule conformance \
-	conformance-kafka compat test test-long test-fresh test-one-core demo bench clean collection-link hosts-image
+	conformance-kafka compat test test-long ansible-core-matrix test-fresh test-one-core demo bench clean collection-link hosts-image
 
 # The collection link too: molecule's syntax step and ansible-lint resolve headroom.kafka through it.
 venv: $(STAMP) collection-link
@@ -181,6 +184,12 @@ test: venv kafka-libs hosts-prerequisites
 # The tests make test leaves out (marker long): not run by CI, run before a release and after changing what they test.
 test-long: venv kafka-libs hosts-prerequisites
 	$(call fleet_lane,long)
+
+# The ansible-core releases of requirements/ansible-core.txt, each in build/ansible-core-<release>: run before a release
+# and after changing what a release could treat differently (module arguments, Ansible's own APIs); CI runs make test
+# on the venv's release only.
+ansible-core-matrix: venv kafka-libs
+	scripts/ansible-core-matrix.sh
 
 # make test as CI may run it, on a fresh machine: a clean clone of HEAD, an empty HOME and a Docker daemon of its own on
 # an empty store (scripts/test-fresh.sh; FRESH_TARGET=demo for make demo). Prints its wall time.

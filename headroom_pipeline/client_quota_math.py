@@ -1,7 +1,7 @@
 """Kafka client byte-rate quotas (KIP-13) applied to measured traffic, with no I/O.
 
 Quota entries are in the form client_quota_info returns and the pipeline loads them: ``{"entity": {"user": name,
-"client_id": name}, "values": {"producer_byte_rate": 1048576.0, ...}}`` with ``<default>`` for a default entity.
+"client_id": name}, "quota_values": {"producer_byte_rate": 1048576.0, ...}}`` with ``<default>`` for a default entity.
 Entities with ``ip`` carry no byte rates and are ignored.
 
 Which quota applies (Kafka's ClientQuotaManager and its DefaultQuotaCallback), decided per quota key: only entities
@@ -126,7 +126,7 @@ def resolve_quota(
     or None."""
     by_level: Dict[int, List[Dict[str, Any]]] = {}
     for entry in entries or []:
-        value = (entry.get("values") or {}).get(key)
+        value = (entry.get("quota_values") or {}).get(key)
         level = entity_level(entry.get("entity"))
         if value is None or level is None:
             continue
@@ -137,7 +137,7 @@ def resolve_quota(
         for entry in by_level[level]:
             if _matches(entry["entity"], user, client_id):
                 return {
-                    "value": float(entry["values"][key]),
+                    "value": float(entry["quota_values"][key]),
                     "entity": entry["entity"],
                     "level": level,
                     "quota_entity": describe_entity(entry["entity"]),

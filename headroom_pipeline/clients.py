@@ -105,7 +105,7 @@ def _entries_by_level(entries):
     by_level = {}
     for entry in entries:
         level = client_quota_math.entity_level(entry.get("entity"))
-        values = entry.get("values") or {}
+        values = entry.get("quota_values") or {}
         rates = [values.get(key) for key in client_quota_math.QUOTA_KEYS]
         if level is None or all(rate is None for rate in rates):
             continue

@@ -129,9 +129,12 @@ def traffic(
 
 QUOTAS = {
     "quotas": [
-        {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}},
-        {"entity": {"user": "ingest"}, "values": {"producer_byte_rate": INGEST_PRODUCER_QUOTA}},
-        {"entity": {"user": "analytics", "client_id": "spark-reader"}, "values": {"consumer_byte_rate": 3145728}},
+        {
+            "entity": {"user": "<default>"},
+            "quota_values": {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152},
+        },
+        {"entity": {"user": "ingest"}, "quota_values": {"producer_byte_rate": INGEST_PRODUCER_QUOTA}},
+        {"entity": {"user": "analytics", "client_id": "spark-reader"}, "quota_values": {"consumer_byte_rate": 3145728}},
     ]
 }
 TOPIC_THRESHOLDS = {"total_bytes_in_per_sec_threshold": 600000, "topics": {"events": 400000}}

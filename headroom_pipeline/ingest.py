@@ -361,7 +361,7 @@ def _guard_decision_frames(raw, bounds, read, observed, cluster_default):
 
 # -- quotas ------------------------------------------------------------------------------------------------------
 def load_quotas(path: str, option: str = "--quotas") -> list[dict[str, Any]]:
-    """Quota entries [{entity, values}] from client_quota_info's JSON (its whole result, or just its quotas list).
+    """Quota entries [{entity, quota_values}] from client_quota_info's JSON (its whole result, or just its quotas list).
 
     Entities use client_quota_info's keys (user, client_id, ip; ``<default>`` for a default entity). A bad file fails
     before Spark starts, naming the entry.
@@ -377,21 +377,21 @@ def load_quotas(path: str, option: str = "--quotas") -> list[dict[str, Any]]:
     if not isinstance(entries, list):
         raise ConfigError(
             f"{option}: {path!r} must hold client_quota_info's result "
-            '({"quotas": [{entity, values}]}) or its quotas list'
+            '({"quotas": [{entity, quota_values}]}) or its quotas list'
         )
     items = []
     for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not isinstance(entry.get("values"), dict):
+        if not isinstance(entry, dict) or not isinstance(entry.get("quota_values"), dict):
             raise ConfigError(
-                f"{option}: quotas[{index}] must be {{entity: {{user|client_id|ip: name}}, values: {{key: number}}}} "
-                f"(got {entry!r})"
+                f"{option}: quotas[{index}] must be "
+                f"{{entity: {{user|client_id|ip: name}}, quota_values: {{key: number}}}} (got {entry!r})"
             )
-        items.append(dict(entry["values"], entity=entry.get("entity")))
+        items.append(dict(entry["quota_values"], entity=entry.get("entity")))
     try:
         desired = quota_spec.desired_state(items)
     except quota_spec.QuotaSpecError as exc:
         raise ConfigError(f"{option}: {exc}") from None
     result = []
     for entity, values in desired.values():
-        result.append({"entity": quota_spec.entity_to_spec(entity), "values": values})
+        result.append({"entity": quota_spec.entity_to_spec(entity), "quota_values": values})
     return result

@@ -65,11 +65,13 @@ def is_kafka(location: object) -> bool:
 
 
 @overload
-def mask_location(location: str) -> str: ...
+def mask_location(location: str) -> str:
+    """A location: masked."""
 
 
 @overload
-def mask_location(location: Unmasked) -> Unmasked: ...
+def mask_location(location: Unmasked) -> Unmasked:
+    """Anything else (None, a number): as it is."""
 
 
 def mask_location(location: object) -> object:

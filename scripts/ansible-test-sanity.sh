@@ -8,6 +8,9 @@
 # Environment:
 #   SANITY_PYTHON   Python version to test with (default: 3.11).
 #   SANITY_VERBOSE  1 = stream the full ansible-test output instead of a summary.
+#   SANITY_VENV     the virtualenv whose ansible-test runs (default: .venv; make ansible-core-matrix gives one per
+#                   ansible-core release).
+#   SANITY_LOG      the log's name under build/ (default: ansible-test-sanity.log).
 #
 # What it takes care of:
 # * Layout. ansible-test only accepts a collection that sits at
@@ -38,11 +41,11 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-venv_bin="${repo_root}/.venv/bin"
+venv_bin="${SANITY_VENV:-${repo_root}/.venv}/bin"
 python_version="${SANITY_PYTHON:-3.11}"
 cache_dir="${HOME}/.ansible/test/cache"
 collection_dir="${repo_root}/build/ansible_collections/headroom/kafka"
-log_file="${repo_root}/build/ansible-test-sanity.log"
+log_file="${repo_root}/build/${SANITY_LOG:-ansible-test-sanity.log}"
 
 if [[ ! -x "${venv_bin}/ansible-test" ]]; then
     echo "sanity: ${venv_bin}/ansible-test not found; run 'make venv' first." >&2

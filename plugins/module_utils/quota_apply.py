@@ -33,7 +33,7 @@ class QuotaApplyError(Exception):
 def quotas_for_output(state: quota_spec.QuotaState) -> List[Dict[str, Any]]:
     """{entity_key: (entity, values)} as the sorted ``quotas`` list the modules return."""
     return [
-        {"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)}
+        {"entity": quota_spec.entity_to_spec(entity), "quota_values": quota_spec.for_output(values)}
         for entity, values in sorted(state.values(), key=lambda item: quota_spec.entity_sort_key(item[0]))
         if values
     ]
@@ -71,7 +71,7 @@ def _refusals(results, changes):
             errors.append(
                 {
                     "entity": quota_spec.entity_to_spec(change["entity"]),
-                    "keys": [op[0] for op in change["ops"]],
+                    "quota_keys": [op[0] for op in change["ops"]],
                     "entity_key": quota_spec.entity_key(change["entity"]),
                     "error": error,
                     "message": message,
@@ -110,7 +110,7 @@ def _refusal_message(headline, errors):
 
 
 def _public_errors(errors):
-    return [dict((k, item[k]) for k in ("entity", "keys", "error", "message")) for item in errors]
+    return [dict((k, item[k]) for k in ("entity", "quota_keys", "error", "message")) for item in errors]
 
 
 def _changes_for_output(changes):

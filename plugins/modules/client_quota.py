@@ -180,8 +180,8 @@ quotas:
   contains:
     entity: {description: The entity with keys C(user) / C(client_id) / C(ip);
             C(<default>) is the default entity., type: dict}
-    values: {description: The quota keys and values of the entity., type: dict}
-  sample: [{"entity": {"user": "alice", "client_id": "<default>"}, "values": {"consumer_byte_rate":
+    quota_values: {description: The quota keys and values of the entity., type: dict}
+  sample: [{"entity": {"user": "alice", "client_id": "<default>"}, "quota_values": {"consumer_byte_rate":
           4096, "request_percentage": 12.5}}]
 planned:
   description:
@@ -198,11 +198,11 @@ errors:
   elements: dict
   contains:
     entity: {description: The refused entity., type: dict}
-    keys: {description: The quota keys the change set or removed., type: list, elements: str}
+    quota_keys: {description: The quota keys the change set or removed., type: list, elements: str}
     error: {description: "Kafka's error name, for example C(INVALID_REQUEST) or C(CLUSTER_AUTHORIZATION_FAILED).",
            type: str}
     message: {description: "Kafka's error message, if any.", type: str}
-  sample: [{"entity": {"ip": "10.0.0.300"}, "keys": ["connection_creation_rate"], "error": "INVALID_REQUEST",
+  sample: [{"entity": {"ip": "10.0.0.300"}, "quota_keys": ["connection_creation_rate"], "error": "INVALID_REQUEST",
             "message": "10.0.0.300 is not a valid IP or resolvable host."}]
 """
 

@@ -77,7 +77,7 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that:
       - alice.quotas | length == 1
-      - alice.quotas[0]['values']['producer_byte_rate'] is defined
+      - alice.quotas[0].quota_values.producer_byte_rate is defined
     fail_msg: "user alice has no producer_byte_rate quota: {{ alice.quotas }}"
 """
 
@@ -93,10 +93,10 @@ quotas:
   contains:
     entity: {description: The entity with keys C(user) / C(client_id) / C(ip);
             C(<default>) is the default entity., type: dict}
-    values: {description: The quota keys and values of the entity., type: dict}
-  sample: [{"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1048576}},
+    quota_values: {description: The quota keys and values of the entity., type: dict}
+  sample: [{"entity": {"user": "<default>"}, "quota_values": {"producer_byte_rate": 1048576}},
            {"entity": {"user": "alice", "client_id": "app"},
-            "values": {"consumer_byte_rate": 4096, "request_percentage": 12.5}}]
+            "quota_values": {"consumer_byte_rate": 4096, "request_percentage": 12.5}}]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -144,7 +144,7 @@ def read_quotas(adapter, components, strict=False):
     rows = [(entity, values) for entity, values in entries if values]
     rows.sort(key=lambda row: quota_spec.entity_sort_key(row[0]))
     return [
-        {"entity": quota_spec.entity_to_spec(entity), "values": quota_spec.for_output(values)}
+        {"entity": quota_spec.entity_to_spec(entity), "quota_values": quota_spec.for_output(values)}
         for entity, values in rows
     ]
 

@@ -117,7 +117,7 @@ def guard(guarded, **options):
 def held_quotas(guarded):
     """{entity: values} of every client quota Kafka holds, read back with client_quota_info."""
     described = run_module("client_quota_info", connection_options(guarded.cluster.info), guarded.workdir)
-    return {tuple(sorted(item["entity"].items())): item["values"] for item in described["quotas"]}
+    return {tuple(sorted(item["entity"].items())): item["quota_values"] for item in described["quotas"]}
 
 
 def filler_volume(cluster):

@@ -114,19 +114,19 @@ def generated_traffic(seed=7, instants=90):
 
 
 GENERATED_QUOTAS = [
-    {"entity": {"user": "alice", "client_id": "a1"}, "values": {"producer_byte_rate": 900.0}},
-    {"entity": {"user": "alice"}, "values": {"producer_byte_rate": 1500.0, "consumer_byte_rate": 2500.0}},
-    {"entity": {"user": "<default>", "client_id": "etl"}, "values": {"consumer_byte_rate": 1800.0}},
-    {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 1200.0}},
-    {"entity": {"client_id": "shared"}, "values": {"producer_byte_rate": 2000.0, "consumer_byte_rate": 3000.0}},
-    {"entity": {"client_id": "<default>"}, "values": {"consumer_byte_rate": 2200.0}},
+    {"entity": {"user": "alice", "client_id": "a1"}, "quota_values": {"producer_byte_rate": 900.0}},
+    {"entity": {"user": "alice"}, "quota_values": {"producer_byte_rate": 1500.0, "consumer_byte_rate": 2500.0}},
+    {"entity": {"user": "<default>", "client_id": "etl"}, "quota_values": {"consumer_byte_rate": 1800.0}},
+    {"entity": {"user": "<default>"}, "quota_values": {"producer_byte_rate": 1200.0}},
+    {"entity": {"client_id": "shared"}, "quota_values": {"producer_byte_rate": 2000.0, "consumer_byte_rate": 3000.0}},
+    {"entity": {"client_id": "<default>"}, "quota_values": {"consumer_byte_rate": 2200.0}},
 ]
 GENERATED_PROPOSED = [
     {
         "entity": {"user": "<default>", "client_id": "<default>"},
-        "values": {"producer_byte_rate": 1400.0, "consumer_byte_rate": 2600.0},
+        "quota_values": {"producer_byte_rate": 1400.0, "consumer_byte_rate": 2600.0},
     },
-    {"entity": {"client_id": "legacy"}, "values": {"producer_byte_rate": 800.0}},
+    {"entity": {"client_id": "legacy"}, "quota_values": {"producer_byte_rate": 800.0}},
 ]
 
 

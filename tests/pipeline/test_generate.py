@@ -38,4 +38,7 @@ def test_the_files_are_deterministic_and_cover_the_same_brokers(tmp_path):
     assert over_quota(rows)
     with open(first["quotas.json"], encoding="utf-8") as handle:
         quotas = json.load(handle)["quotas"]
-    assert {"entity": {"user": "ingest"}, "values": {"producer_byte_rate": generate.INGEST_PRODUCER_QUOTA}} in quotas
+    assert {
+        "entity": {"user": "ingest"},
+        "quota_values": {"producer_byte_rate": generate.INGEST_PRODUCER_QUOTA},
+    } in quotas

@@ -162,7 +162,9 @@ def test_the_command_line_refuses_bad_input_with_the_option_named(tmp_path, flee
     assert result.returncode == 2
     assert "--check-interval" in result.stderr
     bad_quotas = tmp_path / "quotas.json"
-    bad_quotas.write_text(json.dumps({"quotas": [{"entity": {"user": "a"}, "values": {"producer_byte_rate": -1}}]}))
+    bad_quotas.write_text(
+        json.dumps({"quotas": [{"entity": {"user": "a"}, "quota_values": {"producer_byte_rate": -1}}]})
+    )
     result = run_cli(
         "run",
         "--snapshots",

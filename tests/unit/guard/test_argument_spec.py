@@ -6,13 +6,18 @@ Held to Ansible's own ArgumentSpecValidator (which the module uses) on generated
 judged as the guard uses them, the argument spec and then guard_options.settings (the rules), since Ansible 2.19
 turns a null string option into "" where the guard refuses it, which the rules refuse anyway."""
 
+import contextlib
 import copy
 import json
+from unittest import mock
 
 import pytest
+from ansible.module_utils.ansible_release import __version__ as ANSIBLE_VERSION
+from ansible.module_utils.common import parameters
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from ansible_collections.headroom.kafka.plugins.module_utils import disk_guard, guard_options
 from headroom_guard import argument_spec
@@ -50,17 +55,14 @@ def guard_accepts(document):
 
 def module_accepts(document):
     """The params the module runs with, or None when Ansible's validator (or the rules) refuse the document."""
-    try:
-        result = ArgumentSpecValidator(SPEC, **CHECKS).validate(copy.deepcopy(document))
-    except Exception:  # pylint: disable=broad-except  # e.g. an int option given Infinity: OverflowError
-        return None
-    if result.error_messages:
+    validated = ansible_validates(document)
+    if validated is None:
         return None
     try:
-        guard_options.settings(result.validated_parameters)
+        guard_options.settings(validated)
     except disk_guard.GuardError:
         return None
-    return result.validated_parameters
+    return validated
 
 
 # -- generated configurations ----------------------------------------------------------------------------------------
@@ -139,10 +141,29 @@ def comparable(params):
     return json.dumps(params, sort_keys=True, default=repr)
 
 
+def _int_as_ansible_2_19_reads_it(value):
+    """ansible-core 2.19's check_type_int, which the guard follows: before 2.19, an int option refused a whole number
+    written as a float or a float's string (4.0, "3.0", "1e3"), which the module accepts from 2.19 on."""
+    if isinstance(value, int):
+        return value
+    try:
+        return argument_spec._to_int(value)  # pylint: disable=protected-access  # the rule the guard applies
+    except (ValueError, ArithmeticError) as error:
+        raise TypeError(f"{type(value).__name__} cannot be converted to an int") from error
+
+
+def ints_as_ansible_2_19_reads_them():
+    """On ansible-core before 2.19, Ansible's validator with 2.19's rule for ints; else as it is."""
+    if Version(ANSIBLE_VERSION) >= Version("2.19"):
+        return contextlib.nullcontext()
+    return mock.patch.dict(parameters.DEFAULT_TYPE_VALIDATORS, {"int": _int_as_ansible_2_19_reads_it})
+
+
 def ansible_validates(document):
     """Ansible's validated params, or None when it refuses the document (or fails on it)."""
     try:
-        result = ArgumentSpecValidator(SPEC, **CHECKS).validate(copy.deepcopy(document))
+        with ints_as_ansible_2_19_reads_them():
+            result = ArgumentSpecValidator(SPEC, **CHECKS).validate(copy.deepcopy(document))
     except Exception:  # pylint: disable=broad-except  # e.g. an int option given Infinity: OverflowError
         return None
     return None if result.error_messages else result.validated_parameters

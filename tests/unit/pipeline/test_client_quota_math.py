@@ -77,8 +77,8 @@ def test_entity_level(entity, level):
 
 def test_resolution_counts_only_entities_that_set_the_key():
     entries = [
-        {"entity": {"user": "a", "client_id": "c"}, "values": {"consumer_byte_rate": 5.0}},
-        {"entity": {"user": "<default>"}, "values": {"producer_byte_rate": 9.0}},
+        {"entity": {"user": "a", "client_id": "c"}, "quota_values": {"consumer_byte_rate": 5.0}},
+        {"entity": {"user": "<default>"}, "quota_values": {"producer_byte_rate": 9.0}},
     ]
     produce = client_quota_math.resolve_quota(entries, "a", "c", "producer_byte_rate")
     assert (produce["value"], produce["quota_entity"], produce["level"], produce["quota_group"]) == (
@@ -98,7 +98,7 @@ def test_resolution_counts_only_entities_that_set_the_key():
 
 
 def test_empty_names_count_as_absent():
-    entries = [{"entity": {"user": "<default>", "client_id": "<default>"}, "values": {"producer_byte_rate": 1.0}}]
+    entries = [{"entity": {"user": "<default>", "client_id": "<default>"}, "quota_values": {"producer_byte_rate": 1.0}}]
     assert client_quota_math.resolve_quota(entries, "", "c", "producer_byte_rate") is None
     assert client_quota_math.resolve_quota(entries, "a", "", "producer_byte_rate") is None
     assert client_quota_math.resolve_quota(entries, "a", "c", "producer_byte_rate")["value"] == 1.0

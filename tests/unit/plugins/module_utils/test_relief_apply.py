@@ -6,8 +6,8 @@ import io
 import json
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 from fake_relief import MIB, Clock, FakeCluster
+from module_args import patch_module_args
 
 from ansible_collections.headroom.kafka.plugins.module_utils import connection, relief_apply, relief_moves
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError

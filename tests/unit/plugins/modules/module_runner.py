@@ -10,18 +10,7 @@ import io
 import json
 import time
 
-from ansible.module_utils import basic
-
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core < 2.19
-    from unittest import mock
-
-    @contextlib.contextmanager
-    def patch_module_args(args):
-        with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
-            yield
-
+from module_args import patch_module_args
 
 MODULES = (
     "client_quota",

@@ -111,7 +111,7 @@ def test_first_apply_then_idempotent_rerun():
         {"entity": {"user": "alice"}, "before": {}, "after": {"consumer_byte_rate": 2048, "producer_byte_rate": 1024}},
         {"entity": {"ip": "<default>"}, "before": {}, "after": {"connection_creation_rate": 30}},
     ]
-    assert result["quotas"] == [{"entity": c["entity"], "values": c["after"]} for c in result["changes"]]
+    assert result["quotas"] == [{"entity": c["entity"], "quota_values": c["after"]} for c in result["changes"]]
     assert result["diff"] == {
         "before": {},
         "after": {
@@ -139,7 +139,7 @@ def test_check_mode_validates_but_writes_nothing():
     result = run(adapter, [{"entity": {"user": "alice"}, "producer_byte_rate": 2}], check_mode=True)
     assert kinds(adapter) == ["describe", "validate"]
     assert result["changed"] is True
-    assert result["quotas"] == [{"entity": {"user": "alice"}, "values": {"producer_byte_rate": 2}}]
+    assert result["quotas"] == [{"entity": {"user": "alice"}, "quota_values": {"producer_byte_rate": 2}}]
     assert adapter.store[quota_spec.entity_key({"user": "alice"})][1] == {"producer_byte_rate": 1.0}
 
 
@@ -164,7 +164,7 @@ def test_refused_entity_fails_with_nothing_applied():
     assert caught.value.result["errors"] == [
         {
             "entity": bad,
-            "keys": ["connection_creation_rate"],
+            "quota_keys": ["connection_creation_rate"],
             "error": "INVALID_REQUEST",
             "message": "2001:db8::g1 is not a valid IP or resolvable host.",
         }
@@ -261,7 +261,7 @@ def test_exclusive_and_absent_and_diff():
         },
         "after": {"user=alice": {"producer_byte_rate": 1}},
     }
-    assert result["quotas"] == [{"entity": {"user": "alice"}, "values": {"producer_byte_rate": 1}}]
+    assert result["quotas"] == [{"entity": {"user": "alice"}, "quota_values": {"producer_byte_rate": 1}}]
     assert list(adapter.store) == [quota_spec.entity_key({"user": "alice"})]
 
 
@@ -299,7 +299,7 @@ def test_read_quotas_sorted_in_user_form():
     quotas = client_quota_info.read_quotas(adapter, [("user", MATCH_SPECIFIED, None)], strict=False)
     assert adapter.requests == [("describe", [("user", MATCH_SPECIFIED, None)], False)]
     assert quotas == [
-        {"entity": {"user": "<default>"}, "values": {"request_percentage": 1.5}},
-        {"entity": {"client_id": "<default>", "user": "alice"}, "values": {"consumer_byte_rate": 3}},
-        {"entity": {"user": "bob"}, "values": {"producer_byte_rate": 5}},
+        {"entity": {"user": "<default>"}, "quota_values": {"request_percentage": 1.5}},
+        {"entity": {"client_id": "<default>", "user": "alice"}, "quota_values": {"consumer_byte_rate": 3}},
+        {"entity": {"user": "bob"}, "quota_values": {"producer_byte_rate": 5}},
     ]

@@ -307,12 +307,15 @@ class GuardMemory(object):
             return cls()
 
 
+def set_by_this_guard(held: Optional[float], memory: GuardMemory) -> bool:
+    """Kafka holds a factor (``held``) that this guard set: its memory's ``applied``, or ``applying`` (the hand-over of
+    a guard killed once Kafka applied its change)."""
+    return held is not None and held in (memory.applied, memory.applying)
+
+
 def own_factor(held: Optional[float], memory: GuardMemory) -> Optional[float]:
-    """The factor this guard last made Kafka hold: ``held`` when it is the memory's ``applied`` or ``applying`` (the
-    hand-over of a guard killed once Kafka applied its change), else the memory's ``applied``."""
-    if held is not None and held in (memory.applied, memory.applying):
-        return held
-    return memory.applied
+    """The factor this guard last made Kafka hold: ``held`` when this guard set it, else the memory's ``applied``."""
+    return held if set_by_this_guard(held, memory) else memory.applied
 
 
 def other_writer(
@@ -330,8 +333,8 @@ def other_writer(
     loosens it or the validity has passed. A guard that never applied anything cannot tell another writer's factor from
     its own past and applies its decision.
     """
-    own = [value for value in (memory.applied, memory.applying) if value is not None]
-    if not own or held is None or held in own:
+    never_applied = memory.applied is None and memory.applying is None
+    if never_applied or held is None or set_by_this_guard(held, memory):
         return factor, None, None
     foreign = memory.foreign
     if foreign is None or foreign["factor"] != held:

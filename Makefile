@@ -64,9 +64,11 @@ venv: $(STAMP) collection-link
 # Re-install only when a requirements list or the package's project file changed (or the venv is missing). The
 # package goes in without dependencies (the lists bring them, pinned as the tests use them) and without build
 # isolation (setuptools is in the venv), editable: the checkout's own files are what runs.
+# VENV_EXTRA: more requirements beside the lists (make ansible-core-matrix: VENV=build/ansible-core-2.17
+# VENV_EXTRA=ansible-core~=2.17.0, each release's venv made by this same rule).
 $(STAMP): requirements.txt $(wildcard requirements/*.txt) pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements/dev.txt
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements/dev.txt $(VENV_EXTRA)
 	$(VENV)/bin/python -m pip install --disable-pip-version-check --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 

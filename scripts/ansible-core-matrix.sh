@@ -20,7 +20,6 @@ set -uo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 read -ra releases <<<"${CORE_RELEASES:-2.17 2.18 2.19 2.20 2.21}"
 play="${CORE_PLAY:-role_client_quotas}"
-collections="${repo_root}/build/pytest-collections"
 
 # A python3.<minor> that runs: from PATH, else from pyenv's versions (whose shims refuse versions not enabled).
 find_python() {
@@ -44,20 +43,11 @@ python_for() {
     fi
 }
 
-# The release's virtualenv, installed again when requirements/ or pyproject.toml changed since.
+# The release's virtualenv, by make venv's own rule (installed again when requirements/ or pyproject.toml changed).
 prepare_venv() {
     local release=$1 python=$2 venv=$3
-    local stamp="${venv}/.requirements.stamp"
-    if [[ -f "${stamp}" ]] && [[ -z "$(find "${repo_root}/requirements.txt" "${repo_root}/requirements" \
-        "${repo_root}/pyproject.toml" -newer "${stamp}" -print -quit)" ]]; then
-        return 0
-    fi
-    [[ -x "${venv}/bin/python" ]] || "${python}" -m venv "${venv}" || return 1
-    "${venv}/bin/python" -m pip install --disable-pip-version-check --quiet \
-        -r "${repo_root}/requirements/dev.txt" "ansible-core~=${release}.0" || return 1
-    "${venv}/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps --no-build-isolation \
-        -e "${repo_root}" || return 1
-    touch "${stamp}"
+    make --no-print-directory -C "${repo_root}" venv VENV="${venv}" PYTHON="${python}" \
+        VENV_EXTRA="ansible-core~=${release}.0"
 }
 
 cd "${repo_root}" || exit 2
@@ -79,9 +69,6 @@ step() {  # step RELEASE WHAT COMMAND...: run it and note how it went
     note "${release}" "${what}" "${started}" "${rc}"
 }
 
-mkdir -p "${collections}/ansible_collections/headroom"
-ln -sfn "${repo_root}" "${collections}/ansible_collections/headroom/kafka"
-
 for index in "${!releases[@]}"; do
     release=${releases[${index}]}
     if ! python=$(python_for "${release}"); then
@@ -90,9 +77,9 @@ for index in "${!releases[@]}"; do
         status=1
         continue
     fi
-    venv="${repo_root}/build/ansible-core-${release}"
     started=${SECONDS} rc=0
-    prepare_venv "${release}" "${python}" "${venv}" || rc=$?
+    prepare_venv "${release}" "${python}" "build/ansible-core-${release}" || rc=$?  # make's VENV: in the checkout
+    venv="${repo_root}/build/ansible-core-${release}"
     note "${release}" "install ($(basename "${python}"))" "${started}" "${rc}"
     ((rc == 0)) || continue
     installed=$("${venv}/bin/python" -c 'import ansible.release; print(ansible.release.__version__)')

@@ -144,8 +144,6 @@ def comparable(params):
 def _int_as_ansible_2_19_reads_it(value):
     """ansible-core 2.19's check_type_int, which the guard follows: before 2.19, an int option refused a whole number
     written as a float or a float's string (4.0, "3.0", "1e3"), which the module accepts from 2.19 on."""
-    if isinstance(value, int):
-        return value
     try:
         return argument_spec._to_int(value)  # pylint: disable=protected-access  # the rule the guard applies
     except (ValueError, ArithmeticError) as error:

@@ -235,9 +235,14 @@ def load_config():
         return yaml.safe_load(handle)
 
 
-def with_extra_rules(config, extra):
-    """The configuration the role writes with jmx_exporter_extra_rules: its rules first (roles/jmx_exporter/vars)."""
-    return dict(config, rules=config["rules"] + extra)
+def with_extra_rules(config, extra, object_names=()):
+    """The configuration the role writes with jmx_exporter_extra_rules (its rules first) and
+    jmx_exporter_extra_object_names, as roles/jmx_exporter/vars combines them."""
+    return dict(
+        config,
+        includeObjectNames=config["includeObjectNames"] + list(object_names),
+        rules=config["rules"] + extra,
+    )
 
 
 def test_the_configuration_has_only_keys_the_agent_reads():
@@ -429,9 +434,7 @@ def test_the_real_agent_serves_the_same_names(tmp_path, extra):
     samples = tmp_path / "samples.tsv"
     samples.write_text("".join(f"{name}\t{attribute}\t{value!r}\n" for name, attribute, value, _expected in wanted))
     rules = tmp_path / "jmx-exporter.yml"
-    config = with_extra_rules(load_config(), extra)
-    if extra:  # jmx_exporter_extra_object_names: the MBeans the extra rules are for
-        config["includeObjectNames"] = config["includeObjectNames"] + GENERIC_OBJECT_NAMES
+    config = with_extra_rules(load_config(), extra, GENERIC_OBJECT_NAMES if extra else ())
     rules.write_text(yaml.safe_dump(config), encoding="utf-8")
     source = tmp_path / "RulesProbe.java"
     source.write_text(PROBE)

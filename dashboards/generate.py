@@ -37,11 +37,11 @@ DATASOURCE = dashboard.DataSourceRef(type_val="prometheus", uid="${datasource}")
 # Recording rules of the rule file rendered by plugins/module_utils/alert_rules.py, one series per cluster, broker_id
 # and log_dir: a log dir is seen by the guard and by the plugin of every broker, so they carry no job or instance.
 # The free space as the throttle sees it (the guard's figures, or the least free of every plugin's):
-FREE_BYTES = "headroom:volume_available_bytes"
+FREE_BYTES = "cluster_broker_log_dir:headroom_volume_available_bytes:min"
 # The free space at which each limit trips, whatever the limit's type (bytes or share free, bytes used): expected from
 # the same rule file, which does not record them yet (the policy strimzi has one limit: the hard one, where it pauses).
-SOFT_LIMIT_FREE_BYTES = "headroom:volume_soft_limit_free_bytes"
-HARD_LIMIT_FREE_BYTES = "headroom:volume_hard_limit_free_bytes"
+SOFT_LIMIT_FREE_BYTES = "cluster_broker_log_dir:headroom_volume_soft_limit_free_bytes:"
+HARD_LIMIT_FREE_BYTES = "cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:"
 RECORDED_SERIES = (FREE_BYTES, SOFT_LIMIT_FREE_BYTES, HARD_LIMIT_FREE_BYTES)
 VOLUME_LABELS = "cluster, broker_id, log_dir"
 # How far back the fill rate of a log dir is measured for the time left to a limit: the alert rules' default
@@ -162,10 +162,12 @@ def disk_space_panels() -> Iterator[PanelBuilder]:
     yield (
         time_series(
             "Free space against the soft and hard limits",
-            "Free bytes of each log dir as the throttle sees them (headroom:volume_available_bytes, solid) and "
-            "the free bytes at which its soft limit (dashed) and hard limit (dotted) trip "
-            "(headroom:volume_soft_limit_free_bytes, headroom:volume_hard_limit_free_bytes), all recorded by the "
-            "rule file of the alert rules. Between the two limits producers are throttled; at the hard limit they "
+            "Free bytes of each log dir as the throttle sees them "
+            "(cluster_broker_log_dir:headroom_volume_available_bytes:min, solid) and the free bytes at which its soft "
+            "limit (dashed) and hard limit (dotted) trip "
+            "(cluster_broker_log_dir:headroom_volume_soft_limit_free_bytes: "
+            "and ..._hard_limit_free_bytes:), all recorded by the rule file of the alert rules. Between the "
+            "two limits producers are throttled; at the hard limit they "
             "are paused.",
             "bytes",
             [

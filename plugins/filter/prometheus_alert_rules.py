@@ -17,17 +17,22 @@ description:
     Strimzi quota plugin (O(_input.kafka_quotas) with C(type=strimzi)) or the disk guard (O(_input.kafka_disk_guard)).
     Every threshold is a limit of that declaration, checked by the same rules as the plugin's properties and the
     guard, and compared as they compare it (inclusive), so an alert fires exactly where the throttle acts.
-  - "Recording rules (label C(cluster)): C(headroom:volume_available_bytes), C(headroom:volume_consumed_bytes),
-    C(headroom:volume_size_bytes) and C(headroom:volume_available_ratio) per C(broker_id) and C(log_dir), from the
-    guard's metrics or the plugin's through the JMX exporter; C(headroom:throttle_factor); C(headroom:broker_info)
-    (C(broker_id), C(instance)) from O(_input.brokers)."
+  - "Recording rules, named level:metric:operations, with the label C(cluster):
+    C(cluster_broker_log_dir:headroom_volume_available_bytes:min), C(..._consumed_bytes:max), C(..._size_bytes:max)
+    and C(..._available_ratio:min) per C(broker_id) and C(log_dir), from the guard's metrics or the plugin's through
+    the JMX exporter; C(cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:) (and C(soft)), where each limit
+    trips; C(cluster:headroom_throttle_factor:min) (the guard's) or C(cluster_broker:headroom_throttle_factor:min)
+    (each broker's plugin's); C(cluster_broker:headroom_broker_info:) (C(broker_id), C(instance)) from
+    O(_input.brokers)."
   - "Alerts: C(KafkaLogDirAtLimit) (the plugin's rule) or C(KafkaLogDirPastSoftLimit) and C(KafkaLogDirAtHardLimit)
     (graded), C(KafkaLogDirFillingUp) (warning and critical, by C(predict_linear)), C(KafkaProducersThrottled), the
     fallback or missing-data alert of the throttle (C(KafkaQuotaPluginFallbackApplied),
     C(HeadroomGuardFallbackApplied), C(HeadroomGuardMissingDataApplied)), C(HeadroomGuardNotDeciding),
     C(HeadroomGuardNotScraped), C(KafkaLogDirOffline), C(KafkaJmxExporterNotScraped) and C(KafkaQuotaPluginNotLoaded).
-    Each summary names the cluster, the broker, the log dir and the figures; the collection's guide Alerts and the
-    dashboard (docs/docsite/rst/guide_alerts.rst) has a runbook for each."
+    Each summary says in one line what is wrong and where (the cluster, the broker, the log dir); the description
+    gives the figures, then what the alert means and what to do; C(runbook_url) links to its runbook in the
+    collection's guide Alerts and the dashboard (docs/docsite/rst/guide_alerts.rst). The alerts on an edge keep
+    firing for O(_input.keep_firing_for) once their condition is gone."
   - A declaration that cannot work fails naming the field, the value and what is allowed, as the throttle's own
     checks word it.
 options:
@@ -108,11 +113,23 @@ options:
         description: How long an exporter or the guard may go unscraped before its alert fires.
         type: str
         default: 5m
-      runbook_url:
-        description: The address of the runbooks; each alert then gets C(runbook_url) with its name, lowercased, as
-          the fragment (the runbooks' headings in docs/docsite/rst/guide_alerts.rst).
+      keep_firing_for:
+        description:
+          - How long an alert on an edge keeps firing once its condition is gone (Prometheus' C(keep_firing_for)) - the
+            limit alerts, C(KafkaLogDirOffline) and the guard's missing-data and fallback alerts - so that a log dir
+            going back and forth across a limit while the throttle lets producers on and off is one episode, not an
+            alert and a resolution at each crossing.
+          - C(0) turns the hold off.
         type: str
-        default: ""
+        default: 5m
+      runbook_url:
+        description:
+          - The address of the runbooks; each alert gets C(runbook_url) with its name, lowercased, as the fragment
+            (the runbooks' headings in the collection's guide Alerts and the dashboard).
+          - The default is that guide where the collection's repository shows it; empty, the alerts have no
+            C(runbook_url).
+        type: str
+        default: https://github.com/headroom-kafka/headroom.kafka/blob/main/docs/docsite/rst/guide_alerts.rst
 seealso:
   - plugin: headroom.kafka.quota_plugin_properties
     plugin_type: filter
@@ -130,8 +147,9 @@ EXAMPLES = r"""
 
 # With kafka_disk_guard: {policy: graded, soft_limit: {type: min_free_percentage, level: 20},
 #                         hard_limit: {type: min_free_percentage, level: 5}}
-# KafkaLogDirPastSoftLimit:  headroom:volume_available_ratio{cluster="prod-eu"} * 100 <= 20, unless at the hard limit
-# KafkaLogDirAtHardLimit:    headroom:volume_available_ratio{cluster="prod-eu"} * 100 <= 5
+# KafkaLogDirPastSoftLimit:  cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod-eu"} * 100 <= 20,
+#                            unless at the hard limit
+# KafkaLogDirAtHardLimit:    cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod-eu"} * 100 <= 5
 """
 
 RETURN = r"""
@@ -142,14 +160,19 @@ _value:
     groups:
       - name: headroom-kafka-prod-eu
         rules:
-          - record: headroom:volume_available_bytes
+          - record: cluster_broker_log_dir:headroom_volume_available_bytes:min
             expr: min by (broker_id, log_dir) (headroom_guard_volume_available_bytes{job="headroom-guard"})
             labels: {cluster: prod-eu}
           - alert: KafkaLogDirAtHardLimit
-            expr: (headroom:volume_available_ratio{cluster="prod-eu"} * 100 <= 5)
+            expr: (cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod-eu"} * 100 <= 5)
             labels: {severity: critical, cluster: prod-eu}
+            keep_firing_for: 5m
             annotations:
-              summary: "Kafka cluster prod-eu: broker {{ $labels.broker_id }} log dir {{ $labels.log_dir }} has ..."
+              summary: "Kafka cluster prod-eu: log dir {{ $labels.log_dir }} of broker {{ $labels.broker_id }} is at the
+                hard limit: producers are paused"
+              description: "Broker {{ $labels.broker_id }} log dir {{ $labels.log_dir }} has ... free ..., at or past
+                the hard limit of 5% free: ...\nA log dir is at the hard limit, ..."
+              runbook_url: "https://github.com/headroom-kafka/headroom.kafka/blob/main/docs/...#kafkalogdirathardlimit"
 """
 
 from ansible.errors import AnsibleFilterError

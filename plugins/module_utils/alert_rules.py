@@ -9,14 +9,18 @@ read from that declaration and checked by the same functions the plugin's proper
 comparison (inclusive, as volume_limits has it), so an alert and the throttle cannot disagree on where the edge is.
 
 ``render`` returns one rule file as data (``{"groups": [...]}``): a single group, recording rules first, so that the
-alerts read the volumes recorded in the same evaluation. The recorded series carry the ``cluster`` label:
+alerts read the volumes recorded in the same evaluation. The recorded series are named level:metric:operations (the
+labels they keep, the metric, what was applied) and carry the ``cluster`` label:
 
-* ``headroom:volume_available_bytes``, ``headroom:volume_consumed_bytes``, ``headroom:volume_size_bytes`` and
-  ``headroom:volume_available_ratio`` (``broker_id``, ``log_dir``): each log dir as the throttle sees it - the guard's
-  own figures, or the plugin's through the JMX exporter, the least free of what every broker's plugin reports;
-* ``headroom:throttle_factor``: the guard's factor, or each broker's plugin factor (``broker_id``);
-* ``headroom:broker_info`` (``broker_id``, ``instance``): the brokers the JMX exporter should be scraped on (and, with
-  the plugin, the brokers that should load it), from ``brokers``.
+* ``cluster_broker_log_dir:headroom_volume_available_bytes:min``, ``..._consumed_bytes:max``, ``..._size_bytes:max``
+  and ``..._available_ratio:min``: each log dir as the throttle sees it - the guard's own figures, or the plugin's
+  through the JMX exporter, the least free of what every broker's plugin reports;
+* ``cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:`` (and ``soft``): the free bytes at which each limit
+  trips on each log dir;
+* ``cluster:headroom_throttle_factor:min``: the guard's factor; with the plugin
+  ``cluster_broker:headroom_throttle_factor:min``, each broker's plugin's;
+* ``cluster_broker:headroom_broker_info:`` (``broker_id``, ``instance``): the brokers the JMX exporter should be
+  scraped on (and, with the plugin, the brokers that should load it), from ``brokers``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -51,6 +55,7 @@ SETTINGS = (
     "fill_for",
     "throttled_minutes",
     "scrape_for",
+    "keep_firing_for",
     "runbook_url",
 )
 DEFAULTS: Dict[str, Any] = {
@@ -72,7 +77,11 @@ DEFAULTS: Dict[str, Any] = {
     "fill_for": "1h",
     "throttled_minutes": 10,
     "scrape_for": "5m",
-    "runbook_url": "",
+    # How long an alert on an edge (a limit, an offline log dir, missing data) keeps firing once its condition is
+    # gone: a volume that goes back and forth across a limit as the throttle lets producers on and off is one episode.
+    "keep_firing_for": "5m",
+    # Each alert's runbook_url: this address, then '#' and the alert's name lowercased; empty: no runbook_url.
+    "runbook_url": "https://github.com/headroom-kafka/headroom.kafka/blob/main/docs/docsite/rst/guide_alerts.rst",
 }
 # The plugin checks the volumes every 60 s unless check_interval says otherwise.
 PLUGIN_CHECK_INTERVAL = 60
@@ -94,8 +103,9 @@ _SELECTOR = re.compile(r"^{0}(?:,{0})*$".format(_MATCHER))
 _DURATION = re.compile(r"^(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _UNITS = ((3600, "h"), (60, "m"), (1, "s"))
 _INT_MAX = 2**31 - 1
-# Each alert's runbook is a section of the alerts guide titled with the alert's name (anchor: the name, lowercased).
-_RUNBOOK = "headroom.kafka docs, guide Alerts and the dashboard (docs/docsite/rst/guide_alerts.rst), runbook {0}"
+# Each alert's runbook is a section of the alerts guide titled with the alert's name (anchor: the name, lowercased),
+# linked by default where the collection's repository (galaxy.yml) shows the guide.
+RUNBOOK_URL = DEFAULTS["runbook_url"]
 
 
 class AlertRulesError(ValueError):
@@ -378,8 +388,17 @@ def validate_settings(settings: object) -> Dict[str, Any]:
             "throttled_minutes", given["throttled_minutes"], 1, 10080, "how long producers may stay throttled"
         ),
     }
-    for name in ("fill_lookback", "fill_warning_horizon", "fill_critical_horizon", "fill_for", "scrape_for"):
+    for name in (
+        "fill_lookback",
+        "fill_warning_horizon",
+        "fill_critical_horizon",
+        "fill_for",
+        "scrape_for",
+    ):
         result[name] = _duration_seconds(name, given[name])
+    # 0 turns the hold off: an alert on an edge then resolves at the first evaluation without its condition.
+    hold = given["keep_firing_for"]
+    result["keep_firing_for"] = 0 if hold in (0, "0") else _duration_seconds("keep_firing_for", hold)
     if result["fill_critical_horizon"] >= result["fill_warning_horizon"]:
         raise AlertRulesError(
             "fill_critical_horizon ({0}) must be shorter than fill_warning_horizon ({1}): the critical alert is the "
@@ -435,13 +454,13 @@ def _measure(cluster, limit):
     """(PromQL of the figure the limit compares, operator, threshold) for every volume."""
     level = promql_number(limit["level"])
     if limit["measure"] == "free_bytes":
-        return _select("headroom:volume_available_bytes", cluster), "<=", level
+        return _select("cluster_broker_log_dir:headroom_volume_available_bytes:min", cluster), "<=", level
     if limit["measure"] == "free_ratio":
-        return _select("headroom:volume_available_ratio", cluster), "<=", level
+        return _select("cluster_broker_log_dir:headroom_volume_available_ratio:min", cluster), "<=", level
     if limit["measure"] == "free_percentage":
         # Ratio times 100, the order volume_limits computes a percentage in, so that both round alike.
-        return _select("headroom:volume_available_ratio", cluster) + " * 100", "<=", level
-    return _select("headroom:volume_consumed_bytes", cluster), ">=", level
+        return _select("cluster_broker_log_dir:headroom_volume_available_ratio:min", cluster) + " * 100", "<=", level
+    return _select("cluster_broker_log_dir:headroom_volume_consumed_bytes:max", cluster), ">=", level
 
 
 def _reached(cluster, limit):
@@ -451,10 +470,10 @@ def _reached(cluster, limit):
 
 def _series_of(limit):
     return {
-        "free_bytes": ("headroom:volume_available_bytes", 1),
-        "free_ratio": ("headroom:volume_available_ratio", 1),
-        "free_percentage": ("headroom:volume_available_ratio", 100),
-        "consumed_bytes": ("headroom:volume_consumed_bytes", 1),
+        "free_bytes": ("cluster_broker_log_dir:headroom_volume_available_bytes:min", 1),
+        "free_ratio": ("cluster_broker_log_dir:headroom_volume_available_ratio:min", 1),
+        "free_percentage": ("cluster_broker_log_dir:headroom_volume_available_ratio:min", 100),
+        "consumed_bytes": ("cluster_broker_log_dir:headroom_volume_consumed_bytes:max", 1),
     }[limit["measure"]]
 
 
@@ -498,11 +517,12 @@ def _figure(record, formatting, suffix=""):
     )
 
 
-_FREE = _figure("headroom:volume_available_bytes", "humanize1024", "B")
-_USED = _figure("headroom:volume_consumed_bytes", "humanize1024", "B")
-_SIZE = _figure("headroom:volume_size_bytes", "humanize1024", "B")
-_PERCENT = _figure("headroom:volume_available_ratio", "humanizePercentage")
+_FREE = _figure("cluster_broker_log_dir:headroom_volume_available_bytes:min", "humanize1024", "B")
+_USED = _figure("cluster_broker_log_dir:headroom_volume_consumed_bytes:max", "humanize1024", "B")
+_SIZE = _figure("cluster_broker_log_dir:headroom_volume_size_bytes:max", "humanize1024", "B")
+_PERCENT = _figure("cluster_broker_log_dir:headroom_volume_available_ratio:min", "humanizePercentage")
 _VOLUME = "broker {{ $labels.broker_id }} log dir {{ $labels.log_dir }}"
+_LOG_DIR = "log dir {{ $labels.log_dir }} of broker {{ $labels.broker_id }}"
 
 
 def _volume_figures(limit):
@@ -515,17 +535,29 @@ def _volume_figures(limit):
 
 
 def _broker_named():
-    """The broker of an alert on an exporter's series: its id when headroom:broker_info knows the instance."""
+    """The broker of an alert on an exporter's series: its id when the recorded broker info knows the instance."""
     return (
         "{{ with $labels.broker_id }}broker {{ . }} ({{ $labels.instance }}){{ else }}{{ $labels.instance }}{{ end }}"
     )
 
 
-def _factor_now(cluster):
+def _factor_now(settings):
     return (
-        '{{{{ with query `min(headroom:throttle_factor{{cluster="{0}"}})` }}}} (throttle factor now '
+        '{{{{ with query `min({0}{{cluster="{1}"}})` }}}} (throttle factor now '
         '{{{{ . | first | value | printf "%.2f" }}}}){{{{ end }}}}'
-    ).format(cluster)
+    ).format(factor_record(settings), settings["cluster"])
+
+
+def factor_record(settings: Dict[str, Any]) -> str:
+    """The recorded throttle factor: each broker's plugin's (``broker_id``), or the guard's one for the cluster."""
+    if settings["throttle"]["source"] == "plugin":
+        return "cluster_broker:headroom_throttle_factor:min"
+    return "cluster:headroom_throttle_factor:min"
+
+
+def limit_free_bytes_record(name: str) -> str:
+    """The recorded free bytes at which the ``soft`` or ``hard`` limit trips on each log dir."""
+    return "cluster_broker_log_dir:headroom_volume_{0}_limit_free_bytes:".format(name)
 
 
 def _relabel(expr, target, source):
@@ -541,7 +573,7 @@ def _records(settings):
     for broker in settings["brokers"]:
         records.append(
             {
-                "record": "headroom:broker_info",
+                "record": "cluster_broker:headroom_broker_info:",
                 "expr": "vector(1)",
                 "labels": {"cluster": cluster, "broker_id": str(broker["broker_id"]), "instance": broker["instance"]},
             }
@@ -561,16 +593,22 @@ def _records(settings):
         total = "({0} + {1})".format(available, consumed)
         records.extend(
             [
-                {"record": "headroom:volume_available_bytes", "expr": per_volume("min", available)},
-                {"record": "headroom:volume_consumed_bytes", "expr": per_volume("max", consumed)},
-                {"record": "headroom:volume_size_bytes", "expr": per_volume("max", total)},
+                {
+                    "record": "cluster_broker_log_dir:headroom_volume_available_bytes:min",
+                    "expr": per_volume("min", available),
+                },
+                {
+                    "record": "cluster_broker_log_dir:headroom_volume_consumed_bytes:max",
+                    "expr": per_volume("max", consumed),
+                },
+                {"record": "cluster_broker_log_dir:headroom_volume_size_bytes:max", "expr": per_volume("max", total)},
                 # A volume without capacity has ratio 0, as the plugin has it (0 / 1 rather than 0 / 0).
                 {
-                    "record": "headroom:volume_available_ratio",
+                    "record": "cluster_broker_log_dir:headroom_volume_available_ratio:min",
                     "expr": per_volume("min", "{0} / clamp_min{1}".format(available, total[:-1] + ", 1)")),
                 },
                 {
-                    "record": "headroom:throttle_factor",
+                    "record": factor_record(settings),
                     "expr": "min by (broker_id) ({0})".format(
                         _relabel(_select("strimzi_quotas_throttle_factor", jmx), "broker_id", "observing_broker_id")
                     ),
@@ -584,28 +622,28 @@ def _records(settings):
         records.extend(
             [
                 {
-                    "record": "headroom:volume_available_bytes",
+                    "record": "cluster_broker_log_dir:headroom_volume_available_bytes:min",
                     "expr": "min by (broker_id, log_dir) ({0})".format(available),
                 },
                 {
-                    "record": "headroom:volume_consumed_bytes",
+                    "record": "cluster_broker_log_dir:headroom_volume_consumed_bytes:max",
                     "expr": "max by (broker_id, log_dir) ({0})".format(consumed),
                 },
                 {
-                    "record": "headroom:volume_size_bytes",
+                    "record": "cluster_broker_log_dir:headroom_volume_size_bytes:max",
                     "expr": "max by (broker_id, log_dir) ({0} + {1})".format(available, consumed),
                 },
                 {
-                    "record": "headroom:volume_available_ratio",
+                    "record": "cluster_broker_log_dir:headroom_volume_available_ratio:min",
                     "expr": "min by (broker_id, log_dir) ({0} / clamp_min({0} + {1}, 1))".format(available, consumed),
                 },
                 {
-                    "record": "headroom:throttle_factor",
+                    "record": factor_record(settings),
                     "expr": "min({0})".format(_select("headroom_guard_throttle_factor", guard)),
                 },
             ]
         )
-    size = _select("headroom:volume_size_bytes", 'cluster="{0}"'.format(cluster))
+    size = _select("cluster_broker_log_dir:headroom_volume_size_bytes:max", 'cluster="{0}"'.format(cluster))
     limits = (
         [("hard", throttle["limit"])]
         if "limit" in throttle
@@ -614,9 +652,7 @@ def _records(settings):
     for name, limit in limits:
         # The free bytes at which the limit trips on each volume, for the dashboard's lines beside the free space (the
         # plugin's one limit is the hard one: it pauses).
-        records.append(
-            {"record": "headroom:volume_{0}_limit_free_bytes".format(name), "expr": _limit_free_bytes(size, limit)}
-        )
+        records.append({"record": limit_free_bytes_record(name), "expr": _limit_free_bytes(size, limit)})
     for record in records:
         # A dict of its own for each rule: a YAML dump would otherwise write anchors and aliases.
         record.setdefault("labels", dict(label))
@@ -635,19 +671,39 @@ def _limit_free_bytes(size, limit):
     return "{0} - {1}".format(size, level)
 
 
-def _alert(settings, name, expr, severity, summary, description, for_seconds=0):
+def _alert(settings, name, expr, severity, summary, details, explanation, for_seconds=0, edge=False):
+    """One alerting rule: ``summary`` short (what and where), ``details`` the figures (a template), ``explanation``
+    fixed text (what it means and what to do); the description is the details, then the explanation on a line of its
+    own. ``edge``: a condition that can go back and forth across a threshold, which keeps firing for
+    keep_firing_for once it is gone."""
     rule = {"alert": name, "expr": expr}
     if for_seconds:
         rule["for"] = duration_text(for_seconds)
+    if edge and settings["keep_firing_for"]:
+        rule["keep_firing_for"] = duration_text(settings["keep_firing_for"])
     rule["labels"] = {"severity": severity, "cluster": settings["cluster"]}
     rule["annotations"] = {
         "summary": "Kafka cluster {0}: {1}".format(settings["cluster"], summary),
-        "description": description,
-        "runbook": _RUNBOOK.format(name),
+        "description": "{0}.\n{1}".format(capitalized(details), explanation),
     }
     if settings["runbook_url"]:
         rule["annotations"]["runbook_url"] = "{0}#{1}".format(settings["runbook_url"], name.lower())
     return rule
+
+
+def capitalized(text: str) -> str:
+    """``text`` with its first letter outside a template action (``{{ ... }}``) in capitals."""
+    index, depth = 0, 0
+    while index < len(text):
+        if text.startswith("{{", index):
+            depth, index = depth + 1, index + 2
+        elif text.startswith("}}", index) and depth:
+            depth, index = depth - 1, index + 2
+        elif not depth and text[index].isalpha():
+            return text[:index] + text[index].upper() + text[index + 1 :]
+        else:
+            index += 1
+    return text
 
 
 def _limit_alerts(settings):
@@ -663,11 +719,13 @@ def _limit_alerts(settings):
                 "KafkaLogDirAtLimit",
                 _reached(matcher, limit),
                 "critical",
+                "%s is at the throttle's limit: producers are paused" % _LOG_DIR,
                 "{0}{1}, at or past the limit of {2}: {3} holds every producer at 1 byte/s{4}".format(
-                    head, _volume_figures(limit), limit_text(limit), who, _factor_now(cluster)
+                    head, _volume_figures(limit), limit_text(limit), who, _factor_now(settings)
                 ),
                 "A log dir is at the throttle's limit, so the throttle factor is 0 and producers are paused until "
                 "every log dir has more room than the limit. Free space or add capacity on that broker.",
+                edge=True,
             )
         ]
     soft, hard = throttle["soft"], throttle["hard"]
@@ -677,22 +735,26 @@ def _limit_alerts(settings):
             "KafkaLogDirPastSoftLimit",
             "{0} unless on (broker_id, log_dir) {1}".format(_reached(matcher, soft), _reached(matcher, hard)),
             "warning",
+            "%s is past the soft limit: producers are throttled" % _LOG_DIR,
             "{0}{1}, past the soft limit of {2} (hard limit {3}): the disk guard throttles producers{4}".format(
-                head, _volume_figures(soft), limit_text(soft), limit_text(hard), _factor_now(cluster)
+                head, _volume_figures(soft), limit_text(soft), limit_text(hard), _factor_now(settings)
             ),
             "A log dir is between the soft and the hard limit: the guard scales the declared produce rates down "
             "linearly, to nothing at the hard limit. Free space or add capacity before it gets there.",
+            edge=True,
         ),
         _alert(
             settings,
             "KafkaLogDirAtHardLimit",
             _reached(matcher, hard),
             "critical",
+            "%s is at the hard limit: producers are paused" % _LOG_DIR,
             "{0}{1}, at or past the hard limit of {2}: the disk guard holds every producer at 1 byte/s{3}".format(
-                head, _volume_figures(hard), limit_text(hard), _factor_now(cluster)
+                head, _volume_figures(hard), limit_text(hard), _factor_now(settings)
             ),
             "A log dir is at the hard limit, so the throttle factor is 0 and producers are paused until every log "
             "dir is back above it. Free space or add capacity on that broker.",
+            edge=True,
         ),
     ]
 
@@ -716,6 +778,7 @@ def _fill_alerts(settings):
                     _predicted(matcher, limit, lookback, horizon), _reached(matcher, limit)
                 ),
                 severity,
+                "{0} reaches {1} within {2}".format(_LOG_DIR, which, duration_text(horizon)),
                 "{0}{1} {2} and, at the rate of the last {3}, reaches {4} of {5} in {6}, within {7}".format(
                     _volume_var(cluster),
                     _VOLUME,
@@ -758,15 +821,18 @@ def _cover_alerts(settings):
     which = "the limit" if throttle["policy"] == "strimzi" else "the hard limit"
     window = duration_text(COVER_WINDOW)
     arriving = "clamp_min(-deriv({0}[{1}]), 0) * {2}".format(
-        _select("headroom:volume_available_bytes", matcher), window, promql_number(reaction)
+        _select("cluster_broker_log_dir:headroom_volume_available_bytes:min", matcher), window, promql_number(reaction)
     )
     interval = _check_interval(settings)
     return [
         _alert(
             settings,
             "KafkaLogDirLimitTooSmall",
-            "{0} > {1}".format(arriving, _select("headroom:volume_hard_limit_free_bytes", matcher)),
+            "{0} > {1}".format(
+                arriving, _select("cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:", matcher)
+            ),
             "warning",
+            "{0} fills faster than {1} covers".format(_LOG_DIR, which),
             (
                 "{0}{1}: at its fill rate of the last {2}, {{{{ $value | humanize1024 }}}}B arrive in the {3} s the "
                 "throttle takes to hold it ({4} s between checks, then the check, the throttle reaching producers and "
@@ -777,7 +843,7 @@ def _cover_alerts(settings):
                 window,
                 promql_number(reaction),
                 promql_number(interval),
-                _figure("headroom:volume_hard_limit_free_bytes", "humanize1024", "B"),
+                _figure("cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:", "humanize1024", "B"),
                 which,
                 limit_text(limit),
             ),
@@ -791,13 +857,15 @@ def _cover_alerts(settings):
 def _throttle_alerts(settings):
     cluster, throttle = settings["cluster"], settings["throttle"]
     minutes = settings["throttled_minutes"]
-    factor = _select("headroom:throttle_factor", 'cluster="{0}"'.format(cluster))
+    factor = _select(factor_record(settings), 'cluster="{0}"'.format(cluster))
     if throttle["source"] == "plugin":
+        short = "the quota plugin on broker {{ $labels.broker_id }} throttles producers on disk space"
         summary = (
             "the quota plugin on broker {{{{ $labels.broker_id }}}} has scaled the produce quota by "
             '{{{{ printf "%.2f" $value }}}} for more than {0}m: producers are throttled on disk space'
         ).format(minutes)
     else:
+        short = "the disk guard throttles producers on disk space"
         summary = (
             'the disk guard has scaled the declared produce rates by {{{{ printf "%.2f" $value }}}} for more than '
             "{0}m: producers are throttled on disk space"
@@ -808,6 +876,7 @@ def _throttle_alerts(settings):
             "KafkaProducersThrottled",
             "{0} < 1".format(factor),
             "warning",
+            short,
             summary,
             "The throttle factor has stayed below 1 because some log dir is past a limit (or its data is missing). "
             "See the log dir alerts for which one.",
@@ -831,6 +900,7 @@ def _missing_data_alerts(settings):
                 "KafkaQuotaPluginFallbackApplied",
                 _with_broker_id(settings, applied, "instance"),
                 "warning",
+                "the quota plugin on {{ $labels.instance }} applies its fallback throttle factor",
                 (
                     "the quota plugin on {0} applied its fallback throttle factor {1} in the last {2}: it has had "
                     "no complete view of the cluster's volumes for more than {3}"
@@ -851,12 +921,14 @@ def _missing_data_alerts(settings):
                 "HeadroomGuardFallbackApplied",
                 "{0} == 1".format(_select("headroom_guard_fallback_applied", guard)),
                 "warning",
+                "the disk guard applies its fallback throttle factor",
                 (
                     "the disk guard applies its fallback throttle factor {0}: it has had no complete view of the "
                     "cluster's volumes for more than {1}"
                 ).format(promql_number(throttle["fallback_factor"]), throttle["validity"]),
                 "Some broker did not answer the guard's DescribeLogDirs (or an expected broker is missing) for longer "
                 "than the factor's validity, so the guard throttles by the fallback factor instead of the volumes.",
+                edge=True,
             )
         ]
     if throttle["missing_data_action"] == "pause":
@@ -871,16 +943,18 @@ def _missing_data_alerts(settings):
             "HeadroomGuardMissingDataApplied",
             expr,
             "warning",
+            "the disk guard cannot see every broker's log dirs",
             "the disk guard cannot see every broker's log dirs: {0}".format(effect),
             "Some broker did not answer the guard's DescribeLogDirs, or an expected broker is missing, so the guard "
             "applies its missing-data action.",
+            edge=True,
         )
     ]
 
 
 def _with_broker_id(settings, expr, on):
-    """``expr`` with the broker_id of its instance from headroom:broker_info, or as it is when none is known."""
-    info = _select("headroom:broker_info", 'cluster="{0}"'.format(settings["cluster"]))
+    """``expr`` with the broker_id of its instance from the recorded broker info, or as it is when none is known."""
+    info = _select("cluster_broker:headroom_broker_info:", 'cluster="{0}"'.format(settings["cluster"]))
     return "({0}) * on (instance) group_left (broker_id) {1} or on ({2}) ({0})".format(expr, info, on)
 
 
@@ -901,6 +975,7 @@ def _guard_alerts(settings):
             "HeadroomGuardNotDeciding",
             not_deciding,
             "critical",
+            "the disk guard ({{ $labels.instance }}) takes no decision",
             (
                 "the disk guard ({{{{ $labels.instance }}}}) {{{{ if $labels.outcome }}}}has failed every decision "
                 "since it started ({{{{ $value }}}}){{{{ else }}}}has not decided for "
@@ -915,6 +990,7 @@ def _guard_alerts(settings):
             "HeadroomGuardNotScraped",
             "absent({0})".format(_select("headroom_guard_decisions_total", guard)),
             "critical",
+            "Prometheus has no metrics of the disk guard",
             "Prometheus has had no metrics of the disk guard ({0}) for {1}".format(
                 _select("headroom_guard_decisions_total", guard), duration_text(settings["scrape_for"])
             ),
@@ -936,6 +1012,7 @@ def _relief_alerts(settings):
             "HeadroomGuardReliefFailing",
             "increase({0}[{1}]) > 0".format(failed, duration_text(RELIEF_FAILURE_WINDOW)),
             "warning",
+            "the disk guard ({{ $labels.instance }}) fails to relieve filling log dirs",
             (
                 "a relief step of the disk guard ({{{{ $labels.instance }}}}) failed in the last {0}: filling log dirs "
                 "are not being relieved, and only the throttle stands before a full disk"
@@ -948,6 +1025,7 @@ def _relief_alerts(settings):
             "HeadroomGuardReliefBlocked",
             "{0} > 0".format(_select("headroom_guard_relief_blocked_log_dirs", guard)),
             "warning",
+            "the disk guard ({{ $labels.instance }}) has log dirs it cannot relieve",
             (
                 "{{{{ $value }}}} log dir(s) at the disk guard's relieve_at have had no move reaching relieve_to for "
                 "{0}: the throttle will fire when they reach the limit"
@@ -963,7 +1041,7 @@ def _relief_alerts(settings):
 def _jmx_alerts(settings):
     cluster, throttle = settings["cluster"], settings["throttle"]
     jmx = settings["jmx_selector"]
-    info = _select("headroom:broker_info", 'cluster="{0}"'.format(cluster))
+    info = _select("cluster_broker:headroom_broker_info:", 'cluster="{0}"'.format(cluster))
     up = _select("up", jmx)
     offline = "{0} == 1".format(_select("kafka_log_logmanager_logdirectoryoffline", jmx))
     alerts = [
@@ -972,9 +1050,11 @@ def _jmx_alerts(settings):
             "KafkaLogDirOffline",
             _with_broker_id(settings, offline, "instance, log_dir"),
             "critical",
-            "{0} has log dir {{{{ $labels.log_dir }}}} offline".format(_broker_named()),
+            "log dir {{ $labels.log_dir }} of {{ $labels.instance }} is offline",
+            "log dir {{{{ $labels.log_dir }}}} of {0} is offline".format(_broker_named()),
             "Kafka took the log dir offline after an I/O error: its replicas there are offline. The throttle skips "
             "a volume it cannot size, so a full disk that failed does not throttle producers.",
+            edge=True,
         ),
         _alert(
             settings,
@@ -984,6 +1064,7 @@ def _jmx_alerts(settings):
                 "{0} unless on (instance) {1}".format(info, up),
             ),
             "critical" if throttle["source"] == "plugin" else "warning",
+            "Prometheus has no metrics from the JMX exporter of {{ $labels.instance }}",
             "Prometheus has had no metrics from the JMX exporter of {0} for {1}".format(
                 _broker_named(), duration_text(settings["scrape_for"])
             ),
@@ -1004,6 +1085,7 @@ def _jmx_alerts(settings):
                     info, up, _select("strimzi_quotas_throttle_factor", jmx)
                 ),
                 "critical",
+                "the quota plugin is not loaded on broker {{ $labels.broker_id }}",
                 (
                     "broker {{{{ $labels.broker_id }}}} ({{{{ $labels.instance }}}}) has served no "
                     "strimzi_quotas_throttle_factor for {0}: the Strimzi quota plugin is not loaded there"

@@ -48,6 +48,9 @@ THROTTLED_MINUTES = 1
 # for the live server: that the rule holds for its minutes is promtool's to prove (test_prometheus_rules.py), this
 # module proves that its expression fires on the exporters' series and resolves.
 THROTTLED_HOLD_SECONDS = 10
+# The limit alert's keep_firing_for (5m by default): long enough to see it held once the volume is freed, short enough
+# to see it resolve.
+KEEP_FIRING_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +83,7 @@ def watched(kafka_cluster_root, tmp_path_factory):
                                 for entry in cluster.broker_nodes
                             ],
                             "throttled_minutes": THROTTLED_MINUTES,
+                            "keep_firing_for": f"{KEEP_FIRING_SECONDS}s",
                             "guard_interval": 1,
                         }
                     )
@@ -175,8 +179,10 @@ def test_a_full_volume_fires_the_limit_and_throttled_alerts_while_producers_are_
         (alert,) = wait_until(lambda: firing(prometheus, "KafkaLogDirAtLimit"), ALERT_WITHIN, what="the limit alert")
         alerted_at = time.monotonic()
         assert alert["labels"]["broker_id"] == "2" and alert["labels"]["cluster"] == CLUSTER
-        summary = alert["annotations"]["summary"]
-        assert f"Kafka cluster {CLUSTER}" in summary and "broker 2" in summary and "32 MiB" in summary, summary
+        summary, description = alert["annotations"]["summary"], alert["annotations"]["description"]
+        assert f"Kafka cluster {CLUSTER}" in summary and "of broker 2 is at the throttle's limit" in summary, summary
+        assert description.startswith("Broker 2 log dir") and "32 MiB" in description, description
+        assert alert["annotations"]["runbook_url"].endswith("guide_alerts.rst#kafkalogdiratlimit")
         throttled = produce(cluster, TOPIC, seconds=4)
         assert throttled.throttles_ms and max(throttled.throttles_ms) > 1000, "producers are really throttled"
         assert throttled.rate_after_first_throttle() < before.rate / 20
@@ -197,18 +203,34 @@ def test_a_full_volume_fires_the_limit_and_throttled_alerts_while_producers_are_
     finally:
         os.remove(filler)
 
+    # Freed: the volume is back above the limit in what Prometheus records, and the limit alert is still held...
+    wait_until(
+        lambda: prometheus.query(
+            f'cluster_broker_log_dir:headroom_volume_available_bytes:min{{broker_id="2"}} > {LIMIT}'
+        ),
+        ALERT_WITHIN,
+        what="the freed volume recorded",
+    )
+    freed_at = time.monotonic()
+    assert firing(prometheus, "KafkaLogDirAtLimit"), "held by keep_firing_for once the volume is back above the limit"
+    # ...until its keep_firing_for has passed.
     wait_until(
         lambda: not firing(prometheus, "KafkaLogDirAtLimit") and not firing(prometheus, "KafkaProducersThrottled"),
-        ALERT_WITHIN,
-        what="the alerts resolving once the volume is freed",
+        KEEP_FIRING_SECONDS + ALERT_WITHIN,
+        what="the alerts resolving once the volume is freed and the hold has passed",
     )
+    assert time.monotonic() - freed_at >= KEEP_FIRING_SECONDS - 2 * CHECK_INTERVAL, "not before the hold"
     assert produce(cluster, TOPIC, seconds=3).rate > BASE_RATE / 4
 
 
 def test_the_guard_and_every_exporter_are_watched_and_nothing_else_fires(watched):
     _cluster, prometheus = watched
     assert prometheus.query('headroom_guard_observe_only{job="headroom-guard"} == 1')
-    wait_until(lambda: prometheus.query("headroom:volume_hard_limit_free_bytes"), 30, what="the limit recorded")
+    wait_until(
+        lambda: prometheus.query("cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:"),
+        30,
+        what="the limit recorded",
+    )
     unexpected = [
         alert["labels"]["alertname"]
         for alert in prometheus.alerts("firing")

@@ -140,12 +140,20 @@ def minutes(count):
     return "{0}m".format(count)
 
 
+def with_labels(template, labels):
+    """A summary as Prometheus expands it: each {{ $labels.NAME }} replaced by the alert's label."""
+    return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda match: str(labels[match[1]]), template)
+
+
 class Declaration:
     """One declaration's rules and the promtool unit tests of every alert they have."""
 
-    def __init__(self, name):
+    def __init__(self, name, keep_firing_for=0):
+        """``keep_firing_for``: 0 (the default here) models each alert at its edge, resolving at the first evaluation
+        without its condition; the hold the rules have by default is tested on its own
+        (test_an_edge_alert_keeps_firing_while_the_volume_goes_back_and_forth_across_its_limit)."""
         self.name = name
-        self.settings = DECLARATIONS[name]
+        self.settings = dict(DECLARATIONS[name], keep_firing_for=keep_firing_for)
         self.rules = alert_rules.render(self.settings)
         self.checked = alert_rules.validate_settings(self.settings)
         self.throttle = self.checked["throttle"]
@@ -157,11 +165,17 @@ class Declaration:
         self.covered = set()
         self.groups = []
 
-    # The alert as promtool reports it: the rule's own labels and its description and runbook, the summary given.
-    def expected(self, alert, severity, labels, summary):
+    # The alert as promtool reports it: the rule's own labels and runbook_url, its summary with the alert's labels,
+    # and its description: the figures given, then the rule's explanation.
+    def expected(self, alert, severity, labels, details):
         rule = self.by_name[(alert, severity)]
         self.covered.add((alert, severity))
-        annotations = dict(rule["annotations"], summary="Kafka cluster {0}: {1}".format(CLUSTER, summary))
+        explanation = rule["annotations"]["description"].split("\n", 1)[1]
+        annotations = dict(
+            rule["annotations"],
+            summary=with_labels(rule["annotations"]["summary"], labels),
+            description="{0}.\n{1}".format(alert_rules.capitalized(details), explanation),
+        )
         return {"exp_labels": dict(labels, severity=severity, cluster=CLUSTER), "exp_annotations": annotations}
 
     def group(self, series, checks):
@@ -281,6 +295,16 @@ class Declaration:
         return 1024 * GIB if limit["measure"] == "consumed_bytes" else 200 * GIB
 
     # -- the alerts ------------------------------------------------------------------------------------------------
+    def at_limit(self, usable, total, factor, broker="2"):
+        """KafkaLogDirAtLimit as it fires for broker ``broker``'s log dir with ``usable`` of ``total`` bytes free."""
+        limit = self.throttle["limit"]
+        who = "the quota plugin" if self.plugin else "the disk guard"
+        details = (
+            "broker {0} log dir {1} {2}, at or past the limit of {3}: {4} holds every producer at 1 byte/s "
+            "(throttle factor now {5:.2f})"
+        ).format(broker, LOG_DIR, self.figures(limit, usable, total), alert_rules.limit_text(limit), who, factor)
+        return self.expected("KafkaLogDirAtLimit", "critical", {"broker_id": broker, "log_dir": LOG_DIR}, details)
+
     def limit_tests(self):
         broker = "2"
         labels = {"broker_id": broker, "log_dir": LOG_DIR}
@@ -291,18 +315,11 @@ class Declaration:
             at = self.edge(limit, total)
             usables = [at + 1, at, at + total // 4]
             factors = [self.factor(u, total) for u in usables]
-            who = "the quota plugin" if self.plugin else "the disk guard"
 
             def firing(step):
                 if step != 1:
                     return []
-                summary = (
-                    "{0}{1}, at or past the limit of {2}: {3} holds every producer at 1 byte/s "
-                    "(throttle factor now {4:.2f})"
-                ).format(
-                    head, self.figures(limit, usables[step], total), alert_rules.limit_text(limit), who, factors[step]
-                )
-                return [self.expected("KafkaLogDirAtLimit", "critical", labels, summary)]
+                return [self.at_limit(usables[step], total, factors[step])]
 
             self.group(
                 self.volume_series(broker, total, usables, factors),
@@ -679,7 +696,7 @@ class Declaration:
                 "KafkaLogDirOffline",
                 "critical",
                 self.with_broker({"job": JOB, "instance": instance, "log_dir": offline_dir}),
-                "{0} has log dir {1} offline".format(self.named(instance), offline_dir),
+                "log dir {1} of {0} is offline".format(self.named(instance), offline_dir),
             )
             for instance in instances
         ]
@@ -808,6 +825,49 @@ def test_every_alert_fires_at_the_edge_stays_quiet_short_of_it_and_resolves(name
     assert declaration.covered == set(declaration.by_name), "every alert has its unit tests"
 
 
+# A volume going back and forth across the plugin's limit every minute, as it does while the throttle lets producers on
+# and off at the edge, then well clear of it: minutes 1, 3 and 5 at the limit.
+CROSSINGS = 5
+HOLD_MINUTES = 5
+
+
+@needs_promtool
+@pytest.mark.parametrize("hold", [f"{HOLD_MINUTES}m", 0], ids=["keep-firing-for-the-default", "no-hold"])
+def test_an_edge_alert_keeps_firing_while_the_volume_goes_back_and_forth_across_its_limit(hold, tmp_path):
+    declaration = Declaration("plugin-bytes", keep_firing_for=hold)
+    assert alert_rules.render(DECLARATIONS["plugin-bytes"]) == Declaration("plugin-bytes", f"{HOLD_MINUTES}m").rules, (
+        f"the rules' default hold is {HOLD_MINUTES}m"
+    )
+    limit = declaration.throttle["limit"]
+    total = declaration.total_for(limit)
+    at = declaration.edge(limit, total)
+    usables = [at + 1 if minute % 2 == 0 else at for minute in range(CROSSINGS + 1)] + [at + total // 4] * 9
+    factors = [declaration.factor(usable, total) for usable in usables]
+    checks, last_at_limit = [], None
+    for minute, usable in enumerate(usables):
+        if usable == at:
+            last_at_limit = minute
+        held = hold and last_at_limit is not None and minute - last_at_limit <= HOLD_MINUTES
+        if minute - (last_at_limit or 0) == HOLD_MINUTES + 1 and hold:
+            continue  # the hold's last moment: Prometheus' own boundary, not this test's
+        # An alert held after its condition went keeps the annotations of its last evaluation at the limit.
+        fired = usable == at or held
+        shown = usables[last_at_limit] if fired else None
+        expected = [declaration.at_limit(shown, total, factors[last_at_limit])] if fired else []
+        checks.append((minute, "KafkaLogDirAtLimit", expected))
+    declaration.group(declaration.volume_series("2", total, usables, factors), checks)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(declaration.rules, sort_keys=False, width=1000))
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": declaration.groups}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False, width=1000))
+    tested = promtool("test", "rules", "tests.yml", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout[-6000:] + tested.stderr[-3000:]
+    firing_minutes = [minute for minute, _alert, expected in checks if expected]
+    if hold:
+        assert firing_minutes == list(range(1, CROSSINGS + HOLD_MINUTES + 1)), "one episode, no resolution in between"
+    else:
+        assert firing_minutes == [1, 3, 5], "without the hold it resolves and fires again at every crossing"
+
+
 def test_the_declarations_give_the_alerts_of_their_throttle():
     names = {name: {alert for alert, _severity in Declaration(name).by_name} for name in DECLARATIONS}
     common = {"KafkaLogDirFillingUp", "KafkaLogDirLimitTooSmall", "KafkaProducersThrottled"}
@@ -901,7 +961,7 @@ def test_the_rules_read_the_series_their_sources_export():
     # Target labels Prometheus adds to every scraped series; up is Prometheus' own.
     targets = {"job", "instance"}
     for metric, labels in sorted(read.items()):
-        if metric == "up" or metric.startswith("headroom:"):
+        if metric == "up" or ":" in metric:  # recorded by the rules themselves (level:metric:operations)
             continue
         assert metric in served, metric
         assert labels - targets <= served[metric], (metric, labels - targets - served[metric])

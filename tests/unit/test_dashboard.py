@@ -8,9 +8,9 @@ strict: every panel type needs a unit and the templated datasource, the counter 
 only catches a counter written without label matchers), and ``increase`` must use ``$__rate_interval`` like ``rate``.
 
 The exclusions are those of the linter's own configuration file, dashboards/.lint (written by the generator, so the
-real linter passes too): the job and instance rules do not apply to the panels of recording rules (``headroom:...``),
-which hold one series per log dir of a cluster whoever observed it and so carry no job or instance label. Such a panel
-may select nothing else.
+real linter passes too): the job and instance rules do not apply to the panels of recording rules
+(``level:metric:operations``), which hold one series per log dir of a cluster whoever observed it and so carry no job
+or instance label. Such a panel may select nothing else.
 """
 
 import datetime

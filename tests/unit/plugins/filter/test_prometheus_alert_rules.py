@@ -1,5 +1,8 @@
 """The prometheus_alert_rules filter: a thin wrapper, and documentation that says what the renderer takes."""
 
+import os
+import re
+
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
@@ -36,3 +39,24 @@ def test_the_documented_settings_are_the_accepted_ones_with_their_defaults():
             assert option["default"] == alert_rules.DEFAULTS[name], name
     assert yaml.safe_load(prometheus_alert_rules.RETURN)["_value"]["type"] == "dict"
     yaml.safe_load(prometheus_alert_rules.EXAMPLES)
+
+
+def test_the_prometheus_rules_role_passes_the_renderers_defaults_as_its_own():
+    root = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    )
+    role = os.path.join(root, "roles", "prometheus_rules")
+    with open(os.path.join(role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        defaults = yaml.safe_load(handle)
+    with open(os.path.join(role, "vars", "main.yml"), encoding="utf-8") as handle:
+        settings = yaml.safe_load(handle)["prometheus_rules_settings"]
+    with open(os.path.join(role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    passed = {}
+    for setting, template in settings.items():
+        variable = re.fullmatch(r"\{\{ (prometheus_rules_\w+) \}\}", template)
+        if variable and setting in alert_rules.DEFAULTS and "{{" not in str(defaults[variable[1]]):
+            passed[setting] = variable[1]  # a default of its own, not taken from another role's variable
+    assert {"runbook_url", "keep_firing_for", "scrape_for", "fill_for"} <= set(passed)
+    for setting, variable in passed.items():
+        assert defaults[variable] == options[variable]["default"] == alert_rules.DEFAULTS[setting], variable

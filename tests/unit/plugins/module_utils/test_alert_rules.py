@@ -2,6 +2,8 @@
 the options, and the refusals, each naming its field. tests/integration/test_prometheus_rules.py holds the rendered
 rules to promtool."""
 
+import re
+
 import pytest
 
 from ansible_collections.headroom.kafka.plugins.module_utils import alert_rules
@@ -59,34 +61,39 @@ def record(rendered, name):
         (
             plugin(PLUGIN_BYTES),
             "KafkaLogDirAtLimit",
-            '(headroom:volume_available_bytes{cluster="prod"} <= 10737418240)',
+            '(cluster_broker_log_dir:headroom_volume_available_bytes:min{cluster="prod"} <= 10737418240)',
         ),
-        (plugin(PLUGIN_RATIO), "KafkaLogDirAtLimit", '(headroom:volume_available_ratio{cluster="prod"} <= 0.1)'),
+        (
+            plugin(PLUGIN_RATIO),
+            "KafkaLogDirAtLimit",
+            '(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} <= 0.1)',
+        ),
         (
             plugin({"type": "strimzi", "min_available_bytes_per_volume": "5368709120"}),
             "KafkaLogDirAtLimit",
-            '(headroom:volume_available_bytes{cluster="prod"} <= 5368709120)',
+            '(cluster_broker_log_dir:headroom_volume_available_bytes:min{cluster="prod"} <= 5368709120)',
         ),
         (
             guard({"min_available_bytes": 50 * GIB}),
             "KafkaLogDirAtLimit",
-            '(headroom:volume_available_bytes{cluster="prod"} <= 53687091200)',
+            '(cluster_broker_log_dir:headroom_volume_available_bytes:min{cluster="prod"} <= 53687091200)',
         ),
         (
             guard({"policy": "strimzi", "min_available_ratio": "0.05"}),
             "KafkaLogDirAtLimit",
-            '(headroom:volume_available_ratio{cluster="prod"} <= 0.05)',
+            '(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} <= 0.05)',
         ),
         (
             guard(GRADED_PERCENTAGE),
             "KafkaLogDirPastSoftLimit",
-            '(headroom:volume_available_ratio{cluster="prod"} * 100 <= 20) unless on (broker_id, log_dir) '
-            '(headroom:volume_available_ratio{cluster="prod"} * 100 <= 5)',
+            '(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} * 100 <= 20) '
+            "unless on (broker_id, log_dir) "
+            '(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} * 100 <= 5)',
         ),
         (
             guard(GRADED_PERCENTAGE),
             "KafkaLogDirAtHardLimit",
-            '(headroom:volume_available_ratio{cluster="prod"} * 100 <= 5)',
+            '(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} * 100 <= 5)',
         ),
         (
             guard(
@@ -97,7 +104,7 @@ def record(rendered, name):
                 }
             ),
             "KafkaLogDirAtHardLimit",
-            '(headroom:volume_available_bytes{cluster="prod"} <= 21474836480)',
+            '(cluster_broker_log_dir:headroom_volume_available_bytes:min{cluster="prod"} <= 21474836480)',
         ),
         (
             guard(
@@ -108,8 +115,9 @@ def record(rendered, name):
                 }
             ),
             "KafkaLogDirPastSoftLimit",
-            '(headroom:volume_consumed_bytes{cluster="prod"} >= 858993459200) unless on (broker_id, log_dir) '
-            '(headroom:volume_consumed_bytes{cluster="prod"} >= 966367641600)',
+            '(cluster_broker_log_dir:headroom_volume_consumed_bytes:max{cluster="prod"} >= 858993459200) '
+            "unless on (broker_id, log_dir) "
+            '(cluster_broker_log_dir:headroom_volume_consumed_bytes:max{cluster="prod"} >= 966367641600)',
         ),
     ],
 )
@@ -123,21 +131,26 @@ def test_the_limit_alerts_compare_with_the_declared_limit_as_the_throttle_does(g
         (
             plugin(PLUGIN_BYTES),
             "warning",
-            '(predict_linear(headroom:volume_available_bytes{cluster="prod"}[6h], 86400) <= 10737418240) unless on '
-            '(broker_id, log_dir) (headroom:volume_available_bytes{cluster="prod"} <= 10737418240)',
+            '(predict_linear(cluster_broker_log_dir:headroom_volume_available_bytes:min{cluster="prod"}[6h], '
+            "86400) <= 10737418240) unless on "
+            '(broker_id, log_dir) (cluster_broker_log_dir:headroom_volume_available_bytes:min{cluster="prod"} '
+            "<= 10737418240)",
         ),
         (
             plugin(PLUGIN_RATIO, fill_critical_horizon="90m", fill_lookback=7200),
             "critical",
-            '(predict_linear(headroom:volume_available_ratio{cluster="prod"}[2h], 5400) <= 0.1) unless on '
-            '(broker_id, log_dir) (headroom:volume_available_ratio{cluster="prod"} <= 0.1)',
+            '(predict_linear(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"}[2h], '
+            "5400) <= 0.1) unless on "
+            '(broker_id, log_dir) (cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} <= 0.1)',
         ),
         # Graded: the time to the hard limit, where producers are paused.
         (
             guard(GRADED_PERCENTAGE),
             "critical",
-            '(predict_linear(headroom:volume_available_ratio{cluster="prod"}[6h], 14400) * 100 <= 5) unless on '
-            '(broker_id, log_dir) (headroom:volume_available_ratio{cluster="prod"} * 100 <= 5)',
+            '(predict_linear(cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"}[6h], '
+            "14400) * 100 <= 5) unless on "
+            '(broker_id, log_dir) (cluster_broker_log_dir:headroom_volume_available_ratio:min{cluster="prod"} '
+            "* 100 <= 5)",
         ),
         (
             guard(
@@ -149,8 +162,9 @@ def test_the_limit_alerts_compare_with_the_declared_limit_as_the_throttle_does(g
                 fill_warning_horizon="2d",
             ),
             "warning",
-            '(predict_linear(headroom:volume_consumed_bytes{cluster="prod"}[6h], 172800) >= 900) unless on '
-            '(broker_id, log_dir) (headroom:volume_consumed_bytes{cluster="prod"} >= 900)',
+            '(predict_linear(cluster_broker_log_dir:headroom_volume_consumed_bytes:max{cluster="prod"}[6h], '
+            "172800) >= 900) unless on "
+            '(broker_id, log_dir) (cluster_broker_log_dir:headroom_volume_consumed_bytes:max{cluster="prod"} >= 900)',
         ),
     ],
 )
@@ -244,24 +258,45 @@ def test_one_group_recording_rules_first_every_rule_labelled_with_the_cluster(gi
     assert all(rule["labels"]["cluster"] == "prod" for rule in rules)
     for rule in rules:
         if "alert" in rule:
-            assert set(rule["annotations"]) == {"summary", "description", "runbook"}
-            assert rule["annotations"]["summary"].startswith("Kafka cluster prod: ")
-            assert rule["annotations"]["runbook"] == (
-                "headroom.kafka docs, guide Alerts and the dashboard (docs/docsite/rst/guide_alerts.rst), runbook "
-                + rule["alert"]
-            )
+            annotations = rule["annotations"]
+            assert set(annotations) == {"summary", "description", "runbook_url"}
+            # One short line: what is wrong, and where; the figures are the description's.
+            assert annotations["summary"].startswith("Kafka cluster prod: ")
+            assert len(re.sub(r"\{\{.*?\}\}", "", annotations["summary"])) <= 100
+            assert "query" not in annotations["summary"] and "$value" not in annotations["summary"]
+            details, explanation = annotations["description"].split("\n")
+            assert details.endswith(".") and explanation and "{{" not in explanation
+            assert annotations["runbook_url"] == alert_rules.RUNBOOK_URL + "#" + rule["alert"].lower()
     # Each rule's labels are its own: a YAML dump writes no anchors.
     labels = [id(rule["labels"]) for rule in rules]
     assert len(set(labels)) == len(labels)
 
 
+# Prometheus' naming of recording rules: level (the labels kept), metric, operations (what was applied, may be empty).
+RECORD_NAME = re.compile(r"^[a-z]+(?:_[a-z]+)*:headroom_[a-z_]+:[a-z]*$")
+
+
+@pytest.mark.parametrize("given", [plugin(), plugin(PLUGIN_RATIO), guard(), guard({"min_available_bytes": 1})])
+def test_every_recorded_series_is_named_level_metric_operations_after_the_labels_it_keeps(given):
+    for rule in rules_of(alert_rules.render(given)):
+        if "record" in rule:
+            name = rule["record"]
+            assert RECORD_NAME.match(name), name
+            level = name.split(":")[0]
+            kept = {"cluster_broker_log_dir": "by (broker_id, log_dir)", "cluster_broker": "by (broker_id)"}.get(level)
+            if kept and not rule["expr"].startswith("vector("):
+                assert rule["expr"].startswith(("min " + kept, "max " + kept)) or "limit_free_bytes" in name, rule
+            if level == "cluster":
+                assert rule["expr"].startswith("min(") and "by (" not in rule["expr"], rule
+
+
 def test_the_brokers_are_recorded_in_order_and_name_their_exporters():
-    infos = record(alert_rules.render(plugin()), "headroom:broker_info")
+    infos = record(alert_rules.render(plugin()), "cluster_broker:headroom_broker_info:")
     assert [(info["expr"], info["labels"]) for info in infos] == [
         ("vector(1)", {"cluster": "prod", "broker_id": "1", "instance": "kafka-1:7071"}),
         ("vector(1)", {"cluster": "prod", "broker_id": "2", "instance": "kafka-2:7071"}),
     ]
-    assert record(alert_rules.render(guard()), "headroom:broker_info") == []
+    assert record(alert_rules.render(guard()), "cluster_broker:headroom_broker_info:") == []
 
 
 @pytest.mark.parametrize(
@@ -269,23 +304,23 @@ def test_the_brokers_are_recorded_in_order_and_name_their_exporters():
     [
         (
             plugin(),
-            "headroom:volume_available_bytes",
+            "cluster_broker_log_dir:headroom_volume_available_bytes:min",
             'min by (broker_id, log_dir) (label_replace(strimzi_quotas_available_bytes{job="kafka"}, "broker_id", '
             '"$1", "remote_broker_id", "(.*)"))',
         ),
         (
             plugin(jmx_selector='job="kafka-prod", env=~"eu.*"'),
-            "headroom:throttle_factor",
+            "cluster_broker:headroom_throttle_factor:min",
             'min by (broker_id) (label_replace(strimzi_quotas_throttle_factor{job="kafka-prod",env=~"eu.*"}, '
             '"broker_id", "$1", "observing_broker_id", "(.*)"))',
         ),
         (
             guard(guard_selector='job="node"'),
-            "headroom:volume_available_ratio",
+            "cluster_broker_log_dir:headroom_volume_available_ratio:min",
             'min by (broker_id, log_dir) (headroom_guard_volume_available_bytes{job="node"} / clamp_min('
             'headroom_guard_volume_available_bytes{job="node"} + headroom_guard_volume_consumed_bytes{job="node"}, 1))',
         ),
-        (guard(), "headroom:throttle_factor", 'min(headroom_guard_throttle_factor{job="headroom-guard"})'),
+        (guard(), "cluster:headroom_throttle_factor:min", 'min(headroom_guard_throttle_factor{job="headroom-guard"})'),
     ],
 )
 def test_the_volumes_are_recorded_from_the_throttles_own_metrics(given, name, expr):
@@ -371,19 +406,61 @@ def test_the_missing_data_alert_follows_the_missing_data_action(declaration, exp
         (
             guard({"min_available_bytes": 1, "throttle_factor_fallback": 0, "throttle_factor_validity": 90}),
             "HeadroomGuardFallbackApplied",
-            "the disk guard applies its fallback throttle factor 0: it has had no complete view of the cluster's "
+            "disk guard applies its fallback throttle factor 0: it has had no complete view of the cluster's "
             "volumes for more than PT1M30S",
         ),
     ],
 )
-def test_the_fallback_summaries_name_the_declared_factor_and_validity(given, alert_name, text):
-    assert text in alert(alert_rules.render(given), alert_name)["annotations"]["summary"]
+def test_the_fallback_descriptions_name_the_declared_factor_and_validity(given, alert_name, text):
+    assert text in alert(alert_rules.render(given), alert_name)["annotations"]["description"]
 
 
-def test_a_runbook_url_links_each_alert_to_its_runbook():
+def test_a_runbook_url_links_each_alert_to_its_runbook_and_empty_links_none():
     rendered = alert_rules.render(guard(runbook_url="https://wiki.example.com/kafka/alerts"))
     rule = alert(rendered, "HeadroomGuardNotDeciding")
     assert rule["annotations"]["runbook_url"] == "https://wiki.example.com/kafka/alerts#headroomguardnotdeciding"
+    assert alert_rules.RUNBOOK_URL.endswith("/docs/docsite/rst/guide_alerts.rst"), "the guide, by default"
+    unlinked = alert_rules.render(guard(runbook_url=""))
+    assert not any("runbook_url" in rule.get("annotations", {}) for rule in rules_of(unlinked))
+
+
+EDGE_ALERTS = {
+    "KafkaLogDirAtLimit",
+    "KafkaLogDirPastSoftLimit",
+    "KafkaLogDirAtHardLimit",
+    "KafkaLogDirOffline",
+    "HeadroomGuardFallbackApplied",
+    "HeadroomGuardMissingDataApplied",
+}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        plugin(),
+        guard(),
+        guard({"min_available_bytes": 1}),
+        guard(
+            {
+                "policy": "graded",
+                "soft_limit": {"type": "min_free_bytes", "level": 2},
+                "hard_limit": {"type": "min_free_bytes", "level": 1},
+            }
+        ),
+    ],
+)
+def test_the_alerts_on_an_edge_keep_firing_once_their_condition_is_gone(given):
+    alerts = [rule for rule in rules_of(alert_rules.render(given)) if "alert" in rule]
+    assert {rule["alert"] for rule in alerts if "keep_firing_for" in rule} == {
+        rule["alert"] for rule in alerts if rule["alert"] in EDGE_ALERTS
+    }
+    assert all(rule["keep_firing_for"] == "5m" for rule in alerts if "keep_firing_for" in rule)
+    held = alert_rules.render(dict(given, keep_firing_for="90s"))
+    assert {rule.get("keep_firing_for") for rule in rules_of(held) if rule.get("alert") in EDGE_ALERTS} == {"1m30s"}
+    for off in (0, "0"):
+        assert not any(
+            "keep_firing_for" in rule for rule in rules_of(alert_rules.render(dict(given, keep_firing_for=off)))
+        )
 
 
 @pytest.mark.parametrize(
@@ -565,8 +642,11 @@ def test_unset_options_take_their_defaults():
 def test_a_limit_too_small_for_the_recent_fill_rate_is_the_sizing_rule(given, seconds):
     rule = alert(alert_rules.render(given), "KafkaLogDirLimitTooSmall", "warning")
     assert rule["expr"] == (
-        'clamp_min(-deriv(headroom:volume_available_bytes{{cluster="prod"}}[5m]), 0) * {0} > '
-        'headroom:volume_hard_limit_free_bytes{{cluster="prod"}}'.format(alert_rules.promql_number(seconds))
+        'clamp_min(-deriv(cluster_broker_log_dir:headroom_volume_available_bytes:min{{cluster="prod"}}[5m]), '
+        "0) * {0} > "
+        'cluster_broker_log_dir:headroom_volume_hard_limit_free_bytes:{{cluster="prod"}}'.format(
+            alert_rules.promql_number(seconds)
+        )
     )
 
 

@@ -22,8 +22,9 @@ from ansible_collections.headroom.kafka.plugins.module_utils import kafka_releas
 
 try:
     import kafka.errors as kafka_errors
-    from kafka import TopicPartition
+    from kafka import KafkaProducer, TopicPartition
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient
+    from kafka.admin import NewTopic as KafkaPythonNewTopic
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest
     from kafka.protocol.admin.configs import DescribeConfigsRequest
@@ -874,7 +875,10 @@ class KafkaAdapter:
     def ensure_topic(
         self, name: str, partitions: int = 1, replication_factor: int = -1, configs: Optional[Dict[str, str]] = None
     ) -> bool:
-        """Create the topic if it does not exist; True when it was created."""
+        """Create the topic if it does not exist; True when it was created. Through kafka-python where confluent-kafka
+        is not installed (the disk guard's host gets kafka-python only)."""
+        if not HAS_CONFLUENT_KAFKA and HAS_KAFKA_PYTHON:
+            return self._ensure_topic_with_kafka_python(name, partitions, replication_factor, configs)
         config, errors = self._confluent()
         admin = AdminClient(config)
         context = "cannot create topic {0} via {1}".format(name, self.where)
@@ -903,7 +907,10 @@ class KafkaAdapter:
         """Produce (key, value) byte pairs; returns the list of per-record error strings
         (empty when all were acknowledged).
 
-        A broker refusing the credentials or TLS raises KafkaAdapterError as soon as the client reports it."""
+        A broker refusing the credentials or TLS raises KafkaAdapterError as soon as the client reports it. Through
+        kafka-python where confluent-kafka is not installed (the disk guard's host gets kafka-python only)."""
+        if not HAS_CONFLUENT_KAFKA and HAS_KAFKA_PYTHON:
+            return self._produce_with_kafka_python(topic, records)
         failures = []
 
         def delivered(err, _msg):
@@ -929,6 +936,44 @@ class KafkaAdapter:
         if remaining:
             failures.extend(["not acknowledged within the request timeout"] * remaining)
         return failures
+
+    def _ensure_topic_with_kafka_python(self, name, partitions, replication_factor, configs):
+        topic = KafkaPythonNewTopic(name, partitions, replication_factor, topic_configs=dict(configs or {}))
+        try:
+            self._admin_call("CreateTopics {0}".format(name), lambda admin: admin.create_topics([topic]))
+        except KafkaAdapterError as exc:
+            if isinstance(exc.__cause__, kafka_errors.TopicAlreadyExistsError):
+                return False
+            raise
+        return True
+
+    def _produce_with_kafka_python(self, topic, records):
+        """produce's body with kafka-python: the same (key, value) records, acks=all, within the request timeout."""
+        known = set(KafkaProducer.DEFAULT_CONFIG)
+        config = dict((key, value) for key, value in self._kafka_python_config.items() if key in known)
+        try:
+            producer = KafkaProducer(acks="all", max_block_ms=self.request_timeout_ms, **config)
+        except Exception as exc:  # pylint: disable=broad-except  # connection, TLS and auth failures alike
+            refusal = kafka_python_refusal(exc)
+            if refusal is not None:
+                raise self._refusal_error(
+                    refusal, "cannot produce to topic {0} via {1}".format(topic, self.where)
+                ) from exc
+            raise self._error(
+                "cannot produce to topic {0} via {1}: {2}".format(topic, self.where, _describe(exc))
+            ) from exc
+        try:
+            futures = [producer.send(topic, key=key, value=value) for key, value in records]
+            producer.flush(timeout=self.request_timeout_ms / 1000.0)
+            failures = []
+            for future in futures:
+                if not future.is_done:
+                    failures.append("not acknowledged within the request timeout")
+                elif future.failed():
+                    failures.append(_describe(future.exception))
+            return failures
+        finally:
+            producer.close(timeout=0)
 
     def read_all(self, topic: str) -> List[Tuple[Optional[bytes], Optional[bytes], int]]:
         """Every record of a topic from the beginning to the end offsets seen at start: [(key, value, timestamp_ms)]."""

@@ -13,6 +13,7 @@ import pytest
 from fleet_playbooks import run_playbook
 from held_quotas import held_quotas
 
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
 from kafka_testbed.traffic import create_topic, produce, wait_until
 
 PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "disk_guard.yml")
@@ -29,6 +30,8 @@ LEFT_WHEN_FULL = 4 << 20  # a ratio of 1/16, past the limit
 INTERVAL = 2
 REACTION = INTERVAL * 3 + 20  # a decision's interval, reading the volumes and applying the quotas, with room
 TOPIC = "guarded"
+# The guard publishes its observations here too, from the wheel the role installs (kafka-python, no confluent-kafka).
+SNAPSHOT_TOPIC = "__headroom_volume_usage"
 OPTIONS = {
     "policy": "strimzi",
     "min_available_ratio": RATIO,
@@ -45,6 +48,7 @@ def apply_role(fleet, directory, name, **variables):
         "disk_guard_test_options": OPTIONS,
         "disk_guard_interval": INTERVAL,
         "disk_guard_metrics_file": METRICS,
+        "disk_guard_snapshot_topic": SNAPSHOT_TOPIC,
         **variables,
     }
     with open(path, "w", encoding="utf-8") as handle:
@@ -70,6 +74,17 @@ def held(fleet):
 
 def metrics_file(fleet):
     return fleet.exec(GUARD_HOST, "cat", METRICS, check=False)
+
+
+def snapshot_messages(fleet):
+    """The snapshot topic's messages, or none while the guard has not created it yet."""
+    adapter = KafkaAdapter(fleet.info["bootstrap_servers"])
+    try:
+        return adapter.read_all(SNAPSHOT_TOPIC)
+    except KafkaAdapterError:
+        return []
+    finally:
+        adapter.close()
 
 
 def wait_for_quotas(fleet, expected, what):
@@ -123,10 +138,14 @@ def test_the_guard_runs_as_its_own_user_from_its_virtual_environment(fleet, guar
         GUARD_HOST,
         f"{VENV}/bin/python",
         "-c",
-        "import importlib.util as u; print([m for m in ('ansible', 'yaml', 'headroom_pipeline') if u.find_spec(m)])",
+        "import importlib.util as u; "
+        "print([m for m in ('ansible', 'yaml', 'headroom_pipeline', 'confluent_kafka') if u.find_spec(m)])",
         user=USER,
     )
-    assert importable.strip() == "[]", "neither Ansible nor PyYAML nor the pipeline in the guard's venv"
+    assert importable.strip() == "[]", "neither Ansible nor PyYAML nor the pipeline nor confluent-kafka in its venv"
+    # Its observations on the snapshot topic, created by the guard (compacted, keyed by broker id).
+    published = wait_until(lambda: snapshot_messages(fleet), REACTION, what="the guard's snapshot messages")
+    assert {key for key, _value, _timestamp in published} == {str(entry["id"]).encode() for entry in fleet.broker_nodes}
     status = fleet.exec(GUARD_HOST, "cat", f"/proc/{pid}/status")
     assert re.search(r"^NoNewPrivs:\s+1$", status, re.M) and re.search(r"^Seccomp:\s+2$", status, re.M)
     assert re.search(r"^CapEff:\s+0+$", status, re.M), "no capability"

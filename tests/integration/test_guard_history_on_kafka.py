@@ -12,6 +12,7 @@ import sys
 import pytest
 import yaml
 from held_quotas import held_quotas
+from kafka.admin import ConfigResource, ConfigResourceType
 
 from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
@@ -189,3 +190,36 @@ def test_observe_only_decides_and_records_but_never_touches_the_quotas(cluster, 
     assert (decision["Mode"], decision["State"], decision["QuotaChanges"]) == ("observe_only", "PAUSE", [])
     assert len(records(history, "snapshots")) == 2
     assert held_quotas(cluster.info["bootstrap_servers"]) == before, "observe-only changed client quotas"
+
+
+# The guard as its host runs it: the disk_guard role installs the wheel headroom-guard with kafka-python only, so the
+# snapshot topic is created and written without confluent-kafka.
+WITHOUT_CONFLUENT_KAFKA = (
+    "import runpy, sys; sys.modules['confluent_kafka'] = None; sys.argv[0] = 'headroom_guard'; "
+    "runpy.run_module('headroom_guard', run_name='__main__', alter_sys=True)"
+)
+
+
+def test_without_confluent_kafka_the_guard_creates_and_publishes_to_the_snapshot_topic(cluster, tmp_path):
+    topic = "__headroom_volume_usage_kafka_python"
+    config = write_config(tmp_path / "guard.yml", cluster, **GRADED)
+    for _decision in range(2):  # the topic created by the first, found by the second
+        guard = subprocess.run(
+            [sys.executable, "-c", WITHOUT_CONFLUENT_KAFKA, "--config", config, "--once", "--snapshot-topic", topic],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert guard.returncode == 0, guard.stderr[-3000:]
+        assert "warning" not in guard.stderr, guard.stderr[-3000:]
+    adapter = KafkaAdapter(cluster.info["bootstrap_servers"])
+    try:
+        published = adapter.read_all(topic)
+        (described,) = adapter.admin().describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    finally:
+        adapter.close()
+    assert sorted(key for key, _value, _timestamp in published) == [b"1", b"1", b"2", b"2"], "one per broker, twice"
+    assert {snapshots.parse_message(value.decode())["BrokerId"] for _key, value, _ts in published} == {1, 2}
+    assert ("cleanup.policy", "compact") in {(entry[0], entry[1]) for entry in described.resources[0][4]}, described

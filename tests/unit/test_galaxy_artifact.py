@@ -137,3 +137,21 @@ def test_the_execution_environment_gets_the_collections_needs_and_keeps_its_own_
         lines = [line.split("#", 1)[0].strip() for line in handle]
     names = [Requirement(line).name.lower() for line in lines if line]
     assert [name for name in names if name in ("ansible", "ansible-core", "ansible-base")] == []
+
+
+def test_the_guides_execution_environment_definition_installs_this_collection_on_the_tested_ansible_core():
+    """The example definition of docs/docsite/rst/guide_install.rst: ansible-builder 3's format, this collection from
+    Galaxy, and the ansible-core releases requirements/ansible-core.txt says the collection is tested on."""
+    with open(os.path.join(ROOT, "docs", "docsite", "rst", "guide_install.rst"), encoding="utf-8") as handle:
+        text = handle.read()
+    (block,) = re.findall(r"\.\. code-block:: yaml\n\n((?:   .*\n|\n)+)", text)
+    definition = yaml.safe_load("\n".join(line[3:] for line in block.splitlines()))
+    assert definition["version"] == 3 and definition["images"]["base_image"]["name"]
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        galaxy = yaml.safe_load(handle)
+    (collection,) = definition["dependencies"]["galaxy"]["collections"]
+    assert collection["name"] == "{namespace}.{name}".format(**galaxy)
+    with open(os.path.join(ROOT, "requirements", "ansible-core.txt"), encoding="utf-8") as handle:
+        (tested,) = [Requirement(line.strip()) for line in handle if line.strip() and not line.startswith("#")]
+    wanted = Requirement(definition["dependencies"]["ansible_core"]["package_pip"])
+    assert (wanted.name, wanted.specifier) == (tested.name, tested.specifier)

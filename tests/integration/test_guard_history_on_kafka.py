@@ -11,14 +11,14 @@ import sys
 
 import pytest
 import yaml
+from confluent_kafka.admin import ConfigResource
 from held_quotas import held_quotas
-from kafka.admin import ConfigResource, ConfigResourceType
 
 from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.testing import own_volume_cluster
-from kafka_testbed.traffic import wait_until
+from kafka_testbed.traffic import admin, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIB = 1 << 20
@@ -217,9 +217,11 @@ def test_without_confluent_kafka_the_guard_creates_and_publishes_to_the_snapshot
     adapter = KafkaAdapter(cluster.info["bootstrap_servers"])
     try:
         published = adapter.read_all(topic)
-        (described,) = adapter.admin().describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
     finally:
         adapter.close()
     assert sorted(key for key, _value, _timestamp in published) == [b"1", b"1", b"2", b"2"], "one per broker, twice"
     assert {snapshots.parse_message(value.decode())["BrokerId"] for _key, value, _ts in published} == {1, 2}
-    assert ("cleanup.policy", "compact") in {(entry[0], entry[1]) for entry in described.resources[0][4]}, described
+    resource = ConfigResource("topic", topic)
+    client = admin(cluster)  # kept referenced until the result: a collected client cancels its requests
+    (configs,) = client.describe_configs([resource]).values()
+    assert configs.result(30)["cleanup.policy"].value == "compact", "created compacted"

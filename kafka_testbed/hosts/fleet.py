@@ -491,7 +491,9 @@ class HostFleet(KafkaCluster):
     def fill_volume(self, node_id, log_dir=None, leave_bytes=0):
         """Fill a broker's data volume up to ``leave_bytes`` free (a file the kafka user cannot see into)."""
         log_dir = log_dir or self.broker(node_id)["log_dirs"][0]
-        size = max(0, self.free_bytes(node_id, log_dir) - leave_bytes)
+        size = self.free_bytes(node_id, log_dir) - leave_bytes
+        if size <= 0:  # already no more than that free: nothing to write (fallocate refuses a length of 0)
+            return 0
         self.exec(node_id, "fallocate", "-l", str(size), f"{log_dir}/.headroom-fill")
         return size
 

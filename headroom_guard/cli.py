@@ -158,7 +158,7 @@ def parser() -> argparse.ArgumentParser:
         type=_topic,
         metavar="TOPIC",
         help="also publish every complete observation to this compacted topic (created when missing), as the "
-        "usage_snapshot module does",
+        "usage_snapshot module does; a SASL user the guard connects as joins the excluded principals",
     )
     command.add_argument(
         "--observe-only",
@@ -217,8 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         history=history,
         snapshot_topic=args.snapshot_topic,
     )
+    if guard.publisher_note:
+        guard.say(guard.publisher_note)
     if args.once:
-        return 0 if guard.decide() is not None else EXIT_FAILED
+        try:
+            return 0 if guard.decide() is not None else EXIT_FAILED
+        finally:
+            guard.close()
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda _signum, _frame: stop.set())

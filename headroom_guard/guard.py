@@ -16,6 +16,7 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     guard_polling,
     guard_relief,
     guard_run,
+    internal_principals,
     snapshots,
 )
 from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings
@@ -23,6 +24,10 @@ from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter impor
 from ansible_collections.headroom.kafka.plugins.module_utils.quota_apply import QuotaApplyError
 from headroom_guard.history import HistoryError, HistoryWriter
 from headroom_guard.metrics import GuardMetrics, write_textfile
+from headroom_guard.publisher import SnapshotPublisher
+
+# At a stop, how long the snapshots still waiting may take to reach the topic.
+PUBLISH_ON_STOP_SECONDS = 5.0
 
 
 def _stamp(seconds: float) -> str:
@@ -101,7 +106,13 @@ class Guard:
         self.metrics.observe_only = observe_only
         self.memory = guard_memory.load_memory(state_file)
         self.adapter: KafkaAdapter | None = None
-        self.topic_ready = False
+        self.publisher: SnapshotPublisher | None = None
+        # The user the snapshots are published as joins the excluded principals (said at start by the command line).
+        self.publisher_note = (
+            internal_principals.publisher_exclusion(params, settings.declaration.excluded, snapshot_topic)
+            if snapshot_topic
+            else None
+        )
         # Set by run: the longest and shortest waits between decisions, the wait after the last decision, and the last
         # observation (guard_polling's fill rates come from two).
         self.interval: float | None = None
@@ -187,22 +198,10 @@ class Guard:
                 self.history.append("decisions", [snapshots.encode_message(record)], result["decided_at"])
             except HistoryError as exc:
                 self._record_failed(f"{exc.strerror}; the decision stands")
-        if self.snapshot_topic and encoded and self.adapter is not None:
-            self._publish(encoded)
-
-    def _publish(self, encoded: list[tuple[bytes, str]]) -> None:
-        """(key, JSON text) records to the snapshot topic, created compacted at the first publication."""
-        topic, adapter = self.snapshot_topic, self.adapter
-        assert topic is not None and adapter is not None
-        try:
-            if not self.topic_ready:
-                adapter.ensure_topic(topic, configs=snapshots.COMPACTED_TOPIC_CONFIGS)
-                self.topic_ready = True
-            failures = adapter.produce(topic, [(key, value.encode("utf-8")) for key, value in encoded])
-        except KafkaAdapterError as exc:
-            failures = [str(exc)]
-        if failures:
-            self._record_failed(f"snapshots not published to topic {topic}: {failures[0]}")
+        if self.snapshot_topic and encoded:
+            if self.publisher is None:
+                self.publisher = SnapshotPublisher(self.params, self.snapshot_topic, self._record_failed)
+            self.publisher.offer(encoded)
 
     def _record_failed(self, reason: str) -> None:
         with self.lock:
@@ -225,9 +224,16 @@ class Guard:
                 elapsed = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
                 stop.wait(max((interval if self.wait is None else self.wait) - elapsed, 0.0))
         finally:
-            self._close_adapter()
-            if self.history is not None:
-                self.history.close()
+            self.close()
+
+    def close(self) -> None:
+        """The connection closed, the snapshots still waiting published (for at most PUBLISH_ON_STOP_SECONDS), the
+        history's files closed: after the last decision, of a run or of --once."""
+        self._close_adapter()
+        if self.publisher is not None:
+            self.publisher.close(PUBLISH_ON_STOP_SECONDS)
+        if self.history is not None:
+            self.history.close()
 
     def _write_metrics(self) -> None:
         if not self.metrics_file:

@@ -952,7 +952,11 @@ class KafkaAdapter:
         known = set(KafkaProducer.DEFAULT_CONFIG)
         config = dict((key, value) for key, value in self._kafka_python_config.items() if key in known)
         try:
-            producer = KafkaProducer(acks="all", max_block_ms=self.request_timeout_ms, **config)
+            # Records a throttled or unreachable broker does not take expire within the request timeout, so that the
+            # flush below ends with them reported, not with the producer still holding them.
+            producer = KafkaProducer(
+                acks="all", max_block_ms=self.request_timeout_ms, delivery_timeout_ms=self.request_timeout_ms, **config
+            )
         except Exception as exc:  # pylint: disable=broad-except  # connection, TLS and auth failures alike
             refusal = kafka_python_refusal(exc)
             if refusal is not None:
@@ -964,7 +968,10 @@ class KafkaAdapter:
             ) from exc
         try:
             futures = [producer.send(topic, key=key, value=value) for key, value in records]
-            producer.flush(timeout=self.request_timeout_ms / 1000.0)
+            try:
+                producer.flush(timeout=self.request_timeout_ms / 1000.0)
+            except kafka_errors.KafkaTimeoutError:
+                pass  # the records not acknowledged by then are reported below
             failures = []
             for future in futures:
                 if not future.is_done:
@@ -973,7 +980,7 @@ class KafkaAdapter:
                     failures.append(_describe(future.exception))
             return failures
         finally:
-            producer.close(timeout=0)
+            _close_kafka_python_producer(producer)
 
     def read_all(self, topic: str) -> List[Tuple[Optional[bytes], Optional[bytes], int]]:
         """Every record of a topic from the beginning to the end offsets seen at start: [(key, value, timestamp_ms)]."""
@@ -1097,3 +1104,15 @@ def _describe(exc):
     if text and exc.__class__.__name__ not in text:
         text = "{0}: {1}".format(exc.__class__.__name__, text)
     return text
+
+
+def _close_kafka_python_producer(producer):
+    """Close without waiting. kafka-python's close flushes first and, when a record is still unacknowledged (a broker
+    throttling the publisher), raises before it stops its sender thread: that thread is then stopped here, or every
+    publication would leave one behind."""
+    try:
+        producer.close(timeout=0)
+    except kafka_errors.KafkaTimeoutError:
+        sender = getattr(producer, "_sender", None)
+        if sender is not None:
+            sender.force_close()

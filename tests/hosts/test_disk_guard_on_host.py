@@ -87,6 +87,18 @@ def snapshot_messages(fleet):
         adapter.close()
 
 
+def newest_published_free_ratio(fleet, broker_id):
+    """The free share of ``broker_id``'s volume in the newest snapshot message of that broker, or None."""
+    newest = None
+    for key, value, _timestamp in snapshot_messages(fleet):
+        if key == str(broker_id).encode():
+            newest = json.loads(value)
+    if not newest or not newest["Volumes"]:
+        return None
+    volume = newest["Volumes"][0]
+    return 1 - volume["Consumed"] / volume["Capacity"]
+
+
 def wait_for_quotas(fleet, expected, what):
     wait_until(lambda: held(fleet) == expected, REACTION, what=what)
 
@@ -170,6 +182,13 @@ def test_a_full_volume_throttles_a_producer_and_freeing_it_lifts_the_throttle(fl
     produces_freely(fleet)
     full_then_freed(fleet)
     assert 'headroom_guard_decisions_total{outcome="applied"}' in metrics_file(fleet)
+    # The guard published as User:ANONYMOUS, paused with every producer: a publication the broker held never held the
+    # guard's decisions (it gave the rate back above), and the newest observation of the freed volume follows.
+    wait_until(
+        lambda: (newest_published_free_ratio(fleet, FILLED) or 0) > RATIO,
+        REACTION,
+        what="the freed volume's observation on the snapshot topic",
+    )
 
 
 def test_the_guard_survives_its_own_restart_and_still_decides(fleet, guarded):

@@ -17,6 +17,7 @@ import concurrent.futures
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -24,9 +25,11 @@ import time
 import types
 
 import pytest
+import yaml
 from ansible_run import run_module
 from test_integration_targets import ROOT, connection_options
 
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 from kafka_testbed.log_dir_probe import fill_volume
 from kafka_testbed.testing import ClusterFactory, skip_without_own_volumes
 from kafka_testbed.traffic import (
@@ -228,6 +231,67 @@ def test_the_excluded_principal_keeps_full_speed_while_the_others_are_held(past_
         "it produces faster than even the unthrottled default rate, while bob is held at 1 B/s"
     )
     assert ops.rate >= 0.7 * EXCLUDED_OFFERED, "it gets through about all it offers"
+
+
+SNAPSHOT_TOPIC = "__headroom_volume_usage"
+PUBLISHING_SECONDS = 12  # a dozen decisions at the guard's fastest interval of 1 s
+
+
+def snapshot_records(cluster):
+    adapter = KafkaAdapter.from_module_params(connection_options(cluster.info))
+    try:
+        return adapter.read_all(SNAPSHOT_TOPIC)
+    finally:
+        adapter.close()
+
+
+def test_the_guard_publishes_as_an_excluded_principal_while_every_producer_is_held(past_the_hard_limit, guarded):
+    """Seed 000: the volume-usage publisher is never throttled. The guard publishes as its SASL user, which it adds to
+    the excluded principals: while the <default> user is held at 1 byte/s, every decision's observation reaches the
+    topic, where a held publisher would get one batch through in several seconds."""
+    cluster = guarded.cluster
+    config = os.path.join(guarded.workdir, "publishing-guard.yml")
+    with open(config, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(dict(connection_options(cluster.info), **DECLARATION, **GRADED), handle)
+    publisher = "User:" + cluster.info["sasl"]["username"]
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "headroom_guard",
+            "--config",
+            config,
+            "--interval",
+            "1",
+            "--snapshot-topic",
+            SNAPSHOT_TOPIC,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_until(
+            lambda: held_quotas(guarded).get((("user", cluster.info["sasl"]["username"]),)),
+            60,
+            what="the publisher excluded",
+        )
+        started = len(snapshot_records(cluster))
+        time.sleep(PUBLISHING_SECONDS)  # the guard's decisions, each one publishing, during this window
+        published = len(snapshot_records(cluster)) - started
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        _out, said = process.communicate(timeout=60)
+    held = held_quotas(guarded)
+    assert held[(("user", "<default>"),)] == {"producer_byte_rate": 1}, "every other producer is held"
+    assert held[(("user", cluster.info["sasl"]["username"]),)] == {"producer_byte_rate": UNLIMITED}
+    print(f"{published} snapshot records in {PUBLISHING_SECONDS} s while paused")
+    assert f"as {publisher}, excluded from the throttle as its publisher" in said
+    assert "not published" not in said, said
+    assert published >= 2 * (PUBLISHING_SECONDS // 2), "one record per broker at about every decision"
 
 
 def test_a_freed_volume_restores_the_exact_declared_set_and_the_full_base_rate(guarded):

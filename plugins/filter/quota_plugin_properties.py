@@ -181,6 +181,9 @@ options:
       - Principals excluded from throttling before the user's O(_input.excluded_principals), such as the brokers' own
         identity and the tooling that frees disk space (the Strimzi operator excludes its brokers and Cruise Control).
       - Each must be written C(User:<name>).
+      - The user the plugin's admin client logs in as under SASL (O(admin.sasl)) comes first without being listed,
+        as the Strimzi proposal has the internal users excluded automatically. An admin client with a client
+        certificate is named by the brokers' C(ssl.principal.mapping.rules): list that principal here.
     type: list
     elements: str
   free_form:

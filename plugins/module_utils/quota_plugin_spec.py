@@ -548,6 +548,10 @@ def _jaas_quote(value):
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The username option of a JAAS login module line, quoted as _jaas_quote writes it.
+JAAS_USERNAME = re.compile(r'\busername\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
 def _sasl_lines(where, sasl):
     given = _check_keys(where, sasl, SASL_FIELDS)
     values = dict((field, _text("{0}.{1}".format(where, field), given[field])) for field in given)
@@ -616,6 +620,17 @@ def _property_lines(where, properties):
     return lines
 
 
+def admin_principal(lines: List[Tuple[str, str]]) -> Optional[str]:
+    """The principal the plugin's admin client logs in as, from its admin lines: ``User:<username>`` under SASL with
+    a username (given, or in the JAAS configuration); None otherwise. Excluded with the internal principals (seed
+    068: the internal users are excluded automatically)."""
+    settings = dict(lines)
+    if not settings.get("security.protocol", "").startswith("SASL_"):
+        return None
+    found = JAAS_USERNAME.search(settings.get("sasl.jaas.config", ""))
+    return "User:" + re.sub(r"\\(.)", r"\1", found.group(1)) if found else None
+
+
 def admin_lines(admin: Optional[Dict[str, Any]], name: str = "admin") -> List[Tuple[str, str]]:
     """The plugin's admin client settings as (Kafka key, value) pairs, bootstrap servers first, then security.
 
@@ -680,6 +695,9 @@ def render(
     if checked["type"] == "strimzi":
         lines = admin_lines(admin)
         principals = validate_principals(internal_principals, "internal_principals")
+        own = admin_principal(lines)
+        if own is not None and own not in principals:
+            principals.insert(0, own)
         for principal in checked.get("excluded_principals", []):
             if principal not in principals:
                 principals.append(principal)

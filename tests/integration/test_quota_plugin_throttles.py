@@ -113,6 +113,11 @@ def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_clus
 
         throttled = produce(cluster, TOPIC, seconds=5, **as_user("alice"))
         excluded = produce(cluster, TOPIC, seconds=4, max_bytes=8 << 20, **as_user("ops"))
+        # The plugin admin client's SASL user, which the role excludes without being told (seed 068).
+        sasl = cluster.info["sasl"]
+        internal = produce(
+            cluster, TOPIC, seconds=4, max_bytes=8 << 20, user=sasl["username"], password=sasl["password"]
+        )
         floor_rate = throttled.rate_after_first_throttle()
         print(
             f"throttle reaction {reaction:.1f} s; alice {before.rate:.0f} -> {floor_rate:.0f} B/s after the first "
@@ -127,6 +132,7 @@ def test_a_full_volume_throttles_every_producer_but_the_excluded_one(plugin_clus
         assert floor_rate < before.rate / 20, "alice's rate collapses to the plugin's floor"
         assert not excluded.throttles_ms, "the excluded principal is never throttled"
         assert excluded.rate > BASE_RATE, "and produces faster than even the unthrottled quota"
+        assert not internal.throttles_ms and internal.rate > BASE_RATE, "the plugin's admin user is excluded too"
     finally:
         os.remove(filler)
 

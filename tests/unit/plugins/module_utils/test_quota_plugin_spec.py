@@ -242,6 +242,42 @@ def test_excluded_principals_internal_first_no_duplicates(internal, user, expect
     assert ";".join("User:" + name for name in quota_plugin_config.load(props).excluded_principals) == expected
 
 
+SCRAM_ADMIN = {"bootstrap_servers": ["k:9094"], "sasl": {"mechanism": "SCRAM-SHA-512", "username": "quota-admin"}}
+
+
+@pytest.mark.parametrize(
+    "admin, internal, expected",
+    [
+        # the admin client's user first, once, whether or not listed
+        (dict(SCRAM_ADMIN, sasl=dict(SCRAM_ADMIN["sasl"], password="s")), None, "User:quota-admin;User:alice"),
+        (
+            dict(SCRAM_ADMIN, sasl=dict(SCRAM_ADMIN["sasl"], password="s")),
+            ["User:CN=broker", "User:quota-admin"],
+            "User:CN=broker;User:quota-admin;User:alice",
+        ),
+        (
+            {
+                "bootstrap_servers": ["k:9094"],
+                "sasl": {
+                    "mechanism": "PLAIN",
+                    "jaas_config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="q\\"a" '
+                    'password="s";',
+                },
+            },
+            None,
+            'User:q"a;User:alice',
+        ),
+        # no name to exclude: anonymous, or a certificate the brokers name
+        (ADMIN, None, "User:alice"),
+        (FULL_ADMIN, None, "User:alice"),
+    ],
+)
+def test_the_plugin_admin_clients_user_is_excluded_automatically(admin, internal, expected):
+    props = render(strimzi(excluded_principals=["User:alice"]), admin=admin, internal=internal)
+    assert props[P + "excluded.principal.name.list"] == expected
+    assert quota_plugin_config.validate(props) == []
+
+
 @pytest.mark.parametrize("internal, user", [(None, None), ([], []), (None, [])])
 def test_excluded_principals_never_written_empty(internal, user):
     assert P + "excluded.principal.name.list" not in render(strimzi(excluded_principals=user), internal=internal)

@@ -89,6 +89,8 @@ lint: venv collection-link
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/ansible-lint --offline --profile production
+	ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(VENV)/bin/antsibull-docs lint-collection-docs --plugin-docs \
+		$(COLLECTIONS)/ansible_collections/headroom/kafka
 	$(VENV)/bin/mypy --config-file mypy.ini -p ansible_collections.headroom.kafka.plugins.module_utils \
 		-p headroom_pipeline -p headroom_guard
 

@@ -136,20 +136,36 @@ options:
           - Key and trust stores are files (PKCS12 or JKS) or PEM text; PEM text implies the PEM store type.
         type: dict
         suboptions:
-          truststore_type: {description: C(ssl.truststore.type), for example V(PKCS12), V(JKS) or V(PEM)., type: str}
-          truststore_location: {description: C(ssl.truststore.location), the trust store file on the broker., type: str}
-          truststore_password: {description: C(ssl.truststore.password)., type: str}
+          truststore_type:
+            description: C(ssl.truststore.type), for example V(PKCS12), V(JKS) or V(PEM).
+            type: str
+          truststore_location:
+            description: C(ssl.truststore.location), the trust store file on the broker.
+            type: str
+          truststore_password:
+            description: C(ssl.truststore.password).
+            type: str
           truststore_certificates:
             description: C(ssl.truststore.certificates), trusted certificates as PEM text.
             type: str
-          keystore_type: {description: C(ssl.keystore.type)., type: str}
-          keystore_location: {description: C(ssl.keystore.location), the key store file on the broker., type: str}
-          keystore_password: {description: C(ssl.keystore.password)., type: str}
+          keystore_type:
+            description: C(ssl.keystore.type).
+            type: str
+          keystore_location:
+            description: C(ssl.keystore.location), the key store file on the broker.
+            type: str
+          keystore_password:
+            description: C(ssl.keystore.password).
+            type: str
           keystore_certificate_chain:
             description: C(ssl.keystore.certificate.chain), the client certificate chain as PEM text.
             type: str
-          keystore_key: {description: C(ssl.keystore.key), the client private key as PEM text., type: str}
-          key_password: {description: C(ssl.key.password)., type: str}
+          keystore_key:
+            description: C(ssl.keystore.key), the client private key as PEM text.
+            type: str
+          key_password:
+            description: C(ssl.key.password).
+            type: str
           endpoint_identification_algorithm:
             description: C(ssl.endpoint.identification.algorithm); an empty string turns host name verification off.
             type: str
@@ -183,7 +199,7 @@ options:
       - Each must be written C(User:<name>).
       - The user the plugin's admin client logs in as under SASL (O(admin.sasl)) comes first without being listed,
         as the Strimzi proposal has the internal users excluded automatically. An admin client with a client
-        certificate is named by the brokers' C(ssl.principal.mapping.rules): list that principal here.
+        certificate is named by the brokers' C(ssl.principal.mapping.rules), so list that principal here.
     type: list
     elements: str
   free_form:

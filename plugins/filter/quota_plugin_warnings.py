@@ -16,9 +16,10 @@ description:
   - The warnings that go with P(headroom.kafka.quota_plugin_properties#filter) for the same arguments, after the same
     checks (an invalid spec fails the same way).
   - "One warning per free-form broker property the quotas spec replaces or removes, naming the key: quota plugin keys
-    the spec decides (with O(_input.type=kafka), every quota plugin key, since the plugin is not used), and the legacy
-    keys C(client.quota.callback.static.storage.soft) and C(client.quota.callback.static.storage.hard). Also a warning
-    when O(_input.check_interval=0) turns the plugin's storage checks off."
+    the spec decides (with O(headroom.kafka.quota_plugin_properties#filter:_input.type=kafka), every quota plugin key,
+    since the plugin is not used), and the legacy keys C(client.quota.callback.static.storage.soft) and
+    C(client.quota.callback.static.storage.hard). Also a warning when
+    O(headroom.kafka.quota_plugin_properties#filter:_input.check_interval=0) turns the plugin's storage checks off."
   - Values are never included, so warnings can be shown even when properties hold secrets.
 positional: _input, admin, internal_principals, free_form
 options:

@@ -1,27 +1,51 @@
-"""How the fleet tests run Ansible: from this machine, as a user's control node, against the fleet's inventory.
+"""How the fleet tests run Ansible: from this machine, as a user's control node, against the fleet's inventory, with
+the collection installed from its Galaxy artifact.
 
 A module of its own (not conftest): test files of several directories import helpers by module name, and only one
 module can be called conftest.
 """
 
+import atexit
+import glob
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, "build", "pytest-collections")
-SITE = os.path.join(ROOT, "playbooks", "site.yml")
-ROLL = os.path.join(ROOT, "playbooks", "rolling_restart.yml")
-RELIEVE = os.path.join(ROOT, "playbooks", "relieve.yml")
+BIN = os.path.dirname(sys.executable)
+# The collection's playbooks as its users run them once it is installed: by name, from the collections path.
+SITE = "headroom.kafka.site"
+ROLL = "headroom.kafka.rolling_restart"
+RELIEVE = "headroom.kafka.relieve"
+_installed = []
+
+
+def installed_collections():
+    """A collections path that holds the collection as its users install it: this checkout's Galaxy artifact, built
+    and installed with ansible-galaxy into an empty path (once per test process, removed at its end). The fleet tests
+    run the playbooks and roles from there, not from the checkout, so what the artifact leaves out fails them."""
+    if not _installed:
+        work = tempfile.mkdtemp(prefix="installed-collection-")
+        atexit.register(shutil.rmtree, work, True)
+        path = os.path.join(work, "collections")
+        galaxy = os.path.join(BIN, "ansible-galaxy")
+        quiet = {"capture_output": True, "text": True, "timeout": 300, "check": True}
+        subprocess.run([galaxy, "collection", "build", ROOT, "--output-path", work], **quiet)
+        (artifact,) = glob.glob(os.path.join(work, "headroom-kafka-*.tar.gz"))
+        environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=path)
+        subprocess.run([galaxy, "collection", "install", artifact, "-p", path], env=environment, **quiet)
+        _installed.append(path)
+    return _installed[0]
 
 
 def ansible_env(**extra):
     return dict(
         os.environ,
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_COLLECTIONS_PATH=installed_collections(),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_HOST_KEY_CHECKING="True",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
         **extra,
     )
 
@@ -30,7 +54,7 @@ def run_playbook(inventories, playbook=SITE, *args, timeout=1200):
     """ansible-playbook as a user runs it from the control node, with one inventory or several layered; its timeout
     is under the longest test's own (LONG_TESTS)."""
     inventories = [inventories] if isinstance(inventories, str) else inventories
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")]
+    command = [os.path.join(BIN, "ansible-playbook")]
     for inventory in inventories:
         command += ["-i", inventory]
     command += [playbook, *args]
@@ -38,7 +62,7 @@ def run_playbook(inventories, playbook=SITE, *args, timeout=1200):
 
 
 def run_ansible(inventory, pattern, module, args="", *options):
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible"), "-i", inventory, pattern, "-m", module]
+    command = [os.path.join(BIN, "ansible"), "-i", inventory, pattern, "-m", module]
     if args:
         command += ["-a", args]
     return subprocess.run(

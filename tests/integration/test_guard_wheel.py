@@ -31,6 +31,7 @@ NEEDED = {
     "kafka_adapter",
     "connection",
     "volume_limits",
+    "internal_principals",
 }
 NOT_NEEDED = {"quota_plugin_spec", "topic_thresholds", "pipeline_command", "restart_plan", "client_quota_math"}
 VALID = {"bootstrap_servers": ["127.0.0.1:9092"], "min_available_ratio": 0.1, "default_producer_byte_rate": 1000}
@@ -90,6 +91,7 @@ def test_the_wheel_holds_the_guard_and_its_module_utils_by_their_import_name(bui
             "guard.py",
             "history.py",
             "metrics.py",
+            "publisher.py",
         )
     }
     assert module_utils == {MODULE_UTILS + os.path.basename(path) for path in wheel.needed_module_utils(ROOT)}

@@ -1,6 +1,6 @@
-"""The guard's metrics in Prometheus' text exposition format: what the Strimzi plugin exposes through JMX (throttle
-factor, limit violated, fallback applied, active brokers and log dirs, available and consumed bytes per volume), plus
-the guard's state and the time and outcome of its decisions.
+"""The guard's metrics with prometheus_client: what the Strimzi plugin exposes through JMX (throttle factor, limit
+violated, fallback applied, active brokers and log dirs, available and consumed bytes per volume), plus the guard's
+state, the outcome of its decisions and a histogram of how long they take.
 
 Written atomically for node_exporter's textfile collector (a reader never sees half a file) and served over HTTP
 when asked. Names start with ``headroom_guard_``; units are in the names (``_bytes``, ``_seconds``); counters end in
@@ -9,12 +9,20 @@ when asked. Names start with ``headroom_guard_``; units are in the names (``_byt
 
 from __future__ import annotations
 
-import http.server
 import os
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    start_http_server,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ansible_collections.headroom.kafka.plugins.module_utils import guard_relief
 from ansible_collections.headroom.kafka.plugins.module_utils.volume_limits import usable_volumes
@@ -23,39 +31,21 @@ STATES = ("OPEN", "THROTTLE", "PAUSE")
 # The relief steps that plan set the blocked gauge; the others leave it as the last plan had it.
 RELIEF_PLANNING = (guard_relief.IDLE, guard_relief.STARTED, guard_relief.PLANNED, guard_relief.BLOCKED)
 OUTCOMES = ("applied", "unchanged", "failed")
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# A decision reads every broker's log dirs and the quotas, then may change them: tens of milliseconds on a healthy
+# cluster, seconds while a broker times out (the request timeout is the adapter's).
+DURATION_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+# No _created series: in the text format a histogram's creation time is a gauge of its own, which nothing reads and
+# every textfile would carry. (A setting of the process's prometheus_client; the guard is its only user.)
+disable_created_metrics()
 
 
-def _label(value: object) -> str:
-    """A label value with Prometheus' escapes (backslash, double quote, line feed)."""
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, help_text, value=float(value))
 
 
-def _number(value: float) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-class Family:
-    """One metric family: its HELP, TYPE and samples ({labels}, value)."""
-
-    def __init__(self, name: str, kind: str, help_text: str) -> None:
-        self.name, self.kind, self.help_text = name, kind, help_text
-        self.samples: list[tuple[dict[str, object], float]] = []
-
-    def add(self, value: float, **labels: object) -> "Family":
-        self.samples.append((labels, value))
-        return self
-
-    def lines(self) -> Iterator[str]:
-        yield f"# HELP {self.name} {self.help_text}"
-        yield f"# TYPE {self.name} {self.kind}"
-        for labels, value in self.samples:
-            rendered = ",".join(f'{key}="{_label(labels[key])}"' for key in sorted(labels))
-            yield f"{self.name}{{{rendered}}} {_number(value)}" if rendered else f"{self.name} {_number(value)}"
+def _counter(name: str, help_text: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(name, help_text, value=float(value))
 
 
 class GuardMetrics:
@@ -63,7 +53,6 @@ class GuardMetrics:
 
     def __init__(self) -> None:
         self.last: Mapping[str, Any] | None = None  # guard_once's result
-        self.last_decision_at: float | None = None  # epoch seconds of the last decision that completed
         self.last_duration: float | None = None  # how long it took, seconds
         self.outcomes: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.quota_changes = 0
@@ -76,9 +65,18 @@ class GuardMetrics:
         self.relief_steps: dict[str, int] | None = None
         self.relief_planned_bytes = self.relief_moved_bytes = self.relief_moving_bytes = 0
         self.relief_blocked_log_dirs = 0
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.durations = Histogram(
+            "headroom_guard_decision_duration_seconds",
+            "How long each decision took: reads, decision and quota changes.",
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(_GuardCollector(self))
 
     def decided(self, result: Mapping[str, Any], seconds: float) -> None:
-        self.last, self.last_decision_at, self.last_duration = result, result["decided_at"], seconds
+        self.last, self.last_duration = result, seconds
+        self.durations.observe(seconds)
         # A relief step changes the cluster too (result["changed"]); the outcome counts quota changes only.
         self.outcomes["applied" if result["changes"] else "unchanged"] += 1
         self.quota_changes += len(result["changes"])
@@ -105,129 +103,164 @@ class GuardMetrics:
         self.record_failures += 1
 
     def render(self) -> str:
-        families: list[Family] = []
-        outcomes = Family("headroom_guard_decisions_total", "counter", "Decisions since the guard started, by outcome.")
+        """The metrics page in Prometheus' text format (the caller holds the guard's lock)."""
+        return generate_latest(self.registry).decode("utf-8")
+
+    def families(self) -> Iterator[Metric]:
+        """The families the guard's state gives (the histogram of durations is the registry's own)."""
+        outcomes = CounterMetricFamily(
+            "headroom_guard_decisions_total", "Decisions since the guard started, by outcome.", labels=["outcome"]
+        )
         for outcome in OUTCOMES:
-            outcomes.add(self.outcomes[outcome], outcome=outcome)
-        families.append(outcomes)
-        families.append(
-            Family(
-                "headroom_guard_quota_changes_total",
-                "counter",
-                "Client quota entities changed since the guard started.",
-            ).add(self.quota_changes)
+            outcomes.add_metric([outcome], float(self.outcomes[outcome]))
+        yield outcomes
+        yield _counter(
+            "headroom_guard_quota_changes_total",
+            "Client quota entities changed since the guard started.",
+            self.quota_changes,
         )
-        families.append(
-            Family(
-                "headroom_guard_record_failures_total",
-                "counter",
-                "Decisions whose history files or snapshot topic could not be written.",
-            ).add(self.record_failures)
+        yield _counter(
+            "headroom_guard_record_failures_total",
+            "Decisions whose history files or snapshot topic could not be written.",
+            self.record_failures,
         )
-        families.append(
-            Family(
-                "headroom_guard_observe_only",
-                "gauge",
-                "1 when the guard only observes and records (--observe-only): it never changes client quotas.",
-            ).add(self.observe_only)
+        yield _gauge(
+            "headroom_guard_observe_only",
+            "1 when the guard only observes and records (--observe-only): it never changes client quotas.",
+            self.observe_only,
         )
         if self.interval is not None:
-            families.append(
-                Family(
-                    "headroom_guard_interval_seconds",
-                    "gauge",
-                    "Seconds from the start of one decision to the next (--interval); alerts count missed decisions "
-                    "in it.",
-                ).add(float(self.interval))
+            yield _gauge(
+                "headroom_guard_interval_seconds",
+                "Seconds from the start of one decision to the next (--interval); alerts count missed decisions in it.",
+                self.interval,
             )
         if self.wait is not None:
-            families.append(
-                Family(
-                    "headroom_guard_next_decision_seconds",
-                    "gauge",
-                    "Seconds from the start of the last decision to the next: the interval, or less while a volume "
-                    "closes in on its limit (--fastest-interval is the least).",
-                ).add(float(self.wait))
+            yield _gauge(
+                "headroom_guard_next_decision_seconds",
+                "Seconds from the start of the last decision to the next: the interval, or less while a volume "
+                "closes in on its limit (--fastest-interval is the least).",
+                self.wait,
             )
         if self.relief_steps is not None:
-            families.extend(self._relief_families())
-        if self.last is not None:
-            families.extend(self._decision_families(self.last))
-        return "".join(line + "\n" for family in families for line in family.lines())
+            yield from self._relief_families(self.relief_steps)
+        if self.last is not None and self.last_duration is not None:
+            yield from self._decision_families(self.last, self.last_duration)
 
-    def _relief_families(self):
-        steps = Family(
+    def _relief_families(self, relief_steps: Mapping[str, int]) -> Iterator[Metric]:
+        steps = CounterMetricFamily(
             "headroom_guard_relief_steps_total",
-            "counter",
             "Relief steps since the guard started, by action (failed: a request failed or Kafka refused).",
+            labels=["action"],
         )
-        for action, count in sorted(self.relief_steps.items()):
-            steps.add(count, action=action)
+        for action, count in sorted(relief_steps.items()):
+            steps.add_metric([action], float(count))
         yield steps
-        yield Family(
-            "headroom_guard_relief_planned_bytes_total", "counter", "Bytes of the replica moves the guard started."
-        ).add(self.relief_planned_bytes)
-        yield Family(
-            "headroom_guard_relief_moving_bytes", "gauge", "Bytes of the guard's replica moves still running."
-        ).add(self.relief_moving_bytes)
-        yield Family(
+        yield _counter(
+            "headroom_guard_relief_planned_bytes_total",
+            "Bytes of the replica moves the guard started.",
+            self.relief_planned_bytes,
+        )
+        yield _gauge(
+            "headroom_guard_relief_moving_bytes",
+            "Bytes of the guard's replica moves still running.",
+            self.relief_moving_bytes,
+        )
+        yield _counter(
             "headroom_guard_relief_moved_bytes_total",
-            "counter",
             "Bytes of the guard's replica moves that ended in place.",
-        ).add(self.relief_moved_bytes)
-        yield Family(
+            self.relief_moved_bytes,
+        )
+        yield _gauge(
             "headroom_guard_relief_blocked_log_dirs",
-            "gauge",
             "Log dirs at relieve_at whose relieve_to target the last plan could not reach (the guard's log says why).",
-        ).add(self.relief_blocked_log_dirs)
+            self.relief_blocked_log_dirs,
+        )
 
-    def _decision_families(self, result):
+    def _decision_families(self, result: Mapping[str, Any], duration: float) -> Iterator[Metric]:
         volumes, _skipped = usable_volumes(result["volumes"])  # the rules' own test of a volume with figures
-        yield Family(
-            "headroom_guard_throttle_factor", "gauge", "The factor applied to the declared produce rates (0 to 1)."
-        ).add(float(result["throttle_factor"]))
-        yield Family("headroom_guard_limit_violated", "gauge", "1 when some volume is past a limit.").add(
-            bool(result["violations"])
+        yield _gauge(
+            "headroom_guard_throttle_factor",
+            "The factor applied to the declared produce rates (0 to 1).",
+            result["throttle_factor"],
         )
-        yield Family(
-            "headroom_guard_fallback_applied", "gauge", "1 when the fallback factor applies (policy strimzi)."
-        ).add(bool(result["fallback_applied"]))
-        yield Family(
-            "headroom_guard_missing_data_applied", "gauge", "1 when incomplete data paused producers (policy graded)."
-        ).add(bool(result.get("missing_data_applied")))
-        yield Family("headroom_guard_observed", "gauge", "1 when every broker that should have answered did.").add(
-            bool(result["observed"])
+        yield _gauge("headroom_guard_limit_violated", "1 when some volume is past a limit.", bool(result["violations"]))
+        yield _gauge(
+            "headroom_guard_fallback_applied",
+            "1 when the fallback factor applies (policy strimzi).",
+            bool(result["fallback_applied"]),
         )
-        state = Family(
-            "headroom_guard_state", "gauge", "The guard's state: 1 for the current one of OPEN, THROTTLE and PAUSE."
+        yield _gauge(
+            "headroom_guard_missing_data_applied",
+            "1 when incomplete data paused producers (policy graded).",
+            bool(result.get("missing_data_applied")),
+        )
+        yield _gauge(
+            "headroom_guard_observed", "1 when every broker that should have answered did.", bool(result["observed"])
+        )
+        state = GaugeMetricFamily(
+            "headroom_guard_state",
+            "The guard's state: 1 for the current one of OPEN, THROTTLE and PAUSE.",
+            labels=["state"],
         )
         for name in STATES:
-            state.add(1 if result["state"] == name else 0, state=name)
+            state.add_metric([name], 1.0 if result["state"] == name else 0.0)
         yield state
-        yield Family(
-            "headroom_guard_active_brokers", "gauge", "Brokers whose log dirs were seen in the last decision."
-        ).add(len(set(volume["broker_id"] for volume in result["volumes"])))
-        yield Family(
-            "headroom_guard_active_log_dirs", "gauge", "Log dirs of known size seen in the last decision."
-        ).add(len(volumes))
-        available = Family("headroom_guard_volume_available_bytes", "gauge", "Usable bytes of each log dir.")
-        consumed = Family(
-            "headroom_guard_volume_consumed_bytes", "gauge", "Used bytes (total - usable) of each log dir."
+        yield _gauge(
+            "headroom_guard_active_brokers",
+            "Brokers whose log dirs were seen in the last decision.",
+            len(set(volume["broker_id"] for volume in result["volumes"])),
+        )
+        yield _gauge(
+            "headroom_guard_active_log_dirs", "Log dirs of known size seen in the last decision.", len(volumes)
+        )
+        labels = ["broker_id", "log_dir"]
+        available = GaugeMetricFamily(
+            "headroom_guard_volume_available_bytes", "Usable bytes of each log dir.", labels=labels
+        )
+        consumed = GaugeMetricFamily(
+            "headroom_guard_volume_consumed_bytes", "Used bytes (total - usable) of each log dir.", labels=labels
         )
         for volume in sorted(volumes, key=lambda item: (item["broker_id"], item["log_dir"])):
-            labels = {"broker_id": volume["broker_id"], "log_dir": volume["log_dir"]}
-            available.add(volume["usable_bytes"], **labels)
-            consumed.add(volume["total_bytes"] - volume["usable_bytes"], **labels)
+            values = [str(volume["broker_id"]), volume["log_dir"]]
+            available.add_metric(values, float(volume["usable_bytes"]))
+            consumed.add_metric(values, float(volume["total_bytes"] - volume["usable_bytes"]))
         yield available
         yield consumed
-        yield Family(
-            "headroom_guard_last_decision_timestamp_seconds", "gauge", "When the last decision was taken (Unix time)."
-        ).add(float(self.last_decision_at))
-        yield Family(
+        yield _gauge(
+            "headroom_guard_last_decision_timestamp_seconds",
+            "When the last decision was taken (Unix time).",
+            result["decided_at"],
+        )
+        yield _gauge(
             "headroom_guard_last_decision_duration_seconds",
-            "gauge",
             "How long the last decision took: reads, decision and quota changes.",
-        ).add(float(self.last_duration))
+            duration,
+        )
+
+
+class _GuardCollector:
+    """The guard's state as prometheus_client collects it."""
+
+    def __init__(self, metrics: GuardMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        return self.metrics.families()
+
+
+class _LockedRegistry(CollectorRegistry):
+    """The guard's registry as the HTTP server reads it: collected whole under the guard's lock, so that a scrape never
+    sees half a decision."""
+
+    def __init__(self, registry: CollectorRegistry, lock: threading.Lock) -> None:
+        super().__init__(auto_describe=False)
+        self.inner, self.lock = registry, lock
+
+    def collect(self) -> Iterator[Metric]:
+        with self.lock:
+            families = list(self.inner.collect())
+        return iter(families)
 
 
 def write_textfile(path: str, text: str) -> None:
@@ -246,37 +279,19 @@ def write_textfile(path: str, text: str) -> None:
 
 
 class MetricsServer:
-    """``GET /metrics`` on ``address:port`` from a daemon thread; the page is rendered per request."""
+    """The metrics page on ``address:port`` (prometheus_client's server, on a daemon thread), collected per request."""
 
     def __init__(self, metrics: GuardMetrics, address: str, port: int, lock: threading.Lock) -> None:
-        render = metrics.render
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802  (the name http.server calls)
-                if self.path.split("?", 1)[0] != "/metrics":
-                    self.send_error(404, "only /metrics is served")
-                    return
-                with lock:
-                    body = render().encode("utf-8")
-                self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):  # scrapes are not decisions: stderr carries one line per decision only
-                pass
-
-        self.server = http.server.ThreadingHTTPServer((address, port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
+        self.registry = _LockedRegistry(metrics.registry, lock)
+        self.address, self.requested_port = address, port
+        self.server: Any = None
 
     @property
     def port(self) -> int:
-        return self.server.server_address[1]
+        return int(self.server.server_address[1])
 
     def start(self) -> "MetricsServer":
-        self.thread.start()
+        self.server, _thread = start_http_server(self.requested_port, self.address, registry=self.registry)
         return self
 
     def stop(self) -> None:

@@ -1,7 +1,8 @@
 """The guard's wheelhouse, built on the control node: ``python -m headroom_guard.wheel --out DIR``.
 
-DIR receives the guard's wheel, ``headroom_guard-<version>+<digest>-py3-none-any.whl``, and the kafka-python wheel
-it needs; the disk_guard role copies both onto the guard's host and installs them into a virtual environment with
+DIR receives the guard's wheel, ``headroom_guard-<version>+<digest>-py3-none-any.whl``, and the wheels it needs
+(kafka-python and prometheus-client, both pure Python); the disk_guard role copies them onto the guard's host and
+installs them into a virtual environment with
 ``pip install --no-index``, so that host needs Python 3 and nothing else: no Ansible, no network.
 
 What the wheel holds is staged in a directory laid out as the collection and built there by setuptools from the
@@ -20,13 +21,15 @@ holds: an unchanged source finds its wheel in DIR and builds nothing; a change b
 host sees as a new version. setuptools writes the entries with one fixed date (SOURCE_DATE_EPOCH), so the same
 sources make the same bytes.
 
-kafka-python comes from ``pip download`` (the control node's pip settings apply: PIP_INDEX_URL, pip.conf) with its
-sha256 verified; a wheel already in DIR is verified, not fetched again (on a control node without an index, put it
-there). Wheels of DIR not used for PRUNE_DAYS days are removed; a lock on DIR serialises concurrent runs.
+kafka-python and prometheus-client come from ``pip download`` (the control node's pip settings apply: PIP_INDEX_URL,
+pip.conf) with their sha256 verified; a wheel already in DIR is verified, not fetched again (on a control node
+without an index, put it there). Wheels of DIR not used for PRUNE_DAYS days are removed; a lock on DIR serialises
+concurrent runs.
 
 Prints one JSON line: {"wheelhouse", "headroom_guard": {"wheel", "version", "digest"}, "kafka_python": {"wheel",
-"version"}, "built", "downloaded"}. Exit status 1 with the reason on stderr when something cannot be built or fetched.
-Needs setuptools 70.1 or later (or 61 and the wheel package) and pip in the Python that runs it.
+"version"}, "prometheus_client": {"wheel", "version"}, "built", "downloaded"}. Exit status 1 with the reason on
+stderr when something cannot be built or fetched. Needs setuptools 70.1 or later (or 61 and the wheel package)
+and pip in the Python that runs it.
 """
 
 from __future__ import annotations
@@ -59,6 +62,14 @@ STAGED_AS = {GUARD_PROJECT: "pyproject.toml"}
 NOT_SHIPPED = ("wheel.py",)
 KAFKA_PYTHON_VERSION = "3.0.12"
 KAFKA_PYTHON_SHA256 = "67add72052e3ad0c37ed9963ebe2b1696adc7f063c64eaf19862c21b69a64a18"
+# 0.21 is the last release for Python 3.8, which the guard's hosts may have (packaging/headroom-guard).
+PROMETHEUS_CLIENT_VERSION = "0.21.1"
+PROMETHEUS_CLIENT_SHA256 = "594b45c410d6f4f8888940fe80b5cc2521b305a1fafe1c58609ef715a001f301"
+# The wheels the guard needs beside its own, by project: (its key in the output, default version, that one's sha256).
+DEPENDENCIES = {
+    "kafka-python": ("kafka_python", KAFKA_PYTHON_VERSION, KAFKA_PYTHON_SHA256),
+    "prometheus-client": ("prometheus_client", PROMETHEUS_CLIENT_VERSION, PROMETHEUS_CLIENT_SHA256),
+}
 # 1980-01-01T00:00:00Z, the earliest date a zip entry can carry.
 SOURCE_DATE_EPOCH = "315532800"
 PRUNE_DAYS = 30
@@ -232,10 +243,10 @@ def build_wheel(root: str, out: str, files: Sequence[str], version: str, python:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def kafka_python_wheel(out: str, version: str, sha256: str, python: str = sys.executable) -> tuple[str, bool]:
-    """(file name, downloaded) of the kafka-python wheel of ``version`` in ``out``: one found there with ``sha256``,
-    or one pip downloads (and verifies)."""
-    prefix = f"kafka_python-{version}-"
+def pinned_wheel(out: str, project: str, version: str, sha256: str, python: str = sys.executable) -> tuple[str, bool]:
+    """(file name, downloaded) of the wheel of ``project`` ``version`` in ``out``: one found there with ``sha256``, or
+    one pip downloads (and verifies)."""
+    prefix = f"{project.replace('-', '_')}-{version}-"
     for name in sorted(os.listdir(out)):
         if name.startswith(prefix) and name.endswith(".whl") and _sha256(os.path.join(out, name)) == sha256:
             return name, False
@@ -243,7 +254,7 @@ def kafka_python_wheel(out: str, version: str, sha256: str, python: str = sys.ex
     try:
         requirements = os.path.join(download, "requirements.txt")
         with open(requirements, "w", encoding="utf-8") as handle:
-            handle.write(f"kafka-python=={version} --hash=sha256:{sha256}\n")
+            handle.write(f"{project}=={version} --hash=sha256:{sha256}\n")
         result = subprocess.run(
             [
                 python,
@@ -265,7 +276,7 @@ def kafka_python_wheel(out: str, version: str, sha256: str, python: str = sys.ex
         )
         if result.returncode != 0:
             raise BuildError(
-                f"kafka-python {version} (sha256 {sha256}) could not be downloaded with {python} -m pip (its index "
+                f"{project} {version} (sha256 {sha256}) could not be downloaded with {python} -m pip (its index "
                 f"settings apply: PIP_INDEX_URL, pip.conf; or put the wheel, {prefix}py3-none-any.whl, into {out}):\n"
                 + _tail(result.stdout + result.stderr)
             )
@@ -274,6 +285,17 @@ def kafka_python_wheel(out: str, version: str, sha256: str, python: str = sys.ex
         return name, True
     finally:
         shutil.rmtree(download, ignore_errors=True)
+
+
+def _check_pin(project: str, version: str, sha256: str) -> None:
+    option = "--" + project
+    if not _VERSION.match(version):
+        raise BuildError(f"{option} must be a version such as {DEPENDENCIES[project][1]} (got {version!r})")
+    if not _SHA256.match(sha256):
+        raise BuildError(
+            f"{option}-sha256 must be the sha256 of the {project} {version} wheel, 64 lowercase hex digits "
+            f"(got {sha256!r})"
+        )
 
 
 def _prune(out: str, keep: Iterable[str], days: float = PRUNE_DAYS) -> None:
@@ -291,20 +313,17 @@ def _prune(out: str, keep: Iterable[str], days: float = PRUNE_DAYS) -> None:
 def wheelhouse(
     out: str,
     root: Optional[str] = None,
-    kafka_python_version: str = KAFKA_PYTHON_VERSION,
-    kafka_python_sha256: str = KAFKA_PYTHON_SHA256,
+    pins: Optional[Dict[str, tuple[str, str]]] = None,
     python: str = sys.executable,
 ) -> Dict[str, Any]:
-    """Make ``out`` hold the guard's wheel of the sources of ``root`` and the kafka-python wheel; what it holds."""
-    if not _VERSION.match(kafka_python_version):
-        raise BuildError(
-            f"--kafka-python must be a version such as {KAFKA_PYTHON_VERSION} (got {kafka_python_version!r})"
-        )
-    if not _SHA256.match(kafka_python_sha256):
-        raise BuildError(
-            f"--kafka-python-sha256 must be the sha256 of the kafka-python {kafka_python_version} wheel, 64 lowercase "
-            f"hex digits (got {kafka_python_sha256!r})"
-        )
+    """Make ``out`` hold the guard's wheel of the sources of ``root`` and the wheels of DEPENDENCIES, each at the
+    (version, sha256) ``pins`` gives by project or at its default; what it holds."""
+    chosen = {
+        project: (pins or {}).get(project, (default, sha256))
+        for project, (_key, default, sha256) in DEPENDENCIES.items()
+    }
+    for project, (version, sha256) in chosen.items():
+        _check_pin(project, version, sha256)
     root, out = root or collection_root(), os.path.abspath(out)  # setuptools runs elsewhere: no relative paths
     files = shipped_files(root)
     digest = source_digest(root, files)
@@ -316,49 +335,54 @@ def wheelhouse(
             pass
     except OSError as exc:
         raise BuildError(f"--out {out!r}: cannot write there: {exc.strerror or exc}") from None
+    result: Dict[str, Any] = {"wheelhouse": out, "downloaded": False}
     with open(lock_path, "a", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another run building into the same directory waits here
         guard = wheel_name(version)
-        built = not os.path.exists(os.path.join(out, guard))
-        if built:
+        result["built"] = not os.path.exists(os.path.join(out, guard))
+        if result["built"]:
             build_wheel(root, out, files, version, python)
-        kafka, downloaded = kafka_python_wheel(out, kafka_python_version, kafka_python_sha256, python)
-        _prune(out, (guard, kafka))
-    return {
-        "wheelhouse": out,
-        "headroom_guard": {"wheel": guard, "version": version, "digest": digest},
-        "kafka_python": {"wheel": kafka, "version": kafka_python_version},
-        "built": built,
-        "downloaded": downloaded,
-    }
+        used = [guard]
+        for project, (pinned, sha256) in chosen.items():
+            name, downloaded = pinned_wheel(out, project, pinned, sha256, python)
+            result[DEPENDENCIES[project][0]] = {"wheel": name, "version": pinned}
+            result["downloaded"] = result["downloaded"] or downloaded
+            used.append(name)
+        _prune(out, used)
+    result["headroom_guard"] = {"wheel": guard, "version": version, "digest": digest}
+    return result
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     command = argparse.ArgumentParser(
         prog="python -m headroom_guard.wheel",
-        description="Build the guard's wheel (rebuilt only when its sources change) and fetch the kafka-python wheel "
-        "it needs into one directory, for pip install --no-index on the guard's host.",
+        description="Build the guard's wheel (rebuilt only when its sources change) and fetch the wheels it needs "
+        "(kafka-python, prometheus-client) into one directory, for pip install --no-index on the guard's host.",
     )
     command.add_argument("--out", required=True, metavar="DIR", help="the wheelhouse (created when missing)")
-    command.add_argument(
-        "--kafka-python",
-        default=KAFKA_PYTHON_VERSION,
-        metavar="VERSION",
-        help=f"the kafka-python release to fetch (default {KAFKA_PYTHON_VERSION}; within the wheel's >=3.0.12,<4)",
-    )
-    command.add_argument(
-        "--kafka-python-sha256",
-        metavar="HEX",
-        help=f"the sha256 of its wheel (required with another --kafka-python; {KAFKA_PYTHON_VERSION}'s is built in)",
-    )
-    args = command.parse_args(argv)
-    sha256 = args.kafka_python_sha256
-    if sha256 is None:
-        if args.kafka_python != KAFKA_PYTHON_VERSION:
-            command.error(f"--kafka-python {args.kafka_python} needs --kafka-python-sha256 (the sha256 of its wheel)")
-        sha256 = KAFKA_PYTHON_SHA256
+    for project, (_key, default, _sha256) in DEPENDENCIES.items():
+        command.add_argument(
+            "--" + project,
+            default=default,
+            metavar="VERSION",
+            help=f"the {project} release to fetch (default {default}, within the guard's range)",
+        )
+        command.add_argument(
+            f"--{project}-sha256",
+            metavar="HEX",
+            help=f"the sha256 of its wheel (required with another --{project}; {default}'s is built in)",
+        )
+    args = vars(command.parse_args(argv))
+    pins = {}
+    for project, (key, default, default_sha256) in DEPENDENCIES.items():
+        version, sha256 = args[key], args[key + "_sha256"]
+        if sha256 is None:
+            if version != default:
+                command.error(f"--{project} {version} needs --{project}-sha256 (the sha256 of its wheel)")
+            sha256 = default_sha256
+        pins[project] = (version, sha256)
     try:
-        result = wheelhouse(args.out, kafka_python_version=args.kafka_python, kafka_python_sha256=sha256)
+        result = wheelhouse(args["out"], pins=pins)
     except BuildError as exc:
         print(f"headroom_guard.wheel: {exc}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ from fleet_playbooks import run_playbook
 from held_quotas import held_quotas
 
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
+from kafka_testbed.prometheus_text import sample
 from kafka_testbed.traffic import create_topic, produce, wait_until
 
 PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "disk_guard.yml")
@@ -163,7 +164,9 @@ def test_the_guard_runs_as_its_own_user_from_its_virtual_environment(fleet, guar
     assert re.search(r"^CapEff:\s+0+$", status, re.M), "no capability"
     assert unit_property(fleet, "ProtectSystem") == "strict" and unit_property(fleet, "PrivateTmp") == "yes"
     # Its state and its metrics file, written through the unit's only writable paths.
-    wait_until(lambda: "headroom_guard_throttle_factor 1\n" in metrics_file(fleet), REACTION, what="the metrics file")
+    wait_until(
+        lambda: sample(metrics_file(fleet), "headroom_guard_throttle_factor") == 1, REACTION, what="the metrics file"
+    )
     state = fleet.exec(GUARD_HOST, "stat", "-c", "%U %a", "/var/lib/headroom-disk-guard/state.json").split()
     assert state == [USER, "600"]
     assert fleet.exec(GUARD_HOST, "stat", "-c", "%U %a", CONFIG).split() == [USER, "600"]
@@ -251,7 +254,7 @@ def test_a_broker_cut_off_from_the_others_makes_the_guard_apply_its_missing_data
     try:
         # The broker is fenced after its session timeout; the guard's request to it runs into its own timeout first.
         wait_until(lambda: held(fleet) == PAUSED, 120, what="the guard pausing producers while a broker is missing")
-        assert "headroom_guard_missing_data_applied 1" in metrics_file(fleet)
+        assert sample(metrics_file(fleet), "headroom_guard_missing_data_applied") == 1
     finally:
         fleet.restore_network(cut_off)
     wait_until(lambda: cut_off in fleet.unfenced_brokers(), 90, what="the broker back once reconnected")

@@ -21,6 +21,7 @@ import yaml
 from held_quotas import held_quotas
 
 from kafka_testbed import fake_systemctl
+from kafka_testbed.prometheus_text import sample
 from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -150,7 +151,10 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     assert oct((base / "etc" / "config.json").stat().st_mode & 0o777) == "0o600"
     wheels = sorted(os.listdir(base / "opt" / "wheels"))
     assert (
-        len(wheels) == 2 and wheels[0].startswith("headroom_guard-0.1.0+") and wheels[1].startswith("kafka_python-3.")
+        len(wheels) == 3
+        and wheels[0].startswith("headroom_guard-0.1.0+")
+        and wheels[1].startswith("kafka_python-3.")
+        and wheels[2].startswith("prometheus_client-0.21.")
     )
     venv_python = str(base / "opt" / "venv" / "bin" / "python")
     for module in ("ansible", "yaml", "headroom_pipeline"):
@@ -171,7 +175,8 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     )
     assert wait_until(
         lambda: (
-            (base / "guard.prom").exists() and "headroom_guard_throttle_factor 1\n" in (base / "guard.prom").read_text()
+            (base / "guard.prom").exists()
+            and sample((base / "guard.prom").read_text(), "headroom_guard_throttle_factor") == 1
         ),
         30,
         what="the metrics file",

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from held_quotas import held_quotas
 
+from kafka_testbed.prometheus_text import sample, samples
 from kafka_testbed.testing import ClusterFactory
 from kafka_testbed.traffic import wait_until
 
@@ -123,16 +124,12 @@ def test_once_applies_the_declared_set_and_says_so_in_one_line(cluster, tmp_path
         "user=ops": {"producer_byte_rate": 9223372036854775807},
     }
     text = metrics.read_text(encoding="utf-8")
-    assert "headroom_guard_throttle_factor 1\n" in text and 'headroom_guard_state{state="OPEN"} 1\n' in text
-    assert f"headroom_guard_active_brokers {len(cluster.broker_nodes)}\n" in text
     assert (
-        len(
-            re.findall(
-                r"^headroom_guard_volume_available_bytes\{broker_id=\"\d+\",log_dir=\"[^\"]+\"\} \d+$", text, re.M
-            )
-        )
-        >= 2
+        sample(text, "headroom_guard_throttle_factor") == 1 and sample(text, "headroom_guard_state", state="OPEN") == 1
     )
+    assert sample(text, "headroom_guard_active_brokers") == len(cluster.broker_nodes)
+    available = [dict(labels) for name, labels in samples(text) if name == "headroom_guard_volume_available_bytes"]
+    assert len(available) >= 2 and all(set(labels) == {"broker_id", "log_dir"} for labels in available)
     process = guard("--config", write_config(tmp_path / "guard.yml", cluster), "--once")
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 0 and re.search(r"quotas unchanged in \d+\.\d{3} s$", err.rstrip()), err
@@ -151,11 +148,13 @@ def test_the_loop_decides_every_interval_serves_metrics_and_stops_gracefully_on_
         def after_two_decisions():
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
                 text = answer.read().decode()
-            return text if 'headroom_guard_decisions_total{outcome="unchanged"} 1' in text else None
+            return text if sample(text, "headroom_guard_decisions_total", outcome="unchanged") == 1 else None
 
         page = wait_until(after_two_decisions, 60, what="two decisions on the metrics page")
-        assert "headroom_guard_throttle_factor 0\n" in page and "headroom_guard_limit_violated 1\n" in page
-        assert 'headroom_guard_decisions_total{outcome="applied"} 1' in page
+        assert (
+            sample(page, "headroom_guard_throttle_factor") == 0 and sample(page, "headroom_guard_limit_violated") == 1
+        )
+        assert sample(page, "headroom_guard_decisions_total", outcome="applied") == 1
         assert held_quotas(cluster.info["bootstrap_servers"])["user=<default>"] == {"producer_byte_rate": 1}
         assert json.loads(state.read_text(encoding="utf-8"))["observed_at"] > 0
     finally:

@@ -49,7 +49,7 @@ def copy_of_the_sources(directory):
 
 @pytest.fixture(scope="module")
 def built():
-    """The wheelhouse of this checkout: the guard's wheel and kafka-python's."""
+    """The wheelhouse of this checkout: the guard's wheel, kafka-python's and prometheus-client's."""
     return wheel.wheelhouse(WHEELHOUSE)
 
 
@@ -105,15 +105,21 @@ def test_the_wheel_holds_the_guard_and_its_module_utils_by_their_import_name(bui
     metadata = files[dist_info + "METADATA"].decode()
     assert "Name: headroom-guard\n" in metadata and "Requires-Python: >=3.8\n" in metadata
     requirements = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-    assert requirements == ["Requires-Dist: kafka-python<4,>=3.0.12", 'Requires-Dist: PyYAML>=5.1; extra == "yaml"']
+    assert requirements == [
+        "Requires-Dist: kafka-python<4,>=3.0.12",
+        "Requires-Dist: prometheus-client<1,>=0.21.1",
+        'Requires-Dist: PyYAML>=5.1; extra == "yaml"',
+    ]
     assert built["kafka_python"] == {"wheel": "kafka_python-3.0.12-py3-none-any.whl", "version": "3.0.12"}
+    assert built["prometheus_client"] == {"wheel": "prometheus_client-0.21.1-py3-none-any.whl", "version": "0.21.1"}
 
 
 def test_the_wheel_is_built_again_only_when_what_it_holds_changes(tmp_path):
     root = copy_of_the_sources(tmp_path / "collection")
     out = str(tmp_path / "wheels")
     os.makedirs(out)
-    shutil.copy(os.path.join(WHEELHOUSE, "kafka_python-3.0.12-py3-none-any.whl"), out)  # no download here
+    for name in ("kafka_python-3.0.12-py3-none-any.whl", "prometheus_client-0.21.1-py3-none-any.whl"):
+        shutil.copy(os.path.join(WHEELHOUSE, name), out)  # no download here
     first = wheel.wheelhouse(out, root)
     assert first["built"] and not first["downloaded"]
     path = os.path.join(out, first["headroom_guard"]["wheel"])
@@ -132,7 +138,13 @@ def test_the_wheel_is_built_again_only_when_what_it_holds_changes(tmp_path):
     changed = wheel.wheelhouse(out, root)
     assert changed["built"] and changed["headroom_guard"]["digest"] != first["headroom_guard"]["digest"]
     assert sorted(os.listdir(out)) == sorted(
-        [".lock", first["headroom_guard"]["wheel"], changed["headroom_guard"]["wheel"], first["kafka_python"]["wheel"]]
+        [
+            ".lock",
+            first["headroom_guard"]["wheel"],
+            changed["headroom_guard"]["wheel"],
+            first["kafka_python"]["wheel"],
+            first["prometheus_client"]["wheel"],
+        ]
     ), "the other wheel stays until it has not been used for a while (another checkout may use it)"
 
 
@@ -170,7 +182,8 @@ def test_the_command_line_prints_what_the_wheelhouse_holds(tmp_path, built):
     --out."""
     out = tmp_path / "wheels"
     out.mkdir()
-    shutil.copy(os.path.join(WHEELHOUSE, built["kafka_python"]["wheel"]), out)
+    for dependency in ("kafka_python", "prometheus_client"):
+        shutil.copy(os.path.join(WHEELHOUSE, built[dependency]["wheel"]), out)
     result = subprocess.run(
         [sys.executable, "-m", "headroom_guard.wheel", "--out", "wheels"],
         cwd=tmp_path,
@@ -182,7 +195,12 @@ def test_the_command_line_prints_what_the_wheelhouse_holds(tmp_path, built):
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == dict(built, wheelhouse=str(out), built=True, downloaded=False)
-    assert sorted(os.listdir(out)) == [".lock", built["headroom_guard"]["wheel"], built["kafka_python"]["wheel"]]
+    assert sorted(os.listdir(out)) == [
+        ".lock",
+        built["headroom_guard"]["wheel"],
+        built["kafka_python"]["wheel"],
+        built["prometheus_client"]["wheel"],
+    ]
 
 
 @pytest.mark.parametrize(
@@ -191,6 +209,11 @@ def test_the_command_line_prints_what_the_wheelhouse_holds(tmp_path, built):
         (["--kafka-python", "3.0.13"], "--kafka-python 3.0.13 needs --kafka-python-sha256"),
         (["--kafka-python-sha256", "ABC"], "--kafka-python-sha256 must be the sha256 of the kafka-python 3.0.12 wheel"),
         (["--kafka-python", "latest", "--kafka-python-sha256", "0" * 64], "--kafka-python must be a version such as"),
+        (["--prometheus-client", "0.22.0"], "--prometheus-client 0.22.0 needs --prometheus-client-sha256"),
+        (
+            ["--prometheus-client-sha256", "x"],
+            "--prometheus-client-sha256 must be the sha256 of the prometheus-client 0.21.1 wheel",
+        ),
     ],
 )
 def test_bad_options_are_refused_naming_the_option_and_the_value(tmp_path, args, message):

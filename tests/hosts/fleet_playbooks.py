@@ -31,11 +31,11 @@ def installed_collections():
         atexit.register(shutil.rmtree, work, True)
         path = os.path.join(work, "collections")
         galaxy = os.path.join(BIN, "ansible-galaxy")
-        quiet = {"capture_output": True, "text": True, "timeout": 300, "check": True}
-        subprocess.run([galaxy, "collection", "build", ROOT, "--output-path", work], **quiet)
+        quiet = {"capture_output": True, "text": True, "timeout": 300}
+        subprocess.run([galaxy, "collection", "build", ROOT, "--output-path", work], check=True, **quiet)
         (artifact,) = glob.glob(os.path.join(work, "headroom-kafka-*.tar.gz"))
         environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=path)
-        subprocess.run([galaxy, "collection", "install", artifact, "-p", path], env=environment, **quiet)
+        subprocess.run([galaxy, "collection", "install", artifact, "-p", path], env=environment, check=True, **quiet)
         _installed.append(path)
     return _installed[0]
 

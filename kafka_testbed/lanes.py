@@ -105,6 +105,14 @@ LEFT_OUT_OF_CI = {
         "nothing on any host (test_a_cp_ansible_inventory_drives_the_same_plays); the scenario starts a fleet of its "
         "own for them"
     ),
+    "molecule/test_molecule.py::test_molecule_scenario[disk_guard]": (
+        "the disk_guard role installed by site.yml, its unit running the guard from its virtual environment with a "
+        "configuration only it reads, the guard holding the declared quota set and a second run changing nothing: on "
+        "a systemd host by tests/hosts/test_disk_guard_on_host.py (its own user, its virtual environment, a producer "
+        "throttled, a second run that changes and restarts nothing), and through the role on real brokers by "
+        "tests/integration/test_disk_guard_role.py (the declared quotas applied, a second run changing nothing); the "
+        "scenario runs the same role under a systemctl stand-in"
+    ),
     "molecule/test_molecule.py::test_molecule_scenario[preflight]": (
         "site.yml stopping at its pre-flight task with no broker file changed is proven on systemd hosts by "
         "tests/hosts/test_site_refusals_on_hosts.py (a full metadata disk, the same task and limits); that a full data "

@@ -20,22 +20,34 @@ SITE = "headroom.kafka.site"
 ROLL = "headroom.kafka.rolling_restart"
 RELIEVE = "headroom.kafka.relieve"
 _installed = []
+_artifact = []
+_QUIET = {"capture_output": True, "text": True, "timeout": 300}
+
+
+def galaxy_artifact():
+    """This checkout's Galaxy artifact, built with ansible-galaxy once per test process (removed at its end)."""
+    if not _artifact:
+        work = tempfile.mkdtemp(prefix="collection-artifact-")
+        atexit.register(shutil.rmtree, work, True)
+        galaxy = os.path.join(BIN, "ansible-galaxy")
+        subprocess.run([galaxy, "collection", "build", ROOT, "--output-path", work], check=True, **_QUIET)
+        (artifact,) = glob.glob(os.path.join(work, "headroom-kafka-*.tar.gz"))
+        _artifact.append(artifact)
+    return _artifact[0]
 
 
 def installed_collections():
-    """A collections path that holds the collection as its users install it: this checkout's Galaxy artifact, built
-    and installed with ansible-galaxy into an empty path (once per test process, removed at its end). The fleet tests
-    run the playbooks and roles from there, not from the checkout, so what the artifact leaves out fails them."""
+    """A collections path that holds the collection as its users install it: the Galaxy artifact installed with
+    ansible-galaxy into an empty path (once per test process, removed at its end). The fleet tests run the playbooks
+    and roles from there, not from the checkout, so what the artifact leaves out fails them."""
     if not _installed:
         work = tempfile.mkdtemp(prefix="installed-collection-")
         atexit.register(shutil.rmtree, work, True)
         path = os.path.join(work, "collections")
         galaxy = os.path.join(BIN, "ansible-galaxy")
-        quiet = {"capture_output": True, "text": True, "timeout": 300}
-        subprocess.run([galaxy, "collection", "build", ROOT, "--output-path", work], check=True, **quiet)
-        (artifact,) = glob.glob(os.path.join(work, "headroom-kafka-*.tar.gz"))
         environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=path)
-        subprocess.run([galaxy, "collection", "install", artifact, "-p", path], env=environment, check=True, **quiet)
+        install = [galaxy, "collection", "install", galaxy_artifact(), "-p", path]
+        subprocess.run(install, env=environment, check=True, **_QUIET)
         _installed.append(path)
     return _installed[0]
 

@@ -13,7 +13,8 @@ What the roles installed on the hosts (the units, the jars with their checksums,
 drop-in loaded by the running node) is checked over SSH with the molecule scenario hosts' own testinfra checks
 (extensions/molecule/hosts/tests), and a second run that changes nothing is the cp-ansible inventory's: so make test
 runs that scenario's claims here, on this fleet, and the scenario itself is make test-long's
-(kafka_testbed/lanes.py)."""
+(kafka_testbed/lanes.py). One more run that changes nothing comes from an execution environment built with
+ansible-builder, as AWX runs the collection."""
 
 import importlib.util
 import itertools
@@ -25,6 +26,7 @@ import time
 import pytest
 import testinfra
 from confluent_kafka.admin import AdminClient
+from execution_environment import build_execution_environment, run_in_execution_environment
 from fleet_playbooks import RELIEVE, SITE, run_playbook
 from roll_watch import OnRestart, UnitWatch
 from site_runs import (
@@ -162,6 +164,22 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     cp_ansible = fleet.write_inventory(str(tmp_path / "cp-ansible.yml"), layout="cp-ansible")
     result = run_playbook([cp_ansible, layered[1]], SITE)
     assert result.returncode == 0, result.stdout[-20000:]
+    assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
+
+
+def test_site_from_an_execution_environment_built_with_ansible_builder_changes_nothing(fleet, configured, tmp_path):
+    """The EE AWX would run: ansible-builder over a definition that lists the collection's artifact, on a Debian base
+    made here. Its ansible-builder run installs the collection's Python requirements from the artifact's
+    meta/execution-environment.yml; site.yml from inside it then reaches every host over SSH, and Kafka from the EE's
+    own Python (the modules delegated to it), and finds nothing to change."""
+    tag = build_execution_environment(str(tmp_path / "ee"))
+    inventories = site_inventory(fleet, configured["directory"])
+    files = [*inventories, fleet.info["ssh"]["key"], fleet.info["ssh"]["known_hosts"]]
+    command = ["ansible-playbook"]
+    for inventory in inventories:
+        command += ["-i", inventory]
+    result = run_in_execution_environment(tag, fleet, [*command, SITE], files)
+    assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-3000:]
     assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
 
 

@@ -10,6 +10,7 @@ import tarfile
 
 import yaml
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
@@ -139,19 +140,30 @@ def test_the_execution_environment_gets_the_collections_needs_and_keeps_its_own_
     assert [name for name in names if name in ("ansible", "ansible-core", "ansible-base")] == []
 
 
-def test_the_guides_execution_environment_definition_installs_this_collection_on_the_tested_ansible_core():
-    """The example definition of docs/docsite/rst/guide_install.rst: ansible-builder 3's format, this collection from
-    Galaxy, and the ansible-core releases requirements/ansible-core.txt says the collection is tested on."""
+def test_the_guides_execution_environment_definitions_install_this_collection_on_a_tested_ansible_core():
+    """The example definitions of docs/docsite/rst/guide_install.rst: ansible-builder 3's format, this collection from
+    Galaxy, and ansible-core releases requirements/ansible-core.txt says the collection is tested on: the first
+    allows every one of them, the Debian one those its Python 3.11 runs."""
     with open(os.path.join(ROOT, "docs", "docsite", "rst", "guide_install.rst"), encoding="utf-8") as handle:
         text = handle.read()
-    (block,) = re.findall(r"\.\. code-block:: yaml\n\n((?:   .*\n|\n)+)", text)
-    definition = yaml.safe_load("\n".join(line[3:] for line in block.splitlines()))
-    assert definition["version"] == 3 and definition["images"]["base_image"]["name"]
+    blocks = re.findall(r"\.\. code-block:: yaml\n\n((?:   .*\n|\n)+)", text)
+    assert len(blocks) == 2, "the RPM-based example and the Debian one"
     with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
         galaxy = yaml.safe_load(handle)
-    (collection,) = definition["dependencies"]["galaxy"]["collections"]
-    assert collection["name"] == "{namespace}.{name}".format(**galaxy)
     with open(os.path.join(ROOT, "requirements", "ansible-core.txt"), encoding="utf-8") as handle:
         (tested,) = [Requirement(line.strip()) for line in handle if line.strip() and not line.startswith("#")]
-    wanted = Requirement(definition["dependencies"]["ansible_core"]["package_pip"])
-    assert (wanted.name, wanted.specifier) == (tested.name, tested.specifier)
+    releases = ["2.{0}.0".format(minor) for minor in range(15, 25)]
+    allowed = []
+    for block in blocks:
+        definition = yaml.safe_load("\n".join(line[3:] for line in block.splitlines()))
+        assert definition["version"] == 3 and definition["images"]["base_image"]["name"]
+        (collection,) = definition["dependencies"]["galaxy"]["collections"]
+        assert collection["name"] == "{namespace}.{name}".format(**galaxy)
+        wanted = Requirement(definition["dependencies"]["ansible_core"]["package_pip"])
+        assert wanted.name == tested.name
+        allowed.append([release for release in releases if release in wanted.specifier])
+    assert allowed[0] == [release for release in releases if release in tested.specifier]
+    assert allowed[1] and set(allowed[1]) <= set(allowed[0])
+    assert Version(max(allowed[1], key=Version)) < Version("2.20"), (
+        "bookworm's Python 3.11 runs ansible-core 2.19 at most"
+    )

@@ -11,4 +11,4 @@ builds it), which holds the collection's module_utils it imports under their own
 kafka-python. On a control node it is also part of the package headroom-kafka (pyproject.toml).
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

@@ -6,4 +6,4 @@ forecasts, client quota analysis, topic threshold analysis and an HTML report. R
 run --help``.
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from held_quotas import held_quotas
 
+import headroom_guard
 from kafka_testbed import fake_systemctl
 from kafka_testbed.prometheus_text import sample
 from kafka_testbed.traffic import wait_until
@@ -152,7 +153,7 @@ def test_the_role_installs_a_guard_that_applies_the_declared_quotas_and_a_second
     wheels = sorted(os.listdir(base / "opt" / "wheels"))
     assert (
         len(wheels) == 3
-        and wheels[0].startswith("headroom_guard-0.1.0+")
+        and wheels[0].startswith(f"headroom_guard-{headroom_guard.__version__}+")
         and wheels[1].startswith("kafka_python-3.")
         and wheels[2].startswith("prometheus_client-0.21.")
     )

@@ -16,6 +16,7 @@ import zipfile
 
 import pytest
 
+import headroom_guard
 from headroom_guard import wheel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,7 +76,7 @@ def test_the_guard_needs_these_module_utils_found_by_following_its_imports():
 def test_the_wheel_holds_the_guard_and_its_module_utils_by_their_import_name(built):
     files = wheel_files(built)
     version = built["headroom_guard"]["version"]
-    assert version == f"0.1.0+{built['headroom_guard']['digest']}"
+    assert version == f"{headroom_guard.__version__}+{built['headroom_guard']['digest']}"
     assert built["headroom_guard"]["wheel"] == f"headroom_guard-{version}-py3-none-any.whl"
     dist_info = f"headroom_guard-{version}.dist-info/"
     guard = {name for name in files if name.startswith("headroom_guard/")}

@@ -31,8 +31,20 @@ def lint_fragments(paths=None):
 
 
 def test_every_fragment_passes_the_lint():
-    assert FRAGMENTS
     assert lint_fragments() == []
+
+
+def test_the_last_release_recorded_is_galaxy_yml_version_and_its_notes_are_written():
+    """A release recorded with antsibull-changelog: changelog.yaml's newest release is the version galaxy.yml builds,
+    with a summary, and CHANGELOG.rst (which the artifact ships) has its section."""
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        version = yaml.safe_load(handle)["version"]
+    with open(os.path.join(ROOT, "changelogs", "changelog.yaml"), encoding="utf-8") as handle:
+        releases = yaml.safe_load(handle)["releases"]
+    assert max(releases, key=lambda release: tuple(int(part) for part in release.split("."))) == version
+    assert releases[version]["changes"]["release_summary"]
+    with open(os.path.join(ROOT, "CHANGELOG.rst"), encoding="utf-8") as handle:
+        assert f"\nv{version}\n" in handle.read()
 
 
 def test_every_fragment_holds_one_change():

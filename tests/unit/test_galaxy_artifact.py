@@ -19,6 +19,7 @@ SHIPPED_TOP_LEVEL = {
     "MANIFEST.json",
     "LICENSE",
     "README.md",
+    "CHANGELOG.rst",  # the release notes antsibull-changelog writes (Galaxy and the docsite show them)
     "changelogs",
     "dashboards",  # the Grafana dashboard (JSON for file provisioning) and its generator
     "docs",  # the guides (docs/docsite), which the README links to and the collection docsite renders

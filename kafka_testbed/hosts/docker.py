@@ -23,6 +23,12 @@ KEEP_VARIABLE = "HEADROOM_KEEP_DOCKERD"
 ROOT_VARIABLE = "HEADROOM_DOCKER_ROOT"
 
 
+def client_environment():
+    """The environment of a docker client here, ours or one a tool runs (ansible-builder): Docker's classic builder,
+    which every image of the tests is built with."""
+    return dict(os.environ, DOCKER_BUILDKIT="0")
+
+
 def docker(*args, check=True, input_text=None, timeout=300.0):
     """Run ``docker ARGS``; returns its standard output. A failure raises ClusterError with docker's message."""
     try:
@@ -33,7 +39,7 @@ def docker(*args, check=True, input_text=None, timeout=300.0):
             text=True,
             timeout=timeout,
             check=False,
-            env=dict(os.environ, DOCKER_BUILDKIT="0"),
+            env=client_environment(),
         )
     except subprocess.TimeoutExpired as error:
         raise ClusterError(f"docker {' '.join(args[:3])} did not finish within {timeout:.0f}s") from error

@@ -8,17 +8,18 @@ virtual environment the definition makes first.
 A module of its own (not conftest): test files import helpers by module name."""
 
 import os
-import shutil
 import ssl
 import subprocess
 import sys
 import uuid
 
 import yaml
+from ansible.release import __version__ as ANSIBLE_CORE_VERSION
 from fleet_playbooks import galaxy_artifact
 
 from kafka_testbed import test_run
 from kafka_testbed.hosts import image
+from kafka_testbed.hosts.docker import client_environment
 from kafka_testbed.hosts.fleet import LABEL
 
 BIN = os.path.dirname(sys.executable)
@@ -30,12 +31,6 @@ EE_PYTHON = f"{EE_VENV}/bin/python3"
 # One tag, moved by each build: the next build reuses the layers that did not change (pip's installs of ansible-core
 # and ansible-runner), and a machine keeps one such image.
 EE_TAG = "headroom-kafka-ee:tests"
-
-
-def ansible_core_version():
-    from ansible.release import __version__  # pylint: disable=import-outside-toplevel  # only the EE's build needs it
-
-    return __version__
 
 
 def trusted_certificates():
@@ -53,7 +48,8 @@ def trusted_certificates():
 
 def definition(base, artifact, certificates):
     """ansible-builder 3's execution-environment.yml: the collection from its artifact, ansible-core as on this
-    control node, and the collection's own requirements, which ansible-builder finds in the artifact."""
+    control node, and the collection's own requirements, which ansible-builder finds in the artifact. ``artifact`` and
+    ``certificates`` are paths; ansible-builder copies them into the build context."""
     build_files = [{"src": artifact, "dest": "collections"}]
     prepend = [f"RUN python3 -m venv {EE_VENV}", f"ENV PATH={EE_VENV}/bin:$PATH"]
     if certificates:
@@ -68,7 +64,7 @@ def definition(base, artifact, certificates):
         "images": {"base_image": {"name": base}},
         "dependencies": {
             "python_interpreter": {"python_path": EE_PYTHON},
-            "ansible_core": {"package_pip": f"ansible-core=={ansible_core_version()}"},
+            "ansible_core": {"package_pip": f"ansible-core=={ANSIBLE_CORE_VERSION}"},
             "ansible_runner": {"package_pip": "ansible-runner"},
             "galaxy": {
                 "collections": [{"name": f"collections/{os.path.basename(artifact)}", "type": "file"}],
@@ -84,19 +80,12 @@ def definition(base, artifact, certificates):
 def build_execution_environment(work):
     """Build the EE with ``ansible-builder build`` on Docker; returns its tag. The definition and the build context
     are kept in ``work``; ansible-builder's output is in the error when it fails."""
-    artifact = galaxy_artifact()
-    base = image.base_image()
     os.makedirs(work, exist_ok=True)
-    # ansible-builder takes build files from beside the definition.
-    shutil.copy(artifact, work)
-    certificates = trusted_certificates()
-    if certificates:
-        shutil.copy(certificates, work)
     path = os.path.join(work, "execution-environment.yml")
     with open(path, "w", encoding="utf-8") as handle:
-        names = (os.path.basename(artifact), certificates and os.path.basename(certificates))
-        yaml.safe_dump(definition(base, *names), handle, sort_keys=False)
-    tag = EE_TAG
+        yaml.safe_dump(
+            definition(image.base_image(), galaxy_artifact(), trusted_certificates()), handle, sort_keys=False
+        )
     command = [
         os.path.join(BIN, "ansible-builder"),
         "build",
@@ -105,7 +94,7 @@ def build_execution_environment(work):
         "--context",
         os.path.join(work, "context"),
         "--tag",
-        tag,
+        EE_TAG,
         "--container-runtime",
         "docker",
         "--verbosity",
@@ -118,11 +107,11 @@ def build_execution_environment(work):
         text=True,
         timeout=BUILD_TIMEOUT,
         check=False,
-        env=dict(os.environ, DOCKER_BUILDKIT="0"),
+        env=client_environment(),
     )
     if result.returncode != 0:
         raise AssertionError(f"ansible-builder build failed:\n{(result.stdout + result.stderr)[-6000:]}")
-    return tag
+    return EE_TAG
 
 
 def run_in_execution_environment(tag, fleet, command, files, timeout=1200):

@@ -27,7 +27,7 @@ import pytest
 import testinfra
 from confluent_kafka.admin import AdminClient
 from execution_environment import build_execution_environment, run_in_execution_environment
-from fleet_playbooks import RELIEVE, SITE, run_playbook
+from fleet_playbooks import RELIEVE, SITE, playbook_command, run_playbook
 from roll_watch import OnRestart, UnitWatch
 from site_runs import (
     BASE_RATE,
@@ -48,6 +48,8 @@ REACTION = CHECK_INTERVAL + 10
 MIB = 1 << 20
 TOPIC = "traffic"
 CUT_SECONDS = 30
+# The PLAY RECAP of a run that finds nothing to change on the fleet's four hosts.
+NOTHING_CHANGED = dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
 FAULT_SITE = {"kafka_usage_replication_factor": 3, "rolling_restart_health_timeout": 40}
 
 
@@ -164,7 +166,7 @@ def test_a_cp_ansible_inventory_drives_the_same_plays(fleet, configured, tmp_pat
     cp_ansible = fleet.write_inventory(str(tmp_path / "cp-ansible.yml"), layout="cp-ansible")
     result = run_playbook([cp_ansible, layered[1]], SITE)
     assert result.returncode == 0, result.stdout[-20000:]
-    assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
+    assert changed_counts(result.stdout) == NOTHING_CHANGED
 
 
 def test_site_from_an_execution_environment_built_with_ansible_builder_changes_nothing(fleet, configured, tmp_path):
@@ -175,12 +177,9 @@ def test_site_from_an_execution_environment_built_with_ansible_builder_changes_n
     tag = build_execution_environment(str(tmp_path / "ee"))
     inventories = site_inventory(fleet, configured["directory"])
     files = [*inventories, fleet.info["ssh"]["key"], fleet.info["ssh"]["known_hosts"]]
-    command = ["ansible-playbook"]
-    for inventory in inventories:
-        command += ["-i", inventory]
-    result = run_in_execution_environment(tag, fleet, [*command, SITE], files)
+    result = run_in_execution_environment(tag, fleet, playbook_command("ansible-playbook", inventories), files)
     assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-3000:]
-    assert changed_counts(result.stdout) == dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
+    assert changed_counts(result.stdout) == NOTHING_CHANGED
 
 
 def replicas_of(fleet, topic):

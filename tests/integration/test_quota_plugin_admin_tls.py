@@ -63,6 +63,11 @@ def logs_since(cluster, offsets):
     return "\n".join(logged)
 
 
+def rejection_logged(cluster, offsets):
+    logged = logs_since(cluster, offsets).lower()
+    return any(said in logged for said in REJECTED)
+
+
 # The server logs "Failed authentication with ... (SSL handshake failed)"; the client side, "failed authentication
 # due to: SSL handshake failed". Which of them a rejected certificate leaves depends on the TLS version's handshake.
 REJECTED = ("ssl handshake failed", "failed authentication")
@@ -153,7 +158,7 @@ def test_a_certificate_the_brokers_do_not_trust_is_reported_by_the_plugins_metri
             lambda: active_brokers(cluster.broker(2)) == 2, OBSERVED_WITHIN, what="broker 2's plugin seeing both"
         )
         wait_until(
-            lambda: any(said in logs_since(cluster, offsets).lower() for said in REJECTED),
+            lambda: rejection_logged(cluster, offsets),
             OBSERVED_WITHIN,
             what="a broker's log saying the plugin's certificate was rejected",
         )

@@ -182,6 +182,9 @@ def test_acks(kafka_cluster, client, acks):
 
 def test_acks_0_produce_gets_no_response(kafka_cluster):
     topic = create_topic(kafka_cluster, unique("acks0raw"), replication_factor=1)
+    # Kafka answers an acks=0 produce's error by closing the connection: a leader that has not yet read the new
+    # topic's metadata would close it, and this test would read that as the produce's answer.
+    assert wait_for(lambda: leader_serves(kafka_cluster, topic), 15, 0.1), f"no leader serves {topic}-0"
     (leader,) = [
         p.leader
         for p in AdminClient(confluent_config(kafka_cluster))

@@ -17,6 +17,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from ansible_collections.headroom.kafka.plugins.module_utils import internal_principals
+from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import GuardError
 from headroom_guard import __version__
 
 EXIT_FAILED = 1
@@ -158,7 +160,16 @@ def parser() -> argparse.ArgumentParser:
         type=_topic,
         metavar="TOPIC",
         help="also publish every complete observation to this compacted topic (created when missing), as the "
-        "usage_snapshot module does; a SASL user the guard connects as joins the excluded principals",
+        "usage_snapshot module does; the publisher is kept out of the throttle: a SASL user joins the excluded "
+        f"principals, User:ANONYMOUS is excluded by its client id ({internal_principals.PUBLISHER_CLIENT_ID}), and a "
+        "client certificate's principal must be named with --snapshot-publisher-principal",
+    )
+    command.add_argument(
+        "--snapshot-publisher-principal",
+        metavar="PRINCIPAL",
+        help="the principal the brokers make of the guard's client certificate (User:<name>, by their "
+        "ssl.principal.mapping.rules), excluded from the throttle as the snapshot publisher; required with "
+        "--snapshot-topic over a client certificate",
     )
     command.add_argument(
         "--observe-only",
@@ -194,6 +205,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except config.ConfigError as exc:
         print(f"headroom_guard: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG
+    publisher_note = None
+    if args.snapshot_topic:
+        try:
+            publisher_note = internal_principals.exclude_publisher(
+                params,
+                settings.declaration,
+                args.snapshot_topic,
+                args.snapshot_publisher_principal,
+                option="--snapshot-publisher-principal",
+                sets_quotas=not args.observe_only,
+            )
+        except GuardError as exc:
+            print(f"headroom_guard: {exc}", file=sys.stderr)
+            return EXIT_BAD_CONFIG
+    elif args.snapshot_publisher_principal is not None:
+        command.error("--snapshot-publisher-principal names the publisher of --snapshot-topic, which is not set")
     if args.check_config:
         print(f"headroom_guard: --config {args.config!r} is valid", file=sys.stderr)
         return 0
@@ -217,8 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         history=history,
         snapshot_topic=args.snapshot_topic,
     )
-    if guard.publisher_note:
-        guard.say(guard.publisher_note)
+    if publisher_note:
+        guard.say(publisher_note)
     if args.once:
         try:
             return 0 if guard.decide() is not None else EXIT_FAILED

@@ -16,7 +16,6 @@ from ansible_collections.headroom.kafka.plugins.module_utils import (
     guard_polling,
     guard_relief,
     guard_run,
-    internal_principals,
     snapshots,
 )
 from ansible_collections.headroom.kafka.plugins.module_utils.guard_options import GuardSettings
@@ -107,12 +106,6 @@ class Guard:
         self.memory = guard_memory.load_memory(state_file)
         self.adapter: KafkaAdapter | None = None
         self.publisher: SnapshotPublisher | None = None
-        # The user the snapshots are published as joins the excluded principals (said at start by the command line).
-        self.publisher_note = (
-            internal_principals.publisher_exclusion(params, settings.declaration.excluded, snapshot_topic)
-            if snapshot_topic
-            else None
-        )
         # Set by run: the longest and shortest waits between decisions, the wait after the last decision, and the last
         # observation (guard_polling's fill rates come from two).
         self.interval: float | None = None

@@ -5,27 +5,33 @@ publication once the broker takes records again."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible_collections.headroom.kafka.plugins.module_utils import snapshots
+from ansible_collections.headroom.kafka.plugins.module_utils import internal_principals, snapshots
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
 
 # After a failed publication, the wait before the next try (a newer observation replaces the one that failed meanwhile).
 RETRY_SECONDS = 1.0
+# The publisher's own connection, with the client id that keeps it out of the throttle as User:ANONYMOUS.
+PUBLISHER_CONNECTION = functools.partial(
+    KafkaAdapter.from_module_params, client_id=internal_principals.PUBLISHER_CLIENT_ID
+)
 
 
 class SnapshotPublisher:
     """Publishes what ``offer`` gives to ``topic`` (created compacted at the first publication), through a connection
-    of its own made from ``params``. ``on_failure(reason)`` is called from the publisher's thread."""
+    of its own made from ``params``, with the client id that keeps an unauthenticated publisher out of the throttle
+    (internal_principals.exclude_publisher). ``on_failure(reason)`` is called from the publisher's thread."""
 
     def __init__(
         self,
         params: Mapping[str, Any],
         topic: str,
         on_failure: Callable[[str], None],
-        connect: Callable[[Mapping[str, Any]], KafkaAdapter] = KafkaAdapter.from_module_params,
+        connect: Callable[[Mapping[str, Any]], KafkaAdapter] = PUBLISHER_CONNECTION,
     ) -> None:
         self.params, self.topic, self.on_failure, self.connect = params, topic, on_failure, connect
         self.pending: dict[bytes, bytes] = {}

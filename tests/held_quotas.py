@@ -5,9 +5,10 @@ from ansible_collections.headroom.kafka.plugins.module_utils import quota_apply,
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
 
 
-def held_quotas(bootstrap_servers):
-    """{entity description such as "user=alice": values} of every client quota the cluster holds."""
-    adapter = KafkaAdapter(bootstrap_servers)
+def held_quotas(bootstrap_servers, options=None):
+    """{entity description such as "user=alice": values} of every client quota the cluster holds; ``options``, the
+    collection's connection options, for a cluster that is not PLAINTEXT."""
+    adapter = KafkaAdapter.from_module_params(options) if options else KafkaAdapter(bootstrap_servers)
     try:
         return {
             quota_spec.describe_entity(entity): quota_spec.for_output(values)

@@ -11,7 +11,9 @@ producers, so that any Kafka enforces the disk limits through its own dynamic cl
   as a whole number of bytes per second and refuses 0); so does the ``<default>`` user's. Other keys stay as declared.
 * Excluded principals (``User:<name>``) are never scaled: each gets a ``user=<name>`` entity at its declared rate, or
   at Kafka's own unbounded rate (Long.MAX_VALUE) when none is declared, so that the ``<default>`` user's rate never
-  reaches them; their declared ``user=<name>,client_id=...`` entities keep their base too.
+  reaches them; their declared ``user=<name>,client_id=...`` entities keep their base too. An excluded client id gets
+  a ``user=<default>,client_id=<id>`` entity the same way: Kafka applies it before the ``<default>`` user's rate to
+  every user without an entity of its own (the snapshot publisher as ``User:ANONYMOUS``).
 * The set is exclusive: at factor 1 Kafka holds exactly the declared set, the ``<default>`` user and the excluded
   principals' entities. An entity nobody declared would hold its own unscaled rate while the disks fill.
 * Kafka's precedence puts every ``user`` entity, ``<default>`` included, above ``client-id``-only entities: once the
@@ -109,6 +111,9 @@ class Declaration(object):
         self.declared = declared
         self.default_rate = rate
         self.excluded = excluded_users(excluded_principals)
+        # Client ids excluded under the <default> user ({user=<default>, client-id=...} entities at the excluded rate):
+        # how a client without an identity of its own (User:ANONYMOUS) is kept out of the <default> user's rate.
+        self.excluded_client_ids: List[str] = []
         self.excluded_rate = (
             UNLIMITED_BYTE_RATE
             if excluded_producer_byte_rate is None
@@ -116,7 +121,9 @@ class Declaration(object):
         )
 
     def is_excluded(self, entity: quota_spec.Entity) -> bool:
-        return entity.get("user") is not None and entity["user"] in self.excluded
+        if entity.get("user") is None:
+            return "user" in entity and entity.get("client-id") in self.excluded_client_ids
+        return entity["user"] in self.excluded
 
     def quotas_at(self, factor: float) -> quota_spec.QuotaState:
         """{entity_key: (entity, values)}: the whole set Kafka must hold at ``factor`` (0.0 to 1.0)."""
@@ -132,8 +139,9 @@ class Declaration(object):
         default_values = dict(target.get(DEFAULT_USER, ({"user": None}, {}))[1])
         default_values[PRODUCE] = scaled_rate(self.default_rate, factor)
         target[DEFAULT_USER] = ({"user": None}, default_values)
-        for name in self.excluded:
-            entity = {"user": name}
+        excluded_entities: List[quota_spec.Entity] = [{"user": name} for name in self.excluded]
+        excluded_entities += [{"user": None, "client-id": client_id} for client_id in self.excluded_client_ids]
+        for entity in excluded_entities:
             key = quota_spec.entity_key(entity)
             values = dict(target.get(key, (entity, {}))[1])
             values.setdefault(PRODUCE, float(self.excluded_rate))

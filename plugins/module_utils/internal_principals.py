@@ -9,11 +9,19 @@ from __future__ import absolute_import, division, print_function
 
 from typing import Any, Mapping, Optional
 
-from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import PRINCIPAL_PREFIX
+from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import (
+    PRINCIPAL_PREFIX,
+    PRODUCE,
+    Declaration,
+    GuardError,
+)
 
 __metaclass__ = type
 
 ANONYMOUS = PRINCIPAL_PREFIX + "ANONYMOUS"
+# The snapshot publisher's client id: what excludes it when it connects as User:ANONYMOUS.
+PUBLISHER_CLIENT_ID = "headroom-guard-snapshots"
+USER = "user"
 
 
 def connection_principal(params: Mapping[str, Any]) -> Optional[str]:
@@ -28,23 +36,83 @@ def connection_principal(params: Mapping[str, Any]) -> Optional[str]:
     return ANONYMOUS
 
 
-def publisher_exclusion(params: Mapping[str, Any], excluded: list, topic: str) -> str:
-    """Adds the user the guard publishes ``topic`` as to ``excluded`` (the declaration's excluded user names) when it
-    is named and not there yet; returns the sentence the guard says about it."""
-    principal = connection_principal(params)
-    if principal is None:
+def exclude_publisher(
+    params: Mapping[str, Any],
+    declaration: Declaration,
+    topic: str,
+    publisher_principal: Optional[str] = None,
+    option: str = "snapshot_publisher_principal",
+    sets_quotas: bool = True,
+) -> str:
+    """Keeps the guard's snapshot publisher out of the throttle of ``declaration`` (changed in place) and returns the
+    sentence the guard says about it; raises GuardError, naming ``option``, when it cannot.
+
+    * SASL: the user joins the excluded users (``publisher_principal``, when given, must be that user).
+    * A client certificate: the brokers make the principal from the certificate's subject with their own
+      ssl.principal.mapping.rules, which the guard cannot read; ``publisher_principal`` names it, or the guard refuses.
+    * User:ANONYMOUS (PLAINTEXT, or TLS without a client certificate): excluding the user would free every
+      unauthenticated producer, so the publisher's client id is excluded under the <default> user instead.
+
+    A guard that sets no quotas (``sets_quotas`` false: observe only, the quota plugin enforces) excludes nobody;
+    the sentence says that the plugin's excluded principals must list the publisher."""
+    connected_as = connection_principal(params)
+    if publisher_principal is not None:
+        if (
+            not isinstance(publisher_principal, str)
+            or not publisher_principal.startswith(PRINCIPAL_PREFIX)
+            or (publisher_principal == PRINCIPAL_PREFIX)
+        ):
+            raise GuardError(
+                "{0} must be a principal written User:<name> (got {1!r})".format(option, publisher_principal)
+            )
+        if connected_as is not None and publisher_principal != connected_as:
+            raise GuardError(
+                "{0} {1!r} is not the principal the guard publishes to {2} as: with these connection options the "
+                "brokers see {3}; {0} is for a client certificate's principal, leave it unset otherwise".format(
+                    option, publisher_principal, topic, connected_as
+                )
+            )
+        connected_as = publisher_principal
+    if not sets_quotas:
         return (
-            "snapshots are published to {0} as the principal the brokers make of the client certificate; list it in "
-            "excluded_principals, or the publications wait while producers are held".format(topic)
+            "snapshots are published to {0} as {1}; the guard sets no quotas, so the quota plugin that enforces must "
+            "list it in its excluded principals".format(
+                topic, connected_as or "the principal the brokers make of the client certificate"
+            )
         )
-    if principal == ANONYMOUS:
-        return (
-            "snapshots are published to {0} as {1}, held with every unauthenticated producer while producers are held "
-            "(excluding {1} would free them all); each broker's newest observation is published once the hold ends. "
-            "Connect with SASL to have the publisher excluded".format(topic, ANONYMOUS)
+    if connected_as is None:
+        raise GuardError(
+            "{0} is required with snapshot topic {1!r} over a client certificate (ssl_certfile {2!r}): the brokers "
+            "make its principal from the certificate's subject with their ssl.principal.mapping.rules, and the guard "
+            "must exclude it from the throttle it serves. Under the default rule it is User: followed by the subject "
+            "as 'openssl x509 -noout -subject -nameopt RFC2253' prints it".format(
+                option, topic, params.get("ssl_certfile")
+            )
         )
-    name = principal[len(PRINCIPAL_PREFIX) :]
-    if name in excluded:
-        return "snapshots are published to {0} as {1}, which excluded_principals lists".format(topic, principal)
-    excluded.append(name)
-    return "snapshots are published to {0} as {1}, excluded from the throttle as its publisher".format(topic, principal)
+    if connected_as == ANONYMOUS and ANONYMOUS[len(PRINCIPAL_PREFIX) :] not in declaration.excluded:
+        return _exclude_client_id(declaration, topic)
+    name = connected_as[len(PRINCIPAL_PREFIX) :]
+    if name in declaration.excluded:
+        return "snapshots are published to {0} as {1}, which excluded_principals lists".format(topic, connected_as)
+    declaration.excluded.append(name)
+    return "snapshots are published to {0} as {1}, excluded from the throttle as its publisher".format(
+        topic, connected_as
+    )
+
+
+def _exclude_client_id(declaration: Declaration, topic: str) -> str:
+    anonymous_user = ((USER, ANONYMOUS[len(PRINCIPAL_PREFIX) :]),)
+    if PRODUCE in declaration.declared.get(anonymous_user, ({}, {}))[1]:
+        # Kafka applies a user's own entity before any <default> user entity: the publisher would get its scaled rate.
+        raise GuardError(
+            "quotas declares a producer_byte_rate for user ANONYMOUS, which Kafka applies to the snapshot publisher "
+            "(User:ANONYMOUS) before its client id's exclusion: add User:ANONYMOUS to excluded_principals, declare no "
+            "produce rate for it, or publish snapshot topic {0!r} over SASL or a client certificate".format(topic)
+        )
+    if PUBLISHER_CLIENT_ID not in declaration.excluded_client_ids:
+        declaration.excluded_client_ids.append(PUBLISHER_CLIENT_ID)
+    return (
+        "snapshots are published to {0} as {1} with client id {2}, excluded from the throttle by a quota for "
+        "user <default> and client id {2} (an unauthenticated client that takes that client id is excluded with it; "
+        "connect with SASL to exclude the publisher by its user)".format(topic, ANONYMOUS, PUBLISHER_CLIENT_ID)
+    )

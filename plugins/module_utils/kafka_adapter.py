@@ -404,7 +404,7 @@ class KafkaAdapter:
         self._admin: Optional["KafkaAdminClient"] = None
 
     @classmethod
-    def from_module_params(cls, params: Mapping[str, Any]) -> "KafkaAdapter":
+    def from_module_params(cls, params: Mapping[str, Any], client_id: str = "headroom-kafka") -> "KafkaAdapter":
         return cls(
             params["bootstrap_servers"],
             security_protocol=params.get("security_protocol") or "PLAINTEXT",
@@ -418,6 +418,7 @@ class KafkaAdapter:
             sasl_password=params.get("sasl_password"),
             # The value as given: its range is checked before the adapter is built, and 0 must not become 30.
             request_timeout=30 if params.get("request_timeout") is None else params["request_timeout"],
+            client_id=client_id,
         )
 
     # -- connection -----------------------------------------------------------------------------------------------

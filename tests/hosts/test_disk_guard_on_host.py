@@ -13,6 +13,7 @@ import pytest
 from fleet_playbooks import run_playbook
 from held_quotas import held_quotas
 
+from ansible_collections.headroom.kafka.plugins.module_utils.internal_principals import PUBLISHER_CLIENT_ID
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
 from kafka_testbed.prometheus_text import sample
 from kafka_testbed.traffic import create_topic, produce, wait_until
@@ -39,7 +40,13 @@ OPTIONS = {
     "default_producer_byte_rate": BASE_RATE,
     "excluded_principals": ["User:ops"],
 }
-DECLARED = {"user=<default>": {"producer_byte_rate": BASE_RATE}, "user=ops": {"producer_byte_rate": (1 << 63) - 1}}
+UNLIMITED = (1 << 63) - 1
+# As User:ANONYMOUS (PLAINTEXT) the snapshot publisher is kept out of the throttle by its client id.
+DECLARED = {
+    "user=<default>": {"producer_byte_rate": BASE_RATE},
+    f"user=<default>,client_id={PUBLISHER_CLIENT_ID}": {"producer_byte_rate": UNLIMITED},
+    "user=ops": {"producer_byte_rate": UNLIMITED},
+}
 PAUSED = dict(DECLARED, **{"user=<default>": {"producer_byte_rate": 1}})
 
 
@@ -220,17 +227,35 @@ def test_a_second_run_changes_nothing_and_restarts_nothing(fleet, guarded):
     assert unit_property(fleet, "InvocationID") == before
 
 
-def test_a_tls_file_its_user_cannot_read_fails_the_play_and_leaves_the_service_alone(fleet, guarded):
-    """The guard checks a new configuration as the service's user: a file only Kafka's user may read (the broker's
-    properties, mode 0600) would fail every decision of the service; it fails the play instead."""
+UNREADABLE = "/etc/kafka/server.properties"  # the broker's properties, mode 0600: only Kafka's user may read them
+READABLE = "/etc/hostname"  # --check-config reads no certificate: any file the service's user may read will do
+
+
+@pytest.mark.parametrize(
+    "tls, refusal",
+    [
+        pytest.param(
+            {"ssl_cafile": UNREADABLE},
+            f"ssl_cafile must be a readable file (got '{UNREADABLE}': not readable by user {USER})",
+            id="unreadable-tls-file",
+        ),
+        pytest.param(
+            {"ssl_cafile": READABLE, "ssl_certfile": READABLE, "ssl_keyfile": READABLE},
+            f"--snapshot-publisher-principal is required with snapshot topic '{SNAPSHOT_TOPIC}' over a client "
+            "certificate",
+            id="certificate-publisher-unnamed",
+        ),
+    ],
+)
+def test_a_configuration_the_guard_refuses_fails_the_play_and_leaves_the_service_alone(fleet, guarded, tls, refusal):
+    """The guard checks a new configuration as the service's user, with the service's command line: a file only
+    Kafka's user may read would fail every decision of the service, and a snapshot publisher the guard cannot keep out
+    of the throttle would be held with every producer; each fails the play instead."""
     before, config = unit_property(fleet, "InvocationID"), fleet.exec(GUARD_HOST, "cat", CONFIG)
-    unreadable = "/etc/kafka/server.properties"
-    options = dict(OPTIONS, security_protocol="SSL", ssl_cafile=unreadable)
-    refused = apply_role(fleet, guarded["directory"], "unreadable", disk_guard_test_options=options)
+    options = dict(OPTIONS, security_protocol="SSL", **tls)
+    refused = apply_role(fleet, guarded["directory"], "refused", disk_guard_test_options=options)
     assert refused.returncode != 0
-    assert f"ssl_cafile must be a readable file (got '{unreadable}': not readable by user {USER})" in refused.stdout, (
-        refused.stdout[-6000:]
-    )
+    assert refusal in refused.stdout, refused.stdout[-6000:]
     assert fleet.exec(GUARD_HOST, "cat", CONFIG) == config and unit_property(fleet, "InvocationID") == before
     wait_for_quotas(fleet, DECLARED, "the running guard still deciding")
 

@@ -7,12 +7,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 import yaml
+from guard_processes import start_guard
 from held_quotas import held_quotas
 
 from kafka_testbed.prometheus_text import sample, samples
@@ -52,14 +52,7 @@ def write_config(path, cluster, **options):
 
 
 def guard(*args, **popen):
-    return subprocess.Popen(
-        [sys.executable, "-m", "headroom_guard", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
+    return start_guard(*args, **{"stdout": subprocess.PIPE, "start_new_session": False, **popen})
 
 
 def test_a_configuration_it_cannot_run_with_is_refused_naming_the_field_before_any_request(tmp_path):

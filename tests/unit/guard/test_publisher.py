@@ -2,10 +2,12 @@
 replaces one still waiting, a failed publication is tried again with what is newest, and a stop publishes what
 waits."""
 
+import inspect
 import threading
 
-from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapterError
-from headroom_guard.publisher import SnapshotPublisher
+from ansible_collections.headroom.kafka.plugins.module_utils.internal_principals import PUBLISHER_CLIENT_ID
+from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter, KafkaAdapterError
+from headroom_guard.publisher import PUBLISHER_CONNECTION, SnapshotPublisher
 from kafka_testbed.traffic import wait_until
 
 TOPIC = "__headroom_volume_usage"
@@ -94,3 +96,13 @@ def test_a_stop_publishes_what_waits():
     publisher.close(10)
     assert broker.batches == [{b"1": b'{"at":1}'}, {b"1": b'{"at":2}'}]
     assert not publisher.thread.is_alive()
+
+
+def test_the_publisher_connects_with_the_client_id_the_guard_excludes():
+    """As User:ANONYMOUS the publisher is kept out of the throttle by its client id (internal_principals)."""
+    connect = inspect.signature(SnapshotPublisher).parameters["connect"].default
+    assert (
+        connect is PUBLISHER_CONNECTION
+        and connect.func == KafkaAdapter.from_module_params
+        and connect.keywords == {"client_id": PUBLISHER_CLIENT_ID}
+    )

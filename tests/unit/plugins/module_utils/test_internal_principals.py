@@ -1,23 +1,39 @@
-"""The principal a connection's options give, and the snapshot publisher kept out of the throttle when it is named."""
+"""The principal a connection's options give, and the snapshot publisher kept out of the throttle it serves: excluded
+by its user, by its client id under the <default> user, or refused with the option to set."""
 
 import pytest
 
+from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import (
+    UNLIMITED_BYTE_RATE,
+    Declaration,
+    GuardError,
+)
 from ansible_collections.headroom.kafka.plugins.module_utils.internal_principals import (
     ANONYMOUS,
+    PUBLISHER_CLIENT_ID,
     connection_principal,
-    publisher_exclusion,
+    exclude_publisher,
 )
 
+TOPIC = "__headroom_volume_usage"
 SASL = {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "guard"}
+PLAINTEXT = {"security_protocol": "PLAINTEXT"}
+CERTIFICATE = {"security_protocol": "SSL", "ssl_certfile": "/etc/guard.pem", "ssl_keyfile": "/etc/guard.key"}
+BASE = 1 << 20
+PUBLISHER_ENTITY = (("client-id", PUBLISHER_CLIENT_ID), ("user", None))
+
+
+def declaration(**options):
+    return Declaration(None, default_producer_byte_rate=BASE, excluded_principals=["User:ops"], **options)
 
 
 @pytest.mark.parametrize(
     "params, principal",
     [
         ({}, ANONYMOUS),
-        ({"security_protocol": "PLAINTEXT"}, ANONYMOUS),
+        (PLAINTEXT, ANONYMOUS),
         ({"security_protocol": "SSL", "ssl_cafile": "/etc/ca.pem"}, ANONYMOUS),
-        ({"security_protocol": "SSL", "ssl_certfile": "/etc/guard.pem", "ssl_keyfile": "/etc/guard.key"}, None),
+        (CERTIFICATE, None),
         (SASL, "User:guard"),
         (dict(SASL, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN"), "User:guard"),
     ],
@@ -27,24 +43,85 @@ def test_the_principal_kafka_gives_a_connection(params, principal):
 
 
 def test_a_sasl_publisher_joins_the_excluded_users_once():
-    excluded = ["ops"]
-    said = publisher_exclusion(SASL, excluded, "__headroom_volume_usage")
-    assert excluded == ["ops", "guard"]
-    expected = "snapshots are published to __headroom_volume_usage as User:guard, excluded from the throttle as its "
-    assert said == expected + "publisher"
-    said = publisher_exclusion(SASL, excluded, "__headroom_volume_usage")
-    assert excluded == ["ops", "guard"] and "which excluded_principals lists" in said
+    declared = declaration()
+    said = exclude_publisher(SASL, declared, TOPIC)
+    assert declared.excluded == ["ops", "guard"] and declared.excluded_client_ids == []
+    assert said == f"snapshots are published to {TOPIC} as User:guard, excluded from the throttle as its publisher"
+    said = exclude_publisher(SASL, declared, TOPIC)
+    assert declared.excluded == ["ops", "guard"] and "which excluded_principals lists" in said
+    assert declared.quotas_at(0.0)[(("user", "guard"),)][1] == {"producer_byte_rate": float(UNLIMITED_BYTE_RATE)}
+
+
+@pytest.mark.parametrize("params", [PLAINTEXT, {"security_protocol": "SSL", "ssl_cafile": "/etc/ca.pem"}])
+def test_an_anonymous_publisher_is_excluded_by_its_client_id_and_nobody_else_is(params):
+    declared = declaration()
+    said = exclude_publisher(params, declared, TOPIC)
+    assert declared.excluded == ["ops"], "never User:ANONYMOUS: that would free every unauthenticated producer"
+    held = declared.quotas_at(0.0)
+    publisher = ({"user": None, "client-id": PUBLISHER_CLIENT_ID}, {"producer_byte_rate": float(UNLIMITED_BYTE_RATE)})
+    assert held[PUBLISHER_ENTITY] == publisher
+    assert held[(("user", None),)][1] == {"producer_byte_rate": 1.0}, "every other unauthenticated producer is held"
+    assert f"as User:ANONYMOUS with client id {PUBLISHER_CLIENT_ID}" in said
+    exclude_publisher(params, declared, TOPIC)
+    assert declared.excluded_client_ids == [PUBLISHER_CLIENT_ID]
+
+
+def test_a_declared_rate_of_the_publisher_client_id_is_kept_and_never_scaled():
+    declared = Declaration(
+        [{"entity": {"user": "<default>", "client_id": PUBLISHER_CLIENT_ID}, "producer_byte_rate": 4 * BASE}],
+        default_producer_byte_rate=BASE,
+    )
+    exclude_publisher(PLAINTEXT, declared, TOPIC)
+    assert declared.quotas_at(0.0)[PUBLISHER_ENTITY][1] == {"producer_byte_rate": 4.0 * BASE}
+
+
+def test_an_anonymous_publisher_already_excluded_by_name_is_left_as_the_user_wrote_it():
+    declared = Declaration(None, default_producer_byte_rate=BASE, excluded_principals=["User:ANONYMOUS"])
+    said = exclude_publisher(PLAINTEXT, declared, TOPIC)
+    assert "which excluded_principals lists" in said and declared.excluded_client_ids == []
+
+
+def test_a_declared_produce_rate_of_user_anonymous_would_outrank_the_client_id_and_is_refused():
+    declared = Declaration(
+        [{"entity": {"user": "ANONYMOUS"}, "producer_byte_rate": BASE}], default_producer_byte_rate=BASE
+    )
+    with pytest.raises(GuardError, match="quotas declares a producer_byte_rate for user ANONYMOUS"):
+        exclude_publisher(PLAINTEXT, declared, TOPIC)
+
+
+def test_a_certificate_publisher_named_by_the_user_is_excluded_by_that_principal():
+    declared = declaration()
+    said = exclude_publisher(CERTIFICATE, declared, TOPIC, "User:CN=guard,O=example")
+    assert declared.excluded == ["ops", "CN=guard,O=example"] and declared.excluded_client_ids == []
+    assert "as User:CN=guard,O=example, excluded from the throttle" in said
 
 
 @pytest.mark.parametrize(
-    "params, named",
+    "params, principal, refused",
     [
-        ({"security_protocol": "PLAINTEXT"}, "as User:ANONYMOUS, held with every unauthenticated producer"),
-        ({"security_protocol": "SSL", "ssl_certfile": "c", "ssl_keyfile": "k"}, "list it in excluded_principals"),
+        (
+            CERTIFICATE,
+            None,
+            "--publisher is required with snapshot topic '__headroom_volume_usage' over a client certificate "
+            "(ssl_certfile '/etc/guard.pem')",
+        ),
+        (CERTIFICATE, "CN=guard", "--publisher must be a principal written User:<name> (got 'CN=guard')"),
+        (CERTIFICATE, "User:", "--publisher must be a principal written User:<name> (got 'User:')"),
+        (SASL, "User:other", "--publisher 'User:other' is not the principal the guard publishes to "),
+        (PLAINTEXT, "User:guard", "with these connection options the brokers see User:ANONYMOUS"),
     ],
 )
-def test_a_publisher_that_cannot_be_excluded_by_name_is_said_and_nobody_else_is_excluded(params, named):
-    excluded = ["ops"]
-    said = publisher_exclusion(params, excluded, "__headroom_volume_usage")
-    assert excluded == ["ops"], "never User:ANONYMOUS: that would free every unauthenticated producer"
-    assert named in said
+def test_a_publisher_the_guard_cannot_exclude_is_refused_naming_the_option(params, principal, refused):
+    declared = declaration()
+    with pytest.raises(GuardError) as raised:
+        exclude_publisher(params, declared, TOPIC, principal, option="--publisher")
+    assert refused in str(raised.value)
+    assert declared.excluded == ["ops"] and declared.excluded_client_ids == []
+
+
+@pytest.mark.parametrize("params", [SASL, PLAINTEXT, CERTIFICATE])
+def test_a_guard_that_sets_no_quotas_excludes_nobody_and_says_the_plugin_must(params):
+    declared = declaration()
+    said = exclude_publisher(params, declared, TOPIC, sets_quotas=False)
+    assert declared.excluded == ["ops"] and declared.excluded_client_ids == []
+    assert "the quota plugin that enforces must list it in its excluded principals" in said

@@ -231,6 +231,12 @@ def parser() -> argparse.ArgumentParser:
         help="percentile of a client's rate the recommended quota starts from",
     )
     analysis.add_argument("--recommend-headroom", type=float, default=1.2, help="factor on that percentile")
+    run.add_argument(
+        "--state",
+        metavar="DIR",
+        help="keep the run's state here (created when missing): a run with no input file new or changed since the "
+        "last one, and the same settings, starts no Spark and changes nothing; otherwise it runs in full and says why",
+    )
     run.add_argument("--no-report", dest="report", action="store_false", help="skip the HTML report")
     run.add_argument("--quiet", dest="progress", action="store_false", help="no progress lines on stderr")
     sample = commands.add_parser(
@@ -278,6 +284,7 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
         report=args.report,
         progress=args.progress,
         spark_conf=dict(args.conf),
+        state=args.state,
     )
 
 
@@ -315,7 +322,7 @@ def _run(args):
         return _said("failed", f"{type(exc).__name__}: {job.failure_reason(exc)}", EXIT_FAILED)
     for warning in summary.get("warnings") or []:
         print(f"headroom_pipeline: warning: {mask_secrets(warning)}", file=sys.stderr)
-    keys = ("rows_read", "rows_used", "rows_rejected", "out", "report", "warnings")
+    keys = ("rows_read", "rows_used", "rows_rejected", "out", "report", "warnings", "incremental")
     return 0, {key: summary[key] for key in keys if summary.get(key) is not None and summary.get(key) != []}
 
 

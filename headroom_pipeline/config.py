@@ -66,6 +66,9 @@ class PipelineConfig:  # pylint: disable=too-many-instance-attributes
     recommend_headroom: float = 1.2
     report: bool = True
     progress: bool = True
+    # A directory the run keeps its state in (run_state): a run with nothing new to read starts no Spark and changes
+    # nothing. None: every run is a full one.
+    state: Optional[str] = None
     spark_conf: dict = dataclasses.field(default_factory=dict)
 
     @property

@@ -4,6 +4,9 @@ The outputs in DIR are listed in stage_registry.OUTPUTS (what each holds: docs/d
 "Outputs"). Each run replaces the outputs it writes and removes those a previous run wrote that this one does not;
 other files in DIR are left alone.
 
+With a state directory (--state, run_state) a run whose settings and input files are those of the last run that
+finished starts no Spark and changes nothing; any other run is a full one, and the state is recorded after it.
+
 Bad input fails before Spark's JVM starts: _check_inputs runs, and the output directory is prepared, before the first
 stage, "start Spark", starts it. Importing this module loads pyspark's Python code but starts no JVM; the command
 line imports it once the arguments are parsed.
@@ -21,7 +24,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
-from headroom_pipeline import ingest, sources, stage_registry, stages, topics
+from headroom_pipeline import ingest, run_state, sources, stage_registry, stages, topics
 from headroom_pipeline.config import ConfigError, PipelineConfig
 from headroom_pipeline.decisions import TimelineTooLarge
 
@@ -46,6 +49,9 @@ PIPELINE = (
 )
 
 
+SUMMARY = "summary.json"  # written last: a DIR without one holds a run that did not finish
+
+
 class JobError(RuntimeError):
     """The job could not finish; the message says which stage and why."""
 
@@ -57,7 +63,35 @@ def run(config: PipelineConfig) -> dict[str, Any]:
     inside Spark or its JVM (out of memory, a file that cannot be read, the JVM gone) ends as a JobError naming the
     stage, never as a summary of a run that did not finish.
     """
-    inputs = _check_inputs(config)
+    inputs, listed = _check_inputs(config)
+    if config.state is None:
+        return _run_stages(config, inputs)
+    with run_state.locked(config.state):
+        current = run_state.fingerprint(vars(config), _files_named_by_settings(config))
+        # Listed before anything is read: what the guard appends meanwhile is new to the next run.
+        current_manifest = run_state.manifest(listed) if listed is not None else None
+        summary_path = os.path.join(config.out, SUMMARY)
+        if current_manifest is None:
+            decision = run_state.Decision(run_state.FULL, "a kafka:// snapshot topic is read whole on every run")
+        else:
+            previous = run_state.load(config.state)
+            decision = run_state.decide(previous, current, current_manifest, run_state.file_digest(summary_path))
+        progress = Progress(config.progress, 0)
+        if decision.mode == run_state.UNCHANGED:
+            progress.say(f"nothing to do: {decision.reason}; {config.out} is up to date")
+            summary = _read_summary(summary_path)
+            summary["incremental"] = decision.as_summary()
+            return summary
+        progress.say(f"a full run: {decision.reason}")
+        summary = _run_stages(config, inputs, decision.as_summary())
+        if current_manifest is not None:
+            digest = run_state.file_digest(summary_path)
+            run_state.save(config.state, run_state.record(current, current_manifest, digest))
+        return summary
+
+
+def _run_stages(config, inputs, incremental=None):
+    """Every stage the settings ask for, in order; the summary."""
     pipeline = [(stage, work) for stage, work in PIPELINE if stage.runs(config, inputs.plan)]
     out = config.out
     try:
@@ -73,6 +107,8 @@ def run(config: PipelineConfig) -> dict[str, Any]:
         "settings": _settings(config),
         "warnings": [],
     }
+    if incremental is not None:
+        summary["incremental"] = incremental
     state = stages.Run(config, inputs, summary)
     with failures_named(progress):
         try:
@@ -147,17 +183,23 @@ def _check_inputs(config):
     The snapshot topic of a kafka:// source is read here too: an unreachable cluster fails before Spark starts.
     """
     config.validate()
+    listed: dict[str, list[str]] | None = {}
     if not sources.is_kafka(config.snapshots):
-        sources.resolve_files(config.snapshots, "--snapshots", history_kind="snapshots")
+        listed["--snapshots"] = sources.resolve_files(config.snapshots, "--snapshots", history_kind="snapshots")[1]
         if config.guard_decisions is None and sources.has_history_files(config.snapshots, "decisions"):
             # A guard's history directory: what the guard decided is compared with the replay unless told otherwise.
             config.guard_decisions = config.snapshots
     else:
         sources.parse_kafka_url(config.snapshots)
+        listed = None  # a topic has no files to list: every run reads it whole
     if config.traffic:
-        sources.resolve_files(config.traffic, "--traffic")
+        files = sources.resolve_files(config.traffic, "--traffic")[1]
+        if listed is not None:
+            listed["--traffic"] = files
     if config.guard_decisions:
-        sources.resolve_files(config.guard_decisions, "--guard-decisions", history_kind="decisions")
+        files = sources.resolve_files(config.guard_decisions, "--guard-decisions", history_kind="decisions")[1]
+        if listed is not None:
+            listed["--guard-decisions"] = files
     quotas = ingest.load_quotas(config.quotas) if config.quotas else []
     proposed = ingest.load_quotas(config.proposed_quotas, "--proposed-quotas") if config.proposed_quotas else None
     plan = topics.load_plan(config.topic_thresholds) if config.topic_thresholds else None
@@ -168,7 +210,20 @@ def _check_inputs(config):
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
     kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
-    return stages.CheckedInputs(quotas, proposed, plan, kafka_records)
+    return stages.CheckedInputs(quotas, proposed, plan, kafka_records), listed
+
+
+def _files_named_by_settings(config):
+    """The files whose content the outputs depend on beside the inputs: quotas, proposed quotas, the threshold plan."""
+    return [path for path in (config.quotas, config.proposed_quotas, config.topic_thresholds) if path]
+
+
+def _read_summary(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise JobError(f"--out: cannot read {path!r}, which the last run wrote: {exc}") from None
 
 
 def _nothing_usable(inputs):
@@ -244,7 +299,7 @@ def _remove_outputs_of_previous_run(out, config, plan):
     Only what the earlier run's summary.json says it wrote is removed, never a directory the job did not create.
     The summary itself goes first: it is written last, so a DIR without one holds a run that did not finish.
     """
-    summary_path = os.path.join(out, "summary.json")
+    summary_path = os.path.join(out, SUMMARY)
     try:
         with open(summary_path, encoding="utf-8") as handle:
             previous = json.load(handle)
@@ -284,7 +339,7 @@ def _account(summary):
 
 
 def _write_summary(out, summary):
-    path = os.path.join(out, "summary.json")
+    path = os.path.join(out, SUMMARY)
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=2, sort_keys=True, default=str)

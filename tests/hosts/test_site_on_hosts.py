@@ -230,7 +230,9 @@ def test_site_does_not_stop_a_broker_whose_partitions_would_fall_below_min_insyn
     create_topic(fleet, "single", replicas_on=1)
     try:
         before = started_times(fleet)
-        result = site(fleet, configured["directory"], "-e", json.dumps({"kafka_restart_needed": True}))
+        # A condition that lasts: the roll waits the stop check's timeout for it to clear, then refuses.
+        settings = {"kafka_restart_needed": True, "rolling_restart_stop_check_timeout": 5}
+        result = site(fleet, configured["directory"], "-e", json.dumps(settings))
         assert result.returncode != 0
         refusal = re.search(
             r"broker-1 was not restarted: stopping broker 1 would leave \d+ partitions below "

@@ -202,6 +202,7 @@ def test_a_health_wait_typo_stops_the_roll_before_any_restart(untouched_cluster,
             {"rolling_restart_poll_interval": 1e308},
             {"rolling_restart_healthy_polls": 0},
             {"rolling_restart_health_timeout": 1, "rolling_restart_poll_interval": 2},
+            {"rolling_restart_stop_check_timeout": -1},
         )
     ):
         run_dir = tmp_path / str(number)

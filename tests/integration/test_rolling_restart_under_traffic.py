@@ -3,6 +3,7 @@ min.insync.replicas is not stopped; a restarted broker must be back in every ISR
 broker under an idempotent acks=all producer lose nothing (the traffic witness reads everything back)."""
 
 import itertools
+import re
 import time
 
 from ansible_plays import incarnations, run_roll
@@ -12,6 +13,7 @@ from kafka_testbed.client_config import confluent_config
 from kafka_testbed.witness import Witness
 
 ROLLS = 2
+CATCH_UP_MS = 6000  # how long the model keeps a restarted broker out of every ISR
 BROKERS = (1, 2, 3)  # the test cluster's brokers (its controller is a node of its own)
 
 
@@ -28,10 +30,12 @@ def test_a_broker_whose_stop_would_leave_a_partition_below_min_insync_is_not_sto
     # replication factor 2 and min.insync.replicas 2: nothing is under-replicated, and neither replica may stop
     create_topic(cluster, "strict", [[1, 2]], 2)
     before = incarnations(cluster)
-    result = run_roll(cluster, tmp_path, needs_restart={1})
+    # A condition that lasts: the roll waits the stop check's timeout for it to clear, then refuses.
+    result = run_roll(cluster, tmp_path, needs_restart={1}, extra_vars={"rolling_restart_stop_check_timeout": 3})
     assert result.returncode != 0
     text = result.stdout
     assert "broker-1 was not restarted: stopping broker 1 would leave 1 partitions below min.insync.replicas:" in text
+    assert re.search(r"\(for [3-9]\.\d+ s\)", text), "it waited the stop check's timeout first"
     assert "strict-0 (isr [1, 2], min.insync.replicas 2)" in text or "strict-0 (isr [2, 1]" in text, text[-5000:]
     assert "Set rolling_restart_min_insync_check to false" in text
     assert incarnations(cluster) == before, "nothing restarted"
@@ -62,6 +66,22 @@ def test_a_broker_not_back_in_its_isrs_in_time_stops_the_roll_naming_them(kafka_
     assert "slow-1 (isr [2, 3])" in text
     after = incarnations(cluster)
     assert after[2] == before[2], "broker 2 must not stop while broker 1 lags"
+
+
+def test_a_follower_still_catching_up_when_the_roll_starts_is_waited_for(kafka_cluster_factory, tmp_path):
+    """A broker restarted just before the roll (the model keeps it out of every ISR for catch_up_ms, as a starved
+    follower falls out): stopping broker 2 would leave busy-0 below min.insync.replicas until broker 1 is back, so the
+    roll waits for it instead of stopping there."""
+    cluster = kafka_cluster_factory(3, engine="sim", catch_up_ms=CATCH_UP_MS)
+    create_topic(cluster, "busy", [[1, 2, 3]], 2)
+    cluster.restart(1)
+    before = incarnations(cluster)
+    started = time.monotonic()
+    result = run_roll(cluster, tmp_path, needs_restart={2}, extra_vars={"rolling_restart_stop_check_timeout": 60})
+    assert result.returncode == 0, result.stdout[-10000:]
+    after = incarnations(cluster)
+    assert after[2] != before[2] and after[1] == before[1] and after[3] == before[3]
+    assert time.monotonic() - started >= CATCH_UP_MS / 1000 - 1, "the roll waited for broker 1 to catch up"
 
 
 def test_rolls_under_an_idempotent_acks_all_producer_lose_nothing(kafka_cluster_factory, tmp_path):

@@ -49,7 +49,12 @@ os.makedirs(out, exist_ok=True)
 summary = dict({summary}, out=out, report=os.path.join(out, "report", "index.html"))
 with open(os.path.join(out, "summary.json"), "w") as handle:
     json.dump(summary, handle)
-print(json.dumps({{"out": out}}))
+line = {{"out": out}}
+if "--state" in arguments:  # the job's answer with a state: nothing new once the state exists
+    state = arguments[arguments.index("--state") + 1]
+    line["incremental"] = {{"mode": "unchanged" if os.path.isdir(state) else "full", "reason": "stand-in"}}
+    os.makedirs(state, exist_ok=True)
+print(json.dumps(line))
 """
 
 
@@ -197,6 +202,21 @@ def test_defaults_pass_only_the_required_options(tmp_path, stand_in):
         "pause",
     ]
     assert (tmp_path / "fact.json").exists()
+
+
+def test_with_a_state_directory_a_run_with_nothing_new_reports_no_change(tmp_path, stand_in):
+    python, record = stand_in
+    role_vars = {"usage_pipeline_python": python, "usage_pipeline_snapshots": "s.jsonl", "usage_pipeline_out": "out"}
+
+    def changed(result):
+        assert result.returncode == 0, result.stdout[-8000:]
+        return int(re.search(r"localhost\s+: ok=\d+\s+changed=(\d+) ", result.stdout).group(1))
+
+    # The play's own last task writes the summary fact to a file: a change the first time only.
+    assert changed(run_role(tmp_path, dict(role_vars, usage_pipeline_state="state"))) == 2
+    assert recorded(record)["argv"][-2:] == ["--state", "state"]
+    assert changed(run_role(tmp_path, dict(role_vars, usage_pipeline_state="state"))) == 0
+    assert changed(run_role(tmp_path, role_vars)) == 1, "without a state every run replaces the outputs"
 
 
 def test_the_spark_submit_launcher(tmp_path, stand_in):

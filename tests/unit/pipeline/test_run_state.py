@@ -1,0 +1,106 @@
+"""run_state: whether a run with --state has anything to do, and the state directory's file and lock."""
+
+import os
+
+import pytest
+
+from headroom_pipeline import __version__, run_state
+from headroom_pipeline.config import ConfigError
+
+SETTINGS = {"snapshots": "/h", "out": "/o", "check_interval": 60.0, "master": "local[2]", "state": "/s"}
+
+
+def fingerprint(**changes):
+    return run_state.fingerprint(dict(SETTINGS, **changes), [])
+
+
+MANIFEST = {
+    "--snapshots": [["/h/snapshots-2026-12-01T10.jsonl.gz", 100, 1], ["/h/snapshots-2026-12-01T11.jsonl", 7, 2]]
+}
+STATE = run_state.record(fingerprint(), MANIFEST, "digest")
+
+
+@pytest.mark.parametrize(
+    "previous, current, manifest, summary, mode, reason",
+    [
+        (STATE, fingerprint(), MANIFEST, "digest", "unchanged", "no input file is new or changed since the last run"),
+        (None, fingerprint(), MANIFEST, "digest", "full", "no state from an earlier run"),
+        (dict(STATE, format=0), fingerprint(), MANIFEST, "digest", "full", "the state is of another format (0, "),
+        (STATE, fingerprint(check_interval=30.0), MANIFEST, "digest", "full", "--check-interval changed"),
+        # How the job runs is not what it writes: another master or state directory reads the same state.
+        (STATE, fingerprint(master="spark://m:7077", state="/t"), MANIFEST, "digest", "unchanged", "no input file"),
+        (
+            STATE,
+            fingerprint(),
+            {"--snapshots": [MANIFEST["--snapshots"][0], ["/h/snapshots-2026-12-01T11.jsonl", 9, 3]]},
+            "digest",
+            "full",
+            "input files since the last run: 1 changed",
+        ),
+        (
+            STATE,
+            fingerprint(),
+            {"--snapshots": [*MANIFEST["--snapshots"], ["/h/snapshots-2026-12-01T12.jsonl", 1, 4]], "--traffic": []},
+            "digest",
+            "full",
+            "input files since the last run: 1 new",
+        ),
+        (STATE, fingerprint(), {"--snapshots": MANIFEST["--snapshots"][:1]}, "digest", "full", ": 1 gone"),
+        (STATE, fingerprint(), MANIFEST, None, "full", "summary.json of the last run is missing from --out"),
+        (STATE, fingerprint(), MANIFEST, "other", "full", "summary.json in --out is not the one the last run wrote"),
+    ],
+)
+def test_a_run_has_nothing_to_do_only_when_nothing_it_reads_changed(previous, current, manifest, summary, mode, reason):
+    decision = run_state.decide(previous, current, manifest, summary)
+    assert decision.mode == mode and reason in decision.reason
+
+
+def test_another_version_of_the_job_runs_in_full():
+    older = dict(STATE, fingerprint=dict(STATE["fingerprint"], version="0.9.0"))
+    decision = run_state.decide(older, fingerprint(), MANIFEST, "digest")
+    assert decision.mode == "full" and f"headroom_pipeline 0.9.0, this is {__version__}" in decision.reason
+
+
+def test_the_content_of_a_quotas_file_is_part_of_the_fingerprint(tmp_path):
+    quotas = tmp_path / "quotas.json"
+    quotas.write_text("[]", encoding="utf-8")
+    before = run_state.fingerprint(SETTINGS, [str(quotas)])
+    quotas.write_text('[{"entity": {"user": "a"}, "producer_byte_rate": 1}]', encoding="utf-8")
+    decision = run_state.decide(
+        run_state.record(before, MANIFEST, "d"), run_state.fingerprint(SETTINGS, [str(quotas)]), MANIFEST, "d"
+    )
+    assert decision.mode == "full" and decision.reason == f"the content of {quotas} changed"
+
+
+def test_the_manifest_lists_size_and_modification_time(tmp_path):
+    path = tmp_path / "snapshots.jsonl"
+    path.write_text("{}\n", encoding="utf-8")
+    listed = run_state.manifest({"--snapshots": [str(path)]})
+    assert listed == {"--snapshots": [[str(path), 3, os.stat(path).st_mtime_ns]]}
+
+
+def test_the_state_is_saved_whole_and_an_unreadable_one_is_none(tmp_path):
+    assert run_state.load(str(tmp_path)) is None
+    run_state.save(str(tmp_path), STATE)
+    assert run_state.load(str(tmp_path)) == STATE
+    assert sorted(os.listdir(tmp_path)) == ["current.json"]
+    (tmp_path / "current.json").write_text("{half", encoding="utf-8")
+    assert run_state.load(str(tmp_path)) is None
+
+
+def test_a_second_run_on_the_same_state_is_refused_while_the_first_holds_it(tmp_path):
+    directory = str(tmp_path / "state")
+    with run_state.locked(directory):
+        with pytest.raises(ConfigError, match=r"--state: another run is using .* \(it holds lock\); try later"):
+            with run_state.locked(directory):
+                pass
+    with run_state.locked(directory):  # released with the first run
+        pass
+
+
+def test_a_state_directory_that_cannot_be_made_is_refused_naming_the_option(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(ConfigError, match="--state: cannot use"):
+        with run_state.locked(str(blocker / "state")):
+            pass

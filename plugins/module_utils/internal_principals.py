@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 from typing import Any, Mapping, Optional
 
+from ansible_collections.headroom.kafka.plugins.module_utils import quota_spec
 from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import (
     PRINCIPAL_PREFIX,
     PRODUCE,
@@ -21,7 +22,7 @@ __metaclass__ = type
 ANONYMOUS = PRINCIPAL_PREFIX + "ANONYMOUS"
 # The snapshot publisher's client id: what excludes it when it connects as User:ANONYMOUS.
 PUBLISHER_CLIENT_ID = "headroom-guard-snapshots"
-USER = "user"
+USER, CLIENT_ID = "user", "client-id"  # quota entity types, as Kafka names them
 
 
 def connection_principal(params: Mapping[str, Any]) -> Optional[str]:
@@ -101,14 +102,22 @@ def exclude_publisher(
 
 
 def _exclude_client_id(declaration: Declaration, topic: str) -> str:
-    anonymous_user = ((USER, ANONYMOUS[len(PRINCIPAL_PREFIX) :]),)
-    if PRODUCE in declaration.declared.get(anonymous_user, ({}, {}))[1]:
-        # Kafka applies a user's own entity before any <default> user entity: the publisher would get its scaled rate.
-        raise GuardError(
-            "quotas declares a producer_byte_rate for user ANONYMOUS, which Kafka applies to the snapshot publisher "
-            "(User:ANONYMOUS) before its client id's exclusion: add User:ANONYMOUS to excluded_principals, declare no "
-            "produce rate for it, or publish snapshot topic {0!r} over SASL or a client certificate".format(topic)
-        )
+    anonymous = ANONYMOUS[len(PRINCIPAL_PREFIX) :]
+    for entity, values in declaration.declared.values():
+        # Kafka applies any entity of the user itself (alone, with the <default> client id or with the publisher's)
+        # before a <default> user entity: the publisher would get that entity's scaled rate.
+        if (
+            entity.get(USER) == anonymous
+            and entity.get(CLIENT_ID, PUBLISHER_CLIENT_ID) in (None, PUBLISHER_CLIENT_ID)
+            and PRODUCE in values
+        ):
+            raise GuardError(
+                "quotas declares a producer_byte_rate for {0}, which Kafka applies to the snapshot publisher "
+                "(User:ANONYMOUS) before its client id's exclusion: add User:ANONYMOUS to excluded_principals, declare "
+                "no produce rate for it, or publish snapshot topic {1!r} over SASL or a client certificate".format(
+                    quota_spec.describe_entity(entity), topic
+                )
+            )
     if PUBLISHER_CLIENT_ID not in declaration.excluded_client_ids:
         declaration.excluded_client_ids.append(PUBLISHER_CLIENT_ID)
     return (

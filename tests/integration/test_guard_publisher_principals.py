@@ -92,6 +92,7 @@ def test_the_publisher_keeps_publishing_while_every_other_producer_is_held(pause
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,
         )
         assert refused.returncode == 2, refused.stderr
         assert "--snapshot-publisher-principal is required with snapshot topic" in refused.stderr

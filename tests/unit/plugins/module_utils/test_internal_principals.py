@@ -81,12 +81,26 @@ def test_an_anonymous_publisher_already_excluded_by_name_is_left_as_the_user_wro
     assert "which excluded_principals lists" in said and declared.excluded_client_ids == []
 
 
-def test_a_declared_produce_rate_of_user_anonymous_would_outrank_the_client_id_and_is_refused():
-    declared = Declaration(
-        [{"entity": {"user": "ANONYMOUS"}, "producer_byte_rate": BASE}], default_producer_byte_rate=BASE
-    )
-    with pytest.raises(GuardError, match="quotas declares a producer_byte_rate for user ANONYMOUS"):
+@pytest.mark.parametrize(
+    "entity, described",
+    [
+        ({"user": "ANONYMOUS"}, "user=ANONYMOUS"),
+        ({"user": "ANONYMOUS", "client_id": "<default>"}, "user=ANONYMOUS,client_id=<default>"),
+        ({"user": "ANONYMOUS", "client_id": PUBLISHER_CLIENT_ID}, f"user=ANONYMOUS,client_id={PUBLISHER_CLIENT_ID}"),
+    ],
+)
+def test_a_declared_produce_rate_of_user_anonymous_would_outrank_the_client_id_and_is_refused(entity, described):
+    declared = Declaration([{"entity": entity, "producer_byte_rate": BASE}], default_producer_byte_rate=BASE)
+    with pytest.raises(GuardError, match=f"quotas declares a producer_byte_rate for {described}, which Kafka"):
         exclude_publisher(PLAINTEXT, declared, TOPIC)
+
+
+def test_a_rate_of_user_anonymous_under_another_client_id_does_not_reach_the_publisher():
+    declared = Declaration(
+        [{"entity": {"user": "ANONYMOUS", "client_id": "batch"}, "producer_byte_rate": BASE}],
+        default_producer_byte_rate=BASE,
+    )
+    assert f"with client id {PUBLISHER_CLIENT_ID}" in exclude_publisher(PLAINTEXT, declared, TOPIC)
 
 
 def test_a_certificate_publisher_named_by_the_user_is_excluded_by_that_principal():

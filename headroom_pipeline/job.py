@@ -49,7 +49,7 @@ PIPELINE = (
 )
 
 
-SUMMARY = "summary.json"  # written last: a DIR without one holds a run that did not finish
+SUMMARY = run_state.SUMMARY  # written last: a DIR without one holds a run that did not finish
 
 
 class JobError(RuntimeError):
@@ -63,31 +63,43 @@ def run(config: PipelineConfig) -> dict[str, Any]:
     inside Spark or its JVM (out of memory, a file that cannot be read, the JVM gone) ends as a JobError naming the
     stage, never as a summary of a run that did not finish.
     """
+    # Taken before _check_inputs reads them: an edit in between is a change for the next run.
+    named_files = run_state.settings_file_digests(_files_named_by_settings(config)) if config.state else {}
     inputs, listed = _check_inputs(config)
     if config.state is None:
         return _run_stages(config, inputs)
     with run_state.locked(config.state):
-        current = run_state.fingerprint(vars(config), _files_named_by_settings(config))
+        current = run_state.fingerprint(vars(config), named_files)
         # Listed before anything is read: what the guard appends meanwhile is new to the next run.
         current_manifest = run_state.manifest(listed) if listed is not None else None
-        summary_path = os.path.join(config.out, SUMMARY)
         if current_manifest is None:
             decision = run_state.Decision(run_state.FULL, "a kafka:// snapshot topic is read whole on every run")
         else:
             previous = run_state.load(config.state)
-            decision = run_state.decide(previous, current, current_manifest, run_state.file_digest(summary_path))
+            decision = run_state.decide(previous, current, current_manifest, run_state.output_listing(config.out))
         progress = Progress(config.progress, 0)
         if decision.mode == run_state.UNCHANGED:
             progress.say(f"nothing to do: {decision.reason}; {config.out} is up to date")
-            summary = _read_summary(summary_path)
+            summary = _read_summary(os.path.join(config.out, SUMMARY))
             summary["incremental"] = decision.as_summary()
             return summary
         progress.say(f"a full run: {decision.reason}")
         summary = _run_stages(config, inputs, decision.as_summary())
         if current_manifest is not None:
-            digest = run_state.file_digest(summary_path)
-            run_state.save(config.state, run_state.record(current, current_manifest, digest))
+            _save_state(
+                config, run_state.record(current, current_manifest, run_state.output_listing(config.out)), summary
+            )
         return summary
+
+
+def _save_state(config, state, summary):
+    """The run finished and its outputs stand: a state that cannot be saved costs the next run a full one, said."""
+    try:
+        run_state.save(config.state, state)
+    except OSError as exc:
+        summary.setdefault("warnings", []).append(
+            f"--state: cannot save the state in {config.state!r} ({exc.strerror or exc}): the next run is a full one"
+        )
 
 
 def _run_stages(config, inputs, incremental=None):

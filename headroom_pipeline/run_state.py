@@ -1,11 +1,11 @@
 """What a run with ``--state DIR`` keeps for the next one, and whether the next one has anything to do.
 
-The state is one file, DIR/current.json, replaced atomically after a run that finished: the fingerprint of the
-settings the outputs depend on, the manifest of the input files (path, size, modification time), and a digest of the
-summary.json the run wrote. A run whose fingerprint and manifest equal the state's, while its summary.json is still the
-one recorded, has nothing new to read: it returns that summary without starting Spark and changes nothing. Any
-difference is said (the reason) and the run is a full one. A lock on DIR/lock keeps two runs (an hourly timer and a
-user) from working on the same state at once.
+The state is one file, DIR/current.json (mode 0600), replaced atomically after a run that finished: a digest of each
+setting the outputs depend on and of the files those settings name, the manifest of the input files (path, size,
+modification and change times, inode), and the listing of what the run left in --out. A run whose fingerprint and
+manifest equal the state's, while --out still holds exactly what the last run wrote, has nothing new to read: it
+returns that run's summary without starting Spark and changes nothing. Any difference is said (the reason) and the
+run is a full one. A lock on DIR/lock keeps two runs (an hourly timer and a user) from working on one state at once.
 """
 
 import contextlib
@@ -22,10 +22,14 @@ from headroom_pipeline.config import ConfigError
 
 STATE_FILE = "current.json"
 LOCK_FILE = "lock"
+SUMMARY = "summary.json"  # the job's, written last
 FORMAT = 1  # of current.json: a state of another format is not read, and the run is a full one
-# Settings that change how the job runs, not what it writes.
-NOT_IN_FINGERPRINT = frozenset({"master", "driver_memory", "progress", "spark_conf", "state"})
+# Settings that change how the job runs, not what it writes. --conf stays in: a Spark setting can change the outputs
+# (spark.sql.session.timeZone).
+NOT_IN_FINGERPRINT = frozenset({"master", "driver_memory", "progress", "state"})
 UNCHANGED, FULL = "unchanged", "full"
+
+Listing = list[list[Any]]  # [[path, size, mtime ns, ctime ns, inode], ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,33 +41,41 @@ class Decision:
         return {"mode": self.mode, "reason": self.reason}
 
 
-def fingerprint(settings: Mapping[str, Any], files: Iterable[str]) -> dict[str, Any]:
-    """The settings the outputs depend on, as text, with the job's version and a digest of each file the settings name
-    whose content matters (quotas, proposed quotas, a topic threshold plan)."""
-    kept = {key: _text(value) for key, value in sorted(settings.items()) if key not in NOT_IN_FINGERPRINT}
-    return {"version": __version__, "settings": kept, "files": {path: _digest(path) for path in sorted(files)}}
+def fingerprint(settings: Mapping[str, Any], file_digests: Mapping[str, Optional[str]]) -> dict[str, Any]:
+    """The job's version, a digest of each setting the outputs depend on (digests: a setting may hold a credential, and
+    the state must not), and ``file_digests``: {path: digest} of the files the settings name whose content matters
+    (quotas, proposed quotas, a threshold plan), taken before they are read (settings_file_digests)."""
+    kept = {key: _value_digest(value) for key, value in sorted(settings.items()) if key not in NOT_IN_FINGERPRINT}
+    return {"version": __version__, "settings": kept, "files": dict(sorted(file_digests.items()))}
 
 
-def manifest(inputs: Mapping[str, Iterable[str]]) -> dict[str, list[list[Any]]]:
-    """{option: [[path, size, modification time in ns], ...]} of every input file, as listed now."""
-    listed = {}
-    for option, paths in sorted(inputs.items()):
-        rows = []
-        for path in sorted(os.path.abspath(path) for path in paths):
-            stat = os.stat(path)
-            rows.append([path, stat.st_size, stat.st_mtime_ns])
-        listed[option] = rows
-    return listed
+def settings_file_digests(paths: Iterable[str]) -> dict[str, Optional[str]]:
+    """{path: sha256, or None when missing}: taken before the job reads the files, so that an edit meanwhile is a
+    change for the next run, never a state that claims content the outputs were not made from."""
+    return {path: file_digest(path) for path in paths}
+
+
+def manifest(inputs: Mapping[str, Iterable[str]]) -> dict[str, Listing]:
+    """{option: listing} of every input file listed. A file gone since it was listed (the guard compressed its hour)
+    is left out: the run reads its .gz, which the next run sees as new."""
+    return {option: _listing(paths) for option, paths in sorted(inputs.items())}
+
+
+def output_listing(out: str) -> Optional[Listing]:
+    """Every file in --out, listed as the inputs are; None when summary.json (written last) is missing."""
+    if not os.path.isfile(os.path.join(out, SUMMARY)):
+        return None
+    return _listing(os.path.join(root, name) for root, _dirs, names in os.walk(out) for name in names)
 
 
 def decide(
     previous: Optional[Mapping[str, Any]],
     current_fingerprint: Mapping[str, Any],
     current_manifest: Mapping[str, Any],
-    summary_digest: Optional[str],
+    outputs: Optional[Listing],
 ) -> Decision:
-    """UNCHANGED when nothing the outputs depend on changed since the run ``previous`` records and its summary.json
-    (``summary_digest``, None when missing) is still in DIR; otherwise FULL with the first difference found."""
+    """UNCHANGED when nothing the outputs depend on changed since the run ``previous`` records and --out still holds
+    what it wrote (``outputs``: output_listing); otherwise FULL with the first difference found."""
     if previous is None:
         return Decision(FULL, "no state from an earlier run")
     if previous.get("format") != FORMAT:
@@ -75,7 +87,7 @@ def decide(
         )
     changed = _changed_keys(before.get("settings") or {}, current_fingerprint["settings"])
     if changed:
-        options = ", ".join("--" + key.replace("_", "-") for key in changed)
+        options = ", ".join("--" + ("conf" if key == "spark_conf" else key.replace("_", "-")) for key in changed)
         return Decision(FULL, f"the state is of another configuration: {options} changed")
     changed = _changed_keys(before.get("files") or {}, current_fingerprint["files"])
     if changed:
@@ -83,11 +95,22 @@ def decide(
     difference = _manifest_difference(previous.get("manifest") or {}, current_manifest)
     if difference:
         return Decision(FULL, difference)
-    if summary_digest is None:
+    if outputs is None:
         return Decision(FULL, "summary.json of the last run is missing from --out")
-    if summary_digest != previous.get("summary"):
-        return Decision(FULL, "summary.json in --out is not the one the last run wrote")
+    if outputs != previous.get("outputs"):
+        return Decision(FULL, "--out no longer holds exactly what the last run wrote")
     return Decision(UNCHANGED, "no input file is new or changed since the last run")
+
+
+def record(
+    current_fingerprint: Mapping[str, Any], current_manifest: Mapping[str, Any], outputs: Optional[Listing]
+) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "fingerprint": dict(current_fingerprint),
+        "manifest": dict(current_manifest),
+        "outputs": outputs,
+    }
 
 
 def _changed_keys(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
@@ -107,15 +130,15 @@ def _manifest_difference(before: Mapping[str, Any], now: Mapping[str, Any]) -> O
     return f"input files since the last run: {', '.join(parts)}" if parts else None
 
 
-def record(
-    current_fingerprint: Mapping[str, Any], current_manifest: Mapping[str, Any], summary_digest: Optional[str]
-) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "fingerprint": dict(current_fingerprint),
-        "manifest": dict(current_manifest),
-        "summary": summary_digest,
-    }
+def _listing(paths: Iterable[str]) -> Listing:
+    rows = []
+    for path in sorted(os.path.abspath(path) for path in paths):
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            continue
+        rows.append([path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino])
+    return rows
 
 
 # -- the state directory ----------------------------------------------------------------------------------------------
@@ -130,10 +153,11 @@ def load(directory: str) -> Optional[dict[str, Any]]:
 
 
 def save(directory: str, state: Mapping[str, Any]) -> None:
-    """Written beside, then renamed into place: a run killed while saving leaves the previous state."""
+    """Written beside (mode 0600), then renamed into place: a run killed while saving leaves the previous state."""
     path = os.path.join(directory, STATE_FILE)
     temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as handle:
         json.dump(state, handle, indent=1, sort_keys=True)
         handle.write("\n")
         handle.flush()
@@ -156,24 +180,20 @@ def locked(directory: str) -> Iterator[None]:
             raise ConfigError(
                 f"--state: another run is using {directory!r} (it holds {LOCK_FILE}); try later"
             ) from None
+        except OSError as exc:  # a file system without locks (some NFS mounts)
+            raise ConfigError(f"--state: cannot lock {LOCK_FILE} in {directory!r}: {exc.strerror or exc}") from None
         yield
 
 
 def file_digest(path: str) -> Optional[str]:
-    """sha256 of a file's content; None when it does not exist."""
+    """sha256 of a small file's content (a quotas file, a plan); None when it does not exist."""
     try:
-        return _digest(path)
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
     except FileNotFoundError:
         return None
 
 
-def _digest(path: str) -> str:
-    """sha256 of a small file: a quotas file, a plan, a summary."""
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
-
-
-def _text(value: Any) -> Any:
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, sort_keys=True)
+def _value_digest(value: Any) -> str:
+    text = value.isoformat() if hasattr(value, "isoformat") else json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

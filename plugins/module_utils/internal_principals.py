@@ -74,6 +74,12 @@ def exclude_publisher(
                 )
             )
         connected_as = publisher_principal
+    if not sets_quotas and connected_as == ANONYMOUS:
+        return (
+            "snapshots are published to {0} as {1}; the guard sets no quotas, and the quota plugin that enforces "
+            "excludes principals only: excluding {1} would free every unauthenticated producer, so publish over SASL "
+            "or a client certificate to keep the publisher out of its throttle".format(topic, ANONYMOUS)
+        )
     if not sets_quotas:
         return (
             "snapshots are published to {0} as {1}; the guard sets no quotas, so the quota plugin that enforces must "
@@ -122,6 +128,8 @@ def _exclude_client_id(declaration: Declaration, topic: str) -> str:
         declaration.excluded_client_ids.append(PUBLISHER_CLIENT_ID)
     return (
         "snapshots are published to {0} as {1} with client id {2}, excluded from the throttle by a quota for "
-        "user <default> and client id {2} (an unauthenticated client that takes that client id is excluded with it; "
-        "connect with SASL to exclude the publisher by its user)".format(topic, ANONYMOUS, PUBLISHER_CLIENT_ID)
+        "user <default> and client id {2} (any client that takes that client id and whose user has no quota of its "
+        "own is excluded with it; connect with SASL to exclude the publisher by its user)".format(
+            topic, ANONYMOUS, PUBLISHER_CLIENT_ID
+        )
     )

@@ -70,8 +70,9 @@ def test_a_broker_not_back_in_its_isrs_in_time_stops_the_roll_naming_them(kafka_
 
 def test_a_follower_still_catching_up_when_the_roll_starts_is_waited_for(kafka_cluster_factory, tmp_path):
     """A broker restarted just before the roll (the model keeps it out of every ISR for catch_up_ms, as a starved
-    follower falls out): stopping broker 2 would leave busy-0 below min.insync.replicas until broker 1 is back, so the
-    roll waits for it instead of stopping there."""
+    follower falls out): busy-0 is under-replicated, and stopping broker 2 would leave it below min.insync.replicas,
+    until broker 1 is back. The check before the first restart waits for it (the check before each stop waits the same
+    way, with the same module and timeout) instead of stopping the roll."""
     cluster = kafka_cluster_factory(3, engine="sim", catch_up_ms=CATCH_UP_MS)
     create_topic(cluster, "busy", [[1, 2, 3]], 2)
     cluster.restart(1)

@@ -1,5 +1,6 @@
 """run_state: whether a run with --state has anything to do, and the state directory's file and lock."""
 
+import json
 import os
 
 import pytest
@@ -11,29 +12,30 @@ SETTINGS = {"snapshots": "/h", "out": "/o", "check_interval": 60.0, "master": "l
 
 
 def fingerprint(**changes):
-    return run_state.fingerprint(dict(SETTINGS, **changes), [])
+    return run_state.fingerprint(dict(SETTINGS, **changes), {})
 
 
 MANIFEST = {
     "--snapshots": [["/h/snapshots-2026-12-01T10.jsonl.gz", 100, 1], ["/h/snapshots-2026-12-01T11.jsonl", 7, 2]]
 }
-STATE = run_state.record(fingerprint(), MANIFEST, "digest")
+OUTPUTS = [["/o/summary.json", 900, 5, 5, 11], ["/o/decisions/part-0.parquet", 4000, 5, 5, 12]]
+STATE = run_state.record(fingerprint(), MANIFEST, OUTPUTS)
 
 
 @pytest.mark.parametrize(
     "previous, current, manifest, summary, mode, reason",
     [
-        (STATE, fingerprint(), MANIFEST, "digest", "unchanged", "no input file is new or changed since the last run"),
-        (None, fingerprint(), MANIFEST, "digest", "full", "no state from an earlier run"),
-        (dict(STATE, format=0), fingerprint(), MANIFEST, "digest", "full", "the state is of another format (0, "),
-        (STATE, fingerprint(check_interval=30.0), MANIFEST, "digest", "full", "--check-interval changed"),
+        (STATE, fingerprint(), MANIFEST, OUTPUTS, "unchanged", "no input file is new or changed since the last run"),
+        (None, fingerprint(), MANIFEST, OUTPUTS, "full", "no state from an earlier run"),
+        (dict(STATE, format=0), fingerprint(), MANIFEST, OUTPUTS, "full", "the state is of another format (0, "),
+        (STATE, fingerprint(check_interval=30.0), MANIFEST, OUTPUTS, "full", "--check-interval changed"),
         # How the job runs is not what it writes: another master or state directory reads the same state.
-        (STATE, fingerprint(master="spark://m:7077", state="/t"), MANIFEST, "digest", "unchanged", "no input file"),
+        (STATE, fingerprint(master="spark://m:7077", state="/t"), MANIFEST, OUTPUTS, "unchanged", "no input file"),
         (
             STATE,
             fingerprint(),
             {"--snapshots": [MANIFEST["--snapshots"][0], ["/h/snapshots-2026-12-01T11.jsonl", 9, 3]]},
-            "digest",
+            OUTPUTS,
             "full",
             "input files since the last run: 1 changed",
         ),
@@ -41,13 +43,21 @@ STATE = run_state.record(fingerprint(), MANIFEST, "digest")
             STATE,
             fingerprint(),
             {"--snapshots": [*MANIFEST["--snapshots"], ["/h/snapshots-2026-12-01T12.jsonl", 1, 4]], "--traffic": []},
-            "digest",
+            OUTPUTS,
             "full",
             "input files since the last run: 1 new",
         ),
-        (STATE, fingerprint(), {"--snapshots": MANIFEST["--snapshots"][:1]}, "digest", "full", ": 1 gone"),
+        (STATE, fingerprint(), {"--snapshots": MANIFEST["--snapshots"][:1]}, OUTPUTS, "full", ": 1 gone"),
         (STATE, fingerprint(), MANIFEST, None, "full", "summary.json of the last run is missing from --out"),
-        (STATE, fingerprint(), MANIFEST, "other", "full", "summary.json in --out is not the one the last run wrote"),
+        (STATE, fingerprint(), MANIFEST, OUTPUTS[:1], "full", "--out no longer holds exactly what the last run wrote"),
+        (
+            STATE,
+            fingerprint(spark_conf={"spark.sql.session.timeZone": "UTC"}),
+            MANIFEST,
+            OUTPUTS,
+            "full",
+            "--conf changed",
+        ),
     ],
 )
 def test_a_run_has_nothing_to_do_only_when_nothing_it_reads_changed(previous, current, manifest, summary, mode, reason):
@@ -57,26 +67,43 @@ def test_a_run_has_nothing_to_do_only_when_nothing_it_reads_changed(previous, cu
 
 def test_another_version_of_the_job_runs_in_full():
     older = dict(STATE, fingerprint=dict(STATE["fingerprint"], version="0.9.0"))
-    decision = run_state.decide(older, fingerprint(), MANIFEST, "digest")
+    decision = run_state.decide(older, fingerprint(), MANIFEST, OUTPUTS)
     assert decision.mode == "full" and f"headroom_pipeline 0.9.0, this is {__version__}" in decision.reason
 
 
 def test_the_content_of_a_quotas_file_is_part_of_the_fingerprint(tmp_path):
     quotas = tmp_path / "quotas.json"
     quotas.write_text("[]", encoding="utf-8")
-    before = run_state.fingerprint(SETTINGS, [str(quotas)])
+    before = run_state.fingerprint(SETTINGS, run_state.settings_file_digests([str(quotas)]))
     quotas.write_text('[{"entity": {"user": "a"}, "producer_byte_rate": 1}]', encoding="utf-8")
-    decision = run_state.decide(
-        run_state.record(before, MANIFEST, "d"), run_state.fingerprint(SETTINGS, [str(quotas)]), MANIFEST, "d"
-    )
+    now = run_state.fingerprint(SETTINGS, run_state.settings_file_digests([str(quotas)]))
+    decision = run_state.decide(run_state.record(before, MANIFEST, OUTPUTS), now, MANIFEST, OUTPUTS)
     assert decision.mode == "full" and decision.reason == f"the content of {quotas} changed"
 
 
-def test_the_manifest_lists_size_and_modification_time(tmp_path):
+def test_the_state_holds_digests_of_the_settings_never_their_values():
+    secret = "kafka://user:hunter2@k1:9092/usage?sasl_password=hunter2"
+    state = json.dumps(run_state.record(run_state.fingerprint(dict(SETTINGS, snapshots=secret), {}), MANIFEST, None))
+    assert "hunter2" not in state and "k1:9092" not in state
+
+
+def test_the_manifest_lists_size_times_and_inode_and_leaves_out_a_file_gone_since_it_was_listed(tmp_path):
     path = tmp_path / "snapshots.jsonl"
     path.write_text("{}\n", encoding="utf-8")
-    listed = run_state.manifest({"--snapshots": [str(path)]})
-    assert listed == {"--snapshots": [[str(path), 3, os.stat(path).st_mtime_ns]]}
+    listed = run_state.manifest({"--snapshots": [str(path), str(tmp_path / "compressed-meanwhile.jsonl")]})
+    stat = os.stat(path)
+    assert listed == {"--snapshots": [[str(path), 3, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]]}
+
+
+def test_the_outputs_listing_is_none_without_a_summary_and_lists_every_file_otherwise(tmp_path):
+    (tmp_path / "decisions").mkdir()
+    (tmp_path / "decisions" / "part-0.parquet").write_bytes(b"x")
+    assert run_state.output_listing(str(tmp_path)) is None
+    (tmp_path / "summary.json").write_text("{}", encoding="utf-8")
+    assert [row[0] for row in run_state.output_listing(str(tmp_path))] == [
+        str(tmp_path / "decisions" / "part-0.parquet"),
+        str(tmp_path / "summary.json"),
+    ]
 
 
 def test_the_state_is_saved_whole_and_an_unreadable_one_is_none(tmp_path):
@@ -84,6 +111,7 @@ def test_the_state_is_saved_whole_and_an_unreadable_one_is_none(tmp_path):
     run_state.save(str(tmp_path), STATE)
     assert run_state.load(str(tmp_path)) == STATE
     assert sorted(os.listdir(tmp_path)) == ["current.json"]
+    assert os.stat(tmp_path / "current.json").st_mode & 0o777 == 0o600
     (tmp_path / "current.json").write_text("{half", encoding="utf-8")
     assert run_state.load(str(tmp_path)) is None
 

@@ -133,9 +133,16 @@ def test_a_publisher_the_guard_cannot_exclude_is_refused_naming_the_option(param
     assert declared.excluded == ["ops"] and declared.excluded_client_ids == []
 
 
-@pytest.mark.parametrize("params", [SASL, PLAINTEXT, CERTIFICATE])
-def test_a_guard_that_sets_no_quotas_excludes_nobody_and_says_the_plugin_must(params):
+@pytest.mark.parametrize(
+    "params, said_then",
+    [
+        (SASL, "the quota plugin that enforces must list it in its excluded principals"),
+        (CERTIFICATE, "the quota plugin that enforces must list it in its excluded principals"),
+        (PLAINTEXT, "excluding User:ANONYMOUS would free every unauthenticated producer, so publish over SASL"),
+    ],
+)
+def test_a_guard_that_sets_no_quotas_excludes_nobody_and_says_what_the_plugin_needs(params, said_then):
     declared = declaration()
     said = exclude_publisher(params, declared, TOPIC, sets_quotas=False)
     assert declared.excluded == ["ops"] and declared.excluded_client_ids == []
-    assert "the quota plugin that enforces must list it in its excluded principals" in said
+    assert said_then in said

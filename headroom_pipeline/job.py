@@ -195,7 +195,7 @@ def _check_inputs(config):
     The snapshot topic of a kafka:// source is read here too: an unreachable cluster fails before Spark starts.
     """
     config.validate()
-    listed: dict[str, list[str]] | None = {}
+    listed: dict[str, list[str]] = {}
     if not sources.is_kafka(config.snapshots):
         listed["--snapshots"] = sources.resolve_files(config.snapshots, "--snapshots", history_kind="snapshots")[1]
         if config.guard_decisions is None and sources.has_history_files(config.snapshots, "decisions"):
@@ -203,15 +203,12 @@ def _check_inputs(config):
             config.guard_decisions = config.snapshots
     else:
         sources.parse_kafka_url(config.snapshots)
-        listed = None  # a topic has no files to list: every run reads it whole
     if config.traffic:
-        files = sources.resolve_files(config.traffic, "--traffic")[1]
-        if listed is not None:
-            listed["--traffic"] = files
+        listed["--traffic"] = sources.resolve_files(config.traffic, "--traffic")[1]
     if config.guard_decisions:
-        files = sources.resolve_files(config.guard_decisions, "--guard-decisions", history_kind="decisions")[1]
-        if listed is not None:
-            listed["--guard-decisions"] = files
+        listed["--guard-decisions"] = sources.resolve_files(
+            config.guard_decisions, "--guard-decisions", history_kind="decisions"
+        )[1]
     quotas = ingest.load_quotas(config.quotas) if config.quotas else []
     proposed = ingest.load_quotas(config.proposed_quotas, "--proposed-quotas") if config.proposed_quotas else None
     plan = topics.load_plan(config.topic_thresholds) if config.topic_thresholds else None
@@ -222,7 +219,8 @@ def _check_inputs(config):
     if os.path.exists(config.out) and not os.path.isdir(config.out):
         raise ConfigError(f"--out: {config.out!r} exists and is not a directory")
     kafka_records = sources.read_kafka_records(config.snapshots) if sources.is_kafka(config.snapshots) else None
-    return stages.CheckedInputs(quotas, proposed, plan, kafka_records), listed
+    # A topic has no files to list: every run reads it whole (None: no manifest).
+    return stages.CheckedInputs(quotas, proposed, plan, kafka_records), (None if kafka_records is not None else listed)
 
 
 def _files_named_by_settings(config):

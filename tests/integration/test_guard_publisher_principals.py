@@ -10,13 +10,12 @@ The limits pause the cluster from the first decision: a hard limit of a pebibyte
 
 import json
 import subprocess
-import sys
 import time
 
 import pytest
 from guard_processes import start_guard, stop_guard
 from held_quotas import held_quotas
-from test_integration_targets import ROOT, connection_options
+from test_integration_targets import connection_options
 
 from ansible_collections.headroom.kafka.plugins.module_utils.internal_principals import PUBLISHER_CLIENT_ID
 from ansible_collections.headroom.kafka.plugins.module_utils.kafka_adapter import KafkaAdapter
@@ -86,16 +85,10 @@ def test_the_publisher_keeps_publishing_while_every_other_producer_is_held(pause
     extra = []
     if kind == "certificate":
         # Refused before anything changes: no quota, no snapshot topic.
-        refused = subprocess.run(
-            [sys.executable, "-m", "headroom_guard", *guard_arguments(config, "--once")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert refused.returncode == 2, refused.stderr
-        assert "--snapshot-publisher-principal is required with snapshot topic" in refused.stderr
+        refused = start_guard(*guard_arguments(config, "--once"), stdout=subprocess.PIPE)
+        _out, said_refused = refused.communicate(timeout=120)
+        assert refused.returncode == 2, said_refused
+        assert "--snapshot-publisher-principal is required with snapshot topic" in said_refused
         assert held(cluster) == {} and SNAPSHOT_TOPIC not in topics(cluster)
         principal = principal_of(cluster.info["tls"]["cert"])
         extra = ["--snapshot-publisher-principal", principal]

@@ -3,18 +3,16 @@ file names Hadoop would misread, Spark failing mid-run, secrets in kafka:// URLs
 
 import json
 import os
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pipeline_cli import run_cli
 
 from headroom_pipeline import checks, decisions, ingest, job, schemas, sources, stages
 from headroom_pipeline.config import ConfigError, PipelineConfig
 from headroom_pipeline.stage_registry import FORECAST
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PASSWORD = "hunter2-Sekr3t"
 # Every character Hadoop or Spark gives a meaning to in a path, alone and (the hardest) a ':' with a glob character.
 AWKWARD_NAMES = [
@@ -65,18 +63,6 @@ def minutes(count, start_hour=4, cluster="c1"):
 
 def reasons_of(result):
     return sorted(row.reason for row in result.rejected.collect())
-
-
-def run_cli(*args, env=None):
-    environment = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "headroom_pipeline", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=600,
-        check=False,
-    )
 
 
 def assert_failed_cleanly(result, status, text):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from pipeline_cli import run_cli
 
 from headroom_pipeline import generate, job, stage_registry
 from headroom_pipeline.config import ConfigError, PipelineConfig
@@ -143,18 +144,6 @@ def test_the_stages_run_in_order_and_every_output_has_one():
     assert {output.stage for output in stage_registry.OUTPUTS} - {None} <= {
         stage for stage, unused_work in job.PIPELINE
     }
-
-
-def run_cli(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "headroom_pipeline", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
 
 
 def test_the_command_line_refuses_bad_input_with_the_option_named(tmp_path, fleet):

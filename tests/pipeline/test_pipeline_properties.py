@@ -12,18 +12,17 @@ Examples are derandomized (the same cases on every run); each test prints how ma
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from pipeline_cli import run_cli
 
 from headroom_pipeline import checks, ingest
 
 pytestmark = pytest.mark.slow
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PASSWORD = "Pr0perty-Sekr3t"
 # Enough cases to cover every kind of hostile line many times over, few enough for about two minutes on two cores.
 READER_EXAMPLES = 18
@@ -335,18 +334,6 @@ MALFORMED_URLS = st.builds(
     ),
     st.sampled_from(["", "&request_timeout=1", "#frag"]),
 ).filter(lambda url: PASSWORD in url)
-
-
-def run_cli(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "headroom_pipeline", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
 
 
 def _assert_command_result(result, out):

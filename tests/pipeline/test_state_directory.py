@@ -3,12 +3,11 @@ outputs depend on (an input file, a setting, the quotas) is a full one that says
 
 import json
 import os
-import subprocess
-import sys
+
+from pipeline_cli import run_cli
 
 from headroom_pipeline import cli, generate, job
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # A master no Spark can reach: a run that started Spark with it would fail.
 UNREACHABLE_MASTER = "spark://127.0.0.1:1"
 
@@ -51,14 +50,7 @@ def test_a_run_with_nothing_new_starts_no_spark_and_changes_nothing(spark, tmp_p
         written = handle.read()
     before = os.stat(summary_path).st_mtime_ns
 
-    again = subprocess.run(
-        [sys.executable, "-m", "headroom_pipeline", *arguments(paths, out, state, "--master", UNREACHABLE_MASTER)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    again = run_cli(*arguments(paths, out, state, "--master", UNREACHABLE_MASTER))
     assert again.returncode == 0, again.stderr[-3000:]
     result = json.loads(again.stdout)
     assert result["incremental"] == {

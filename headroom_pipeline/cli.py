@@ -155,7 +155,10 @@ def parser() -> argparse.ArgumentParser:
         "a larger one fails before it is built",
     )
     run.add_argument(
-        "--out", required=True, metavar="DIR", help="output directory (its outputs are replaced on every run)"
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="output directory; each run publishes all its outputs at once, as symlinks into DIR/current",
     )
     spark = run.add_argument_group("Spark")
     spark.add_argument(

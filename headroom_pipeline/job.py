@@ -1,8 +1,10 @@
 """The job: check the inputs, run the stages (PIPELINE) in order, write the summary.
 
 The outputs in DIR are listed in stage_registry.OUTPUTS (what each holds: docs/docsite/rst/guide_pipeline.rst,
-"Outputs"). Each run replaces the outputs it writes and removes those a previous run wrote that this one does not;
-other files in DIR are left alone.
+"Outputs"). Each run writes them into a generation of its own and publishes them all at once when it finishes
+(publication.py): a reader sees the last finished run's outputs or the new ones, never a mix, and a run that fails
+leaves the published outputs as they were (and its unfinished generation, which the next run removes). Outputs an
+earlier run wrote that this one does not are removed then; other files in DIR are left alone.
 
 With a state directory (--state, run_state) a run whose settings and input files are those of the last run that
 finished starts no Spark and changes nothing; any other run is a full one, and the state is recorded after it.
@@ -15,7 +17,6 @@ line imports it once the arguments are parsed.
 import contextlib
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
-from headroom_pipeline import ingest, run_state, sources, stage_registry, stages, topics
+from headroom_pipeline import ingest, publication, run_state, sources, stage_registry, stages, topics
 from headroom_pipeline.config import ConfigError, PipelineConfig
 from headroom_pipeline.decisions import TimelineTooLarge
 
@@ -49,7 +50,7 @@ PIPELINE = (
 )
 
 
-SUMMARY = run_state.SUMMARY  # written last: a DIR without one holds a run that did not finish
+SUMMARY = run_state.SUMMARY  # written last into its generation, and published with the other outputs
 
 
 class JobError(RuntimeError):
@@ -108,9 +109,23 @@ def _run_stages(config, inputs, incremental=None):
     out = config.out
     try:
         os.makedirs(out, exist_ok=True)
-        _remove_outputs_of_previous_run(out, config, inputs.plan)
+        with publication.locked(out):
+            return _run_in_generation(config, inputs, pipeline, incremental)
     except OSError as exc:
         raise ConfigError(f"--out: cannot write to {out!r}: {exc.strerror or exc}") from None
+
+
+def _run_in_generation(config, inputs, pipeline, incremental):
+    """The stages, writing into a new generation of --out (whose lock the caller holds), published when done."""
+    out = config.out
+    writes = [
+        output.name
+        for output in stage_registry.OUTPUTS
+        if output.stage is None or output.stage.runs(config, inputs.plan)
+    ]
+    earlier_layout = _outputs_of_earlier_layout(out)
+    publication.check(out, writes, earlier_layout)
+    generation = publication.begin(out)
     progress = Progress(config.progress, len(pipeline))
     summary: dict[str, Any] = {
         "out": os.path.abspath(out),
@@ -121,7 +136,7 @@ def _run_stages(config, inputs, incremental=None):
     }
     if incremental is not None:
         summary["incremental"] = incremental
-    state = stages.Run(config, inputs, summary)
+    state = stages.Run(config, inputs, summary, generation.path, generation.warnings)
     with failures_named(progress):
         try:
             for stage, work in pipeline:
@@ -133,6 +148,18 @@ def _run_stages(config, inputs, incremental=None):
         finally:
             if state.owned:
                 _stop(state.spark)
+        progress.current = "publish"
+        # summary.json last: while it is still the earlier layout's real file, it says which directories were the job's.
+        written = sorted(
+            (output.name for output in stage_registry.OUTPUTS if os.path.exists(generation.output(output.name))),
+            key=lambda name: name == SUMMARY,
+        )
+        publication.publish(
+            generation,
+            written,
+            [output.name for output in stage_registry.OUTPUTS if output.name not in written],
+            earlier_layout,
+        )
     progress.say(
         f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
         + (f"; report {summary['report']}" if summary.get("report") else "")
@@ -145,10 +172,10 @@ def _finish(state, progress):
     state.release()
     summary = state.summary
     _account(summary)
-    summary["warnings"] = _nothing_usable(summary["inputs"])
+    summary["warnings"] = _nothing_usable(summary["inputs"]) + state.warnings
     summary["timings_seconds"] = progress.timings
     _ensure_spark_ran_through(state.spark)
-    _write_summary(state.config.out, summary)
+    _write_summary(state.write_to, summary)
 
 
 class Progress:
@@ -303,25 +330,21 @@ def _stop(spark):
         pass
 
 
-def _remove_outputs_of_previous_run(out, config, plan):
-    """Outputs an earlier run wrote that this run will not replace would be read as this run's (by the report too).
-
-    Only what the earlier run's summary.json says it wrote is removed, never a directory the job did not create.
-    The summary itself goes first: it is written last, so a DIR without one holds a run that did not finish.
-    """
+def _outputs_of_earlier_layout(out):
+    """The outputs that a run of the layout before generations wrote as real files and directories in DIR, as its
+    summary.json (a real file, not a symlink) says; empty otherwise. Publication replaces or removes them, and never a
+    directory the job did not write."""
     summary_path = os.path.join(out, SUMMARY)
+    if os.path.islink(summary_path):
+        return set()
     try:
         with open(summary_path, encoding="utf-8") as handle:
             previous = json.load(handle)
     except (OSError, ValueError):
-        return
+        return set()
     if not isinstance(previous, dict) or previous.get("out") != os.path.abspath(out):
-        return
-    os.remove(summary_path)
-    for name in stage_registry.left_over(previous, config, plan):
-        path = os.path.join(out, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
+        return set()
+    return {output.name for output in stage_registry.OUTPUTS if stage_registry.written(output.name, previous)}
 
 
 def _settings(config):

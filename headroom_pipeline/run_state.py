@@ -2,7 +2,7 @@
 
 The state is one file, DIR/current.json (mode 0600), replaced atomically after a run that finished: a digest of each
 setting the outputs depend on and of the files those settings name, the manifest of the input files (path, size,
-modification and change times, inode), and the listing of what the run left in --out. A run whose fingerprint and
+modification and change times, inode), and the listing of what the run published in --out. A run whose fingerprint and
 manifest equal the state's, while --out still holds exactly what the last run wrote, has nothing new to read: it
 returns that run's summary without starting Spark and changes nothing. Any difference is said (the reason) and the
 run is a full one. A lock on DIR/lock keeps two runs (an hourly timer and a user) from working on one state at once.
@@ -10,20 +10,18 @@ run is a full one. A lock on DIR/lock keeps two runs (an hourly timer and a user
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
-from headroom_pipeline import __version__
-from headroom_pipeline.config import ConfigError
+from headroom_pipeline import __version__, publication, run_lock
 
 STATE_FILE = "current.json"
 LOCK_FILE = "lock"
 SUMMARY = "summary.json"  # the job's, written last
-FORMAT = 1  # of current.json: a state of another format is not read, and the run is a full one
+FORMAT = 2  # of current.json: a state of another format is not read, and the run is a full one
 # Settings that change how the job runs, not what it writes. --conf stays in: a Spark setting can change the outputs
 # (spark.sql.session.timeZone).
 NOT_IN_FINGERPRINT = frozenset({"master", "driver_memory", "progress", "state"})
@@ -62,10 +60,11 @@ def manifest(inputs: Mapping[str, Iterable[str]]) -> dict[str, Listing]:
 
 
 def output_listing(out: str) -> Optional[Listing]:
-    """Every file in --out, listed as the inputs are; None when summary.json (written last) is missing."""
+    """What --out publishes: its symlinks, and every file of its current generation listed as the inputs are; None
+    when it publishes no summary.json."""
     if not os.path.isfile(os.path.join(out, SUMMARY)):
         return None
-    return _listing(os.path.join(root, name) for root, _dirs, names in os.walk(out) for name in names)
+    return [*publication.links(out), *_listing(publication.published_files(out))]
 
 
 def decide(
@@ -165,24 +164,9 @@ def save(directory: str, state: Mapping[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-@contextlib.contextmanager
-def locked(directory: str) -> Iterator[None]:
+def locked(directory: str) -> contextlib.AbstractContextManager[None]:
     """DIR created when missing and locked for the run; ConfigError naming --state when another run holds it."""
-    try:
-        os.makedirs(directory, exist_ok=True)
-        handle = open(os.path.join(directory, LOCK_FILE), "a", encoding="utf-8")  # noqa: SIM115  # held until the end
-    except OSError as exc:
-        raise ConfigError(f"--state: cannot use {directory!r}: {exc.strerror or exc}") from None
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(
-                f"--state: another run is using {directory!r} (it holds {LOCK_FILE}); try later"
-            ) from None
-        except OSError as exc:  # a file system without locks (some NFS mounts)
-            raise ConfigError(f"--state: cannot lock {LOCK_FILE} in {directory!r}: {exc.strerror or exc}") from None
-        yield
+    return run_lock.held(directory, LOCK_FILE, "--state", "using")
 
 
 def file_digest(path: str) -> Optional[str]:

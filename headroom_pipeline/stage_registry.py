@@ -105,18 +105,6 @@ OUTPUTS = (
 _WRITER = {output.name: output.stage for output in OUTPUTS}
 
 
-def left_over(previous: dict[str, Any], config: "PipelineConfig", plan: dict[str, Any] | None) -> list[str]:
-    """The outputs that the run of summary ``previous`` says it wrote and that this run will not replace: those of
-    the optional stages that ran then and do not run now."""
-    return [
-        output.name
-        for output in OUTPUTS
-        if output.stage is not None
-        and not output.stage.runs(config, plan)
-        and output.stage.recorded(previous) is not None
-    ]
-
-
 def written(name: str, summary: dict[str, Any] | None) -> bool:
     """Whether the run of ``summary`` wrote output ``name``: an optional stage's outputs only when the summary records
     that stage; a summary without "stages" (or none at all) says nothing, so whatever is there counts."""

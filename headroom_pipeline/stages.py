@@ -61,6 +61,8 @@ class Run:  # pylint: disable=too-many-instance-attributes
     config: PipelineConfig
     inputs: CheckedInputs
     summary: dict[str, Any]
+    write_to: str  # the run's generation (publication.py): the outputs are written there, and published when it ends
+    warnings: list[str]  # found before the stages ran, for summary.json's "warnings"
     spark: Optional[SparkSession] = None
     owned: bool = False  # the job started the session (and stops it); a caller's is left running
     # per input ("snapshots", "traffic", "guard_decisions"): as ingest read it
@@ -77,7 +79,12 @@ class Run:  # pylint: disable=too-many-instance-attributes
         return self.spark
 
     def path(self, name: str) -> str:
-        return os.path.join(self.config.out, name)
+        """Where the run writes output ``name`` (and later stages read it back)."""
+        return os.path.join(self.write_to, name)
+
+    def published(self, path: str) -> str:
+        """The path a reader of --out finds ``path`` (one this run writes) at once the run is published."""
+        return os.path.join(self.config.out, os.path.relpath(path, self.write_to))
 
     def time_window(self) -> TimeWindow:
         since, until = self.config.since, self.config.until
@@ -245,7 +252,7 @@ def analyse_topic_thresholds(run: Run) -> str:
 
 def write_report(run: Run) -> str:
     return stage_registry.REPORT.record(
-        run.summary, report.write_report(run.started_spark, run.config.out, run.summary)
+        run.summary, run.published(report.write_report(run.started_spark, run.write_to, run.summary))
     )
 
 

@@ -212,10 +212,14 @@ def test_with_a_state_directory_a_run_with_nothing_new_reports_no_change(tmp_pat
         assert result.returncode == 0, result.stdout[-8000:]
         return int(re.search(r"localhost\s+: ok=\d+\s+changed=(\d+) ", result.stdout).group(1))
 
-    # The play's own last task writes the summary fact to a file: a change the first time only.
-    assert changed(run_role(tmp_path, dict(role_vars, usage_pipeline_state="state"))) == 2
+    assert changed(run_role(tmp_path, dict(role_vars, usage_pipeline_state="state"))) == 1
     assert recorded(record)["argv"][-2:] == ["--state", "state"]
+    assert json.loads((tmp_path / "fact.json").read_text())["incremental"]["mode"] == "full"
     assert changed(run_role(tmp_path, dict(role_vars, usage_pipeline_state="state"))) == 0
+    assert json.loads((tmp_path / "fact.json").read_text())["incremental"] == {
+        "mode": "unchanged",
+        "reason": "stand-in",
+    }
     assert changed(run_role(tmp_path, role_vars)) == 1, "without a state every run replaces the outputs"
 
 

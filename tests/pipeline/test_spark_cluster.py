@@ -11,6 +11,7 @@ import datetime
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -196,6 +197,7 @@ def test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_o
         "usage_pipeline_report": False,
         "usage_pipeline_quiet": True,
         "usage_pipeline_timeout": RUN_TIMEOUT,
+        "usage_pipeline_state": str(tmp_path / "state"),
     }
     environment = dict(cluster.env)
     environment.pop("PYTHONPATH", None)  # the role puts the collection root there itself
@@ -210,6 +212,15 @@ def test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_o
         "the executors got the memory the role's usage_pipeline_conf asked for"
     )
     _assert_same_outputs(local_out, out)
+
+    # Nothing new since: the role changes nothing, and the cluster gets no application.
+    before = _application_ids(cluster)
+    again = run_role(tmp_path, role_vars, environment=environment, timeout=RUN_TIMEOUT + 60)
+    assert again.returncode == 0, again.stdout[-8000:] + again.stderr[-4000:]
+    assert re.search(r"localhost\s+: ok=\d+\s+changed=0 ", again.stdout), again.stdout[-4000:]
+    assert json.loads((tmp_path / "fact.json").read_text())["incremental"]["mode"] == "unchanged"
+    assert _application_ids(cluster) == before
+    assert _summary(out) == summary
 
 
 # -- the cluster's own record of the work --------------------------------------------------------------------------

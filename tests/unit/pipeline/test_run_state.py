@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from headroom_pipeline import __version__, run_state
+from headroom_pipeline import __version__, publication, run_state
 from headroom_pipeline.config import ConfigError
 
 SETTINGS = {"snapshots": "/h", "out": "/o", "check_interval": 60.0, "master": "local[2]", "state": "/s"}
@@ -95,14 +95,24 @@ def test_the_manifest_lists_size_times_and_inode_and_leaves_out_a_file_gone_sinc
     assert listed == {"--snapshots": [[str(path), 3, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]]}
 
 
-def test_the_outputs_listing_is_none_without_a_summary_and_lists_every_file_otherwise(tmp_path):
-    (tmp_path / "decisions").mkdir()
-    (tmp_path / "decisions" / "part-0.parquet").write_bytes(b"x")
+def test_the_outputs_listing_is_none_without_a_summary_and_lists_what_is_published_otherwise(tmp_path):
+    generation = publication.begin(str(tmp_path))
+    os.makedirs(generation.output("decisions"))
+    with open(generation.output("decisions/part-0.parquet"), "wb") as handle:
+        handle.write(b"x")
     assert run_state.output_listing(str(tmp_path)) is None
-    (tmp_path / "summary.json").write_text("{}", encoding="utf-8")
-    assert [row[0] for row in run_state.output_listing(str(tmp_path))] == [
-        str(tmp_path / "decisions" / "part-0.parquet"),
-        str(tmp_path / "summary.json"),
+    with open(generation.output("summary.json"), "w", encoding="utf-8") as handle:
+        handle.write("{}")
+    publication.publish(generation, ["decisions", "summary.json"], [])
+    listing = run_state.output_listing(str(tmp_path))
+    assert [row for row in listing if len(row) == 2] == [
+        ["current", ".generations/000001"],
+        ["decisions", "current/decisions"],
+        ["summary.json", "current/summary.json"],
+    ]
+    assert [row[0] for row in listing if len(row) > 2] == [
+        str(tmp_path / "current" / "decisions" / "part-0.parquet"),
+        str(tmp_path / "current" / "summary.json"),
     ]
 
 

@@ -211,7 +211,7 @@ def plan(  # pylint: disable=too-many-arguments,too-many-locals
         volume = state.volumes[source]
         target = required_free_bytes(volume, relieve_to)
         need = target - state.free[source]
-        reasons: Dict[str, int] = {}
+        reasons: Dict[str, List[int]] = {}  # why -> the sizes of the replicas it kept on the source
         candidates = []
         for replica in state.replicas:
             if (replica["broker_id"], replica["log_dir"]) != source:
@@ -220,17 +220,17 @@ def plan(  # pylint: disable=too-many-arguments,too-many-locals
             if why is None:
                 candidates.append(replica)
             else:
-                reasons[why] = reasons.get(why, 0) + replica["size_bytes"]
+                reasons.setdefault(why, []).append(replica["size_bytes"])
         for replica in _choose(candidates, need):
             if max_partitions is not None and len(state.moves) >= max_partitions:
-                reasons["the run's bound of {0} partitions".format(max_partitions)] = 0
+                reasons.setdefault("the run's bound of {0} partitions".format(max_partitions), [])
                 break
             if max_bytes is not None and planned_bytes + replica["size_bytes"] > max_bytes:
-                reasons["the run's bound of {0} bytes".format(max_bytes)] = 0
+                reasons.setdefault("the run's bound of {0} bytes".format(max_bytes), [])
                 continue
             destinations = _destinations(state, replica, floors)[0]
             if not destinations:
-                reasons["no log dir has room for it"] = reasons.get("no log dir has room for it", 0)
+                reasons.setdefault("no log dir has room for it", []).append(replica["size_bytes"])
                 continue
             destination = destinations[0]
             key = (replica["topic"], replica["partition"])
@@ -277,9 +277,16 @@ def plan(  # pylint: disable=too-many-arguments,too-many-locals
     }
 
 
-def _blocked(source: Tuple[int, str], short: int, reasons: Dict[str, int]) -> Dict[str, Any]:
+def _blocked(source: Tuple[int, str], short: int, reasons: Dict[str, List[int]]) -> Dict[str, Any]:
+    # The count beside the bytes: the bytes of several replicas read as one replica's size otherwise.
     held = "; ".join(
-        "{0}{1}".format(why, " ({0} bytes)".format(size) if size else "") for why, size in sorted(reasons.items())
+        "{0}{1}".format(
+            why,
+            " ({0} replica{1}, {2} bytes)".format(len(sizes), "" if len(sizes) == 1 else "s", sum(sizes))
+            if sizes
+            else "",
+        )
+        for why, sizes in sorted(reasons.items())
     )
     return {
         "broker_id": source[0],

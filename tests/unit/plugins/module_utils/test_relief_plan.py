@@ -85,8 +85,16 @@ def test_a_destination_never_reaches_its_own_relieve_at():
     assert blocked["short_bytes"] == 30 * MIB
     assert blocked["reason"] == (
         "broker 1 log dir /a: 31457280 bytes short of its relieve_to target: no log dir has room for it "
-        "(31457280 bytes)"
+        "(1 replica, 31457280 bytes)"
     )
+
+
+def test_the_replicas_a_reason_keeps_are_counted_beside_their_bytes():
+    volumes = [volume(1, "/a", 10 * MIB), volume(1, "/b", 45 * MIB)]
+    replicas = [replica("t", 0, 1, "/a", 30 * MIB), replica("t", 1, 1, "/a", 30 * MIB)]
+    result = relief_plan.plan(volumes, replicas, [partition("t", 0, [1]), partition("t", 1, [1])], AT, TO)
+    assert result["moves"] == []
+    assert result["blocked"][0]["reason"].endswith("no log dir has room for it (2 replicas, 62914560 bytes)")
 
 
 def test_a_volume_being_relieved_never_takes_a_replica_back():
@@ -133,7 +141,7 @@ def test_a_replica_that_may_not_move_blocks_with_its_reason(partitions, replicas
     replicas = [replica("t", 0, 1, "/a", 30 * MIB), replica("t", 0, 2, "/a", 30 * MIB)] + replicas
     result = relief_plan.plan(volumes, replicas, partitions, AT, TO)
     assert result["moves"] == []
-    assert result["blocked"][0]["reason"].endswith("{0} (31457280 bytes)".format(reason))
+    assert result["blocked"][0]["reason"].endswith("{0} (1 replica, 31457280 bytes)".format(reason))
 
 
 def test_distinct_racks_stay_distinct():

@@ -150,16 +150,8 @@ def _run_in_generation(config, inputs, pipeline, incremental):
                 _stop(state.spark)
         progress.current = "publish"
         # summary.json last: while it is still the earlier layout's real file, it says which directories were the job's.
-        written = sorted(
-            (output.name for output in stage_registry.OUTPUTS if os.path.exists(generation.output(output.name))),
-            key=lambda name: name == SUMMARY,
-        )
-        publication.publish(
-            generation,
-            written,
-            [output.name for output in stage_registry.OUTPUTS if output.name not in written],
-            earlier_layout,
-        )
+        outputs = sorted((output.name for output in stage_registry.OUTPUTS), key=lambda name: name == SUMMARY)
+        publication.publish(generation, outputs, earlier_layout)
     progress.say(
         f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
         + (f"; report {summary['report']}" if summary.get("report") else "")

@@ -103,15 +103,15 @@ def begin(out: str) -> Generation:
     return generation
 
 
-def publish(
-    generation: Generation, written: Iterable[str], not_written: Iterable[str], earlier_layout: Iterable[str] = ()
-) -> None:
-    """Make ``generation`` DIR's current one. ``written``: the outputs it holds (summary.json last: of the earlier
-    layout, the real file is what says which directories were the job's), each given its symlink first (one new to
-    DIR points into the old generation, where it is missing, until the switch); ``not_written``: the other outputs,
-    whose symlinks go after the switch; ``earlier_layout``: those of them that a run of the earlier layout wrote as
-    real directories, removed first."""
+def publish(generation: Generation, outputs: Iterable[str], earlier_layout: Iterable[str] = ()) -> None:
+    """Make ``generation`` DIR's current one. ``outputs``: every output a run can write, in the order their symlinks
+    are made; those the generation holds get theirs first (one new to DIR points into the old generation, where it is
+    missing, until the switch), the others lose theirs after it, and ``earlier_layout`` (those that a run of the
+    earlier layout wrote as real directories) are removed first when this run did not write them."""
     out = generation.out
+    outputs = list(outputs)
+    written = [name for name in outputs if os.path.lexists(generation.output(name))]
+    not_written = [name for name in outputs if name not in written]
     for name in set(earlier_layout) & set(not_written):
         path = os.path.join(out, name)
         if os.path.isdir(path) and not os.path.islink(path):

@@ -13,7 +13,7 @@ def written_run(out, content, names=("decisions", "summary.json"), not_written=(
     generation = publication.begin(str(out))
     for name in names:
         write(generation.output(name), content)
-    publication.publish(generation, names, not_written, earlier_layout)
+    publication.publish(generation, [*not_written, *names], earlier_layout)
     return generation
 
 
@@ -45,7 +45,7 @@ def test_every_output_is_a_symlink_through_current_and_one_rename_switches_them_
         write(generation.output(name), "second")
     # Written but not published: a reader still finds the first run's outputs, every one of them.
     assert (read(tmp_path, "decisions"), read(tmp_path, "summary.json")) == ("first", "first")
-    publication.publish(generation, ["decisions", "summary.json"], [])
+    publication.publish(generation, ["decisions", "summary.json"])
     assert (read(tmp_path, "decisions"), read(tmp_path, "summary.json")) == ("second", "second")
 
 

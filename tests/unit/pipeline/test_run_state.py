@@ -103,7 +103,7 @@ def test_the_outputs_listing_is_none_without_a_summary_and_lists_what_is_publish
     assert run_state.output_listing(str(tmp_path)) is None
     with open(generation.output("summary.json"), "w", encoding="utf-8") as handle:
         handle.write("{}")
-    publication.publish(generation, ["decisions", "summary.json"], [])
+    publication.publish(generation, ["decisions", "summary.json"])
     listing = run_state.output_listing(str(tmp_path))
     assert [row for row in listing if len(row) == 2] == [
         ["current", ".generations/000001"],

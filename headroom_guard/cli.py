@@ -12,14 +12,13 @@ import argparse
 import importlib.metadata
 import math
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 
 from ansible_collections.headroom.kafka.plugins.module_utils import internal_principals
 from ansible_collections.headroom.kafka.plugins.module_utils.disk_guard import GuardError
 from headroom_guard import __version__
+from headroom_guard.stop_signals import stop_event
 
 EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
@@ -251,9 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if guard.decide() is not None else EXIT_FAILED
         finally:
             guard.close()
-    stop = threading.Event()
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda _signum, _frame: stop.set())
+    stop = stop_event()
     server: MetricsServer | None = None
     if args.metrics_port is not None:
         try:

@@ -33,6 +33,8 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from headroom_guard.stop_signals import stop_event
+
 TOPIC = "headroom-witness"
 PARTITIONS = 6
 REPLICATION_FACTOR = 3
@@ -321,11 +323,7 @@ def stalls(sent_at, ack_times, floor=STALL_FLOOR_SECONDS):
 
 def run_until_interrupted(config, report_path, **settings):
     """The CLI's witness: produce until SIGINT or SIGTERM, then write the report as JSON; returns it."""
-    import signal  # pylint: disable=import-outside-toplevel
-
-    stop = threading.Event()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: stop.set())
+    stop = stop_event()
     with Witness(config, **settings) as witness:
         while not stop.wait(0.5):
             pass

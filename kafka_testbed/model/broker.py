@@ -3,12 +3,12 @@
 import logging
 import os
 import re
-import signal
 import sys
 import threading
 import time
 import uuid
 
+from headroom_guard.stop_signals import stop_event
 from kafka_testbed import properties
 from kafka_testbed.model import quota_plugin_config
 from kafka_testbed.model import state as cluster_state
@@ -432,12 +432,7 @@ def run(config_path):
     broker.state.register(broker.registration())
     threading.Thread(target=broker.heartbeat_loop, name="heartbeat", daemon=True).start()
 
-    def shutdown(signum, _frame):
-        LOG.info("Received signal %s, starting controlled shutdown", signum)
-        broker.stopping.set()
-
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
+    stopping = stop_event()
     server.start()
     LOG.info(
         "[KafkaRaftServer nodeId=%s] Kafka Server started (cluster %s, roles %s)",
@@ -445,8 +440,9 @@ def run(config_path):
         cluster_id,
         ",".join(config.roles),
     )
-    while not broker.stopping.wait(0.5):
-        pass
+    stopping.wait()
+    LOG.info("Received SIGTERM or SIGINT, starting controlled shutdown")
+    broker.stopping.set()
     broker.state.fence(broker.node_id)  # controlled shutdown: leave the cluster before closing sockets
     server.stop()
     LOG.info("[KafkaRaftServer nodeId=%s] shut down completed", broker.node_id)

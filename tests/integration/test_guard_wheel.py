@@ -93,6 +93,7 @@ def test_the_wheel_holds_the_guard_and_its_module_utils_by_their_import_name(bui
             "history.py",
             "metrics.py",
             "publisher.py",
+            "stop_signals.py",
         )
     }
     assert module_utils == {MODULE_UTILS + os.path.basename(path) for path in wheel.needed_module_utils(ROOT)}

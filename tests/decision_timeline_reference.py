@@ -269,15 +269,58 @@ def _graded_row(instant, latest, freshness, missing_data_action, step, held):
     }
 
 
-# -- the timeline --------------------------------------------------------------------------------------------------
+# -- the timeline ------------------------------------------------------------------------------------------------
+class Checkpoint:
+    """A cluster's state after its check instant ``instant``: every later row follows from it and the messages after it
+    (what an incremental run carries from one run to the next instead of the history).
+
+    ``latest``: each broker's latest message at or before the instant, those that no later instant can judge (at or
+    before the instant minus the larger of V and F: past the plugin's memory and stale) reduced to what still counts,
+    that the broker is known (graded: the data stays incomplete); ``factor`` and ``valid_from``: the plugin's clock;
+    ``held``: the graded factor decided at the instant.
+    """
+
+    def __init__(self, instant, latest, factor, valid_from, held):
+        self.instant, self.latest, self.factor, self.valid_from, self.held = instant, latest, factor, valid_from, held
+
+
+def _known_only(message):
+    """What a message still says once no instant can judge it: its broker is known, and its data stale."""
+    return {"broker_id": message["broker_id"], "at_micros": message["at_micros"], "volumes": []}
+
+
 def _cluster_rows(
-    cluster, messages, policy, interval, validity, fallback, limits, freshness, missing_data_action, factor_step
+    cluster,
+    messages,
+    policy,
+    interval,
+    validity,
+    fallback,
+    limits,
+    freshness,
+    missing_data_action,
+    factor_step,
+    start=None,
+    stop_at=None,
 ):
-    first_instant = instant_on_or_after(messages[0]["at_micros"], interval)
-    last_instant = instant_on_or_after(messages[-1]["at_micros"], interval)
-    clock = _PluginClock(first_instant, validity, fallback)
-    latest, position, rows, held = {}, 0, [], None
-    for instant in range(first_instant, last_instant + 1, interval):
+    """The cluster's rows from its first instant, or from the instant after ``start`` (a Checkpoint; ``messages`` are
+    then those after it), to the instant of its last message; with ``stop_at`` (an instant), the Checkpoint after it
+    instead."""
+    last_instant = instant_on_or_after(messages[-1]["at_micros"], interval) if messages else None
+    if start is None:
+        first_instant = instant_on_or_after(messages[0]["at_micros"], interval)
+        clock = _PluginClock(first_instant, validity, fallback)
+        latest, held = {}, None
+    else:
+        if messages and messages[0]["at_micros"] <= start.instant:
+            raise TimelineError("a message at or before the checkpoint's instant: resume from an earlier checkpoint")
+        first_instant = start.instant + interval
+        clock = _PluginClock(start.valid_from, validity, fallback)
+        clock.factor = start.factor
+        latest, held = dict(start.latest), start.held
+    position, rows = 0, []
+    end = last_instant if stop_at is None else stop_at
+    for instant in range(first_instant, end + 1, interval) if end is not None else ():
         arrived = 0
         while position < len(messages) and messages[position]["at_micros"] <= instant:
             latest[messages[position]["broker_id"]] = messages[position]
@@ -295,7 +338,44 @@ def _cluster_rows(
             state=volume_limits.state_of(row["throttle_factor"]),
         )
         rows.append(row)
-    return rows
+    if stop_at is None:
+        return rows
+    judged_after = stop_at - max(validity, freshness)
+    kept = {
+        broker: message if message["at_micros"] > judged_after else _known_only(message)
+        for broker, message in latest.items()
+    }
+    return Checkpoint(stop_at, kept, clock.factor, clock.valid_from, held)
+
+
+def _parameters(
+    policy,
+    check_interval,
+    validity,
+    fallback,
+    min_available_bytes,
+    min_available_ratio,
+    freshness,
+    missing_data_action,
+    factor_step,
+):
+    """The timeline's parameters checked, in the form _cluster_rows takes them (durations in microseconds)."""
+    factor_steps.check_step(factor_step, "factor_step")
+    interval = _positive_seconds("check_interval", check_interval)
+    validity_micros = _positive_seconds("validity", validity)
+    freshness_micros = _positive_seconds("freshness", freshness) if freshness is not None else 3 * interval
+    _check_parameters(policy, fallback, min_available_bytes, min_available_ratio, missing_data_action)
+    limits = {"min_available_bytes": min_available_bytes, "min_available_ratio": min_available_ratio}
+    return {
+        "policy": policy,
+        "interval": interval,
+        "validity": validity_micros,
+        "fallback": fallback,
+        "limits": limits,
+        "freshness": freshness_micros,
+        "missing_data_action": missing_data_action,
+        "factor_step": factor_step,
+    }
 
 
 def decision_timeline(
@@ -309,31 +389,61 @@ def decision_timeline(
     freshness=None,
     missing_data_action="pause",
     factor_step=factor_steps.DEFAULT_STEP,
+    checkpoints=None,
 ):
     """The decision rows of every cluster and check instant (see the module documentation for the rules).
 
-    check_interval, validity and freshness are seconds; freshness defaults to three check intervals.
+    check_interval, validity and freshness are seconds; freshness defaults to three check intervals. With
+    ``checkpoints`` ({cluster: Checkpoint}, from checkpoints()), ``messages`` are those after each cluster's checkpoint
+    and the rows are those after it: the rows a run over the whole history gives after that instant.
     """
-    factor_steps.check_step(factor_step, "factor_step")
-    interval = _positive_seconds("check_interval", check_interval)
-    validity_micros = _positive_seconds("validity", validity)
-    freshness_micros = _positive_seconds("freshness", freshness) if freshness is not None else 3 * interval
-    _check_parameters(policy, fallback, min_available_bytes, min_available_ratio, missing_data_action)
-    limits = {"min_available_bytes": min_available_bytes, "min_available_ratio": min_available_ratio}
+    parameters = _parameters(
+        policy,
+        check_interval,
+        validity,
+        fallback,
+        min_available_bytes,
+        min_available_ratio,
+        freshness,
+        missing_data_action,
+        factor_step,
+    )
+    checkpoints = checkpoints or {}
     rows = []
     for cluster, cluster_messages in sorted(_by_cluster(deduplicate(messages)).items()):
-        rows.extend(
-            _cluster_rows(
-                cluster,
-                cluster_messages,
-                policy,
-                interval,
-                validity_micros,
-                fallback,
-                limits,
-                freshness_micros,
-                missing_data_action,
-                factor_step,
-            )
-        )
+        rows.extend(_cluster_rows(cluster, cluster_messages, start=checkpoints.get(cluster), **parameters))
     return rows
+
+
+def checkpoints(
+    messages,
+    instant,
+    policy,
+    check_interval,
+    validity=300,
+    fallback=1.0,
+    min_available_bytes=None,
+    min_available_ratio=None,
+    freshness=None,
+    missing_data_action="pause",
+    factor_step=factor_steps.DEFAULT_STEP,
+):
+    """{cluster: Checkpoint} after check instant ``instant`` (microseconds since the epoch, on the grid) of every
+    cluster whose first instant is at or before it, from the messages at or before it."""
+    parameters = _parameters(
+        policy,
+        check_interval,
+        validity,
+        fallback,
+        min_available_bytes,
+        min_available_ratio,
+        freshness,
+        missing_data_action,
+        factor_step,
+    )
+    result = {}
+    for cluster, cluster_messages in sorted(_by_cluster(deduplicate(messages)).items()):
+        before = [message for message in cluster_messages if message["at_micros"] <= instant]
+        if before and instant_on_or_after(before[0]["at_micros"], parameters["interval"]) <= instant:
+            result[cluster] = _cluster_rows(cluster, before, stop_at=instant, **parameters)
+    return result

@@ -1,10 +1,13 @@
 """The decision timeline against the shared vectors, plus parameter checks and the shape of the rows."""
 
 import datetime
+from typing import NamedTuple
 
 import decision_timeline_reference as dt
 import pytest
 import vector_cases
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
 from ansible_collections.headroom.kafka.plugins.module_utils.snapshots import parse_timestamp
@@ -134,3 +137,69 @@ def test_parameter_errors(kwargs, error, text):
 
 def test_no_messages_no_rows():
     assert dt.decision_timeline([], "strimzi", 60, min_available_ratio=0.1) == []
+
+
+# -- checkpoints: a timeline resumed after any instant gives the rows of the whole history --------------------------
+def resumed_after_every_instant(messages, params):
+    """For each instant of the whole history's timeline but its last, a Resumed."""
+    full = dt.decision_timeline(messages, **params)
+    for row in full[:-1]:
+        instant = dt.to_micros(row["at"])
+        states = dt.checkpoints(messages, instant, **params)
+        later = [message for message in messages if dt.to_micros(message["at"]) > instant]
+        resumed = dt.decision_timeline(later, checkpoints=states, **params)
+        yield Resumed([after for after in full if after["at"] > row["at"]], resumed, states)
+
+
+class Resumed(NamedTuple):
+    whole: list  # the whole history's rows after the instant
+    resumed: list  # the rows from the checkpoints and the messages after the instant
+    checkpoints: dict
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_a_timeline_resumed_after_any_instant_gives_the_whole_historys_rows(case):
+    for step in resumed_after_every_instant(vector_messages(case), case["params"]):
+        assert step.resumed == step.whole
+
+
+def test_a_checkpoint_keeps_of_a_broker_gone_quiet_only_that_it_is_known():
+    messages = [message(1, 30, 500), message(2, 30, 500)] + [message(1, 30 + 60 * n, 500) for n in range(1, 12)]
+    params = {"policy": "graded", "check_interval": 60, "validity": 300}
+    steps = list(resumed_after_every_instant(messages, params))
+    assert all(step.resumed == step.whole for step in steps)
+    last_states = steps[-1].checkpoints["c1"]
+    assert last_states.latest[2] == {"broker_id": 2, "at_micros": dt.to_micros(START) + 30_000_000, "volumes": []}
+    assert last_states.latest[1]["volumes"], "broker 1 still reports"
+    assert all(row["fallback_applied"] for row in steps[-1].whole), (
+        "broker 2, known and stale, keeps the data incomplete"
+    )
+
+
+def test_a_message_at_or_before_the_checkpoint_is_refused():
+    messages = [message(1, 30, 500), message(1, 90, 500), message(1, 150, 500)]
+    instant = dt.to_micros(START) + 120_000_000
+    states = dt.checkpoints(messages, instant, "strimzi", 60, min_available_bytes=100)
+    with pytest.raises(dt.TimelineError, match="at or before the checkpoint's instant"):
+        dt.decision_timeline(messages[1:], "strimzi", 60, min_available_bytes=100, checkpoints=states)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    reports=st.lists(
+        st.tuples(st.integers(1, 3), st.integers(0, 40), st.integers(0, 59), st.integers(0, 1000)), max_size=40
+    ),
+    policy=st.sampled_from(["strimzi", "graded"]),
+    fallback=st.sampled_from([0.0, 0.5, 1.0]),
+    missing_data_action=st.sampled_from(["pause", "open"]),
+)
+def test_generated_histories_resumed_after_any_instant_give_the_whole_historys_rows(
+    reports, policy, fallback, missing_data_action
+):
+    """Brokers that report now and then (gaps longer than V and F included), copies and rival messages at one instant,
+    volumes on either side of the limits."""
+    messages = [message(broker, minute * 60 + second, usable) for broker, minute, second, usable in reports]
+    params = {"policy": policy, "check_interval": 60, "validity": 180, "fallback": fallback, "freshness": 150}
+    params.update({"min_available_bytes": 300} if policy == "strimzi" else {"missing_data_action": missing_data_action})
+    for step in resumed_after_every_instant(messages, params):
+        assert step.resumed == step.whole

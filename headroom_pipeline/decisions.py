@@ -731,10 +731,16 @@ def _held_factor(filled: DataFrame, config: PipelineConfig) -> DataFrame:
     if step == 0:
         return filled.withColumn("graded_held", decided(F.least(F.greatest(position, F.lit(0.0)), F.lit(1.0))))
     count = factor_steps.steps_of(step)
+
+    def seeded(value: Column) -> Column:
+        """At a seed's instant the factor it held (falling and rising to it holds it exactly); before, nothing."""
+        seed_t = F.col("seed_t")
+        return F.when(F.col("t") < seed_t, F.lit(None)).when(F.col("t") == seed_t, F.col("seed_held")).otherwise(value)
+
     staged = filled.withColumns(
         {
-            "graded_falling": decided(_step_at_or_below(position, count)),
-            "graded_rising": decided(_step_at_or_below(position - F.lit(step / 2.0), count)),
+            "graded_falling": seeded(decided(_step_at_or_below(position, count))),
+            "graded_rising": seeded(decided(_step_at_or_below(position - F.lit(step / 2.0), count))),
         }
     )
     so_far = Window.partitionBy("cluster").orderBy("t").rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -797,6 +803,7 @@ def decision_timeline(
     policies: Iterable[str] | None = None,
     size: dict[str, Any] | None = None,
     observation: Observation | None = None,
+    seeds: DataFrame | None = None,
 ) -> DataFrame:
     """The decisions of every cluster and check instant: graded always, strimzi when a plugin limit is configured.
 
@@ -808,6 +815,11 @@ def decision_timeline(
     computed from the rows (one more pass over them).
     ``observation``: a pyspark Observation that the first action on the result fills with its rows, clusters,
     rows not OPEN and rows with the fallback applied (DECISION_COUNTS), so that nothing reads the output back.
+    ``seeds``: the timeline resumed after a checkpoint (an incremental run): per cluster, SEED_COLUMNS, the state of
+    its clock after its instant ``seed_t``, which an earlier timeline decided. A seeded cluster's rows are those after
+    seed_t, and its volume rows must be those after seed_t and, before it, each broker's latest message at or before
+    seed_t (one that no later instant judges, older than seed_t minus the larger of the validity and the freshness,
+    may be given without volumes: it says its broker is known). Clusters without a seed start at their first instant.
 
     The plan shuffles the volume rows once, by cluster, and sorts them once, by broker and time: the windows over
     each broker's rows, the aggregation per (cluster, instant) and the clock over each cluster's instants all find
@@ -833,6 +845,13 @@ def decision_timeline(
         "usable_bytes",
     ).repartition("cluster")
     per_instant = _per_instant(_judged_rows(_timed(keyed, interval), config, interval, policies), policies)
+    seed_t = F.col("seed_t")
+    if seeds is None:
+        per_instant = per_instant.withColumns({name: F.lit(None).cast(kind) for name, kind in SEED_COLUMNS.items()})
+    else:
+        per_instant = per_instant.join(F.broadcast(seeds.select("cluster", *SEED_COLUMNS)), "cluster", "left")
+    # An instant's clock counts what was observed after the seed; at or before it, the seed says what was.
+    after_seed = seed_t.isNull() | (F.col("t") > seed_t)
     # One window over each cluster's instants runs the clock and finds the cluster's last message's instant: the
     # instants past it are dropped (a broker's last message counted past that). The clock is unchanged by that, as it
     # looks back only; the next row of the last instant kept is the instant right after it (the message that counted
@@ -850,14 +869,20 @@ def decision_timeline(
         clock["known_brokers"] = F.sum("new_brokers").over(so_far)
         rows.append(_graded_row(config))
     if "strimzi" in policies:
-        observed = F.col("arrived") > 0
-        clock["valid_from"] = F.max(F.when(observed, F.col("t"))).over(so_far)
-        clock["last_factor"] = F.last(F.when(observed, F.col("strimzi_factor")), ignorenulls=True).over(so_far)
+        observed = (F.col("arrived") > 0) & after_seed
+        clock["valid_from"] = F.coalesce(F.max(F.when(observed, F.col("t"))).over(so_far), F.col("seed_valid_from"))
+        clock["last_factor"] = F.coalesce(
+            F.last(F.when(observed, F.col("strimzi_factor")), ignorenulls=True).over(so_far),
+            F.col("seed_last_factor"),
+        )
         rows.append(_strimzi_row(config))
     in_range = per_instant.withColumns(clock).where(F.col("t") <= F.col("last_instant")).drop("last_instant")
     filled = _quiet_instants(in_range, interval, policies)
     if "graded" in policies:
         filled = _held_factor(filled, config)
+    if seeds is not None:  # the instants up to the seed's served only to set its brokers' clocks
+        filled = filled.where(after_seed)
+    filled = filled.drop(*SEED_COLUMNS)
     first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
     exploded = filled.select(
         "cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row")
@@ -879,6 +904,15 @@ def decision_timeline(
         timeline = timeline.observe(observation, *_counts(policies[0]))
     return timeline.drop("first_of_cluster")
 
+
+# A seed of decision_timeline: the clock of a cluster after its instant seed_t (microseconds), as an earlier timeline
+# left it: the plugin's last observation and its factor (strimzi), the factor graded held.
+SEED_COLUMNS = {
+    "seed_t": "long",
+    "seed_valid_from": "long",
+    "seed_last_factor": "double",
+    "seed_held": "double",
+}
 
 # The figures decision_timeline's observation collects.
 DECISION_COUNTS = ("rows", "clusters", "not_open", "fallback_applied")

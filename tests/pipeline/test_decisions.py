@@ -1,4 +1,5 @@
-"""The Spark decision timeline: both shared vector files, and row-for-row equality with the pure implementation."""
+"""The Spark decision timeline: both shared vector files, row-for-row equality with the pure implementation, and the
+timeline resumed after a checkpoint (an incremental run) against the whole history's rows."""
 
 import contextlib
 import datetime
@@ -441,3 +442,146 @@ def test_generated_history_matches_the_pure_implementation(spark, params):
     assert any(fallback and not observed for state, fallback, observed in strimzi), "a failed check past the validity"
     assert {("OPEN", False, True), ("THROTTLE", False, True), ("PAUSE", False, True)} <= graded
     assert any(fallback or not observed for state, fallback, observed in graded), "stale brokers"
+
+
+# -- resumed after a checkpoint (decision_timeline's seeds): every vector case after each of its instants --------------
+SEEDS = T.StructType(
+    [T.StructField("cluster", T.StringType())]
+    + [
+        T.StructField(name, T.LongType() if kind == "long" else T.DoubleType())
+        for name, kind in decisions.SEED_COLUMNS.items()
+    ]
+)
+COMPARED = (
+    "at",
+    "throttle_factor",
+    "state",
+    "fallback_applied",
+    "observed",
+    "volumes_considered",
+    "brokers_considered",
+)
+
+
+def _splits(case):
+    """(cluster name, instant, the case's messages in that cluster) for each instant of its timeline but the last."""
+    for row in case["expected"][:-1]:
+        instant = reference.to_micros(parse_timestamp(row["at"]))
+        cluster = f"{case['id']}@{instant}"
+        yield cluster, instant, [dict(m, cluster=cluster, at=parse_timestamp(m["at"])) for m in case["messages"]]
+
+
+def _fed(checkpoint, later):
+    """The messages a resumed timeline reads: each broker's latest at the checkpoint (a broker known only by it
+    without volumes or limits), then those after it."""
+    latest = [
+        dict(message, at=reference.from_micros(message["at_micros"]))
+        for unused_broker, message in sorted(checkpoint.latest.items())
+    ]
+    return latest + later
+
+
+@pytest.fixture(scope="module")
+def resumed(spark):
+    """{cluster: (Spark's rows, the pure implementation's rows of the whole history after the instant)}."""
+    groups = {}
+    for case in TIMELINE_CASES:
+        groups.setdefault(json.dumps(case["params"], sort_keys=True), []).append(case)
+    results = {}
+    for cases in groups.values():
+        params = cases[0]["params"]
+        fed, seeds, expected = [], [], {}
+        for case in cases:
+            for cluster, instant, messages in _splits(case):
+                checkpoint = reference.checkpoints(messages, instant, **params)[cluster]
+                later = [message for message in messages if reference.to_micros(message["at"]) > instant]
+                fed += [_message_row(message, cluster) for message in _fed(checkpoint, later)]
+                held = checkpoint.held if params["policy"] == "graded" else None
+                seeds.append((cluster, instant, checkpoint.valid_from, float(checkpoint.factor), held))
+                whole = reference.decision_timeline(messages, **params)
+                expected[cluster] = [
+                    dict(row, at=reference.to_micros(row["at"]))
+                    for row in whole
+                    if reference.to_micros(row["at"]) > instant
+                ]
+        frame = decisions.decision_timeline(
+            spark.createDataFrame(fed, VECTOR_MESSAGES),
+            _config(params),
+            policies=[params["policy"]],
+            seeds=spark.createDataFrame(seeds, SEEDS),
+        )
+        rows = {}
+        for row in _collect_timeline(frame):
+            rows.setdefault(row["cluster"], []).append(row)
+        for cluster, wanted in expected.items():
+            results[cluster] = (rows.get(cluster, []), wanted)
+    return results
+
+
+@pytest.mark.parametrize("case", TIMELINE_CASES, ids=[case["id"] for case in TIMELINE_CASES])
+def test_a_timeline_resumed_after_any_instant_gives_the_whole_historys_rows(resumed, case):
+    for split in _splits(case):
+        cluster = split[0]
+        got, wanted = resumed[cluster]
+        assert [row["at"] for row in got] == [row["at"] for row in wanted], cluster
+        for row, want in zip(got, wanted, strict=True):
+            assert row["throttle_factor"] == pytest.approx(want["throttle_factor"], abs=TOLERANCE), (cluster, want)
+            assert {key: row[key] for key in COMPARED if key != "throttle_factor"} == {
+                key: want[key] for key in COMPARED if key != "throttle_factor"
+            }, (cluster, want)
+            assert _pairs(row["violations"]) == want["violations"], (cluster, want)
+
+
+@pytest.mark.parametrize("split_minutes", [(1, 40, 64, 131, 200)])
+def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_history(spark, split_minutes):
+    """Both policies in one timeline, as the job runs them, three clusters (an outage, silences, brokers that join
+    later, duplicates), each resumed after several instants (its first, one before some brokers joined, one in an
+    outage)."""
+    params = {
+        "check_interval": 60,
+        "validity": 300,
+        "fallback": 0.5,
+        "min_available_ratio": 0.12,
+        "freshness": 150,
+        "missing_data_action": "pause",
+    }
+    arguments = {key: value for key, value in params.items() if key != "min_available_ratio"}
+    history = _history()
+    interval = reference.duration_micros(params["check_interval"])
+    fed, seeds, expected = [], [], []
+    for minute in split_minutes:
+        instant = reference.instant_on_or_after(reference.to_micros(START) + minute * 60_000_000, interval)
+        messages = [dict(message, cluster=f"{message['cluster']}@{minute}") for message in history]
+        graded = reference.checkpoints(messages, instant, "graded", **arguments)
+        strimzi = reference.checkpoints(
+            messages, instant, "strimzi", **arguments, min_available_ratio=params["min_available_ratio"]
+        )
+        assert graded.keys() == strimzi.keys()
+        for cluster, checkpoint in graded.items():
+            seeds.append(
+                (cluster, instant, strimzi[cluster].valid_from, float(strimzi[cluster].factor), checkpoint.held)
+            )
+            fed += [_message_row(message, cluster) for message in _fed(checkpoint, [])]
+        fed += [
+            _message_row(message, message["cluster"])
+            for message in messages
+            if message["cluster"] not in graded or reference.to_micros(message["at"]) > instant
+        ]
+        whole = reference.decision_timeline(messages, "graded", **arguments) + reference.decision_timeline(
+            messages, "strimzi", **arguments, min_available_ratio=params["min_available_ratio"]
+        )
+        expected += [
+            dict(row, at=reference.to_micros(row["at"]))
+            for row in whole
+            if row["cluster"] not in graded or reference.to_micros(row["at"]) > instant
+        ]
+    assert len(seeds) == 3 * len(split_minutes)
+    frame = decisions.decision_timeline(
+        spark.createDataFrame(fed, schemas.MESSAGES), _config(params), seeds=spark.createDataFrame(seeds, SEEDS)
+    )
+    got = _collect_timeline(frame)
+    expected.sort(key=lambda row: (row["policy"], row["cluster"], row["at"]))
+    assert len(got) == len(expected)
+    for row, want in zip(got, expected, strict=True):
+        assert row["throttle_factor"] == pytest.approx(want["throttle_factor"], abs=TOLERANCE), want
+        assert dict(row, violations=_pairs(row["violations"]), throttle_factor=None) == dict(want, throttle_factor=None)

@@ -351,15 +351,18 @@ def _cluster_rows(
 def _parameters(
     policy,
     check_interval,
-    validity,
-    fallback,
-    min_available_bytes,
-    min_available_ratio,
-    freshness,
-    missing_data_action,
-    factor_step,
+    validity=300,
+    fallback=1.0,
+    min_available_bytes=None,
+    min_available_ratio=None,
+    freshness=None,
+    missing_data_action="pause",
+    factor_step=factor_steps.DEFAULT_STEP,
 ):
-    """The timeline's parameters checked, in the form _cluster_rows takes them (durations in microseconds)."""
+    """The timeline's parameters checked, in the form _cluster_rows takes them (durations in microseconds).
+
+    check_interval, validity and freshness are seconds; freshness defaults to three check intervals.
+    """
     factor_steps.check_step(factor_step, "factor_step")
     interval = _positive_seconds("check_interval", check_interval)
     validity_micros = _positive_seconds("validity", validity)
@@ -378,36 +381,15 @@ def _parameters(
     }
 
 
-def decision_timeline(
-    messages,
-    policy,
-    check_interval,
-    validity=300,
-    fallback=1.0,
-    min_available_bytes=None,
-    min_available_ratio=None,
-    freshness=None,
-    missing_data_action="pause",
-    factor_step=factor_steps.DEFAULT_STEP,
-    checkpoints=None,
-):
+def decision_timeline(messages, policy, check_interval, checkpoints=None, **options):
     """The decision rows of every cluster and check instant (see the module documentation for the rules).
 
-    check_interval, validity and freshness are seconds; freshness defaults to three check intervals. With
-    ``checkpoints`` ({cluster: Checkpoint}, from checkpoints()), ``messages`` are those after each cluster's checkpoint
-    and the rows are those after it: the rows a run over the whole history gives after that instant.
+    ``options``: validity (300 s), fallback (1.0), min_available_bytes, min_available_ratio, freshness (three check
+    intervals), missing_data_action ("pause") and factor_step, as _parameters takes them. With ``checkpoints``
+    ({cluster: Checkpoint}, from checkpoints()), ``messages`` are those after each cluster's checkpoint and the rows
+    are those after it: the rows a run over the whole history gives after that instant.
     """
-    parameters = _parameters(
-        policy,
-        check_interval,
-        validity,
-        fallback,
-        min_available_bytes,
-        min_available_ratio,
-        freshness,
-        missing_data_action,
-        factor_step,
-    )
+    parameters = _parameters(policy, check_interval, **options)
     checkpoints = checkpoints or {}
     rows = []
     for cluster, cluster_messages in sorted(_by_cluster(deduplicate(messages)).items()):
@@ -415,32 +397,11 @@ def decision_timeline(
     return rows
 
 
-def checkpoints(
-    messages,
-    instant,
-    policy,
-    check_interval,
-    validity=300,
-    fallback=1.0,
-    min_available_bytes=None,
-    min_available_ratio=None,
-    freshness=None,
-    missing_data_action="pause",
-    factor_step=factor_steps.DEFAULT_STEP,
-):
+def checkpoints(messages, instant, policy, check_interval, **options):
     """{cluster: Checkpoint} after check instant ``instant`` (microseconds since the epoch, on the grid) of every
-    cluster whose first instant is at or before it, from the messages at or before it."""
-    parameters = _parameters(
-        policy,
-        check_interval,
-        validity,
-        fallback,
-        min_available_bytes,
-        min_available_ratio,
-        freshness,
-        missing_data_action,
-        factor_step,
-    )
+    cluster whose first instant is at or before it, from the messages at or before it; ``options`` as
+    decision_timeline's."""
+    parameters = _parameters(policy, check_interval, **options)
     result = {}
     for cluster, cluster_messages in sorted(_by_cluster(deduplicate(messages)).items()):
         before = [message for message in cluster_messages if message["at_micros"] <= instant]

@@ -164,14 +164,19 @@ def test_volume_limit_vector(limit_results, case):
 
 
 # -- tests/vectors/decision_timeline.json --------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def timeline_results(spark):
-    """Every case's rows; cases with the same parameters share one Spark job (one cluster per case)."""
+def _timeline_cases_by_parameters():
+    """The decision timeline cases in groups of the same parameters: a group runs in one Spark job."""
     groups = {}
     for case in TIMELINE_CASES:
         groups.setdefault(json.dumps(case["params"], sort_keys=True), []).append(case)
+    return list(groups.values())
+
+
+@pytest.fixture(scope="module")
+def timeline_results(spark):
+    """Every case's rows; cases with the same parameters share one Spark job (one cluster per case)."""
     results = {}
-    for cases in groups.values():
+    for cases in _timeline_cases_by_parameters():
         params = cases[0]["params"]
         rows = [_message_row(message, case["id"]) for case in cases for message in case["messages"]]
         frame = decisions.decision_timeline(
@@ -403,28 +408,29 @@ def test_duplicates_are_settled_by_the_data_whatever_the_plan(spark, plan):
         _assert_matches_the_pure_implementation(frame, messages, DUPLICATED_PARAMS, settings=PLANS[plan])
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {
-            "check_interval": 60,
-            "validity": 300,
-            "fallback": 0.5,
-            "min_available_ratio": 0.12,
-            "freshness": 150,
-            "missing_data_action": "pause",
-        },
-        {
-            "check_interval": 45,
-            "validity": 200,
-            "fallback": 0.0,
-            "min_available_bytes": 110,
-            "freshness": 100,
-            "missing_data_action": "open",
-        },
-    ],
-    ids=["ratio-pause", "bytes-open"],
-)
+# The generated history's parameters: a plugin limit as a ratio with the pause, and in bytes with open.
+GENERATED_PARAMS = [
+    {
+        "check_interval": 60,
+        "validity": 300,
+        "fallback": 0.5,
+        "min_available_ratio": 0.12,
+        "freshness": 150,
+        "missing_data_action": "pause",
+    },
+    {
+        "check_interval": 45,
+        "validity": 200,
+        "fallback": 0.0,
+        "min_available_bytes": 110,
+        "freshness": 100,
+        "missing_data_action": "open",
+    },
+]
+GENERATED_IDS = ["ratio-pause", "bytes-open"]
+
+
+@pytest.mark.parametrize("params", GENERATED_PARAMS, ids=GENERATED_IDS)
 def test_generated_history_matches_the_pure_implementation(spark, params):
     messages = _history()
     assert len(messages) > 2000
@@ -484,11 +490,8 @@ def _fed(checkpoint, later):
 @pytest.fixture(scope="module")
 def resumed(spark):
     """{cluster: (Spark's rows, the pure implementation's rows of the whole history after the instant)}."""
-    groups = {}
-    for case in TIMELINE_CASES:
-        groups.setdefault(json.dumps(case["params"], sort_keys=True), []).append(case)
     results = {}
-    for cases in groups.values():
+    for cases in _timeline_cases_by_parameters():
         params = cases[0]["params"]
         fed, seeds, expected = [], [], {}
         for case in cases:
@@ -532,20 +535,14 @@ def test_a_timeline_resumed_after_any_instant_gives_the_whole_historys_rows(resu
             assert _pairs(row["violations"]) == want["violations"], (cluster, want)
 
 
-@pytest.mark.parametrize("split_minutes", [(1, 40, 64, 131, 200)])
-def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_history(spark, split_minutes):
+@pytest.mark.parametrize("params", GENERATED_PARAMS, ids=GENERATED_IDS)
+def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_history(spark, params):
     """Both policies in one timeline, as the job runs them, three clusters (an outage, silences, brokers that join
     later, duplicates), each resumed after several instants (its first, one before some brokers joined, one in an
     outage)."""
-    params = {
-        "check_interval": 60,
-        "validity": 300,
-        "fallback": 0.5,
-        "min_available_ratio": 0.12,
-        "freshness": 150,
-        "missing_data_action": "pause",
-    }
-    arguments = {key: value for key, value in params.items() if key != "min_available_ratio"}
+    split_minutes = (1, 40, 64, 131, 200)
+    limits = {key: params[key] for key in ("min_available_bytes", "min_available_ratio") if key in params}
+    arguments = {key: value for key, value in params.items() if key not in limits}
     history = _history()
     interval = reference.duration_micros(params["check_interval"])
     fed, seeds, expected = [], [], []
@@ -553,9 +550,7 @@ def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_histo
         instant = reference.instant_on_or_after(reference.to_micros(START) + minute * 60_000_000, interval)
         messages = [dict(message, cluster=f"{message['cluster']}@{minute}") for message in history]
         graded = reference.checkpoints(messages, instant, "graded", **arguments)
-        strimzi = reference.checkpoints(
-            messages, instant, "strimzi", **arguments, min_available_ratio=params["min_available_ratio"]
-        )
+        strimzi = reference.checkpoints(messages, instant, "strimzi", **arguments, **limits)
         assert graded.keys() == strimzi.keys()
         for cluster, checkpoint in graded.items():
             seeds.append(
@@ -568,7 +563,7 @@ def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_histo
             if message["cluster"] not in graded or reference.to_micros(message["at"]) > instant
         ]
         whole = reference.decision_timeline(messages, "graded", **arguments) + reference.decision_timeline(
-            messages, "strimzi", **arguments, min_available_ratio=params["min_available_ratio"]
+            messages, "strimzi", **arguments, **limits
         )
         expected += [
             dict(row, at=reference.to_micros(row["at"]))

@@ -914,6 +914,39 @@ SEED_COLUMNS = {
     "seed_held": "double",
 }
 
+
+def seeds_of(timeline: DataFrame) -> DataFrame:
+    """The seed (SEED_COLUMNS) of each cluster of ``timeline`` (decision_timeline's rows, decisions/ as written) after
+    its last instant: what a later timeline resumes from. The plugin's clock is its last observed row (every
+    timeline's first instant is one), the graded factor the one decided at the last instant; a policy the timeline
+    lacks leaves its columns null."""
+    at = F.unix_micros("at")
+    strimzi_observed = (F.col("policy") == "strimzi") & F.col("observed")
+    graded = F.col("policy") == "graded"
+    return timeline.groupBy("cluster").agg(
+        F.max(at).alias("seed_t"),
+        F.max(F.when(strimzi_observed, at)).alias("seed_valid_from"),
+        F.max_by(F.when(strimzi_observed, F.col("throttle_factor")), F.when(strimzi_observed, at)).alias(
+            "seed_last_factor"
+        ),
+        F.max_by(F.when(graded, F.col("throttle_factor")), F.when(graded, at)).alias("seed_held"),
+    )
+
+
+def checkpoint_rows(volume_rows: DataFrame, seeds: DataFrame) -> DataFrame:
+    """The volume rows a timeline resumed from ``seeds`` reads before its messages after them: of each broker of a
+    seeded cluster, every row of its latest time at or before the seed's instant (all the messages of that time: the
+    timeline settles them as it settles any). ``volume_rows``: the VOLUMES frame (volumes/ as written)."""
+    at = F.unix_micros("at")
+    before = volume_rows.join(F.broadcast(seeds.select("cluster", "seed_t")), "cluster").where(at <= F.col("seed_t"))
+    latest = Window.partitionBy("cluster", "broker_id")
+    return (
+        before.withColumn("latest_at", F.max(at).over(latest))
+        .where(at == F.col("latest_at"))
+        .drop("latest_at", "seed_t")
+    )
+
+
 # The figures decision_timeline's observation collects.
 DECISION_COUNTS = ("rows", "clusters", "not_open", "fallback_applied")
 

@@ -580,3 +580,42 @@ def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_histo
     for row, want in zip(got, expected, strict=True):
         assert row["throttle_factor"] == pytest.approx(want["throttle_factor"], abs=TOLERANCE), want
         assert dict(row, violations=_pairs(row["violations"]), throttle_factor=None) == dict(want, throttle_factor=None)
+
+
+@pytest.mark.parametrize("params", GENERATED_PARAMS, ids=GENERATED_IDS)
+def test_a_timeline_resumed_from_the_outputs_of_the_run_before_completes_it(spark, params):
+    """What an incremental run does: the run before wrote the timeline and the volume rows of the history up to an
+    instant; the next resumes from seeds_of that timeline with checkpoint_rows of those volume rows and the messages
+    after. The run before's rows and the resumed rows are together the whole history's, row for row."""
+    history = _history()
+    interval = reference.duration_micros(params["check_interval"])
+    config = _config(params)
+    whole = _collect_timeline(
+        decisions.decision_timeline(
+            spark.createDataFrame([_message_row(m, m["cluster"]) for m in history], schemas.MESSAGES), config
+        )
+    )
+    for minute in (1, 64, 131):
+        cut = reference.instant_on_or_after(reference.to_micros(START) + minute * 60_000_000, interval)
+        before = [m for m in history if reference.to_micros(m["at"]) <= cut]
+        after = [m for m in history if reference.to_micros(m["at"]) > cut]
+        before_rows = schemas.volume_rows(
+            spark.createDataFrame([_message_row(m, m["cluster"]) for m in before], schemas.MESSAGES)
+        ).cache()
+        earlier = decisions.decision_timeline(before_rows, config).cache()
+        seeds = decisions.seeds_of(earlier).cache()
+        after_rows = schemas.volume_rows(
+            spark.createDataFrame([_message_row(m, m["cluster"]) for m in after], schemas.MESSAGES)
+        )
+        fed = decisions.checkpoint_rows(before_rows, seeds).unionByName(after_rows)
+        resumed = decisions.decision_timeline(fed, config, seeds=seeds)
+        combined = sorted(
+            _collect_timeline(earlier) + _collect_timeline(resumed),
+            key=lambda row: (row["policy"], row["cluster"], row["at"]),
+        )
+        assert len(combined) == len(whole), minute
+        for row, want in zip(combined, whole, strict=True):
+            assert row["throttle_factor"] == pytest.approx(want["throttle_factor"], abs=TOLERANCE), (minute, want)
+            assert dict(row, throttle_factor=None) == dict(want, throttle_factor=None), minute
+        for frame in (before_rows, earlier, seeds):
+            frame.unpersist()

@@ -849,6 +849,7 @@ def decision_timeline(
     if seeds is None:
         per_instant = per_instant.withColumns({name: F.lit(None).cast(kind) for name, kind in SEED_COLUMNS.items()})
     else:
+        _check_seeds(seeds, policies, config, interval)
         per_instant = per_instant.join(F.broadcast(seeds.select("cluster", *SEED_COLUMNS)), "cluster", "left")
     # An instant's clock counts what was observed after the seed; at or before it, the seed says what was.
     after_seed = seed_t.isNull() | (F.col("t") > seed_t)
@@ -880,10 +881,17 @@ def decision_timeline(
     filled = _quiet_instants(in_range, interval, policies)
     if "graded" in policies:
         filled = _held_factor(filled, config)
+    # A seeded cluster's first row is the instant after its seed (the rows up to it are dropped below).
+    filled = filled.withColumn(
+        "first_of_cluster",
+        F.when(seed_t.isNull(), F.col("first_row") & (F.col("t") == F.col("row_t"))).otherwise(
+            F.col("t") == seed_t + F.lit(interval)
+        ),
+    )
     if seeds is not None:  # the instants up to the seed's served only to set its brokers' clocks
         filled = filled.where(after_seed)
     filled = filled.drop(*SEED_COLUMNS)
-    first_of_cluster = F.col("first_row") & (F.col("t") == F.col("row_t"))
+    first_of_cluster = F.col("first_of_cluster")
     exploded = filled.select(
         "cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row")
     )
@@ -933,18 +941,48 @@ def seeds_of(timeline: DataFrame) -> DataFrame:
     )
 
 
-def checkpoint_rows(volume_rows: DataFrame, seeds: DataFrame) -> DataFrame:
+def checkpoint_rows(volume_rows: DataFrame, seeds: DataFrame, config: PipelineConfig) -> DataFrame:
     """The volume rows a timeline resumed from ``seeds`` reads before its messages after them: of each broker of a
     seeded cluster, every row of its latest time at or before the seed's instant (all the messages of that time: the
-    timeline settles them as it settles any). ``volume_rows``: the VOLUMES frame (volumes/ as written)."""
+    timeline settles them as it settles any). ``volume_rows``: the VOLUMES frame (volumes/ as written).
+
+    A time older than the seed minus the larger of the validity and the freshness is moved up to that bound: no
+    instant after the seed judges such a message either way (its broker stays known, stale and forgotten), and a
+    broker that left long ago would otherwise start the resumed timeline at its last message, instants and all.
+    """
     at = F.unix_micros("at")
+    horizon = max(duration_micros(config.throttle_factor_validity), duration_micros(config.freshness))
     before = volume_rows.join(F.broadcast(seeds.select("cluster", "seed_t")), "cluster").where(at <= F.col("seed_t"))
-    latest = Window.partitionBy("cluster", "broker_id")
+    latest = before.groupBy("cluster", "broker_id").agg(F.max(at).alias("latest_at"))
     return (
-        before.withColumn("latest_at", F.max(at).over(latest))
+        before.join(latest, ["cluster", "broker_id"])
         .where(at == F.col("latest_at"))
+        .withColumn("at", F.timestamp_micros(F.greatest(at, F.col("seed_t") - F.lit(horizon))))
         .drop("latest_at", "seed_t")
     )
+
+
+def _check_seeds(seeds: DataFrame, policies: Sequence[str], config: PipelineConfig, interval: int) -> None:
+    """ValueError for seeds a timeline cannot resume from: a cluster seeded twice, an instant off this timeline's
+    grid (another check interval), or a clock missing for a policy it computes (a policy the run before did not)."""
+    needed = {"seed_t": "its instant"}
+    if "strimzi" in policies:
+        needed.update({"seed_valid_from": "the plugin's last observation", "seed_last_factor": "its factor"})
+    if "graded" in policies and config.throttle_factor_step != 0:
+        needed["seed_held"] = "the graded factor held"
+    clusters = set()
+    for row in seeds.select("cluster", *SEED_COLUMNS).collect():
+        if row["cluster"] in clusters:
+            raise ValueError(f"seeds: cluster {row['cluster']!r} is seeded twice")
+        clusters.add(row["cluster"])
+        missing = [what for name, what in needed.items() if row[name] is None]
+        if missing:
+            raise ValueError(f"seeds: cluster {row['cluster']!r} has no {', '.join(missing)}: resume from a full run")
+        if row["seed_t"] % interval:
+            raise ValueError(
+                f"seeds: cluster {row['cluster']!r}'s instant {row['seed_t']} is not on the grid of a {interval} us "
+                "check interval: resume from a full run"
+            )
 
 
 # The figures decision_timeline's observation collects.

@@ -400,7 +400,10 @@ def decision_timeline(messages, policy, check_interval, checkpoints=None, **opti
 def checkpoints(messages, instant, policy, check_interval, **options):
     """{cluster: Checkpoint} after check instant ``instant`` (microseconds since the epoch, on the grid) of every
     cluster whose first instant is at or before it, from the messages at or before it; ``options`` as
-    decision_timeline's."""
+    decision_timeline's. The resumed rows start at the instant after ``instant``: a run over the messages up to
+    ``instant`` stopped at each cluster's last instant, which may be earlier, so to continue such a run take each
+    cluster's checkpoint at its own last instant (as decisions.seeds_of does), or the instants between come from
+    neither."""
     parameters = _parameters(policy, check_interval, **options)
     result = {}
     for cluster, cluster_messages in sorted(_by_cluster(deduplicate(messages)).items()):

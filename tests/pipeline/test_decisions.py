@@ -9,6 +9,7 @@ import random
 import decision_timeline_reference as reference
 import pytest
 import vector_cases
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -19,6 +20,7 @@ from headroom_pipeline.config import PipelineConfig
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2026, 11, 20, tzinfo=UTC)
+FIVE_MINUTES = datetime.timedelta(minutes=5)
 TOLERANCE = 1e-9
 # MESSAGES with sizes that may be null, as the vectors have them (ingest never lets a null size through).
 NULLABLE_VOLUME = T.StructType(
@@ -521,7 +523,11 @@ def resumed(spark):
     return results
 
 
-@pytest.mark.parametrize("case", TIMELINE_CASES, ids=[case["id"] for case in TIMELINE_CASES])
+# The cases with an instant to resume after (one row: nothing follows its instant).
+RESUMABLE_CASES = [case for case in TIMELINE_CASES if len(case["expected"]) > 1]
+
+
+@pytest.mark.parametrize("case", RESUMABLE_CASES, ids=[case["id"] for case in RESUMABLE_CASES])
 def test_a_timeline_resumed_after_any_instant_gives_the_whole_historys_rows(resumed, case):
     for split in _splits(case):
         cluster = split[0]
@@ -586,36 +592,76 @@ def test_a_generated_history_resumed_gives_both_policies_rows_of_the_whole_histo
 def test_a_timeline_resumed_from_the_outputs_of_the_run_before_completes_it(spark, params):
     """What an incremental run does: the run before wrote the timeline and the volume rows of the history up to an
     instant; the next resumes from seeds_of that timeline with checkpoint_rows of those volume rows and the messages
-    after. The run before's rows and the resumed rows are together the whole history's, row for row."""
+    after. The run before's rows and the resumed rows are together the whole history's, row for row. Beside the
+    generated clusters: a cluster that first reports after every cut (never seeded), and a broker that left long
+    before the later cuts (its last message moved up to the horizon, still known)."""
     history = _history()
-    interval = reference.duration_micros(params["check_interval"])
-    config = _config(params)
+    late_cluster = [
+        dict(message, cluster="cluster-late")
+        for message in history
+        if message["cluster"] == "cluster-1" and message["at"] > START + datetime.timedelta(minutes=150)
+    ]
+    departed = [
+        dict(message, broker_id=9)
+        for message in history
+        if message["cluster"] == "cluster-2" and message["broker_id"] == 1 and message["at"] < START + FIVE_MINUTES
+    ]
+    _assert_resumed_from_outputs(spark, history + late_cluster + departed, _config(params), (1, 64, 131))
+
+
+def test_rival_messages_at_a_brokers_latest_time_are_settled_as_in_the_whole_history(spark):
+    """Cut at 4:00, broker 1's latest time (3:30) carries three messages and broker 3's (2:30) two that contradict
+    each other: the resumed timeline keeps the ones the whole history keeps."""
+    _assert_resumed_from_outputs(spark, _duplicated_history(), _config(DUPLICATED_PARAMS), (4,))
+
+
+def _assert_resumed_from_outputs(spark, history, config, cut_minutes):
+    interval = reference.duration_micros(config.check_interval)
     whole = _collect_timeline(
         decisions.decision_timeline(
             spark.createDataFrame([_message_row(m, m["cluster"]) for m in history], schemas.MESSAGES), config
         )
     )
-    for minute in (1, 64, 131):
+    for minute in cut_minutes:
         cut = reference.instant_on_or_after(reference.to_micros(START) + minute * 60_000_000, interval)
         before = [m for m in history if reference.to_micros(m["at"]) <= cut]
         after = [m for m in history if reference.to_micros(m["at"]) > cut]
         before_rows = schemas.volume_rows(
             spark.createDataFrame([_message_row(m, m["cluster"]) for m in before], schemas.MESSAGES)
         ).cache()
-        earlier = decisions.decision_timeline(before_rows, config).cache()
+        earlier_counts, resumed_counts = Observation("earlier"), Observation("resumed")
+        earlier = decisions.decision_timeline(before_rows, config, observation=earlier_counts).cache()
         seeds = decisions.seeds_of(earlier).cache()
         after_rows = schemas.volume_rows(
             spark.createDataFrame([_message_row(m, m["cluster"]) for m in after], schemas.MESSAGES)
         )
-        fed = decisions.checkpoint_rows(before_rows, seeds).unionByName(after_rows)
-        resumed = decisions.decision_timeline(fed, config, seeds=seeds)
-        combined = sorted(
-            _collect_timeline(earlier) + _collect_timeline(resumed),
-            key=lambda row: (row["policy"], row["cluster"], row["at"]),
-        )
+        fed = decisions.checkpoint_rows(before_rows, seeds, config).unionByName(after_rows)
+        resumed = decisions.decision_timeline(fed, config, seeds=seeds, observation=resumed_counts)
+        earlier_rows, resumed_rows = _collect_timeline(earlier), _collect_timeline(resumed)
+        combined = sorted(earlier_rows + resumed_rows, key=lambda row: (row["policy"], row["cluster"], row["at"]))
+        assert resumed_rows, minute
         assert len(combined) == len(whole), minute
         for row, want in zip(combined, whole, strict=True):
             assert row["throttle_factor"] == pytest.approx(want["throttle_factor"], abs=TOLERANCE), (minute, want)
             assert dict(row, throttle_factor=None) == dict(want, throttle_factor=None), minute
+        # The runs' counts are those of their own rows: a seeded cluster counts in the run that resumed it too.
+        for counts, rows in ((earlier_counts, earlier_rows), (resumed_counts, resumed_rows)):
+            assert counts.get["rows"] == len(rows)
+            assert counts.get["clusters"] == len({row["cluster"] for row in rows})
         for frame in (before_rows, earlier, seeds):
             frame.unpersist()
+
+
+def test_seeds_a_timeline_cannot_resume_from_are_refused(spark):
+    config = _config(GENERATED_PARAMS[0])
+    frame = spark.createDataFrame([_message_row(m, m["cluster"]) for m in _duplicated_history()], schemas.MESSAGES)
+    minute = 60_000_000
+    cases = {
+        "seeded twice": [("c", minute, minute, 1.0, 1.0), ("c", 2 * minute, minute, 1.0, 1.0)],
+        "has no the plugin's last observation, its factor": [("c", minute, None, None, 1.0)],
+        "has no the graded factor held": [("c", minute, minute, 1.0, None)],
+        "is not on the grid": [("c", minute + 1, minute, 1.0, 1.0)],
+    }
+    for message, seeds in cases.items():
+        with pytest.raises(ValueError, match=message):
+            decisions.decision_timeline(frame, config, seeds=spark.createDataFrame(seeds, SEEDS))

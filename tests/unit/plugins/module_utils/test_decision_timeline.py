@@ -6,7 +6,7 @@ from typing import NamedTuple
 import decision_timeline_reference as dt
 import pytest
 import vector_cases
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.headroom.kafka.plugins.module_utils import volume_limits
@@ -157,7 +157,9 @@ class Resumed(NamedTuple):
     checkpoints: dict
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+@pytest.mark.parametrize(
+    "case", [case for case in CASES if len(case["expected"]) > 1], ids=lambda case: case["id"]
+)  # one row: nothing follows its instant
 def test_a_timeline_resumed_after_any_instant_gives_the_whole_historys_rows(case):
     for step in resumed_after_every_instant(vector_messages(case), case["params"]):
         assert step.resumed == step.whole
@@ -201,5 +203,7 @@ def test_generated_histories_resumed_after_any_instant_give_the_whole_historys_r
     messages = [message(broker, minute * 60 + second, usable) for broker, minute, second, usable in reports]
     params = {"policy": policy, "check_interval": 60, "validity": 180, "fallback": fallback, "freshness": 150}
     params.update({"min_available_bytes": 300} if policy == "strimzi" else {"missing_data_action": missing_data_action})
-    for step in resumed_after_every_instant(messages, params):
+    steps = list(resumed_after_every_instant(messages, params))
+    assume(steps)  # a history of one instant has nothing to resume
+    for step in steps:
         assert step.resumed == step.whole

@@ -882,16 +882,11 @@ def decision_timeline(
     if "graded" in policies:
         filled = _held_factor(filled, config)
     # A seeded cluster's first row is the instant after its seed (the rows up to it are dropped below).
-    filled = filled.withColumn(
-        "first_of_cluster",
-        F.when(seed_t.isNull(), F.col("first_row") & (F.col("t") == F.col("row_t"))).otherwise(
-            F.col("t") == seed_t + F.lit(interval)
-        ),
+    first_of_cluster = F.when(seed_t.isNull(), F.col("first_row") & (F.col("t") == F.col("row_t"))).otherwise(
+        F.col("t") == seed_t + F.lit(interval)
     )
     if seeds is not None:  # the instants up to the seed's served only to set its brokers' clocks
         filled = filled.where(after_seed)
-    filled = filled.drop(*SEED_COLUMNS)
-    first_of_cluster = F.col("first_of_cluster")
     exploded = filled.select(
         "cluster", "t", first_of_cluster.alias("first_of_cluster"), F.explode(F.array(*rows)).alias("row")
     )

@@ -325,8 +325,7 @@ def run_until_interrupted(config, report_path, **settings):
     """The CLI's witness: produce until SIGINT or SIGTERM, then write the report as JSON; returns it."""
     stop = stop_event()
     with Witness(config, **settings) as witness:
-        while not stop.wait(0.5):
-            pass
+        stop.wait()
     report = witness.report.as_dict()
     with open(report_path, "w", encoding="utf-8") as handle:
         json.dump(report, handle, indent=2)

@@ -13,7 +13,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 ATTEMPTS = 20
 LOOP = textwrap.dedent(
     """
-    import sys
     from headroom_guard.stop_signals import stop_event
     stop = stop_event()
     print("waiting", flush=True)

@@ -125,10 +125,12 @@ class HostFleet(KafkaCluster):
             args += ["-o", output]
         return self.exec(node_id, *args, check=False)
 
-    def _run_container(self, name, tag, volumes):
+    def _run_container(self, name, tag, volumes, read_only_paths=()):
         mounts = []
         for path, size in volumes:
             mounts += ["--mount", f"type=tmpfs,destination={path},tmpfs-size={size}"]
+        for path in read_only_paths:
+            mounts += ["--mount", f"type=bind,source={path},destination={path},readonly"]
         docker(
             "run",
             "-d",
@@ -182,9 +184,12 @@ class HostFleet(KafkaCluster):
         extra_properties=None,
         timeout=180.0,
         inventory_layout="headroom",
+        read_only_paths=(),
     ):
         """Start ``brokers`` broker hosts (ids 1..brokers) and ``controllers`` controller-only hosts after them, with
-        Kafka formatted, started by systemd and every broker registered unfenced; writes inventory.yml."""
+        Kafka formatted, started by systemd and every broker registered unfenced; writes inventory.yml.
+        ``read_only_paths``: directories of this machine every host sees read-only at the same path (a Python with
+        PySpark, for a test that runs the usage pipeline on a host)."""
         lanes.require_lane(lanes.HOST_FLEET)
         if self.info is not None and self.info.get("brokers"):
             raise ClusterError(f"a fleet is already described in {self.path}; run 'hosts down' first")
@@ -219,7 +224,9 @@ class HostFleet(KafkaCluster):
         try:
             boot_started = time.monotonic()
             self._create_network()
-            _parallel(lambda node: self._create_host(node[0], node[1], tag, size, log_dirs_per_broker), nodes)
+            _parallel(
+                lambda node: self._create_host(node[0], node[1], tag, size, log_dirs_per_broker, read_only_paths), nodes
+            )
             self.info["brokers"].sort(key=lambda entry: entry["id"])
             _parallel(self._wait_booted, self.info["brokers"])
             self.save()
@@ -239,13 +246,13 @@ class HostFleet(KafkaCluster):
         self.save()
         self.write_inventory(layout=inventory_layout)
 
-    def _create_host(self, node_id, roles, tag, size, log_dirs_per_broker):
+    def _create_host(self, node_id, roles, tag, size, log_dirs_per_broker, read_only_paths):
         is_broker = "broker" in roles
         name = f"{'broker' if is_broker else 'controller'}-{node_id}"
         log_dirs = [f"{DATA_ROOT}/data-{k}" for k in range(log_dirs_per_broker)] if is_broker else []
         volumes = [(path, size) for path in log_dirs] + [(METADATA_DIR, METADATA_VOLUME_SIZE)]
         container = f"headroom-{self.fleet_id}-{name}"
-        address = self._run_container(container, tag, volumes)
+        address = self._run_container(container, tag, volumes, read_only_paths)
         self.info["brokers"].append(
             {
                 "id": node_id,

@@ -342,6 +342,58 @@ def test_check_mode_shows_the_command_and_runs_nothing(tmp_path, stand_in):
     assert not record.exists()
 
 
+def scheduled(python, units, **variables):
+    """The role's variables for a scheduled job whose unit files go to ``units``."""
+    return {
+        "usage_pipeline_python": python,
+        "usage_pipeline_snapshots": "kafka://k1:9092/usage?security_protocol=SASL_SSL",
+        "usage_pipeline_out": "out",
+        "usage_pipeline_sasl_password": SECRET,
+        "usage_pipeline_schedule": "hourly",
+        "usage_pipeline_unit_dir": str(units),
+        **variables,
+    }
+
+
+@pytest.mark.parametrize(
+    "variables, said",
+    [
+        (
+            {"usage_pipeline_schedule": "every hour"},
+            'usage_pipeline_schedule "every hour" is not a systemd calendar expression',
+        ),
+        ({"usage_pipeline_unit": "pipeline.service"}, 'usage_pipeline_unit "pipeline.service" is not a unit name'),
+        ({"usage_pipeline_service_user": "nobody-here"}, 'usage_pipeline_service_user "nobody-here" is not a user'),
+    ],
+)
+def test_a_schedule_the_host_cannot_take_fails_naming_the_setting_before_anything_is_written(
+    tmp_path, stand_in, variables, said
+):
+    python, record = stand_in
+    units = tmp_path / "units"
+    result = run_role(tmp_path, scheduled(python, units, **variables))
+    assert result.returncode != 0
+    assert said in result.stdout
+    assert not units.exists() and not record.exists()
+
+
+def test_check_mode_with_a_schedule_shows_the_units_and_the_command_and_writes_nothing(tmp_path, stand_in):
+    python, record = stand_in
+    units = tmp_path / "units"
+    units.mkdir()
+    variables = scheduled(python, units, usage_pipeline_cluster='50% of "$HOME"')
+    result = run_role(tmp_path, variables, "--check", "--diff", "-vvv")
+    assert result.returncode == 0, result.stdout[-8000:]
+    # systemd would expand % and $ in any word: doubled, the job gets the value as given.
+    assert f'{python} -m headroom_pipeline run --snapshots "kafka://k1:9092/usage?security_protocol=SASL_SSL"' in (
+        result.stdout
+    )
+    assert '--cluster "50%% of \\"$$HOME\\""' in result.stdout
+    assert "+OnCalendar=hourly" in result.stdout and "+Type=oneshot" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
+    assert list(units.iterdir()) == [] and not record.exists()
+
+
 def test_a_job_past_its_timeout_is_stopped_and_fails_the_role(tmp_path, stand_in):
     python, record = stand_in
     started = time.monotonic()

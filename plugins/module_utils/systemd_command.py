@@ -14,10 +14,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-from typing import Iterable
+from typing import Iterable, Mapping
 
 # Words of these characters only are written as they are.
-_PLAIN = re.compile(r"^[A-Za-z0-9_+=:,./@-]+$")
+_PLAIN = re.compile(r"[A-Za-z0-9_+=:,./@-]+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FILE_ESCAPES = {"\\": "\\\\", '"': '\\"', "`": "\\`", "$": "\\$"}
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "%": "%%", "$": "$$"}
 
 
@@ -31,9 +33,31 @@ def exec_word(argument: str) -> str:
         raise SystemdCommandError("every argument must be a string (got {0!r})".format(argument))
     if "\x00" in argument:
         raise SystemdCommandError("an argument holds a NUL character: {0!r}".format(argument))
-    if _PLAIN.match(argument):
+    if _PLAIN.fullmatch(argument):  # not match: its $ also matches before a final newline
         return argument
     return '"{0}"'.format("".join(_ESCAPES.get(character, character) for character in argument))
+
+
+def environment_file(variables: Mapping[str, str]) -> str:
+    """``variables`` as the text of an ``EnvironmentFile=``: one ``NAME="value"`` line each, the value as it is (UTF-8)
+    with only the four characters systemd unescapes in double quotes escaped (backslash, double quote, backquote and
+    dollar; systemd keeps any other backslash, so JSON's escapes would reach the process as written). A value with a
+    line break or another control character cannot be one line and is refused, naming the variable."""
+    lines = []
+    for name, value in variables.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise SystemdCommandError("{0!r} is not an environment variable name".format(name))
+        if not isinstance(value, str):
+            raise SystemdCommandError("{0}: the value must be a string (got a {1})".format(name, type(value).__name__))
+        if any(ord(character) < 32 or ord(character) == 127 for character in value):
+            raise SystemdCommandError(
+                "{0}: the value holds a line break or another control character, which an environment file cannot "
+                "carry".format(name)
+            )
+        lines.append(
+            '{0}="{1}"\n'.format(name, "".join(_FILE_ESCAPES.get(character, character) for character in value))
+        )
+    return "".join(lines)
 
 
 def exec_line(argv: Iterable[str]) -> str:

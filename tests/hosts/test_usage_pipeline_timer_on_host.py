@@ -7,7 +7,6 @@ schedule systemd does not read fails the play naming it, before anything changes
 The host sees this machine's Python with PySpark, the checkout and the installed collection read-only at the same
 paths: the Spark driver's host of a user, with the collection and a Python with PySpark installed."""
 
-import datetime
 import json
 import os
 import re
@@ -15,6 +14,8 @@ import sys
 
 import pytest
 from fleet_playbooks import installed_collections, run_playbook
+
+from kafka_testbed.traffic import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "usage_pipeline.yml")
@@ -26,8 +27,13 @@ OUT = f"{WORK}/usage out"
 STATE = f"{WORK}/state"
 # systemd expands % and $ in every word of ExecStart=, quoted or not: the job must get this value as it is.
 CLUSTER = 'fleet "a" at 50%n of ${HOME}'
-SECRET = "s3cret-for-the-scheduled-job"
+# What an environment file must carry exactly: non-ASCII, quotes, backslash, dollar, percent, backquote.
+SECRET = "pä\"s\\$w%rd`x'"
+
 SECRETS_FILE = f"/etc/headroom-kafka/{UNIT}.env"
+# Far in the future, so that the timer itself never starts a run during the test (the test starts the service).
+SCHEDULE = "2099-01-01 00:00:00 UTC"
+MOVED = "2098-06-01 12:30:00 UTC"
 START_SECONDS = 600  # one run of the job on a host of a slow machine: a JVM, a Spark session, a small history
 
 
@@ -81,7 +87,7 @@ def apply_role(fleet, directory, name, **variables):
         "usage_pipeline_cluster": CLUSTER,
         "usage_pipeline_master": "local[2]",
         "usage_pipeline_report": False,
-        "usage_pipeline_schedule": "hourly",
+        "usage_pipeline_schedule": SCHEDULE,
         "usage_pipeline_sasl_password": SECRET,
         **variables,
     }
@@ -99,9 +105,10 @@ def timer(fleet, name):
 
 
 def next_run(fleet):
-    """The timer's next run (NextElapseUSecRealtime, as systemctl prints it: 'Sun 2026-12-06 11:00:00 UTC')."""
-    text = timer(fleet, "NextElapseUSecRealtime")
-    return datetime.datetime.strptime(" ".join(text.split()[1:3]), "%Y-%m-%d %H:%M:%S")
+    """The timer's next run as systemctl prints it, without the weekday ('2099-01-01 00:00:00 UTC'; the hosts run on
+    UTC)."""
+    text = fleet.systemctl(HOST, "show", "-p", "NextElapseUSecRealtime", "--value", f"{UNIT}.timer").strip()
+    return text.split(" ", 1)[1]
 
 
 def last_run_output(fleet):
@@ -110,18 +117,20 @@ def last_run_output(fleet):
     return fleet.exec(HOST, "journalctl", f"_SYSTEMD_INVOCATION_ID={invocation}", "-o", "cat", "--no-pager")
 
 
-def result_lines(fleet):
-    """The JSON result lines of the service's last run."""
-    return [json.loads(line) for line in last_run_output(fleet).splitlines() if line.startswith("{")]
+def result_line(fleet):
+    """The JSON result line of the service's last run (journald may index a stream's last line a moment after the run
+    ended)."""
+
+    def lines():
+        return [json.loads(line) for line in last_run_output(fleet).splitlines() if line.startswith("{")]
+
+    (line,) = wait_until(lines, 30, what="the run's result line in the journal")
+    return line
 
 
 def start_service(fleet):
     """systemctl start of the Type=oneshot service: it returns once the run has ended."""
     fleet.exec(HOST, "systemctl", "start", f"{UNIT}.service", timeout=START_SECONDS)
-
-
-def host_now(fleet):
-    return int(fleet.exec(HOST, "date", "+%s").strip())
 
 
 def test_the_role_installs_an_enabled_timer_and_a_second_run_changes_nothing(host, tmp_path):
@@ -133,10 +142,22 @@ def test_the_role_installs_an_enabled_timer_and_a_second_run_changes_nothing(hos
     assert host.exec(HOST, "stat", "-c", "%a %U %G", SECRETS_FILE).split() == ["600", "root", "root"]
     assert SECRET not in host.exec(HOST, "cat", f"/etc/systemd/system/{UNIT}.service")
     assert SECRETS_FILE in host.systemctl(HOST, "show", "-p", "EnvironmentFiles", "--value", f"{UNIT}.service")
+    # As systemd reads the file into a service's environment: the password exactly.
+    printed = host.exec(
+        HOST,
+        "systemd-run",
+        "--wait",
+        "--pipe",
+        "--quiet",
+        "-p",
+        f"EnvironmentFile={SECRETS_FILE}",
+        "/usr/bin/printenv",
+        "HEADROOM_KAFKA_SASL_PASSWORD",
+    )
+    assert printed == SECRET + "\n"
     assert host.systemctl(HOST, "is-enabled", f"{UNIT}.timer").strip() == "enabled"
     assert timer(host, "ActiveState") == "active"
-    now = datetime.datetime.fromtimestamp(host_now(host), datetime.timezone.utc).replace(tzinfo=None)
-    assert now < next_run(host) <= now.replace(minute=0, second=0, microsecond=0) + datetime.timedelta(hours=1)
+    assert next_run(host) == SCHEDULE
     # The play installed the job and did not run it.
     assert host.exec(HOST, "ls", WORK).split() == ["history"]
     second = apply_role(host, tmp_path, "second")
@@ -152,25 +173,25 @@ def test_a_start_of_the_service_runs_the_job_and_a_second_start_with_nothing_new
     assert summary["rows_used"] > 0 and summary["rows_rejected"] == 0
     assert summary["settings"]["cluster"] == CLUSTER
     assert summary["settings"]["out"] == OUT
-    (first,) = result_lines(host)
+    first = result_line(host)
     assert first["incremental"]["mode"] == "full"
     start_service(host)
-    (second,) = result_lines(host)
+    second = result_line(host)
     assert second["incremental"]["mode"] == "unchanged"
     assert "nothing to do" in last_run_output(host)
 
 
 def test_a_changed_schedule_moves_the_next_run_and_a_schedule_systemd_does_not_read_changes_nothing(host, tmp_path):
-    moved = apply_role(host, tmp_path, "moved", usage_pipeline_schedule="*:07:30")
+    moved = apply_role(host, tmp_path, "moved", usage_pipeline_schedule=MOVED)
     assert moved.returncode == 0, moved.stdout[-3000:]
     assert changed_count(moved.stdout) > 0
-    assert (next_run(host).minute, next_run(host).second) == (7, 30)
+    assert next_run(host) == MOVED
     unit_file = host.exec(HOST, "cat", f"/etc/systemd/system/{UNIT}.timer")
     refused = apply_role(host, tmp_path, "refused", usage_pipeline_schedule="every hour")
     assert refused.returncode != 0
     assert 'usage_pipeline_schedule "every hour" is not a systemd calendar expression' in refused.stdout
     assert host.exec(HOST, "cat", f"/etc/systemd/system/{UNIT}.timer") == unit_file
-    assert (next_run(host).minute, next_run(host).second) == (7, 30)
+    assert next_run(host) == MOVED
 
 
 def test_absent_removes_the_timer_the_service_and_the_passwords_and_a_second_run_changes_nothing(host, tmp_path):

@@ -364,6 +364,16 @@ def scheduled(python, units, **variables):
         ),
         ({"usage_pipeline_unit": "pipeline.service"}, 'usage_pipeline_unit "pipeline.service" is not a unit name'),
         ({"usage_pipeline_service_user": "nobody-here"}, 'usage_pipeline_service_user "nobody-here" is not a user'),
+        ({"usage_pipeline_unit": "pipeline\n"}, 'usage_pipeline_unit "pipeline\\n" is not a unit name'),
+        (
+            {"usage_pipeline_chdir": "/no/such/directory"},
+            'usage_pipeline_chdir "/no/such/directory" does not exist',
+        ),
+        (
+            {"usage_pipeline_sasl_password": "two\nlines"},
+            "HEADROOM_KAFKA_SASL_PASSWORD: the value holds a line break or another control character",
+        ),
+        ({"usage_pipeline_python": "/no/python3"}, 'usage_pipeline_python "/no/python3" does not exist'),
     ],
 )
 def test_a_schedule_the_host_cannot_take_fails_naming_the_setting_before_anything_is_written(

@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.headroom.kafka.plugins.module_utils.systemd_command import (
     SystemdCommandError,
+    environment_file,
     exec_line,
     exec_word,
 )
@@ -29,6 +30,9 @@ from ansible_collections.headroom.kafka.plugins.module_utils.systemd_command imp
         ("it's", '"it\'s"'),
         ("line\nbreak\ttab", '"line\\nbreak\\ttab"'),
         ("snapshots-*.jsonl", '"snapshots-*.jsonl"'),
+        # A final line break is not a plain word (a regular expression's $ matches before it): systemd would end the
+        # line there and drop every later argument.
+        ("prod\n", '"prod\\n"'),
     ],
 )
 def test_each_argument_is_one_word(argument, word):
@@ -52,3 +56,22 @@ def test_the_line_joins_the_words():
 def test_a_command_no_line_can_carry_is_refused_with_the_argument(argv, said):
     with pytest.raises(SystemdCommandError, match=said.replace("(", r"\(").replace(")", r"\)")):
         exec_line(argv)
+
+
+def test_an_environment_file_carries_each_value_exactly_with_only_what_systemd_unescapes_escaped():
+    variables = {"HEADROOM_KAFKA_SASL_PASSWORD": "pä\"s\\$w%rd`x'", "EMPTY": ""}
+    assert environment_file(variables) == ('HEADROOM_KAFKA_SASL_PASSWORD="pä\\"s\\\\\\$w%rd\\`x\'"\nEMPTY=""\n')
+
+
+@pytest.mark.parametrize(
+    "variables, said",
+    [
+        ({"PASSWORD": "one\ntwo"}, "PASSWORD: the value holds a line break or another control character"),
+        ({"PASSWORD": "tab\there"}, "PASSWORD: the value holds a line break"),
+        ({"2BAD": "x"}, "'2BAD' is not an environment variable name"),
+        ({"PASSWORD": 3}, "PASSWORD: the value must be a string"),
+    ],
+)
+def test_an_environment_file_refuses_what_it_cannot_carry_naming_the_variable(variables, said):
+    with pytest.raises(SystemdCommandError, match=said):
+        environment_file(variables)

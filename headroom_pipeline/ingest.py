@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -155,12 +155,12 @@ def _raw_kafka(spark, url, schema, records=None):
     return parsed.withColumn("not_object", checks.not_json_object(F.col("record"), F.col("parsed")))
 
 
-def _raw(spark, location, schema, option, kafka_records=None, history_kind=None):
+def _raw(spark, location, schema, option, kafka_records=None, history_kind=None, only=None, consumed=None):
     """The raw records of an input; ``history_kind``: the kind of the disk guard's history files it reads (see
-    sources.resolve_files)."""
+    sources.resolve_files); ``only`` and ``consumed`` as sources.resolve_input takes them."""
     if sources.is_kafka(location):
         return _raw_kafka(spark, location, schema, kafka_records)
-    resolved = sources.resolve_input(location, option, history_kind)
+    resolved = sources.resolve_input(location, option, history_kind, only, consumed)
     if resolved.format == "json":
         raw = _raw_json(spark, resolved.files, schema, resolved.held)
     else:
@@ -248,14 +248,18 @@ def load_snapshots(
     kafka_records: list[sources.KafkaRecord] | None = None,
     window: TimeWindow | None = None,
     first_use: FirstUse | None = None,
+    only: Mapping[str, sources.Tail] | None = None,
+    consumed: dict[str, tuple[int, str]] | None = None,
 ) -> Ingested:
     """Usage snapshot messages as the MESSAGES frame (one row per accepted message).
 
     ``kafka_records``: the records of a kafka:// location when the caller has read them already. ``window``: the
     TimeWindow of plausible SnapshotAt (default: 366 days either side of the median). ``first_use``: the caller's
-    first action on the result, run here (see _checked): it saves the pass that otherwise finds the median.
+    first action on the result, run here (see _checked): it saves the pass that otherwise finds the median. ``only``:
+    read just these files of ``location``, and of each its Tail (an incremental run); ``consumed``: filled with what
+    was read of each uncompressed history file (sources.resolve_input).
     """
-    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records, history_kind="snapshots")
+    raw = _raw(spark, location, schemas.SNAPSHOT, option, kafka_records, "snapshots", only, consumed)
     frames = functools.partial(_snapshot_frames, cluster_default=cluster_default)
     return _checked(raw, "SnapshotAt", window or TimeWindow(), frames, first_use)
 

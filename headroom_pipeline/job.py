@@ -25,7 +25,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
-from headroom_pipeline import ingest, publication, run_state, sources, stage_registry, stages, topics
+from headroom_pipeline import incremental, ingest, publication, run_state, sources, stage_registry, stages, topics
 from headroom_pipeline.config import ConfigError, PipelineConfig
 from headroom_pipeline.decisions import TimelineTooLarge
 
@@ -46,6 +46,21 @@ PIPELINE = (
     (stage_registry.GUARD_COMPARISON, stages.compare_guard_decisions),  # reads the timeline back
     (stage_registry.CLIENTS, stages.analyse_client_quotas),
     (stage_registry.TOPICS, stages.analyse_topic_thresholds),
+    (stage_registry.CHECKPOINT, incremental.record_checkpoint),
+    (stage_registry.REPORT, stages.write_report),
+)
+# An incremental run's (incremental.py): the new snapshot records added to the last run's outputs; the guard's
+# decisions, which are few, are read and compared whole; the traffic analyses, whose input is unchanged, carried over.
+INCREMENTAL_PIPELINE = (
+    (stage_registry.START_SPARK, stages.start_spark),
+    (stage_registry.READ_SNAPSHOTS, incremental.read_new_snapshots),
+    (stage_registry.READ_GUARD_DECISIONS, stages.read_guard_decisions),
+    (stage_registry.REJECT, incremental.add_rejected),
+    (stage_registry.FORECAST, stages.forecast_volumes),
+    (stage_registry.DECISIONS, incremental.resume_decision_timeline),
+    (stage_registry.GUARD_COMPARISON, stages.compare_guard_decisions),
+    (stage_registry.CARRY_TRAFFIC, incremental.carry_traffic_analyses),
+    (stage_registry.CHECKPOINT, incremental.record_checkpoint),
     (stage_registry.REPORT, stages.write_report),
 )
 
@@ -68,7 +83,7 @@ def run(config: PipelineConfig) -> dict[str, Any]:
     named_files = run_state.settings_file_digests(_files_named_by_settings(config)) if config.state else {}
     inputs, listed = _check_inputs(config)
     if config.state is None:
-        return _run_stages(config, inputs)
+        return _run_stages(config, inputs).summary
     with run_state.locked(config.state):
         current = run_state.fingerprint(vars(config), named_files)
         # Listed before anything is read: what the guard appends meanwhile is new to the next run.
@@ -84,13 +99,43 @@ def run(config: PipelineConfig) -> dict[str, Any]:
             summary = _read_summary(os.path.join(config.out, SUMMARY))
             summary["incremental"] = decision.as_summary()
             return summary
-        progress.say(f"a full run: {decision.reason}")
-        summary = _run_stages(config, inputs, decision.as_summary())
-        if current_manifest is not None:
-            _save_state(
-                config, run_state.record(current, current_manifest, run_state.output_listing(config.out)), summary
+        run = None
+        if decision.mode == run_state.INCREMENTAL:
+            assert previous is not None, "a run resumes from the state of the one before"
+            progress.say(f"an incremental run: {decision.reason}")
+            resumed = incremental.Resumed(
+                decision.reads,
+                previous["resume"],
+                _read_summary(os.path.join(config.out, SUMMARY)),
+                incremental.previous_generation(config.out),
             )
-        return summary
+            try:
+                run = _run_stages(config, inputs, decision.as_summary(), resumed)
+            except incremental.NotResumable as exc:
+                decision = run_state.Decision(run_state.FULL, f"{decision.reason}, but {exc}")
+        if run is None:
+            progress.say(f"a full run: {decision.reason}")
+            run = _run_stages(config, inputs, decision.as_summary())
+        if current_manifest is not None:
+            resume = _kept_reads(run.checkpoint, current_manifest)
+            _save_state(
+                config,
+                run_state.record(
+                    current, current_manifest, run_state.output_listing(config.out), resume, run.no_resume
+                ),
+                run.summary,
+            )
+        return run.summary
+
+
+def _kept_reads(checkpoint, current_manifest):
+    """The checkpoint with what was read of the guard's files of the current hour kept for the files still listed
+    (or whose .jsonl.gz is): the others will never be read in part."""
+    if checkpoint is None:
+        return None
+    listed = {row[0] for row in current_manifest.get(run_state.SNAPSHOTS, [])}
+    consumed = {path: read for path, read in checkpoint["consumed"].items() if path in listed or path + ".gz" in listed}
+    return {**checkpoint, "consumed": consumed}
 
 
 def _save_state(config, state, summary):
@@ -103,19 +148,21 @@ def _save_state(config, state, summary):
         )
 
 
-def _run_stages(config, inputs, incremental=None):
-    """Every stage the settings ask for, in order; the summary."""
-    pipeline = [(stage, work) for stage, work in PIPELINE if stage.runs(config, inputs.plan)]
+def _run_stages(config, inputs, incremental_summary=None, resumed=None):
+    """Every stage the settings ask for, in order (those of an incremental run with ``resumed``); the run's state,
+    its summary among it."""
+    table = PIPELINE if resumed is None else INCREMENTAL_PIPELINE
+    pipeline = [(stage, work) for stage, work in table if stage.runs(config, inputs.plan)]
     out = config.out
     try:
         os.makedirs(out, exist_ok=True)
         with publication.locked(out):
-            return _run_in_generation(config, inputs, pipeline, incremental)
+            return _run_in_generation(config, inputs, pipeline, incremental_summary, resumed)
     except OSError as exc:
         raise ConfigError(f"--out: cannot write to {out!r}: {exc.strerror or exc}") from None
 
 
-def _run_in_generation(config, inputs, pipeline, incremental):
+def _run_in_generation(config, inputs, pipeline, incremental_summary, resumed):
     """The stages, writing into a new generation of --out (whose lock the caller holds), published when done."""
     out = config.out
     writes = [
@@ -134,9 +181,9 @@ def _run_in_generation(config, inputs, pipeline, incremental):
         "settings": _settings(config),
         "warnings": [],
     }
-    if incremental is not None:
-        summary["incremental"] = incremental
-    state = stages.Run(config, inputs, summary, generation.path, generation.warnings)
+    if incremental_summary is not None:
+        summary["incremental"] = incremental_summary
+    state = stages.Run(config, inputs, summary, generation.path, generation.warnings, resumed=resumed)
     with failures_named(progress):
         try:
             for stage, work in pipeline:
@@ -148,6 +195,7 @@ def _run_in_generation(config, inputs, pipeline, incremental):
         finally:
             if state.owned:
                 _stop(state.spark)
+        incremental.discard_incoming(state)
         progress.current = "publish"
         # summary.json last: while it is still the earlier layout's real file, it says which directories were the job's.
         outputs = sorted((output.name for output in stage_registry.OUTPUTS), key=lambda name: name == SUMMARY)
@@ -156,7 +204,7 @@ def _run_in_generation(config, inputs, pipeline, incremental):
         f"wrote {out}: {summary['rows_used']:,} rows used, {summary['rows_rejected']:,} rejected"
         + (f"; report {summary['report']}" if summary.get("report") else "")
     )
-    return summary
+    return state
 
 
 def _finish(state, progress):

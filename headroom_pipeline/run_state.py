@@ -4,8 +4,10 @@ The state is one file, DIR/current.json (mode 0600), replaced atomically after a
 setting the outputs depend on and of the files those settings name, the manifest of the input files (path, size,
 modification and change times, inode), and the listing of what the run published in --out. A run whose fingerprint and
 manifest equal the state's, while --out still holds exactly what the last run wrote, has nothing new to read: it
-returns that run's summary without starting Spark and changes nothing. Any difference is said (the reason) and the
-run is a full one. A lock on DIR/lock keeps two runs (an hourly timer and a user) from working on one state at once.
+returns that run's summary without starting Spark and changes nothing. When the only difference is new snapshot files,
+and the last run left a checkpoint to resume from (``resume``: incremental.py), the run is an incremental one that reads
+only those files. Any other difference is said (the reason) and the run is a full one. A lock on DIR/lock keeps two
+runs (an hourly timer and a user) from working on one state at once.
 """
 
 import contextlib
@@ -17,26 +19,34 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from headroom_pipeline import __version__, publication, run_lock
+from headroom_pipeline.sources import WHOLE, Tail
 
 STATE_FILE = "current.json"
 LOCK_FILE = "lock"
 SUMMARY = "summary.json"  # the job's, written last
-FORMAT = 2  # of current.json: a state of another format is not read, and the run is a full one
+FORMAT = 3  # of current.json: a state of another format is not read, and the run is a full one
 # Settings that change how the job runs, not what it writes. --conf stays in: a Spark setting can change the outputs
 # (spark.sql.session.timeZone).
 NOT_IN_FINGERPRINT = frozenset({"master", "driver_memory", "progress", "state"})
-UNCHANGED, FULL = "unchanged", "full"
+UNCHANGED, FULL, INCREMENTAL = "unchanged", "full", "incremental"
+SNAPSHOTS = "--snapshots"  # the manifest's key of the one input an incremental run reads new files of
+GUARD_DECISIONS = "--guard-decisions"  # the input every run reads whole
 
 Listing = list[list[Any]]  # [[path, size, mtime ns, ctime ns, inode], ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
-    mode: str  # UNCHANGED or FULL
+    mode: str  # UNCHANGED, FULL or INCREMENTAL
     reason: str
+    # INCREMENTAL: {snapshot file: what of it to read}, the files new or appended to since the last run
+    reads: Mapping[str, Tail] = dataclasses.field(default_factory=dict)
 
-    def as_summary(self) -> dict[str, str]:
-        return {"mode": self.mode, "reason": self.reason}
+    def as_summary(self) -> dict[str, Any]:
+        summary: dict[str, Any] = {"mode": self.mode, "reason": self.reason}
+        if self.mode == INCREMENTAL:
+            summary["files_read"] = len(self.reads)
+        return summary
 
 
 def fingerprint(settings: Mapping[str, Any], file_digests: Mapping[str, Optional[str]]) -> dict[str, Any]:
@@ -74,7 +84,8 @@ def decide(
     outputs: Optional[Listing],
 ) -> Decision:
     """UNCHANGED when nothing the outputs depend on changed since the run ``previous`` records and --out still holds
-    what it wrote (``outputs``: output_listing); otherwise FULL with the first difference found."""
+    what it wrote (``outputs``: output_listing); INCREMENTAL when only snapshot files are new or were appended to
+    (incremental_reads) and the last run left a checkpoint; otherwise FULL with the first difference found."""
     if previous is None:
         return Decision(FULL, "no state from an earlier run")
     if previous.get("format") != FORMAT:
@@ -91,24 +102,70 @@ def decide(
     changed = _changed_keys(before.get("files") or {}, current_fingerprint["files"])
     if changed:
         return Decision(FULL, f"the content of {', '.join(changed)} changed")
-    difference = _manifest_difference(previous.get("manifest") or {}, current_manifest)
-    if difference:
-        return Decision(FULL, difference)
     if outputs is None:
         return Decision(FULL, "summary.json of the last run is missing from --out")
     if outputs != previous.get("outputs"):
         return Decision(FULL, "--out no longer holds exactly what the last run wrote")
-    return Decision(UNCHANGED, "no input file is new or changed since the last run")
+    difference = _manifest_difference(previous.get("manifest") or {}, current_manifest)
+    if difference is None:
+        return Decision(UNCHANGED, "no input file is new or changed since the last run")
+    resume = previous.get("resume")
+    if not resume:
+        return Decision(FULL, f"{difference}; {previous.get('no_resume') or 'the last run left no checkpoint'}")
+    plan = incremental_reads(previous.get("manifest") or {}, current_manifest, resume.get("consumed") or {})
+    if isinstance(plan, str):
+        return Decision(FULL, f"{difference}; {plan}")
+    return Decision(INCREMENTAL, difference, plan)
+
+
+def incremental_reads(
+    before: Mapping[str, Any], now: Mapping[str, Any], consumed: Mapping[str, Any]
+) -> dict[str, Tail] | str:
+    """{snapshot file: Tail} that an incremental run reads, or why none can. A run reads the snapshot files that are
+    new, and the rest of the disk guard's files of the current hour that grew since (``consumed``: {file: [bytes,
+    sha256]} of what was read of each) or were replaced by their .jsonl.gz; the guard's decision files, which are few,
+    are read whole by every run; any other change to an input (a file rewritten, gone, a traffic file new) has a full
+    run re-read everything."""
+    reads: dict[str, Tail] = {}
+    for option in sorted(set(before) | set(now)):
+        old_files = {row[0]: row[1:] for row in before.get(option, [])}
+        new_files = {row[0]: row[1:] for row in now.get(option, [])}
+        if option == GUARD_DECISIONS:
+            continue  # few: every run reads them whole
+        if option != SNAPSHOTS:
+            if old_files != new_files:
+                return f"{option} files changed too (an incremental run reads new snapshots only)"
+            continue
+        for path, listing in new_files.items():
+            if path not in old_files:
+                plain = path[: -len(".gz")] if path.endswith(".gz") else ""
+                reads[path] = Tail(*consumed[plain]) if plain in consumed else WHOLE
+            elif listing != old_files[path]:
+                if path not in consumed or listing[0] < consumed[path][0]:
+                    return f"{path} changed, and not by a guard appending to it"
+                reads[path] = Tail(*consumed[path])
+        for path in set(old_files) - set(new_files):
+            if path + ".gz" not in new_files:
+                return f"{path} is gone"
+    return reads
 
 
 def record(
-    current_fingerprint: Mapping[str, Any], current_manifest: Mapping[str, Any], outputs: Optional[Listing]
+    current_fingerprint: Mapping[str, Any],
+    current_manifest: Mapping[str, Any],
+    outputs: Optional[Listing],
+    resume: Optional[Mapping[str, Any]] = None,
+    no_resume: Optional[str] = None,
 ) -> dict[str, Any]:
+    """The state after a run that finished. ``resume``: what an incremental run resumes from (incremental.py), or
+    None with ``no_resume``, why the next run with new files cannot resume (it runs in full, and says so)."""
     return {
         "format": FORMAT,
         "fingerprint": dict(current_fingerprint),
         "manifest": dict(current_manifest),
         "outputs": outputs,
+        "resume": dict(resume) if resume else None,
+        "no_resume": None if resume else (no_resume or "the last run left no checkpoint"),
     }
 
 

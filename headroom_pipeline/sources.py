@@ -12,12 +12,14 @@ files, and the plain ones, which grow and are replaced, are read once on the dri
 import atexit
 import glob
 import gzip
+import hashlib
 import math
 import os
 import re
 import shutil
 import tempfile
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar, overload
 
 from ansible_collections.headroom.kafka.plugins.module_utils import guard_history, pipeline_command, secret_masking
@@ -173,7 +175,29 @@ def resolve_files(location: str, option: str, history_kind: str | None = None) -
     return ("parquet" if parquet else "json"), files
 
 
-def resolve_input(location: str, option: str, history_kind: str | None = None) -> ResolvedInput:
+class Tail(NamedTuple):
+    """What an incremental run reads of a file: its content after ``offset`` bytes (uncompressed), which an earlier
+    run read and whose sha256 is ``digest``; offset 0 (digest None) reads it whole."""
+
+    offset: int
+    digest: str | None = None
+
+
+WHOLE = Tail(0)
+
+
+class PrefixChanged(Exception):
+    """A file an incremental run reads the rest of no longer begins with what the earlier run read (or that read
+    ended inside a line): the records read before are not known to be the file's first ones."""
+
+
+def resolve_input(
+    location: str,
+    option: str,
+    history_kind: str | None = None,
+    only: Mapping[str, Tail] | None = None,
+    consumed: dict[str, tuple[int, str]] | None = None,
+) -> ResolvedInput:
     """The files of ``location`` as resolve_files finds them, the disk guard's uncompressed history files read here,
     once, and held as they are now.
 
@@ -183,12 +207,24 @@ def resolve_input(location: str, option: str, history_kind: str | None = None) -
     guard killed in the middle of writing it: one rejected record). A file compressed since it was listed is read
     from its .jsonl.gz; a file listed beside the .jsonl.gz that holds it already (the guard was replacing it) is not
     read twice.
+
+    ``only``: {absolute path: Tail} of an incremental run, which reads just those files, and of each only the Tail's
+    part (PrefixChanged when the file no longer begins with what was read before). ``consumed``: filled with
+    {absolute path of an uncompressed history file: (bytes, sha256)} of each one held, as read (from its .jsonl.gz when
+    compressed meanwhile): where the next incremental run resumes reading it.
     """
     kind, files = resolve_files(location, option, history_kind)
+    planned = _planned(files, only) if only is not None else {}
+    if only is not None:
+        files = list(planned)
+    consumed = {} if consumed is None else consumed
     listed = set(files)
     spark_files: list[str] = []
     held: list[tuple[str, str]] = []
     for path in files:
+        if path in planned and (planned[path].offset or path.endswith(".gz") and _is_growing(path[: -len(".gz")])):
+            held.extend(_held_rest(path, planned[path], consumed))
+            continue
         if not _is_growing(path):
             spark_files.append(path)
             continue
@@ -198,17 +234,71 @@ def resolve_input(location: str, option: str, history_kind: str | None = None) -
                 data = handle.read()
         except FileNotFoundError:
             if compressed not in listed and os.path.isfile(compressed):
-                spark_files.append(compressed)
+                # Held too (an hour's file is small), so that the next incremental run knows what was read of it.
+                held.extend(_held_rest(compressed, WHOLE, consumed))
                 listed.add(compressed)
             continue
         if compressed in listed and _ends_with(compressed, data):
             continue
-        lines = LINE_END.split(data.decode("utf-8", "replace"))
-        if lines and not lines[-1]:
-            lines.pop()  # the end of the last line, not a line
-        source = shown_path(os.path.abspath(path))
-        held.extend((source, line) for line in lines)
+        consumed[os.path.abspath(path)] = (len(data), hashlib.sha256(data).hexdigest())
+        held.extend(_held_lines(path, data))
     return ResolvedInput(kind, spark_files, held)
+
+
+def _planned(files, only):
+    """{file: Tail} of ``files`` that ``only`` names, an uncompressed history file's Tail carried to its .jsonl.gz
+    when that is listed too (compressed since the run was planned): the .gz holds the whole hour, and is read alone."""
+    planned: dict[str, Tail] = {}
+    logical_of: dict[str, str] = {}
+    for path in files:  # sorted: a file comes before its .gz
+        key = os.path.abspath(path)
+        plain = key[: -len(".gz")] if key.endswith(".gz") and _is_growing(key[: -len(".gz")]) else key
+        tail = only.get(key, only.get(plain))
+        if tail is None:
+            continue
+        if plain in logical_of:
+            del planned[logical_of[plain]]
+        planned[path] = tail
+        logical_of[plain] = path
+    return planned
+
+
+def _held_rest(path, tail, consumed):
+    """The lines of ``path`` after ``tail.offset`` (its .jsonl.gz when an uncompressed history file is gone), its
+    beginning checked against ``tail.digest``; records what was read in ``consumed`` under the uncompressed name."""
+    plain = path[: -len(".gz")] if path.endswith(".gz") else path
+    try:
+        source, data = path, _content(path)
+    except FileNotFoundError:
+        if path.endswith(".gz"):
+            raise
+        source, data = plain + ".gz", _content(plain + ".gz")
+    if tail.offset:
+        prefix = data[: tail.offset]
+        if len(prefix) != tail.offset or hashlib.sha256(prefix).hexdigest() != tail.digest:
+            raise PrefixChanged(f"{shown_path(os.path.abspath(source))} does not begin with what the last run read")
+        if prefix[-1:] not in (b"\n", b"\r"):
+            raise PrefixChanged(f"the last run read {shown_path(os.path.abspath(source))} up to the middle of a line")
+    if _is_growing(plain):
+        consumed[os.path.abspath(plain)] = (len(data), hashlib.sha256(data).hexdigest())
+    return _held_lines(source, data[tail.offset :])
+
+
+def _content(path):
+    """A file's bytes, uncompressed when it is a .gz."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as handle:
+            return handle.read()
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _held_lines(path, data):
+    lines = LINE_END.split(data.decode("utf-8", "replace"))
+    if lines and not lines[-1]:
+        lines.pop()  # the end of the last line, not a line
+    source = shown_path(os.path.abspath(path))
+    return [(source, line) for line in lines]
 
 
 def has_history_files(location: str, kind: str) -> bool:

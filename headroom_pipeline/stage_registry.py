@@ -66,6 +66,10 @@ def _with_report(config, unused_plan):
     return config.report
 
 
+def _with_state(config, unused_plan):
+    return config.state
+
+
 START_SPARK = Stage("start Spark")
 READ_SNAPSHOTS = Stage("read snapshots")
 READ_TRAFFIC = Stage("read traffic", when=_with_traffic)
@@ -76,6 +80,8 @@ DECISIONS = Stage("decision timeline", recorded_at=("stages", "decisions"))
 GUARD_COMPARISON = Stage("guard comparison", when=_with_guard_decisions, recorded_at=("stages", "guard_comparison"))
 CLIENTS = Stage("client quota analysis", when=_with_traffic, recorded_at=("stages", "clients"))
 TOPICS = Stage("topic thresholds", when=_with_topic_plan, recorded_at=("stages", "topics"))
+CARRY_TRAFFIC = Stage("carry traffic analyses", when=_with_traffic)  # an incremental run's: its traffic is as it was
+CHECKPOINT = Stage("checkpoint", when=_with_state)  # what the next run resumes from
 REPORT = Stage("report", when=_with_report, recorded_at=("report",), reads_summary=True)  # the page links summary.json
 
 

@@ -12,7 +12,7 @@ read only when the first pass counted some.
 import dataclasses
 import os
 import shutil
-from typing import Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -33,6 +33,9 @@ from headroom_pipeline import (
 from headroom_pipeline.checks import TimeWindow
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.session import global_window_warnings_quiet, spark_session, timeline_settings
+
+if TYPE_CHECKING:
+    from headroom_pipeline.incremental import Resumed
 
 # Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
 # 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
@@ -71,6 +74,12 @@ class Run:  # pylint: disable=too-many-instance-attributes
     guard_decisions: Optional[DataFrame] = None  # the guard's decision records, cached for the comparison
     # every volume's span, as the forecast found it (it bounds the decision timeline's size)
     volume_spans: Optional[forecast.VolumeSpans] = None
+    # With --state: what was read of each of the guard's files of the current hour (sources.resolve_input), and what
+    # the next run resumes from (incremental.checkpoint), or why it cannot
+    consumed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
+    checkpoint: Optional[dict[str, Any]] = None
+    no_resume: Optional[str] = None
+    resumed: Optional["Resumed"] = None  # an incremental run's: what it resumes from
 
     @property
     def started_spark(self) -> SparkSession:
@@ -124,10 +133,11 @@ def read_snapshots(run: Run) -> str:
         config.cluster,
         kafka_records=run.inputs.kafka_records,
         window=run.time_window(),
-        first_use=lambda checked: _write(schemas.volume_rows(checked.accepted_raw), run.path("volumes")),
+        first_use=lambda checked: write_output(schemas.volume_rows(checked.accepted_raw), run.path("volumes")),
+        consumed=run.consumed,
     )
     run.ingested["snapshots"] = snapshots
-    figures = run.summary["inputs"]["snapshots"] = _input_figures(snapshots)
+    figures = run.summary["inputs"]["snapshots"] = input_figures(snapshots)
     return f"({snapshots.read:,} records, {figures['used']:,} used)"
 
 
@@ -142,7 +152,7 @@ def read_traffic(run: Run) -> str:
 
     loaded = ingest.load_traffic(run.started_spark, location, window=run.time_window(), first_use=keep)
     run.ingested["traffic"] = loaded
-    run.summary["inputs"]["traffic"] = _input_figures(loaded)
+    run.summary["inputs"]["traffic"] = input_figures(loaded)
     return f"({loaded.read:,} records)"
 
 
@@ -159,7 +169,7 @@ def read_guard_decisions(run: Run) -> str:
         run.started_spark, location, run.config.cluster, window=run.time_window(), first_use=keep
     )
     run.ingested["guard_decisions"] = loaded
-    run.summary["inputs"]["guard_decisions"] = _input_figures(loaded)
+    run.summary["inputs"]["guard_decisions"] = input_figures(loaded)
     return f"({loaded.read:,} records)"
 
 
@@ -167,8 +177,8 @@ def reject_unusable_records(run: Run) -> str:
     path = run.path("rejected")
     counted = {name: figures.pop("rejected_counted") for name, figures in run.summary["inputs"].items()}
     written = [run.ingested[name].rejected for name, count in counted.items() if count]
-    _write_rejected(written, path)
-    counts = _rejected_counts(run.spark, path) if written else {}
+    write_rejected(written, path)
+    counts = rejected_counts(run.spark, path) if written else {}
     for name, figures in run.summary["inputs"].items():
         figures["rejected"] = counts.get(name, 0)
     return f"({sum(counts.values()):,} rejected)"
@@ -178,9 +188,9 @@ def forecast_volumes(run: Run) -> str:
     observation = Observation("forecast")
     spark = run.started_spark
     with global_window_warnings_quiet(spark):  # the ranking of all volumes is one window on purpose
-        volumes = _read_volumes(run)
+        volumes = read_volumes(run)
         run.volume_spans = forecast.volume_spans(volumes, run.config)
-        _write(
+        write_output(
             forecast.volume_forecast(volumes, run.config, spans=run.volume_spans, observation=observation),
             run.path("forecast"),
         )
@@ -199,9 +209,9 @@ def build_decision_timeline(run: Run) -> str:
         else None
     )
     observation = Observation("decisions")
-    timeline = decisions.decision_timeline(_read_volumes(run), config, size=size, observation=observation)
+    timeline = decisions.decision_timeline(read_volumes(run), config, size=size, observation=observation)
     with timeline_settings(run.started_spark):  # the query is planned and run by the write
-        _write(timeline, run.path("decisions"), "policy")
+        write_output(timeline, run.path("decisions"), "policy")
     observed = observation.get
     counts = stage_registry.DECISIONS.record(
         run.summary, {key: int(observed[key]) for key in decisions.DECISION_COUNTS}
@@ -213,7 +223,7 @@ def compare_guard_decisions(run: Run) -> str:
     assert run.guard_decisions is not None, "read_guard_decisions runs before the comparison"
     timeline = run.started_spark.read.schema(TIMELINE_READ).parquet(run.path("decisions"))
     observation = Observation("guard comparison")
-    _write(
+    write_output(
         guard_comparison.guard_comparison(run.guard_decisions, timeline, run.config, observation),
         run.path("guard_comparison"),
     )
@@ -228,8 +238,8 @@ def compare_guard_decisions(run: Run) -> str:
 def analyse_client_quotas(run: Run) -> str:
     assert run.traffic is not None, "read_traffic runs before the analyses"
     windows, recommendations = clients.client_analysis(run.traffic, run.inputs.quotas, run.inputs.proposed, run.config)
-    _write(windows, run.path("clients"))
-    _write(recommendations, run.path("client_recommendations"))
+    write_output(windows, run.path("clients"))
+    write_output(recommendations, run.path("client_recommendations"))
     counts = stage_registry.CLIENTS.record(run.summary, _client_counts(run))
     return f"({counts['windows']:,} windows)"
 
@@ -238,8 +248,8 @@ def analyse_topic_thresholds(run: Run) -> str:
     assert run.traffic is not None, "read_traffic runs before the analyses"
     assert run.inputs.plan is not None, "the stage runs only with --topic-thresholds"
     thresholds, exceeded = topics.topic_analysis(run.traffic, run.inputs.plan, run.config)
-    _write(thresholds, run.path("topic_thresholds"))
-    _write(exceeded, run.path("topics"))
+    write_output(thresholds, run.path("topic_thresholds"))
+    write_output(exceeded, run.path("topics"))
     counts = stage_registry.TOPICS.record(
         run.summary,
         {
@@ -268,7 +278,7 @@ def _spark_facts(spark):
     }
 
 
-def _input_figures(ingested):
+def input_figures(ingested):
     """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
     the way (rejected/ is written only when that count is above 0; job._account compares it with what was written)."""
     counts = ingested.counts()
@@ -280,19 +290,19 @@ def _input_figures(ingested):
     }
 
 
-def _read_volumes(run):
+def read_volumes(run):
     """volumes/ as read_snapshots wrote it: the checked snapshots, which the forecast and the timeline read."""
     return run.started_spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
 
 
-def _write(frame, path, partition_by=None):
+def write_output(frame, path, partition_by=None):
     writer = frame.write.mode("overwrite")
     if partition_by:
         writer = writer.partitionBy(partition_by)
     writer.parquet(path)
 
 
-def _has_parquet(path):
+def has_parquet(path):
     """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
     and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
     return os.path.isdir(path) and any(
@@ -301,10 +311,10 @@ def _has_parquet(path):
 
 
 def _count(spark, path):
-    return spark.read.parquet(path).count() if _has_parquet(path) else 0
+    return spark.read.parquet(path).count() if has_parquet(path) else 0
 
 
-def _write_rejected(frames, path):
+def write_rejected(frames, path):
     """The rejected records of the inputs that have some, one JSON-lines file per input: the records are filtered
     where they are read, in parallel, and only they are gathered (coalescing the unfiltered read instead would
     read and check every record in one task). With none, an empty rejected/ and no Spark job."""
@@ -320,7 +330,7 @@ def _write_rejected(frames, path):
     combined.repartition(1).write.mode("overwrite").partitionBy("input").json(path)
 
 
-def _rejected_counts(spark, path):
+def rejected_counts(spark, path):
     """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
     if not os.path.isdir(path):
         return {}
@@ -332,7 +342,7 @@ def _rejected_counts(spark, path):
 
 
 def _client_counts(run):
-    if not _has_parquet(run.path("clients")):
+    if not has_parquet(run.path("clients")):
         return {"windows": 0, "windows_throttled": 0, "clients": _count(run.spark, run.path("client_recommendations"))}
     row = (
         run.spark.read.parquet(run.path("clients"))

@@ -76,6 +76,8 @@ LONG_TESTS = {
     # make test-fresh on 2026-12-03, the same slow machine: under the default 300 s with less than HEADROOM.
     "integration/test_alerts_on_kafka.py": (130, 330),
     "integration/test_jmx_exporter_role.py": (124, 320),
+    # Thirteen job runs, each a few seconds of Spark's fixed costs: 130 s in a warm run on 2026-12-06 on a quiet machine.
+    "pipeline/test_incremental_runs.py": (130, 420),
 }
 
 # make test-long: the tests CI's make test leaves out to stay within its time budget (45 minutes on a fresh machine of
@@ -83,6 +85,11 @@ LONG_TESTS = {
 # (``file::name``, every parametrization of it), or one parametrization (``file::name[id]``). make test runs pytest
 # -m "not long"; make test-long runs the rest.
 LEFT_OUT_OF_CI = {
+    "pipeline/test_incremental_runs.py::test_the_whole_week_hour_by_hour_gives_a_full_runs_outputs_every_hour": (
+        "168 hours, each run twice (about an hour); make test replays hour by hour every case that decides how a run "
+        "resumes (test_a_replay_hour_by_hour_gives_a_full_runs_outputs_at_every_step), and an hour added to a long "
+        "history is an hour added to a short one"
+    ),
     "pipeline/test_spark_cluster.py::test_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode": (
         "the same spark-submit on the same standalone cluster, checked against the same local-mode outputs, is what "
         "test_the_role_with_launcher_spark_submit_on_the_cluster_writes_the_outputs_of_local_mode runs through the "

@@ -9,6 +9,7 @@ simulated cluster, so that they are what a guard writes; only Kafka is left out.
 import datetime
 import glob
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -177,8 +178,11 @@ def test_a_file_compressed_after_it_was_listed_is_read_from_its_gz(tmp_path, mon
         handle.write(b'{"d":1}\n')
     plain.unlink()
     monkeypatch.setattr(sources, "resolve_files", lambda *unused_args: listed)
-    resolved = sources.resolve_input(str(tmp_path), "--guard-decisions", "decisions")
-    assert resolved.files == [str(plain) + ".gz"] and resolved.held == []
+    consumed = {}
+    resolved = sources.resolve_input(str(tmp_path), "--guard-decisions", "decisions", consumed=consumed)
+    # Held, as the plain file would have been: the next incremental run knows what was read of the hour.
+    assert resolved.files == [] and resolved.held == [(sources.shown_path(str(plain) + ".gz"), '{"d":1}')]
+    assert consumed == {str(plain): (8, hashlib.sha256(b'{"d":1}\n').hexdigest())}
 
 
 def test_a_link_to_a_compressed_file_keeps_its_suffix(tmp_path):
@@ -414,3 +418,65 @@ def test_guard_decisions_given_on_their_own_and_an_empty_comparison(spark, strim
     # A later run without guard decisions removes the comparison this one wrote.
     job.run(PipelineConfig(snapshots=str(snapshots_only), out=out, report=False, progress=False))
     assert not os.path.exists(os.path.join(out, "guard_comparison"))
+
+
+def test_a_live_guard_history_is_read_hour_by_hour_and_compares_as_a_full_run_does(spark, tmp_path):
+    """The guard's history as an hourly job finds it: the next hour's files appear, the current hour's snapshot file
+    grows and is then compressed. Each run with a state reads only that, and its outputs (the guard comparison among
+    them) are a full run's."""
+    written = tmp_path / "written"
+    simulate_guard(written, GRADED, 130, silent=(70, 71, 72))  # 04:20 to 06:30, broker 3 silent across 05:30
+    live = tmp_path / "live"
+    live.mkdir()
+    current = "snapshots-2026-11-28T06.jsonl"
+    lines = lines_of(written / current)
+
+    def run(out, state=None):
+        return job.run(
+            PipelineConfig(
+                snapshots=str(live),
+                out=str(tmp_path / out),
+                cluster=CLUSTER,
+                check_interval=60.0,
+                report=False,
+                progress=False,
+                state=state,
+            )
+        )
+
+    def add(*names):
+        for name in names:
+            shutil.copy(written / name, live / name)
+
+    def begin_current_hour():
+        add("decisions-2026-11-28T06.jsonl")
+        rewrite(live / current, lines[: len(lines) // 2])
+
+    def append_to_current_hour():
+        with open(live / current, "a", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in lines[len(lines) // 2 :]))
+
+    def compress_current_hour():
+        rewrite(live / (current + ".gz"), lines)
+        os.remove(live / current)
+
+    steps = [
+        (lambda: add("snapshots-2026-11-28T04.jsonl.gz", "decisions-2026-11-28T04.jsonl.gz"), "full"),
+        (lambda: add("snapshots-2026-11-28T05.jsonl.gz", "decisions-2026-11-28T05.jsonl.gz"), "incremental"),
+        (begin_current_hour, "incremental"),
+        (append_to_current_hour, "incremental"),
+        (compress_current_hour, "incremental"),
+    ]
+    for change, mode in steps:
+        change()
+        ours = run("incremental", str(tmp_path / "state"))
+        theirs = run("full")
+        assert ours["incremental"]["mode"] == mode, ours["incremental"]
+        for name in ("volumes", "decisions", "guard_comparison", "forecast"):
+            mine, full = read_back(spark, ours["out"], name), read_back(spark, theirs["out"], name)
+            assert mine.count() == full.count() and mine.exceptAll(full).count() == 0, name
+        assert ours["stages"] == theirs["stages"]
+        for name in ("snapshots", "guard_decisions"):
+            assert {key: ours["inputs"][name][key] for key in ("read", "used", "rejected")} == {
+                key: theirs["inputs"][name][key] for key in ("read", "used", "rejected")
+            }

@@ -64,7 +64,11 @@ def test_a_run_with_nothing_new_starts_no_spark_and_changes_nothing(spark, tmp_p
     with open(paths["snapshots.jsonl"], "a", encoding="utf-8") as handle:
         handle.write("{broken\n")
     appended = run_in_process(arguments(paths, out, state))
-    assert appended["incremental"] == {"mode": "full", "reason": "input files since the last run: 1 changed"}
+    assert appended["incremental"] == {
+        "mode": "full",
+        "reason": f"input files since the last run: 1 changed; {paths['snapshots.jsonl']} changed, and not by a guard "
+        "appending to it",
+    }
     assert appended["rows_rejected"] == first["rows_rejected"] + 1
 
     other = run_in_process(arguments(paths, out, state, "--check-interval", "30"))

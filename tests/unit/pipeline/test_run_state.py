@@ -142,3 +142,88 @@ def test_a_state_directory_that_cannot_be_made_is_refused_naming_the_option(tmp_
     with pytest.raises(ConfigError, match="--state: cannot use"):
         with run_state.locked(str(blocker / "state")):
             pass
+
+
+# -- incremental runs ------------------------------------------------------------------------------------------------
+HOUR = "/h/snapshots-2026-12-01T{}.jsonl"
+RESUME = {"seeds": [], "latest": [], "stamps": None, "consumed": {HOUR.format(12): [70, "d12"]}}
+BEFORE = {
+    "--snapshots": [[HOUR.format(11) + ".gz", 100, 1, 1, 1], [HOUR.format(12), 70, 2, 2, 2]],
+    "--traffic": [["/t/traffic-1.jsonl", 5, 1, 1, 3]],
+}
+RESUMABLE = run_state.record(fingerprint(), BEFORE, OUTPUTS, RESUME)
+
+
+def now(*snapshot_rows, traffic=BEFORE["--traffic"]):
+    return {"--snapshots": [*BEFORE["--snapshots"][:1], *snapshot_rows], "--traffic": list(traffic)}
+
+
+@pytest.mark.parametrize(
+    "manifest, mode, reason, reads",
+    [
+        (BEFORE, "unchanged", "no input file is new or changed", {}),
+        (
+            now(BEFORE["--snapshots"][1], [HOUR.format(13), 9, 3, 3, 4]),
+            "incremental",
+            "1 new",
+            {HOUR.format(13): (0, None)},
+        ),
+        # The guard appended to its current hour: the rest of the file after what the last run read.
+        (now([HOUR.format(12), 90, 3, 3, 2]), "incremental", "1 changed", {HOUR.format(12): (70, "d12")}),
+        # ... and compressed it: the rest of its .jsonl.gz after the same bytes.
+        (
+            now([HOUR.format(12) + ".gz", 30, 4, 4, 5]),
+            "incremental",
+            "1 new, 1 gone",
+            {HOUR.format(12) + ".gz": (70, "d12")},
+        ),
+        (now([HOUR.format(12), 60, 3, 3, 2]), "full", f"{HOUR.format(12)} changed, and not by a guard appending", None),
+        (
+            {
+                "--snapshots": [[HOUR.format(11) + ".gz", 101, 5, 5, 1], BEFORE["--snapshots"][1]],
+                "--traffic": BEFORE["--traffic"],
+            },
+            "full",
+            f"{HOUR.format(11)}.gz changed, and not by a guard appending",
+            None,
+        ),
+        (
+            {"--snapshots": BEFORE["--snapshots"][1:], "--traffic": BEFORE["--traffic"]},
+            "full",
+            ".jsonl.gz is gone",
+            None,
+        ),
+        # The guard's decisions are read whole by every run, incremental or not.
+        (
+            dict(
+                now(BEFORE["--snapshots"][1], [HOUR.format(13), 9, 3, 3, 4]),
+                **{"--guard-decisions": [["/h/d", 1, 1, 1, 9]]},
+            ),
+            "incremental",
+            "2 new",
+            {HOUR.format(13): (0, None)},
+        ),
+        (
+            now(BEFORE["--snapshots"][1], traffic=[*BEFORE["--traffic"], ["/t/traffic-2.jsonl", 5, 1, 1, 6]]),
+            "full",
+            "--traffic files changed too (an incremental run reads new snapshots only)",
+            None,
+        ),
+    ],
+)
+def test_a_run_reads_only_new_snapshot_files_and_what_the_guard_appended(manifest, mode, reason, reads):
+    decision = run_state.decide(RESUMABLE, fingerprint(), manifest, OUTPUTS)
+    assert decision.mode == mode and reason in decision.reason
+    if reads is not None:
+        assert {path: tuple(tail) for path, tail in decision.reads.items()} == reads
+
+
+def test_new_files_after_a_run_that_left_no_checkpoint_are_a_full_run_that_says_why():
+    state = run_state.record(fingerprint(), BEFORE, OUTPUTS, None, "the snapshot stamps span more than a year")
+    decision = run_state.decide(
+        state, fingerprint(), now(BEFORE["--snapshots"][1], [HOUR.format(13), 9, 3, 3, 4]), OUTPUTS
+    )
+    assert decision == run_state.Decision(
+        "full", "input files since the last run: 1 new; the snapshot stamps span more than a year"
+    )
+    assert decision.as_summary() == {"mode": "full", "reason": decision.reason}

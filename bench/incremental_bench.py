@@ -2,11 +2,11 @@
 
 Run from the repository root: ``.venv/bin/python bench/incremental_bench.py [--rows 10000000 ...] [--repeats 3]``.
 
-Data: pipeline_bench.py's generated week (Parquet, the snapshot schema) of each size, cut at its last hour: the
-history holds every file but the last hour's rows, which are written as a file of their own and added to the history
-before the incremental run. Runs, each the job's command line in a process of its own (``python -m headroom_pipeline
-run``, local[*], the same driver heap as pipeline_bench.py), timed as a whole, JVM start included (what an hourly timer
-waits for):
+Data: pipeline_bench.py's generated week (Parquet, the snapshot schema) of each size, cut at its last whole hour (as
+the guard's hourly files are): the history holds every row before that hour; the hour's rows are written as a file of
+their own and added to the history before the incremental run. Runs, each the job's command line in a process of its
+own (``python -m headroom_pipeline run``, local[*], the same driver heap as pipeline_bench.py), timed as a whole, JVM
+start included (what an hourly timer waits for):
 
 - ``first``: a full run with ``--state`` over the history without the last hour (it leaves the checkpoint);
 - ``incremental``: the last hour added, the same command; it must say ``incremental``;
@@ -41,8 +41,12 @@ TIME_LIMIT = 60 * 60
 
 
 def cut_history(data, directory):
-    """``directory``/history: the week without its last hour (links to the generated files, the last file's earlier
-    rows rewritten), and ``directory``/last-hour.parquet; returns (history, last hour file, rows in it)."""
+    """``directory``/history: the week up to its last whole hour (links to the generated files, those that hold rows of
+    that hour rewritten without them), and ``directory``/part-last-hour.parquet, the rows of that hour; the rows after
+    it are left out of both. The cut falls on the hour, as the disk guard's hourly files do (an hour's file holds the
+    stamps of that hour): a file cut inside a check interval would hold messages of an instant the run before decided,
+    and the run would be a full one. Returns (history, last hour file, rows in it)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -50,15 +54,21 @@ def cut_history(data, directory):
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(history)
     parts = sorted(name for name in os.listdir(data) if name.endswith(".parquet"))
-    last = pq.read_table(os.path.join(data, parts[-1]))
-    at = pc.cast(last.column("SnapshotAt"), "int64")  # microseconds
-    start = pc.max(at).as_py() - HOUR_US
-    for name in parts[:-1]:
-        os.link(os.path.join(data, name), os.path.join(history, name))
-    earlier = last.filter(pc.less_equal(at, start))
-    hour = last.filter(pc.greater(at, start))
-    if earlier.num_rows:
-        pq.write_table(earlier, os.path.join(history, "part-before-last-hour.parquet"), compression="snappy")
+    last_at = pc.max(pc.cast(pq.read_table(os.path.join(data, parts[-1])).column("SnapshotAt"), "int64")).as_py()
+    start = (last_at // HOUR_US - 1) * HOUR_US
+    hours = []
+    for name in parts:
+        path = os.path.join(data, name)
+        table = pq.read_table(path)
+        at = pc.cast(table.column("SnapshotAt"), "int64")  # microseconds
+        if pc.max(at).as_py() < start:
+            os.link(path, os.path.join(history, name))  # the files are in time order: most lie wholly before the hour
+            continue
+        earlier = table.filter(pc.less(at, start))
+        hours.append(table.filter(pc.and_(pc.greater_equal(at, start), pc.less(at, start + HOUR_US))))
+        if earlier.num_rows:
+            pq.write_table(earlier, os.path.join(history, f"before-last-hour-{name}"), compression="snappy")
+    hour = pa.concat_tables(hours)
     hour_file = os.path.join(directory, "part-last-hour.parquet")
     pq.write_table(hour, hour_file, compression="snappy")
     return history, hour_file, hour.num_rows
@@ -80,7 +90,7 @@ def job_run(label, rows, history, out, state, progress):
         "--driver-memory",
         pipeline_bench.DRIVER_MEMORY,
     ] + (["--state", state] if state else [])
-    progress(f"{label} on {rows:,} rows ...")
+    progress(f"{label}, week of {rows:,} rows ...")
     began = time.monotonic()
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT
@@ -96,7 +106,7 @@ def job_run(label, rows, history, out, state, progress):
     line = json.loads(stdout.strip().splitlines()[-1])  # the job's result line; the figures are in summary.json
     with open(os.path.join(out, "summary.json"), encoding="utf-8") as handle:
         summary = json.load(handle)
-    progress(f"{label} on {rows:,} rows: {wall:.1f}s ({line['incremental']['mode'] if state else 'no state'})")
+    progress(f"{label}, week of {rows:,} rows: {wall:.1f}s ({line['incremental']['mode'] if state else 'no state'})")
     return {
         "label": label,
         "rows": rows,
@@ -161,7 +171,7 @@ def bench_size(rows, repeats, progress):
             elif os.path.exists(path):
                 os.remove(path)
         shown = f"{repeat + 1}/{repeats}"
-        first_runs.append(job_run(f"first {shown} (full, --state)", rows - hour_rows, history, out, state, progress))
+        first_runs.append(job_run(f"first {shown} (full, --state)", rows, history, out, state, progress))
         os.link(hour_file, added)
         incremental_runs.append(job_run(f"incremental {shown}", rows, history, out, state, progress))
         full_out = os.path.join(directory, f"full-out-{repeat}")

@@ -21,7 +21,6 @@ the forecast is computed again from volumes/ (its window slides with each run); 
 did not change, are carried over as they are.
 """
 
-import dataclasses
 import os
 import shutil
 from collections.abc import Mapping
@@ -124,22 +123,6 @@ def latest_frame(spark: SparkSession, resume: Mapping[str, Any]) -> DataFrame:
     return frame.withColumn("at", F.timestamp_micros("at"))
 
 
-@dataclasses.dataclass
-class Resumed:
-    """What an incremental run resumes from, and what it finds for the next one."""
-
-    reads: Mapping[str, sources.Tail]  # the snapshot files to read, and what of each (run_state.Decision.reads)
-    resume: Mapping[str, Any]  # the last run's: seeds, latest, stamps, consumed
-    summary: dict[str, Any]  # the last run's summary.json
-    generation: str  # the last run's generation, whose outputs this run extends
-    stamps: dict[str, int | None] | None = None  # over every run, the new records' included
-    consumed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # what this run read of each file
-    new_timeline: DataFrame | None = None  # this run's rows of decisions/, None without any
-
-    def output(self, name: str) -> str:
-        return os.path.join(self.generation, name)
-
-
 # -- the stages of an incremental run ----------------------------------------------------------------------------
 def read_new_snapshots(run: stages.Run) -> str:
     """The new records (the Tails run_state planned), checked, their volume rows written aside; NotResumable when a
@@ -176,8 +159,9 @@ def read_new_snapshots(run: stages.Run) -> str:
     late_messages = late.select("message").distinct().count()
     if late_messages:
         raise NotResumable(
-            f"{late_messages:,} new snapshot messages are at or before the last decided instant of their cluster (a "
-            "late or repeated file, or a broker's clock set back): the instants they belong to are decided already"
+            f"the new snapshot messages include {late_messages:,} at or before the last decided instant of their "
+            "cluster (a late or repeated file, or a broker's clock set back): the instants they belong to are decided "
+            "already"
         )
     resumed.consumed = consumed
     link_files(resumed.output("volumes"), run.path("volumes"))
@@ -195,7 +179,7 @@ def add_rejected(run: stages.Run) -> str:
     counted = {name: figures.pop("rejected_counted") for name, figures in inputs.items()}
     incoming = os.path.join(run.path(INCOMING), "rejected")
     stages.write_rejected([run.ingested[name].rejected for name, count in counted.items() if count], incoming)
-    counts = stages.rejected_counts(run.spark, incoming) if any(counted.values()) else {}
+    counts = stages.rejected_counts(run.started_spark, incoming) if any(counted.values()) else {}
     for name, figures in inputs.items():
         figures["rejected"] = counts.get(name, 0)
     for name in ("snapshots", "traffic"):

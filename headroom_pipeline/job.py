@@ -103,7 +103,7 @@ def run(config: PipelineConfig) -> dict[str, Any]:
         if decision.mode == run_state.INCREMENTAL:
             assert previous is not None, "a run resumes from the state of the one before"
             progress.say(f"an incremental run: {decision.reason}")
-            resumed = incremental.Resumed(
+            resumed = stages.Resumed(
                 decision.reads,
                 previous["resume"],
                 _read_summary(os.path.join(config.out, SUMMARY)),

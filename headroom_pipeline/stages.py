@@ -12,7 +12,8 @@ read only when the first pass counted some.
 import dataclasses
 import os
 import shutil
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Optional
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -34,9 +35,6 @@ from headroom_pipeline.checks import TimeWindow
 from headroom_pipeline.config import PipelineConfig
 from headroom_pipeline.session import global_window_warnings_quiet, spark_session, timeline_settings
 
-if TYPE_CHECKING:
-    from headroom_pipeline.incremental import Resumed
-
 # Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
 # 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
 CACHE_LEVEL = StorageLevel.DISK_ONLY
@@ -54,6 +52,22 @@ class CheckedInputs(NamedTuple):
     proposed: list[dict[str, Any]] | None  # the same for --proposed-quotas
     plan: dict[str, Any] | None  # topics.load_plan of --topic-thresholds
     kafka_records: list[sources.KafkaRecord] | None  # the snapshot topic's records of a kafka:// --snapshots
+
+
+@dataclasses.dataclass
+class Resumed:
+    """What an incremental run resumes from, and what it finds for the next one."""
+
+    reads: Mapping[str, sources.Tail]  # the snapshot files to read, and what of each (run_state.Decision.reads)
+    resume: Mapping[str, Any]  # the last run's: seeds, latest, stamps, consumed
+    summary: dict[str, Any]  # the last run's summary.json
+    generation: str  # the last run's generation, whose outputs this run extends
+    stamps: dict[str, int | None] | None = None  # over every run, the new records' included
+    consumed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # what this run read of each file
+    new_timeline: DataFrame | None = None  # this run's rows of decisions/, None without any
+
+    def output(self, name: str) -> str:
+        return os.path.join(self.generation, name)
 
 
 @dataclasses.dataclass
@@ -79,7 +93,7 @@ class Run:  # pylint: disable=too-many-instance-attributes
     consumed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
     checkpoint: Optional[dict[str, Any]] = None
     no_resume: Optional[str] = None
-    resumed: Optional["Resumed"] = None  # an incremental run's: what it resumes from
+    resumed: Optional[Resumed] = None  # an incremental run's: what it resumes from (incremental.py)
 
     @property
     def started_spark(self) -> SparkSession:
@@ -178,7 +192,7 @@ def reject_unusable_records(run: Run) -> str:
     counted = {name: figures.pop("rejected_counted") for name, figures in run.summary["inputs"].items()}
     written = [run.ingested[name].rejected for name, count in counted.items() if count]
     write_rejected(written, path)
-    counts = rejected_counts(run.spark, path) if written else {}
+    counts = rejected_counts(run.started_spark, path) if written else {}
     for name, figures in run.summary["inputs"].items():
         figures["rejected"] = counts.get(name, 0)
     return f"({sum(counts.values()):,} rejected)"
@@ -278,7 +292,7 @@ def _spark_facts(spark):
     }
 
 
-def input_figures(ingested):
+def input_figures(ingested: ingest.Ingested) -> dict[str, Any]:
     """An input's figures once its accepted rows were first used: records read, used, and rejected as counted on
     the way (rejected/ is written only when that count is above 0; job._account compares it with what was written)."""
     counts = ingested.counts()
@@ -290,19 +304,19 @@ def input_figures(ingested):
     }
 
 
-def read_volumes(run):
+def read_volumes(run: Run) -> DataFrame:
     """volumes/ as read_snapshots wrote it: the checked snapshots, which the forecast and the timeline read."""
     return run.started_spark.read.schema(schemas.VOLUMES).parquet(run.path("volumes"))
 
 
-def write_output(frame, path, partition_by=None):
+def write_output(frame: DataFrame, path: str, partition_by: Optional[str] = None) -> None:
     writer = frame.write.mode("overwrite")
     if partition_by:
         writer = writer.partitionBy(partition_by)
     writer.parquet(path)
 
 
-def has_parquet(path):
+def has_parquet(path: str) -> bool:
     """Whether an output directory holds data files: Spark writes none for an empty frame partitioned by a column,
     and reading such a directory back without a schema fails (UNABLE_TO_INFER_SCHEMA)."""
     return os.path.isdir(path) and any(
@@ -314,7 +328,7 @@ def _count(spark, path):
     return spark.read.parquet(path).count() if has_parquet(path) else 0
 
 
-def write_rejected(frames, path):
+def write_rejected(frames: list[DataFrame], path: str) -> None:
     """The rejected records of the inputs that have some, one JSON-lines file per input: the records are filtered
     where they are read, in parallel, and only they are gathered (coalescing the unfiltered read instead would
     read and check every record in one task). With none, an empty rejected/ and no Spark job."""
@@ -330,7 +344,7 @@ def write_rejected(frames, path):
     combined.repartition(1).write.mode("overwrite").partitionBy("input").json(path)
 
 
-def rejected_counts(spark, path):
+def rejected_counts(spark: SparkSession, path: str) -> dict[str, int]:
     """Rejected rows per input, read back from what was written (with a schema: nothing to infer from no rows)."""
     if not os.path.isdir(path):
         return {}

@@ -76,7 +76,7 @@ LONG_TESTS = {
     # make test-fresh on 2026-12-03, the same slow machine: under the default 300 s with less than HEADROOM.
     "integration/test_alerts_on_kafka.py": (130, 330),
     "integration/test_jmx_exporter_role.py": (124, 320),
-    # Thirteen job runs, each a few seconds of Spark's fixed costs: 130 s in a warm run on 2026-12-06 on a quiet machine.
+    # Thirteen job runs, each mostly Spark's fixed costs: 130 s in a warm run on 2026-12-06 on a quiet machine.
     "pipeline/test_incremental_runs.py": (130, 420),
 }
 

@@ -431,14 +431,14 @@ def test_a_live_guard_history_is_read_hour_by_hour_and_compares_as_a_full_run_do
     current = "snapshots-2026-11-28T06.jsonl"
     lines = lines_of(written / current)
 
-    def run(out, state=None):
+    def run(out, state=None, report=False):
         return job.run(
             PipelineConfig(
                 snapshots=str(live),
                 out=str(tmp_path / out),
                 cluster=CLUSTER,
                 check_interval=60.0,
-                report=False,
+                report=report,
                 progress=False,
                 state=state,
             )
@@ -469,7 +469,7 @@ def test_a_live_guard_history_is_read_hour_by_hour_and_compares_as_a_full_run_do
     ]
     for change, mode in steps:
         change()
-        ours = run("incremental", str(tmp_path / "state"))
+        ours = run("incremental", str(tmp_path / "state"), report=True)  # the report of an incremental run
         theirs = run("full")
         assert ours["incremental"]["mode"] == mode, ours["incremental"]
         for name in ("volumes", "decisions", "guard_comparison", "forecast"):
@@ -480,3 +480,5 @@ def test_a_live_guard_history_is_read_hour_by_hour_and_compares_as_a_full_run_do
             assert {key: ours["inputs"][name][key] for key in ("read", "used", "rejected")} == {
                 key: theirs["inputs"][name][key] for key in ("read", "used", "rejected")
             }
+    with open(ours["report"], encoding="utf-8") as handle:
+        assert "What the guard did beside the replay" in handle.read(), "the report of an incremental run"

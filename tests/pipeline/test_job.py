@@ -139,11 +139,26 @@ def test_the_stages_run_in_order_and_every_output_has_one():
         "guard comparison",
         "client quota analysis",
         "topic thresholds",
+        "checkpoint",
         "report",
     ], "the forecast comes first: it sizes the decision timeline"
     assert {output.stage for output in stage_registry.OUTPUTS} - {None} <= {
         stage for stage, unused_work in job.PIPELINE
     }
+    # An incremental run writes the same outputs; the traffic analyses are carried, not read again.
+    incremental = [stage.name for stage, unused_work in job.INCREMENTAL_PIPELINE]
+    assert incremental == [
+        "start Spark",
+        "read snapshots",
+        "read guard decisions",
+        "reject unusable records",
+        "volume forecast",
+        "decision timeline",
+        "guard comparison",
+        "carry traffic analyses",
+        "checkpoint",
+        "report",
+    ]
 
 
 def test_the_command_line_refuses_bad_input_with_the_option_named(tmp_path, fleet):

@@ -154,8 +154,12 @@ BEFORE = {
 RESUMABLE = run_state.record(fingerprint(), BEFORE, OUTPUTS, RESUME)
 
 
-def now(*snapshot_rows, traffic=BEFORE["--traffic"]):
-    return {"--snapshots": [*BEFORE["--snapshots"][:1], *snapshot_rows], "--traffic": list(traffic)}
+def now(*snapshot_rows, traffic=None):
+    """The manifest of this run: the first hour's file as it was, ``snapshot_rows`` after it, the traffic as it was."""
+    return {
+        "--snapshots": [*BEFORE["--snapshots"][:1], *snapshot_rows],
+        "--traffic": list(BEFORE["--traffic"] if traffic is None else traffic),
+    }
 
 
 @pytest.mark.parametrize(

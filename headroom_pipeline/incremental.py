@@ -63,7 +63,7 @@ def checkpoint(
     at = F.unix_micros("at")
     latest_at = rows.groupBy("cluster", "broker_id").agg(F.max(at).alias("latest_at"))
     latest = (
-        rows.join(latest_at, ["cluster", "broker_id"])
+        rows.join(F.broadcast(latest_at), ["cluster", "broker_id"])
         .where(at == F.col("latest_at"))
         .select(*[at.alias("at") if name == "at" else name for name in LATEST_COLUMNS])
         .distinct()  # the rows of a message read twice are those of one message, as the timeline counts them
@@ -134,7 +134,6 @@ def read_new_snapshots(run: stages.Run) -> str:
     def first_use(checked):
         stages.write_output(schemas.volume_rows(checked.accepted_raw), os.path.join(incoming, "volumes"))
 
-    consumed: dict[str, tuple[int, str]] = {}
     try:
         snapshots = ingest.load_snapshots(
             run.started_spark,
@@ -143,14 +142,14 @@ def read_new_snapshots(run: stages.Run) -> str:
             window=run.time_window(),
             first_use=first_use,
             only=resumed.reads,
-            consumed=consumed,
+            consumed=run.consumed,
         )
     except sources.PrefixChanged as exc:
         raise NotResumable(str(exc)) from None
     run.ingested["snapshots"] = snapshots
     figures = run.summary["inputs"]["snapshots"] = stages.input_figures(snapshots)
-    resumed.stamps = stamps_after(resumed.resume.get("stamps"), snapshots.check_counts.get)
-    problem = stamps_problem(resumed.stamps, config.plausible_window, run.time_window().needs_median)
+    stamps = stamps_after(resumed.resume.get("stamps"), snapshots.check_counts.get)
+    problem = stamps_problem(stamps, config.plausible_window, run.time_window().needs_median)
     if problem:
         raise NotResumable(problem)
     new_rows = read_incoming_volumes(run)
@@ -163,7 +162,6 @@ def read_new_snapshots(run: stages.Run) -> str:
             "cluster (a late or repeated file, or a broker's clock set back): the instants they belong to are decided "
             "already"
         )
-    resumed.consumed = consumed
     link_files(resumed.output("volumes"), run.path("volumes"))
     link_files(os.path.join(incoming, "volumes"), run.path("volumes"))
     return f"({snapshots.read:,} new records, {figures['used']:,} used)"
@@ -175,18 +173,12 @@ def add_rejected(run: stages.Run) -> str:
     every run (the traffic's are carried with its analyses)."""
     resumed = run.resumed
     assert resumed is not None, "an incremental run has what the last run left"
-    inputs = run.summary["inputs"]
-    counted = {name: figures.pop("rejected_counted") for name, figures in inputs.items()}
     incoming = os.path.join(run.path(INCOMING), "rejected")
-    stages.write_rejected([run.ingested[name].rejected for name, count in counted.items() if count], incoming)
-    counts = stages.rejected_counts(run.started_spark, incoming) if any(counted.values()) else {}
-    for name, figures in inputs.items():
-        figures["rejected"] = counts.get(name, 0)
+    new = stages.reject_into(run, incoming).get("snapshots", 0)
     for name in ("snapshots", "traffic"):
         link_files(os.path.join(resumed.output("rejected"), f"input={name}"), run.path(f"rejected/input={name}"))
     link_files(incoming, run.path("rejected"))
-    before, figures = resumed.summary["inputs"]["snapshots"], inputs["snapshots"]
-    new = figures["rejected"]
+    before, figures = resumed.summary["inputs"]["snapshots"], run.summary["inputs"]["snapshots"]
     for key in ("read", "used", "rejected"):
         figures[key] += before[key]
     return f"({new:,} new rejected)"
@@ -251,25 +243,19 @@ def read_incoming_volumes(run: stages.Run) -> DataFrame:
 
 
 def link_files(source: str, target: str) -> None:
-    """Every data file below ``source`` hard-linked at the same place below ``target`` (copied where the file system
-    has no hard links), with Spark's _SUCCESS marker; names never collide, as Spark names its files uniquely."""
-    if not os.path.isdir(source):
-        return
-    for root, _dirs, names in os.walk(source):
-        below = os.path.join(target, os.path.relpath(root, source))
-        os.makedirs(below, exist_ok=True)
-        for name in names:
-            if name.startswith("."):  # Spark's checksums of its own files: not read back
-                continue
-            destination = os.path.join(below, name)
-            if name.startswith("_"):
-                if not os.path.exists(destination):
-                    shutil.copyfile(os.path.join(root, name), destination)
-                continue
-            try:
-                os.link(os.path.join(root, name), destination)
-            except OSError:
-                shutil.copyfile(os.path.join(root, name), destination)
+    """Every file below ``source`` hard-linked at the same place below ``target`` (copied where the file system has
+    no hard links), Spark's checksum files left out (nothing reads them back); Spark names its data files uniquely,
+    so only its _SUCCESS markers meet, and are the same."""
+    if os.path.isdir(source):
+        ignore = shutil.ignore_patterns(".*")
+        shutil.copytree(source, target, copy_function=_link_or_copy, ignore=ignore, dirs_exist_ok=True)
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:  # no hard links here, or a _SUCCESS marker already there
+        shutil.copyfile(source, destination)
 
 
 def previous_generation(out: str) -> str:
@@ -283,19 +269,19 @@ def record_checkpoint(run: stages.Run) -> str:
     spark = run.started_spark
     if sources.is_kafka(config.snapshots):
         return "(none: a snapshot topic is read whole on every run)"
-    if resumed is None:
+    previous = resumed.resume if resumed is not None else {}
+    stamps = stamps_after(previous.get("stamps"), run.ingested["snapshots"].check_counts.get)
+    consumed = {**previous.get("consumed", {}), **run.consumed}
+    if resumed is None:  # the whole of decisions/ and volumes/
         decisions_path = run.path("decisions")
         timeline = (
             spark.read.schema(stages.TIMELINE_READ).parquet(decisions_path)
             if stages.has_parquet(decisions_path)
             else None
         )
-        volumes, previous = stages.read_volumes(run), None
-        stamps = stamps_after(None, run.ingested["snapshots"].check_counts.get)
-        consumed = dict(run.consumed)
-    else:
-        timeline, volumes, previous = resumed.new_timeline, read_incoming_volumes(run), resumed.resume
-        stamps, consumed = resumed.stamps, {**resumed.resume.get("consumed", {}), **resumed.consumed}
+        volumes = stages.read_volumes(run)
+    else:  # this run's rows of them; the resume holds the rest
+        timeline, volumes = resumed.new_timeline, read_incoming_volumes(run)
     problem = stamps_problem(stamps, config.plausible_window, run.time_window().needs_median)
     if problem:
         run.no_resume = problem

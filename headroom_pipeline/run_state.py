@@ -128,8 +128,7 @@ def incremental_reads(
     run re-read everything."""
     reads: dict[str, Tail] = {}
     for option in sorted(set(before) | set(now)):
-        old_files = {row[0]: row[1:] for row in before.get(option, [])}
-        new_files = {row[0]: row[1:] for row in now.get(option, [])}
+        old_files, new_files = _by_path(before, option), _by_path(now, option)
         if option == GUARD_DECISIONS:
             continue  # few: every run reads them whole
         if option != SNAPSHOTS:
@@ -177,13 +176,17 @@ def _manifest_difference(before: Mapping[str, Any], now: Mapping[str, Any]) -> O
     """A sentence for the input files that are new, changed or gone; None when the listings are equal."""
     new = changed = gone = 0
     for option in set(before) | set(now):
-        old_files = {row[0]: row[1:] for row in before.get(option, [])}
-        new_files = {row[0]: row[1:] for row in now.get(option, [])}
+        old_files, new_files = _by_path(before, option), _by_path(now, option)
         new += len(set(new_files) - set(old_files))
         gone += len(set(old_files) - set(new_files))
         changed += sum(1 for path in set(old_files) & set(new_files) if old_files[path] != new_files[path])
     parts = [f"{count} {what}" for count, what in ((new, "new"), (changed, "changed"), (gone, "gone")) if count]
     return f"input files since the last run: {', '.join(parts)}" if parts else None
+
+
+def _by_path(manifest: Mapping[str, Any], option: str) -> dict[str, list[Any]]:
+    """{path: [size, mtime, ctime, inode]} of an option's files in a manifest."""
+    return {row[0]: row[1:] for row in manifest.get(option, [])}
 
 
 def _listing(paths: Iterable[str]) -> Listing:

@@ -240,7 +240,7 @@ def resolve_input(
             continue
         if compressed in listed and _ends_with(compressed, data):
             continue
-        consumed[os.path.abspath(path)] = (len(data), hashlib.sha256(data).hexdigest())
+        _record_read(consumed, path, data)
         held.extend(_held_lines(path, data))
     return ResolvedInput(kind, spark_files, held)
 
@@ -280,8 +280,13 @@ def _held_rest(path, tail, consumed):
         if prefix[-1:] not in (b"\n", b"\r"):
             raise PrefixChanged(f"the last run read {shown_path(os.path.abspath(source))} up to the middle of a line")
     if _is_growing(plain):
-        consumed[os.path.abspath(plain)] = (len(data), hashlib.sha256(data).hexdigest())
+        _record_read(consumed, plain, data)
     return _held_lines(source, data[tail.offset :])
+
+
+def _record_read(consumed, plain, data):
+    """What was read of an uncompressed history file, by its name: where the next incremental run resumes it."""
+    consumed[os.path.abspath(plain)] = (len(data), hashlib.sha256(data).hexdigest())
 
 
 def _content(path):
@@ -326,8 +331,7 @@ def _is_growing(path):
 def _ends_with(compressed, data):
     """Whether the gzip file ``compressed`` ends with ``data`` (it was made of the plain file, which is now gone)."""
     try:
-        with gzip.open(compressed, "rb") as handle:
-            return handle.read().endswith(data)
+        return _content(compressed).endswith(data)
     except (OSError, EOFError):
         return False
 

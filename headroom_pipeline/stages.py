@@ -62,8 +62,6 @@ class Resumed:
     resume: Mapping[str, Any]  # the last run's: seeds, latest, stamps, consumed
     summary: dict[str, Any]  # the last run's summary.json
     generation: str  # the last run's generation, whose outputs this run extends
-    stamps: dict[str, int | None] | None = None  # over every run, the new records' included
-    consumed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # what this run read of each file
     new_timeline: DataFrame | None = None  # this run's rows of decisions/, None without any
 
     def output(self, name: str) -> str:
@@ -88,8 +86,8 @@ class Run:  # pylint: disable=too-many-instance-attributes
     guard_decisions: Optional[DataFrame] = None  # the guard's decision records, cached for the comparison
     # every volume's span, as the forecast found it (it bounds the decision timeline's size)
     volume_spans: Optional[forecast.VolumeSpans] = None
-    # With --state: what was read of each of the guard's files of the current hour (sources.resolve_input), and what
-    # the next run resumes from (incremental.checkpoint), or why it cannot
+    # With --state: what this run read of each of the guard's files of the current hour (sources.resolve_input), and
+    # what the next run resumes from (incremental.checkpoint), or why it cannot
     consumed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
     checkpoint: Optional[dict[str, Any]] = None
     no_resume: Optional[str] = None
@@ -188,14 +186,20 @@ def read_guard_decisions(run: Run) -> str:
 
 
 def reject_unusable_records(run: Run) -> str:
-    path = run.path("rejected")
+    counts = reject_into(run, run.path("rejected"))
+    return f"({sum(counts.values()):,} rejected)"
+
+
+def reject_into(run: Run, path: str) -> dict[str, int]:
+    """The rejected records of the inputs this run read, written to ``path``; each input's figures get their count
+    (as written, in place of the count on the way); returns the counts per input that has some."""
     counted = {name: figures.pop("rejected_counted") for name, figures in run.summary["inputs"].items()}
     written = [run.ingested[name].rejected for name, count in counted.items() if count]
     write_rejected(written, path)
     counts = rejected_counts(run.started_spark, path) if written else {}
     for name, figures in run.summary["inputs"].items():
         figures["rejected"] = counts.get(name, 0)
-    return f"({sum(counts.values()):,} rejected)"
+    return counts
 
 
 def forecast_volumes(run: Run) -> str:

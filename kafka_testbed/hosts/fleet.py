@@ -106,6 +106,14 @@ class HostFleet(KafkaCluster):
     def systemctl(self, node_id, *args, check=True):
         return self.exec(node_id, "systemctl", *args, check=check)
 
+    def unit_property(self, node_id, unit, name):
+        """A property of a systemd unit on a node's host, as ``systemctl show -p NAME --value`` prints it."""
+        return self.systemctl(node_id, "show", "-p", name, "--value", unit).strip()
+
+    def path_exists(self, node_id, path):
+        """Whether ``path`` exists on a node's host (handed to the shell as an argument, never in its text)."""
+        return self.exec(node_id, "sh", "-c", 'test -e "$1" && echo yes || echo no', "exists", path).strip() == "yes"
+
     def main_process_started(self, node_id):
         """When the node's unit last started its main process, in this machine's monotonic seconds (a container shares
         the kernel's monotonic clock): restarts can be lined up with what a client on this machine saw."""

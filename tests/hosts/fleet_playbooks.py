@@ -9,6 +9,7 @@ import atexit
 import functools
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,11 @@ def ansible_env(**extra):
         ANSIBLE_HOST_KEY_CHECKING="True",
         **extra,
     )
+
+
+def changed_counts(stdout):
+    """{host: changed=} of a playbook's recap."""
+    return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
 
 
 def run_playbook(inventories, playbook=SITE, *args, timeout=1200):

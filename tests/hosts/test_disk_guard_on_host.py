@@ -10,7 +10,7 @@ import re
 import time
 
 import pytest
-from fleet_playbooks import run_playbook
+from fleet_playbooks import changed_counts, run_playbook
 from held_quotas import held_quotas
 
 from ansible_collections.headroom.kafka.plugins.module_utils.internal_principals import PUBLISHER_CLIENT_ID
@@ -64,16 +64,12 @@ def apply_role(fleet, directory, name, **variables):
     return run_playbook(fleet.info["inventory"], PLAYBOOK, "-e", f"@{path}")
 
 
-def changed_counts(stdout):
-    return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
-
-
 def main_pid(fleet):
     return int(fleet.systemctl(GUARD_HOST, "show", "-p", "MainPID", "--value", SERVICE).strip())
 
 
 def unit_property(fleet, name):
-    return fleet.systemctl(GUARD_HOST, "show", "-p", name, "--value", SERVICE).strip()
+    return fleet.unit_property(GUARD_HOST, SERVICE, name)
 
 
 def held(fleet):
@@ -302,4 +298,4 @@ def test_absent_removes_the_guard_and_keeps_its_user(fleet, guarded):
 
 
 def exists(fleet, path):
-    return fleet.exec(GUARD_HOST, "sh", "-c", 'test -e "$1" && echo yes || echo no', "exists", path).strip() == "yes"
+    return fleet.path_exists(GUARD_HOST, path)

@@ -27,7 +27,7 @@ import pytest
 import testinfra
 from confluent_kafka.admin import AdminClient
 from execution_environment import build_execution_environment, run_in_execution_environment
-from fleet_playbooks import RELIEVE, SITE, playbook_command, run_playbook
+from fleet_playbooks import RELIEVE, SITE, changed_counts, playbook_command, run_playbook
 from roll_watch import OnRestart, UnitWatch
 from site_runs import (
     BASE_RATE,
@@ -51,10 +51,6 @@ CUT_SECONDS = 30
 # The PLAY RECAP of a run that finds nothing to change on the fleet's four hosts.
 NOTHING_CHANGED = dict.fromkeys(("broker-1", "broker-2", "broker-3", "controller-4"), 0)
 FAULT_SITE = {"kafka_usage_replication_factor": 3, "rolling_restart_health_timeout": 40}
-
-
-def changed_counts(stdout):
-    return {host: int(changed) for host, changed in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", stdout, re.M)}
 
 
 def exporter(fleet, entry, name, **labels):

@@ -9,11 +9,10 @@ paths: the Spark driver's host of a user, with the collection and a Python with 
 
 import json
 import os
-import re
 import sys
 
 import pytest
-from fleet_playbooks import installed_collections, run_playbook
+from fleet_playbooks import changed_counts, installed_collections, run_playbook
 
 from kafka_testbed.traffic import wait_until
 
@@ -97,23 +96,25 @@ def apply_role(fleet, directory, name, **variables):
 
 
 def changed_count(stdout):
-    return int(re.search(r"^\S+\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", stdout, re.M).group(1))
+    """The changed= of the play's one host (kafka[0])."""
+    (count,) = changed_counts(stdout).values()
+    return count
 
 
 def timer(fleet, name):
-    return fleet.systemctl(HOST, "show", "-p", name, "--value", f"{UNIT}.timer").strip()
+    return fleet.unit_property(HOST, f"{UNIT}.timer", name)
 
 
 def next_run(fleet):
     """The timer's next run as systemctl prints it, without the weekday ('2099-01-01 00:00:00 UTC'; the hosts run on
     UTC)."""
-    text = fleet.systemctl(HOST, "show", "-p", "NextElapseUSecRealtime", "--value", f"{UNIT}.timer").strip()
+    text = timer(fleet, "NextElapseUSecRealtime")
     return text.split(" ", 1)[1]
 
 
 def last_run_output(fleet):
     """What the service's last run wrote to the journal (its invocation's lines, whatever the second it ran in)."""
-    invocation = fleet.systemctl(HOST, "show", "-p", "InvocationID", "--value", f"{UNIT}.service").strip()
+    invocation = fleet.unit_property(HOST, f"{UNIT}.service", "InvocationID")
     return fleet.exec(HOST, "journalctl", f"_SYSTEMD_INVOCATION_ID={invocation}", "-o", "cat", "--no-pager")
 
 
@@ -141,7 +142,7 @@ def test_the_role_installs_an_enabled_timer_and_a_second_run_changes_nothing(hos
     # The password reaches the service from a file only root reads, never from the unit.
     assert host.exec(HOST, "stat", "-c", "%a %U %G", SECRETS_FILE).split() == ["600", "root", "root"]
     assert SECRET not in host.exec(HOST, "cat", f"/etc/systemd/system/{UNIT}.service")
-    assert SECRETS_FILE in host.systemctl(HOST, "show", "-p", "EnvironmentFiles", "--value", f"{UNIT}.service")
+    assert SECRETS_FILE in host.unit_property(HOST, f"{UNIT}.service", "EnvironmentFiles")
     # As systemd reads the file into a service's environment: the password exactly.
     printed = host.exec(
         HOST,
@@ -168,7 +169,7 @@ def test_the_role_installs_an_enabled_timer_and_a_second_run_changes_nothing(hos
 def test_a_start_of_the_service_runs_the_job_and_a_second_start_with_nothing_new_starts_no_spark(host, tmp_path):
     assert apply_role(host, tmp_path, "installed").returncode == 0
     start_service(host)
-    assert host.systemctl(HOST, "show", "-p", "Result", "--value", f"{UNIT}.service").strip() == "success"
+    assert host.unit_property(HOST, f"{UNIT}.service", "Result") == "success"
     summary = json.loads(host.exec(HOST, "cat", f"{OUT}/summary.json"))
     assert summary["rows_used"] > 0 and summary["rows_rejected"] == 0
     assert summary["settings"]["cluster"] == CLUSTER
@@ -199,7 +200,7 @@ def test_absent_removes_the_timer_the_service_and_the_passwords_and_a_second_run
     assert removed.returncode == 0, removed.stdout[-3000:]
     assert changed_count(removed.stdout) > 0
     for path in (f"/etc/systemd/system/{UNIT}.timer", f"/etc/systemd/system/{UNIT}.service", SECRETS_FILE):
-        assert host.exec(HOST, "sh", "-c", f'test -e "{path}" && echo present || echo gone').strip() == "gone"
+        assert not host.path_exists(HOST, path), path
     assert host.systemctl(HOST, "list-timers", "--all", "--no-legend", check=False).find(UNIT) == -1
     again = apply_role(host, tmp_path, "removed-again", usage_pipeline_timer_state="absent")
     assert again.returncode == 0 and changed_count(again.stdout) == 0, again.stdout[-3000:]

@@ -44,8 +44,9 @@ tests/decision_timeline_reference.py:
 Forecast, per volume (cluster, broker_id, log_dir) over every message's volumes (duplicates included), the algorithm
 of headroom_pipeline/forecast.py:
 
-1. last_at = the latest at; rows with at >= last_at - forecast_window are kept (``samples``), first_at the earliest.
-2. bucket = min(floor(24 * (at - first_at) / (last_at - first_at)), 23) in integer microseconds; 0 for a zero span.
+1. earliest and last_at = the earliest and latest at; k = the smallest k >= 0 with 23 * 2^k >= min(last_at - earliest,
+   forecast_window); bucket = floor(at / 2^k) in integer microseconds (fixed in time, from the epoch).
+2. Rows with bucket >= floor((last_at - forecast_window) / 2^k) are kept (``samples``), first_at the earliest.
 3. Per bucket the peak used bytes and its at (the later one among equal peaks).
 4. slope = regr_slope(peak, (at - first_at) seconds) when there are at least 3 buckets; bytes_per_hour = slope * 3600.
 5. The row at last_at (the one with more used bytes on a tie) gives the latest total, usable, used bytes and hard
@@ -670,6 +671,16 @@ def _covers(limit, least, known, over):
         return pd.arrays.BooleanArray(np.where(missing | over, False, limit >= least), missing)
 
 
+def _bucket_shifts(held):
+    """Per volume the k of the buckets' width 2^k: the smallest with 23 * 2^k >= ``held`` microseconds."""
+    shifts = np.zeros(len(held), dtype=np.int64)
+    while True:
+        short = np.left_shift(np.int64(BUCKETS - 1), shifts) < held
+        if not short.any():
+            return shifts
+        shifts += short
+
+
 def pandas_volume_forecast(frame, config):
     """The forecast as a pandas DataFrame (the columns of headroom_pipeline.forecast.volume_forecast)."""
     import pandas as pd
@@ -677,17 +688,18 @@ def pandas_volume_forecast(frame, config):
     settings = Settings(config)
     keys = frame.groupby(["cluster", "broker_id", "log_dir"], observed=True, sort=False).ngroup().to_numpy()
     at = frame["at"].to_numpy()
-    last = pd.Series(at).groupby(keys).max().to_numpy()
-    in_window = at >= last[keys] - settings.window
+    by_volume = pd.Series(at).groupby(keys)
+    last, earliest = by_volume.max().to_numpy(), by_volume.min().to_numpy()
+    shift = _bucket_shifts(np.minimum(last - earliest, settings.window))
+    bucket = at >> shift[keys]
+    in_window = bucket >= ((last - settings.window) >> shift)[keys]
+    bucket = bucket - (last >> shift)[keys] + BUCKETS - 1  # 0 .. 23 in the window: 24 buckets hold it
     rows = frame[in_window].reset_index(drop=True)
-    keys, at = keys[in_window], at[in_window]
+    keys, at, bucket = keys[in_window], at[in_window], bucket[in_window]
     used = rows["total_bytes"].to_numpy() - rows["usable_bytes"].to_numpy()
     by_key = pd.Series(at).groupby(keys)
     first = by_key.min().to_numpy()
     samples = by_key.size().to_numpy()
-    span = last - first
-    offset = at - first[keys]
-    bucket = np.where(span[keys] > 0, np.minimum(offset * BUCKETS // np.maximum(span[keys], 1), BUCKETS - 1), 0)
 
     # per bucket the peak and its time (the later on a tie), then the trend through the peaks
     cells = pd.DataFrame({"cell": keys * BUCKETS + bucket, "used": used, "at": at})
@@ -1063,13 +1075,19 @@ FROM (SELECT cluster, broker_id, at_us, hard_type, hard_level, unnest(volumes) A
 
 FORECAST = """
 CREATE OR REPLACE TEMP TABLE forecast AS
-WITH lasts AS (
+WITH spans AS (
     -- volume: a number for the volume, which partitions the fill rates' window faster than its three columns
-    SELECT cluster, broker_id, log_dir, max(at_us) AS last_us, row_number() OVER () AS volume
+    SELECT cluster, broker_id, log_dir, max(at_us) AS last_us, min(at_us) AS earliest_us, row_number() OVER () AS volume
     FROM volume_rows GROUP BY cluster, broker_id, log_dir
+), lasts AS (
+    -- the buckets' width 2^shift: the smallest with 23 * 2^shift >= min(span, window)
+    SELECT *, list_position(list_transform(range(0, 59),
+        lambda k: (23::BIGINT << k) >= least(last_us - earliest_us, {window})), true) - 1 AS shift
+    FROM spans
 ), windowed AS (
-    SELECT r.*, l.last_us, l.volume, r.total_bytes - r.usable_bytes AS used_bytes
-    FROM volume_rows r JOIN lasts l USING (cluster, broker_id, log_dir) WHERE r.at_us >= l.last_us - {window}
+    SELECT r.*, l.last_us, l.volume, l.shift, r.total_bytes - r.usable_bytes AS used_bytes
+    FROM volume_rows r JOIN lasts l USING (cluster, broker_id, log_dir)
+    WHERE r.at_us >> l.shift >= (l.last_us - {window}) >> l.shift
 ), firsts AS (
     SELECT cluster, broker_id, log_dir, min(at_us) AS first_us FROM windowed GROUP BY ALL
 ), successive AS (
@@ -1087,8 +1105,7 @@ WITH lasts AS (
     JOIN lasts l USING (volume)
 ), bucketed AS (
     SELECT w.*, f.first_us,
-           CASE WHEN w.last_us > f.first_us THEN least((w.at_us - f.first_us) * 24 // (w.last_us - f.first_us), 23)
-               ELSE 0 END AS bucket
+           w.at_us >> w.shift AS bucket
     FROM windowed w JOIN firsts f USING (cluster, broker_id, log_dir)
 ), peaks AS (
     SELECT cluster, broker_id, log_dir, first_us, last_us, bucket, count(*) AS rows_in_bucket,

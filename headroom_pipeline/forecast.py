@@ -4,13 +4,20 @@ Input: the VOLUMES frame (one row per cluster, broker_id, log_dir and snapshot t
 ``total_bytes - usable_bytes``. Output: one row per volume (cluster, broker_id, log_dir).
 
 The algorithm is fixed: the benchmark reimplements it in pandas and DuckDB SQL and every implementation must pass
-tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch (UTC) throughout.
+tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch (UTC) throughout. forecast_buckets.py
+makes each volume's buckets (steps 1 and 2, the peaks of step 3, the latest row of step 5 and the fill rates of step
+9), from the rows or from the last run's buckets and the new rows; this module fits, limits and ranks.
 
-1. Window. Per volume, ``last_at`` = the latest ``at``; keep the rows with ``at >= last_at - forecast_window``
-   (inclusive). ``samples`` = rows kept, ``first_at`` = the earliest ``at`` kept, ``span = last_at - first_at``.
-2. Buckets. ``bucket = min(floor(24 * (at - first_at) / span), 23)``, computed on the microsecond integers (the same
-   as ``floor((at - first_at) / b)`` with width ``b = span / 24``, without rounding b); every row is bucket 0 when
-   ``span == 0``.
+1. Window. Per volume, over all its rows: ``earliest`` and ``last_at``, the earliest and latest ``at``. The rows
+   kept are those of the buckets (step 2) that hold an instant within forecast_window of the last row:
+   ``bucket >= floor((last_at - forecast_window) / 2^k)``. A volume younger than the window keeps its whole history,
+   an older one its last forecast_window and the rest of the bucket where that begins. ``samples`` = rows kept,
+   ``first_at`` = the earliest ``at`` kept.
+2. Buckets. Fixed in time: of width 2^k microseconds, aligned to the epoch (``bucket = floor(at / 2^k)``), with k the
+   smallest k >= 0 for which 23 buckets hold ``min(last_at - earliest, forecast_window)``: the rows kept lie in at most
+   24 buckets and, past 23 microseconds, in more than 11. A bucket keeps its rows while later rows arrive, and a bucket
+   of width 2^(k+1) is two of width 2^k: a run that has the last run's buckets adds the new rows to them and gives the
+   figures a run over every row gives (incremental runs, headroom_pipeline/incremental.py).
 3. Peaks. Per bucket: ``peak`` = max(used_bytes) and ``t`` = the ``at`` of that peak (max_by; among equal peaks the
    latest ``at``). Peaks follow the top of retention's saw-tooth (segment deletions inside a bucket do not pull it
    down) and gaps simply leave buckets empty.
@@ -46,32 +53,33 @@ tests/vectors/volume_forecast.json. Times are whole microseconds since the epoch
 Rows are assumed valid (ingest rejects the others): sizes known, 0 <= usable <= total.
 """
 
-import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 
 from ansible_collections.headroom.kafka.plugins.module_utils import limit_sizing
-from headroom_pipeline import schemas
+from headroom_pipeline.forecast_buckets import (
+    BUCKETS,
+    MICROS_PER_SECOND,
+    VOLUME_KEY,
+    Buckets,
+    VolumeSpan,
+    VolumeSpans,
+    buckets_of_rows,
+    highest_fill_rate,
+    volume_spans,
+)
 
 if TYPE_CHECKING:  # the caller hands the configuration over; its module is not needed at run time
     from headroom_pipeline.config import PipelineConfig
 
-VOLUME_KEY = ["cluster", "broker_id", "log_dir"]
-BUCKETS = 24
+__all__ = ["BUCKETS", "Buckets", "VolumeSpan", "VolumeSpans", "volume_forecast", "volume_spans"]
+
 MIN_BUCKETS = 3
-MICROS_PER_SECOND = 1_000_000
 SECONDS_PER_HOUR = 3600.0
 MAX_TIMESTAMP_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant a timestamp holds
 LARGEST_BYTES = float(2**63)  # the first whole number of bytes a 64-bit column cannot hold
-MAX_WINDOW_MICROS = 2**62  # any longer window keeps all history; keeps the subtraction in range
-# A bucket's peak and its time as one number (see _bucket_peaks): the parts, and the factor of the first.
-PAIR_PART = "decimal(20,0)"
-PAIR_SHIFT = str(2**63)  # a text: Py4J passes a Python int only up to 2^63 - 1
-# A volume's latest row (step 5), in the order that settles two rows at its last instant.
-LATEST_FIELDS = ("used_bytes", "total_bytes", "usable_bytes", "hard_type", "hard_level")
 
 OUTPUT_COLUMNS = [
     "cluster",
@@ -106,82 +114,24 @@ OUTPUT_COLUMNS = [
 FORECAST_COUNTS = ("volumes", "crossing_hard_limit", "limits_short_of_peak_fill")
 
 
-class VolumeSpan(NamedTuple):
-    """A volume's instants in microseconds: its earliest and last samples, and the first sample within the forecast
-    window of its last (step 1)."""
-
-    cluster: Any
-    broker_id: Any
-    log_dir: Any
-    earliest_us: int
-    last_us: int
-    first_us: int
-
-
-@dataclasses.dataclass(frozen=True)
-class VolumeSpans:
-    """Every volume's span: ``frame`` (volume, cluster, broker_id, log_dir, earliest_us, last_us, first_us; one row
-    per volume, computed once and kept by Spark; ``volume`` is a number that names the volume in the forecast's
-    groupings) and the same rows on the driver (``spans``)."""
-
-    frame: DataFrame
-    spans: list[VolumeSpan]
-
-
-def volume_spans(volumes: DataFrame, config: "PipelineConfig") -> VolumeSpans:
-    """Every volume's span: the forecast's step 1, which the job also sizes the decision timeline from.
-
-    One aggregation over the rows (partial on each task, one row per volume shuffled), kept by Spark and collected;
-    a second one, over the rows of the volumes whose history is longer than the window, only when there are such
-    volumes.
-    """
-    window_micros = _window_micros(config.forecast_window)
-    rows = _rows(volumes)
-    spans = (
-        rows.groupBy(*VOLUME_KEY)
-        .agg(F.min("at_us").alias("earliest_us"), F.max("at_us").alias("last_us"))
-        .withColumn("volume", F.monotonically_increasing_id())
-        .localCheckpoint()
-    )
-    columns = ["volume", *VOLUME_KEY, "earliest_us", "last_us"]
-    collected = [_span(row, first_us=row["earliest_us"]) for row in spans.collect()]
-    if all(span.earliest_us >= span.last_us - window_micros for span in collected):
-        return VolumeSpans(spans.select(*columns, F.col("earliest_us").alias("first_us")), collected)
-    starts = F.col("last_us") - F.lit(window_micros)
-    longer = spans.where(F.col("earliest_us") < starts).select("volume", *VOLUME_KEY, starts.alias("start_us"))
-    firsts = (
-        _joined(rows, longer)
-        .where(F.col("at_us") >= F.col("start_us"))
-        .groupBy("volume")
-        .agg(F.min("at_us").alias("first_us"))
-    )
-    frame = (
-        spans.join(firsts, "volume", "left")
-        .select(*columns, F.coalesce("first_us", "earliest_us").alias("first_us"))
-        .localCheckpoint()
-    )
-    return VolumeSpans(frame, [_span(row, first_us=row["first_us"]) for row in frame.collect()])
-
-
-def _span(row: Any, first_us: int) -> VolumeSpan:
-    return VolumeSpan(row["cluster"], row["broker_id"], row["log_dir"], row["earliest_us"], row["last_us"], first_us)
-
-
 def volume_forecast(
     volumes: DataFrame,
     config: "PipelineConfig",
     spans: VolumeSpans | None = None,
     observation: Observation | None = None,
 ) -> DataFrame:
-    """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring).
+    """One row per volume: latest figures, growth trend, limit crossings and rank (see the module docstring), of
+    every row of VOLUMES. ``spans``: volume_spans of the same volumes when the caller has them (computed here
+    otherwise: that runs a query). ``observation``: as for forecast_of_buckets."""
+    return forecast_of_buckets(buckets_of_rows(volumes, config, spans), config, observation)
 
-    ``spans``: volume_spans of the same volumes when the caller has them (computed here otherwise: that runs a
-    query). ``observation``: a pyspark Observation that the first action on the result fills with FORECAST_COUNTS.
-    """
-    if spans is None:
-        spans = volume_spans(volumes, config)
-    windowed = _in_window(volumes, spans.frame)
-    trends = _trends(_bucket_peaks(windowed), spans.frame, _peak_fill_rates(windowed))
+
+def forecast_of_buckets(
+    buckets: Buckets, config: "PipelineConfig", observation: Observation | None = None
+) -> DataFrame:
+    """The forecast of the volumes' buckets (forecast_buckets.py). ``observation``: a pyspark Observation that the
+    first action on the result fills with FORECAST_COUNTS."""
+    trends = _trends(buckets)
     with_limits = trends.select(
         "*",
         _hard_limit_usable_bytes(F.col("hard_limit_type"), F.col("hard_limit_level"), F.col("total_bytes")).alias(
@@ -225,125 +175,6 @@ def volume_forecast(
     return ranked.select(*OUTPUT_COLUMNS)
 
 
-def _window_micros(window_seconds: float) -> int:
-    return min(round(window_seconds * MICROS_PER_SECOND), MAX_WINDOW_MICROS)
-
-
-def _rows(volumes: DataFrame) -> DataFrame:
-    return schemas.reported_volumes(volumes).select(
-        *VOLUME_KEY,
-        "total_bytes",
-        "usable_bytes",
-        "hard_type",
-        "hard_level",
-        (F.col("total_bytes") - F.col("usable_bytes")).alias("used_bytes"),
-        F.unix_micros("at").alias("at_us"),
-        "at",
-    )
-
-
-def _in_window(volumes: DataFrame, spans: DataFrame) -> DataFrame:
-    """The rows within the forecast window of their volume's last row, with their volume, bucket and span.
-
-    Each volume's span (volume_spans, one row per volume, kept by Spark) joins the rows by broadcast, so that no
-    row is shuffled or sorted by volume. The volumes are matched null-safely, as a grouping groups them.
-    """
-    joined = _joined(_rows(volumes), spans.select("volume", *VOLUME_KEY, "first_us", "last_us"))
-    windowed = joined.where(F.col("at_us") >= F.col("first_us"))
-    return windowed.select(
-        "volume",
-        "used_bytes",
-        "at_us",
-        "first_us",
-        "last_us",
-        *LATEST_FIELDS,
-        _bucket(F.col("at_us") - F.col("first_us"), F.col("last_us") - F.col("first_us")).alias("bucket"),
-    )
-
-
-def _joined(rows: DataFrame, per_volume: DataFrame, keys: Sequence[str] = tuple(VOLUME_KEY)) -> DataFrame:
-    """``rows`` with the columns of ``per_volume`` (one row per key), matched null-safely on the ``keys``."""
-    keyed = per_volume.select(
-        *[F.col(name).alias(f"_{name}") for name in keys],
-        *[name for name in per_volume.columns if name not in keys],
-    )
-    matched = [rows[name].eqNullSafe(keyed[f"_{name}"]) for name in keys]
-    return rows.join(F.broadcast(keyed), matched).drop(*[f"_{name}" for name in keys])
-
-
-def _bucket(offset_micros: Column, span_micros: Column) -> Column:
-    """min(floor(24 * offset / span), 23); 0 for every row when span is 0 (then there is no trend)."""
-    index = F.floor(F.try_divide(offset_micros * BUCKETS, span_micros))
-    return F.when(span_micros > 0, F.least(index, F.lit(BUCKETS - 1))).otherwise(F.lit(0).cast("long"))
-
-
-def _bucket_peaks(windowed: DataFrame) -> DataFrame:
-    """Per volume and bucket: the peak used bytes, its time (among equal peaks the latest), the rows, and the
-    volume's latest row (step 5) in the bucket that holds its last instant: the forecast's one pass over the rows.
-
-    One aggregation, which Spark hashes where the rows are (partial on each task, one row per group shuffled):
-
-    - the (used bytes, time) pair whose maximum is the peak and its time is one whole number,
-      used * 2^63 + (at - first_us), both parts below 2^63, so that the pair's order is the number's (a maximum of a
-      struct would sort every row instead). The number takes 126 bits: a decimal of 38 digits holds it exactly.
-    - the rows at the volume's last instant are grouped by their content (a key that is null on every other row), so
-      that the few candidates for the latest row reach the second, small aggregation whole, and their order there is
-      the reference's (more used bytes, then the rest in order).
-    """
-    pair = F.col("used_bytes").cast(PAIR_PART) * F.lit(PAIR_SHIFT).cast(PAIR_PART) + (
-        F.col("at_us") - F.col("first_us")
-    ).cast(PAIR_PART)
-    at_last = F.when(F.col("at_us") == F.col("last_us"), F.struct(*LATEST_FIELDS))
-    parts = windowed.groupBy("volume", "bucket", at_last.alias("candidate")).agg(
-        F.max("used_bytes").alias("peak_used"),
-        F.max(pair).alias("peak_pair"),
-        F.count(F.lit(1)).alias("rows"),
-        F.min("first_us").alias("first_us"),  # the volume's, the same on each row
-    )
-    peaks = parts.groupBy("volume", "bucket").agg(
-        F.max("peak_used").alias("peak_used"),
-        F.max("peak_pair").alias("peak_pair"),
-        F.sum("rows").alias("rows"),
-        F.min("first_us").alias("first_us"),
-        F.max("candidate").alias("latest"),
-    )
-    offset = F.col("peak_pair") - F.col("peak_used").cast(PAIR_PART) * F.lit(PAIR_SHIFT).cast(PAIR_PART)
-    return peaks.select(
-        "volume",
-        "bucket",
-        "first_us",
-        "peak_used",
-        "rows",
-        "latest",
-        (F.col("first_us") + offset.cast("long")).alias("peak_at"),
-    )
-
-
-def _peak_fill_rates(windowed: DataFrame) -> DataFrame:
-    """Per volume: the highest fill rate between two successive rows (step 9), null when no pair gives one.
-
-    Unlike the peaks, this needs each row's predecessor: the rows are shuffled by volume and sorted by time, four
-    narrow columns of them.
-    """
-    successive = Window.partitionBy("volume").orderBy("at_us", "usable_bytes", "total_bytes")
-    rows = windowed.select("volume", "at_us", "usable_bytes", "total_bytes")
-    pairs = rows.select(
-        "volume",
-        "at_us",
-        "usable_bytes",
-        "total_bytes",
-        F.lag("at_us").over(successive).alias("previous_us"),
-        F.lag("usable_bytes").over(successive).alias("previous_usable"),
-        F.lag("total_bytes").over(successive).alias("previous_total"),
-    )
-    lost = F.greatest(F.col("previous_usable") - F.col("usable_bytes"), F.lit(0)).cast("double")
-    seconds = (F.col("at_us") - F.col("previous_us")).cast("double") / MICROS_PER_SECOND
-    rate = F.when(
-        (F.col("at_us") > F.col("previous_us")) & (F.col("total_bytes") == F.col("previous_total")), lost / seconds
-    )
-    return pairs.groupBy("volume").agg(F.max(rate).alias("peak_fill_bytes_per_sec"))
-
-
 def least_limit(  # pylint: disable=too-many-arguments
     rate: Column,
     check_interval: float,
@@ -385,25 +216,42 @@ def _covers(limit: Column, least: Column) -> Column:
     return F.when(whole.isNotNull(), limit >= whole).when(least.isNotNull() & limit.isNotNull(), F.lit(False))
 
 
-def _trends(peaks: DataFrame, span_frame: DataFrame, fill_rates: DataFrame) -> DataFrame:
+def _trends(buckets: Buckets) -> DataFrame:
     """Per volume: slope of peak used bytes over time (bytes/s, null under 3 buckets), the latest figures and the
-    peak fill rate."""
-    peak_seconds = (F.col("peak_at") - F.col("first_us")) / MICROS_PER_SECOND
-    fitted = peaks.groupBy("volume").agg(
-        _slope_in_bucket_order(
-            F.collect_list(F.struct("bucket", peak_seconds.alias("x"), F.col("peak_used").cast("double").alias("y")))
-        ).alias("fitted_slope"),
-        F.count(F.lit(1)).alias("buckets"),
+    peak fill rate, from its kept buckets in bucket order."""
+    fields = ["bucket", "peak_at", "peak_used", "first_at", "first_usable", "first_total"]
+    fields += ["last_at", "last_usable", "last_total", "fill_rate"]
+    per_volume = buckets.partials.groupBy("volume").agg(
+        F.array_sort(F.collect_list(F.struct(*fields))).alias("in_order"),
         F.sum("rows").alias("samples"),
-        F.max("latest").alias("latest"),  # the bucket with the last instant holds it; the others null
+        F.min("first_at").alias("first_us"),
     )
-    per_volume = fitted.join(F.broadcast(span_frame), "volume").join(fill_rates, "volume", "left")
+    points = F.transform(
+        "in_order",
+        lambda part: F.struct(
+            part["bucket"].alias("bucket"),
+            ((part["peak_at"] - F.col("first_us")) / MICROS_PER_SECOND).alias("x"),
+            part["peak_used"].cast("double").alias("y"),
+        ),
+    )
+    spans = buckets.spans.frame.select("volume", *VOLUME_KEY, "last_us")
+    fitted = (
+        per_volume.select(
+            "volume",
+            "samples",
+            "first_us",
+            F.size("in_order").cast("long").alias("buckets"),
+            _slope_in_bucket_order(points).alias("fitted_slope"),
+            highest_fill_rate(F.col("in_order")).alias("peak_fill_bytes_per_sec"),
+        )
+        .join(F.broadcast(spans), "volume")
+        .join(buckets.latest, "volume")
+    )
     slope = F.when(F.col("buckets") >= MIN_BUCKETS, F.col("fitted_slope"))
-    return per_volume.select(
+    return fitted.select(
         *VOLUME_KEY,
         "samples",
         "buckets",
-        "earliest_us",
         "first_us",
         "last_us",
         slope.alias("slope"),

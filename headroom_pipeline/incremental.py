@@ -8,6 +8,7 @@ What a run leaves in the state for the next one (``resume``, saved in the state 
   decisions.checkpoint_rows finds each broker's clock;
 - ``stamps``: the earliest and latest snapshot stamps the time checks judged, over every run;
 - ``consumed``: what was read of each of the guard's files of the current hour (sources.resolve_input).
+Beside its outputs, in its generation, the forecast's buckets (stages.FORECAST_BUCKETS, forecast_buckets.py).
 
 A run resumes only when a full run would read the earlier records and decide the earlier instants as the earlier runs
 did. It stops (NotResumable) and the job runs in full, saying why, when
@@ -17,8 +18,8 @@ did. It stops (NotResumable) and the job runs in full, saying why, when
   hold each record to, could then reject a record an earlier run accepted, or the reverse;
 - a file read in part no longer begins with what the last run read of it.
 volumes/, decisions/ and rejected/ keep the last run's files, hard-linked into the new generation beside the new ones;
-the forecast is computed again from volumes/ (its window slides with each run); the traffic analyses, whose inputs
-did not change, are carried over as they are.
+the forecast adds the new rows to the last run's buckets (forecast_buckets.py), which every run that keeps a state
+leaves in its generation; the traffic analyses, whose inputs did not change, are carried over as they are.
 """
 
 import os
@@ -29,7 +30,16 @@ from typing import Any
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from headroom_pipeline import decisions, ingest, publication, schemas, sources, stage_registry, stages
+from headroom_pipeline import (
+    decisions,
+    forecast_buckets,
+    ingest,
+    publication,
+    schemas,
+    sources,
+    stage_registry,
+    stages,
+)
 from headroom_pipeline.session import timeline_settings
 
 INCOMING = ".incoming"  # in the run's generation: what the new records make, before it joins the outputs
@@ -182,6 +192,23 @@ def add_rejected(run: stages.Run) -> str:
     for key in ("read", "used", "rejected"):
         figures[key] += before[key]
     return f"({new:,} new rejected)"
+
+
+def forecast_with_new_rows(run: stages.Run) -> str:
+    """forecast/ from the last run's buckets and the new rows (forecast_buckets.buckets_with_new_rows): the forecast
+    of every row without reading them again."""
+    resumed = run.resumed
+    assert resumed is not None, "an incremental run has what the last run left"
+    saved = resumed.output(stages.FORECAST_BUCKETS)
+    if not os.path.isdir(saved):
+        raise NotResumable("the last run left no forecast buckets")
+    try:
+        buckets = forecast_buckets.buckets_with_new_rows(
+            run.started_spark, saved, read_incoming_volumes(run), run.config
+        )
+    except ValueError as exc:
+        raise NotResumable(str(exc)) from None
+    return stages.write_forecast(run, buckets)
 
 
 def resume_decision_timeline(run: stages.Run) -> str:

@@ -56,7 +56,7 @@ INCREMENTAL_PIPELINE = (
     (stage_registry.READ_SNAPSHOTS, incremental.read_new_snapshots),
     (stage_registry.READ_GUARD_DECISIONS, stages.read_guard_decisions),
     (stage_registry.REJECT, incremental.add_rejected),
-    (stage_registry.FORECAST, stages.forecast_volumes),
+    (stage_registry.FORECAST, incremental.forecast_with_new_rows),
     (stage_registry.DECISIONS, incremental.resume_decision_timeline),
     (stage_registry.GUARD_COMPARISON, stages.compare_guard_decisions),
     (stage_registry.CARRY_TRAFFIC, incremental.carry_traffic_analyses),

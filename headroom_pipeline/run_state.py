@@ -24,7 +24,7 @@ from headroom_pipeline.sources import WHOLE, Tail
 STATE_FILE = "current.json"
 LOCK_FILE = "lock"
 SUMMARY = "summary.json"  # the job's, written last
-FORMAT = 3  # of current.json: a state of another format is not read, and the run is a full one
+FORMAT = 4  # of current.json: a state of another format is not read, and the run is a full one
 # Settings that change how the job runs, not what it writes. --conf stays in: a Spark setting can change the outputs
 # (spark.sql.session.timeZone).
 NOT_IN_FINGERPRINT = frozenset({"master", "driver_memory", "progress", "state"})

@@ -23,6 +23,7 @@ from headroom_pipeline import (
     clients,
     decisions,
     forecast,
+    forecast_buckets,
     guard_comparison,
     ingest,
     report,
@@ -38,6 +39,9 @@ from headroom_pipeline.session import global_window_warnings_quiet, spark_sessio
 # Cached inputs are kept on local disk, so that the heap is left to the aggregations and sorts (a driver with a
 # 1.25 GiB heap runs 10 million snapshot rows in local mode; in memory, the cached rows alone would crowd it out).
 CACHE_LEVEL = StorageLevel.DISK_ONLY
+# In a run's generation, beside its outputs: the forecast's buckets, from which the next incremental run's forecast
+# starts (forecast_buckets.save_buckets).
+FORECAST_BUCKETS = ".forecast-buckets"
 # The columns of decisions/ the guard comparison reads back (with a schema: a timeline of no rows has no files).
 TIMELINE_READ = (
     "cluster string, at timestamp, throttle_factor double, state string, fallback_applied boolean, "
@@ -203,15 +207,20 @@ def reject_into(run: Run, path: str) -> dict[str, int]:
 
 
 def forecast_volumes(run: Run) -> str:
+    volumes = read_volumes(run)
+    spans = forecast.volume_spans(volumes, run.config)
+    return write_forecast(run, forecast_buckets.buckets_of_rows(volumes, run.config, spans))
+
+
+def write_forecast(run: Run, buckets: forecast_buckets.Buckets) -> str:
+    """forecast/ of the volumes' buckets, which a run that keeps a state also leaves for the next (FORECAST_BUCKETS);
+    their spans bound the decision timeline."""
     observation = Observation("forecast")
-    spark = run.started_spark
-    with global_window_warnings_quiet(spark):  # the ranking of all volumes is one window on purpose
-        volumes = read_volumes(run)
-        run.volume_spans = forecast.volume_spans(volumes, run.config)
-        write_output(
-            forecast.volume_forecast(volumes, run.config, spans=run.volume_spans, observation=observation),
-            run.path("forecast"),
-        )
+    run.volume_spans = buckets.spans
+    with global_window_warnings_quiet(run.started_spark):  # the ranking of all volumes is one window on purpose
+        write_output(forecast.forecast_of_buckets(buckets, run.config, observation), run.path("forecast"))
+    if run.config.state is not None and not sources.is_kafka(run.config.snapshots):
+        forecast_buckets.save_buckets(buckets, run.path(FORECAST_BUCKETS))
     observed = observation.get
     counts = stage_registry.FORECAST.record(run.summary, {key: int(observed[key]) for key in forecast.FORECAST_COUNTS})
     return f"({counts['volumes']:,} volumes)"

@@ -39,7 +39,7 @@ def volume_rows(
         (
             cluster,
             broker_id,
-            START + datetime.timedelta(seconds=seconds),
+            START + datetime.timedelta(microseconds=round(seconds * 1_000_000)),
             None,
             None,
             hard_type,
@@ -99,7 +99,8 @@ def expected_hours(row, limit_usable_bytes, rate_per_second):
 def test_steady_growth_gives_the_exact_slope_and_crossing_time(spark):
     rate = 1_000_000  # bytes per second
     row = only(forecast(spark, volume_rows(linear(rate, hours=48))))
-    assert row.samples == 48 * 12 + 1 and row.buckets == 24
+    # 48 hours: 23 buckets of 2^33 microseconds (2 h 23 min) hold them, of 2^32 do not; 22 of those from the epoch
+    assert row.samples == 48 * 12 + 1 and row.buckets == 22
     assert row.bytes_per_hour == pytest.approx(rate * 3600, rel=1e-9)
     assert row.used_bytes == 200 * GIB + rate * 48 * 3600
     assert row.hard_limit_usable_bytes == 100.0 * GIB
@@ -111,10 +112,10 @@ def test_steady_growth_gives_the_exact_slope_and_crossing_time(spark):
 
 def test_a_nearly_flat_trend_of_a_large_volume_keeps_its_precision(spark):
     # Peaks of about 17 GB that wander by a few hundred bytes around a slow decline: the least-squares slope is a
-    # small difference of large sums. One sample an hour over 23 hours is one sample per bucket, so the exact slope
-    # of the peaks is that of the samples.
+    # small difference of large sums. 24 samples 2^32 microseconds apart span 23 buckets of that width, so the
+    # buckets are that wide and each holds one sample: the exact slope of the peaks is that of the samples.
     base = 17_280_947_564
-    used = {hour * 3600: base + (hour * 7919) % 613 - 9 * hour for hour in range(24)}
+    used = {fractions.Fraction(step * 2**32, 10**6): base + (step * 7919) % 613 - 9 * step for step in range(24)}
     row = only(forecast(spark, volume_rows(used, total_bytes=20_000_000_000, hard=None)))
     points = [(fractions.Fraction(seconds), fractions.Fraction(value)) for seconds, value in used.items()]
     x_mean = sum(x for x, unused_y in points) / len(points)
